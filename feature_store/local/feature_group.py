@@ -1,0 +1,519 @@
+"""Feature groups of the local backend (mirrors ``hsfs.feature_group.FeatureGroup``).
+
+A feature group is a Delta Lake table plus its catalog entry. ``insert`` upserts on
+primary key + event_time (+ partition key): a new event_time for a known key adds history, the
+same key and event_time replaces the row. Each insert is one atomic Delta commit, and the
+commit id is the Delta table version.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import (
+    AlreadyExistsError,
+    DataValidationError,
+    InvalidArgumentError,
+    NotFoundError,
+    did_you_mean,
+)
+from feature_store.feature import Feature, FilterLike
+from feature_store.local.catalog import dumps, loads
+from feature_store.timeutil import to_utc, utc_now
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
+
+    from feature_store.local.delta_table import DeltaFeatureTable
+    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.query import Query
+    from validation.expectations import ValidationReport
+
+_DATAFRAME_TYPES = ("default", "pandas", "pyarrow", "arrow", "numpy", "python", "polars")
+
+
+def convert_result(table: pa.Table, dataframe_type: str) -> Any:
+    """Convert an Arrow result to the requested dataframe type (Hopsworks names)."""
+    kind = dataframe_type.lower()
+    if kind in ("default", "pandas"):
+        return table.to_pandas()
+    if kind in ("pyarrow", "arrow"):
+        return table
+    if kind == "numpy":
+        return table.to_pandas().to_numpy()
+    if kind == "python":
+        return table.to_pandas().values.tolist()
+    if kind == "polars":
+        import polars as pl  # optional dependency
+
+        return pl.from_arrow(table)
+    raise InvalidArgumentError(
+        f"dataframe_type must be one of {_DATAFRAME_TYPES}. Got {dataframe_type!r} instead."
+    )
+
+
+class FeatureGroup:
+    """A versioned feature group stored as a Delta Lake table."""
+
+    def __init__(
+        self,
+        store: FeatureStore,
+        name: str,
+        version: int,
+        *,
+        primary_key: list[str],
+        event_time: str | None = None,
+        description: str = "",
+        partition_key: list[str] | None = None,
+        foreign_key: list[str] | None = None,
+        statistics_config: bool | dict[str, Any] | None = None,
+        expectation_suite: dict[str, Any] | None = None,
+        ingestion_policy: str = "ALWAYS",
+        features: list[Feature] | None = None,
+        fg_id: int | None = None,
+        initial_tags: dict[str, Any] | None = None,
+    ) -> None:
+        self._store = store
+        self.name = name
+        self.version = version
+        self.primary_key = list(primary_key)
+        self.event_time = event_time
+        self.description = description
+        self.partition_key = list(partition_key or [])
+        self.foreign_key = list(foreign_key or [])
+        self.statistics_config = _statistics_config(statistics_config)
+        self._expectation_suite = expectation_suite
+        self._ingestion_policy = ingestion_policy
+        self._features = features or []
+        self.id = fg_id
+        self._initial_tags = dict(initial_tags or {})
+        for f in self._features:
+            f.feature_group = self
+
+    # -- identity ----------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"FeatureGroup({self.name!r}, {self.version}, primary_key={self.primary_key}, event_time={self.event_time!r})"
+
+    @property
+    def owner(self) -> str:
+        """How error messages name this feature group."""
+        return f"feature group '{self.name}' v{self.version}"
+
+    @property
+    def features(self) -> list[Feature]:
+        """The features (columns) of the group; empty until the first insert."""
+        return list(self._features)
+
+    @property
+    def schema(self) -> list[Feature]:
+        return self.features
+
+    @property
+    def location(self) -> str:
+        return str(self._table.path)
+
+    @property
+    def upsert_key(self) -> list[str]:
+        """Columns that identify a row: primary key + event_time + partition key."""
+        key = list(self.primary_key)
+        if self.event_time and self.event_time not in key:
+            key.append(self.event_time)
+        key += [p for p in self.partition_key if p not in key]
+        return key
+
+    @property
+    def _table(self) -> DeltaFeatureTable:
+        return self._store._delta_table(self.name, self.version)
+
+    def _require_saved(self) -> int:
+        if self.id is None:
+            raise NotFoundError(
+                f"{self.owner} has no data yet: it is created by its first insert()."
+            )
+        return self.id
+
+    def get_feature(self, name: str) -> Feature:
+        """The :class:`Feature` called ``name`` (raises with a suggestion if unknown)."""
+        for f in self._features:
+            if f.name == name:
+                return f
+        names = [f.name for f in self._features]
+        raise NotFoundError(
+            f"{self.owner} has no feature '{name}' (features: {names}).{did_you_mean(name, names)}"
+        )
+
+    def __getitem__(self, name: str) -> Feature:
+        return self.get_feature(name)
+
+    def __getattr__(self, name: str) -> Feature:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        for f in self.__dict__.get("_features", []):
+            if f.name == name:
+                return f
+        raise AttributeError(f"{type(self).__name__} has no attribute or feature '{name}'")
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def insert(
+        self,
+        features: Any,
+        overwrite: bool = False,
+        operation: str = "upsert",
+        storage: str | None = None,
+        write_options: dict[str, Any] | None = None,
+        validation_options: dict[str, Any] | None = None,
+        wait: bool = False,
+    ) -> tuple[None, ValidationReport | None]:
+        """Upsert a pandas DataFrame or Arrow table as one atomic commit.
+
+        Returns ``(None, report)`` like Hopsworks' ``(job, report)``: there is no job on the
+        local backend; ``report`` is ``None`` when no expectation suite ran. Bad data raises a
+        :class:`~feature_store.errors.FeatureStoreError` subclass and writes nothing.
+        """
+        return self._store._writer.insert(
+            self,
+            features,
+            overwrite=overwrite,
+            operation=operation,
+            storage=storage,
+            validation_options=validation_options or {},
+        )
+
+    def multi_part_insert(self, features: Any = None, **kwargs: Any) -> tuple[None, Any]:
+        """Same as :meth:`insert` on the local backend (there is no Kafka buffer to flush)."""
+        return self.insert(features, **kwargs)
+
+    def remove_rows(self, delete_df: Any, write_options: dict[str, Any] | None = None) -> int:
+        """Delete the rows matching ``delete_df`` on primary key (+ event_time, partition key).
+
+        Returns the commit id of the delete.
+        """
+        return self._store._writer.remove_rows(self, delete_df)
+
+    def append_features(self, features: Feature | list[Feature]) -> FeatureGroup:
+        """Add new nullable columns (schema evolution: columns can only be added)."""
+        return self._store._writer.append_features(self, features)
+
+    def update_description(self, description: str) -> FeatureGroup:
+        """Change the group's description."""
+        fg_id = self._require_saved()
+        with self._store._catalog.transaction() as conn:
+            conn.execute("UPDATE feature_groups SET description=? WHERE id=?", (description, fg_id))
+        self.description = description
+        return self
+
+    def delete(self) -> None:
+        """Drop the feature group: its table, metadata, tags, reports and statistics."""
+        self._store._drop_feature_group(self)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def select_all(
+        self,
+        include_primary_key: bool = True,
+        include_foreign_key: bool = True,
+        include_partition_key: bool = True,
+        include_event_time: bool = True,
+    ) -> Query:
+        """A query selecting every feature (keys and event time included unless excluded)."""
+        from feature_store.local.query import Query
+
+        self._require_saved()
+        names = []
+        for f in self._features:
+            if f.name in self.primary_key and not include_primary_key:
+                continue
+            if f.name in self.foreign_key and not include_foreign_key:
+                continue
+            if f.name in self.partition_key and not include_partition_key:
+                continue
+            if f.name == self.event_time and not include_event_time:
+                continue
+            names.append(f.name)
+        return Query(self, names)
+
+    def select_features(self) -> Query:
+        """All features except primary key, foreign key, partition key and event time."""
+        return self.select_all(False, False, False, False)
+
+    def select(self, features: list[str | Feature]) -> Query:
+        """A query selecting the given features (names or :class:`Feature` objects)."""
+        from feature_store.local.query import Query
+
+        self._require_saved()
+        names = [f.name if isinstance(f, Feature) else f for f in features]
+        for n in names:
+            self.get_feature(n)
+        return Query(self, names)
+
+    def select_except(self, features: list[str | Feature] | None = None) -> Query:
+        """All features except the given ones."""
+        drop = {f.name if isinstance(f, Feature) else f for f in features or []}
+        for n in drop:
+            self.get_feature(n)
+        return self.select([f.name for f in self._features if f.name not in drop])
+
+    def filter(self, f: FilterLike) -> Query:
+        """Shorthand for ``select_all().filter(f)``."""
+        return self.select_all().filter(f)
+
+    def read(
+        self,
+        wallclock_time: Any = None,
+        online: bool = False,
+        dataframe_type: str = "default",
+        read_options: dict[str, Any] | None = None,
+        start_time: Any = None,
+        end_time: Any = None,
+    ) -> Any:
+        """Read the group (as of ``wallclock_time`` if given), optionally an event-time window.
+
+        ``start_time``/``end_time`` bound the event time half-open, ``[start, end)``. When both
+        are omitted, ``HOPS_START_TIME``/``HOPS_END_TIME`` from the environment are used (the
+        Hopsworks 5 scheduled-job contract).
+        """
+        if online:
+            raise InvalidArgumentError(
+                f"{self.owner}: read(online=True) needs an online store; the local backend has "
+                "only the offline store. Use online=False."
+            )
+        query = self.select_all()
+        if wallclock_time is not None:
+            query = query.as_of(wallclock_time)
+        return query.read(
+            dataframe_type=dataframe_type, start_time=start_time, end_time=end_time
+        )
+
+    def show(self, n: int) -> Any:
+        """The first ``n`` rows as pandas."""
+        return self.select_all().show(n)
+
+    def as_of(self, wallclock_time: Any = None, exclude_until: Any = None) -> Query:
+        """A query reading the group as it was at ``wallclock_time`` (time travel).
+
+        ``wallclock_time`` is a time (ISO string, datetime, epoch ms) or a commit id given as
+        ``{"commit": id}``. ``exclude_until`` is not supported (incremental reads) and raises.
+        """
+        return self.select_all().as_of(wallclock_time, exclude_until)
+
+    def commit_details(
+        self, wallclock_time: Any = None, limit: int | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """``{commit_id: {committedOn, rowsInserted, rowsUpdated, rowsDeleted}}``, newest first."""
+        self._require_saved()
+        commits = self._table.history()
+        if wallclock_time is not None:
+            cutoff = to_utc(wallclock_time, what="wallclock_time")
+            commits = [c for c in commits if c.timestamp_ms <= cutoff.value // 1_000_000]
+        if limit is not None:
+            commits = commits[:limit]
+        return {
+            c.commit_id: {
+                "committedOn": c.committed_on,
+                "rowsInserted": c.rows_inserted,
+                "rowsUpdated": c.rows_updated,
+                "rowsDeleted": c.rows_deleted,
+                "operation": c.operation,
+            }
+            for c in commits
+        }
+
+    def latest_commit_id(self) -> int:
+        """The current commit id (Delta version) of the group."""
+        self._require_saved()
+        return self._table.version()
+
+    # -- tags --------------------------------------------------------------------------------
+
+    def add_tag(self, name: str, value: Any) -> None:
+        """Attach a tag (any JSON value), e.g. ``fg.add_tag("pii", True)``."""
+        self._store._catalog.set_tag("fg", self._require_saved(), "", _tag_name(name), value)
+
+    def get_tag(self, name: str) -> Any:
+        """The value of one tag (raises :class:`NotFoundError` if absent)."""
+        tags = self.get_tags()
+        if name not in tags:
+            raise NotFoundError(f"{self.owner} has no tag '{name}' (tags: {sorted(tags)}).")
+        return tags[name]
+
+    def get_tags(self) -> dict[str, Any]:
+        """All tags of the group."""
+        if self.id is None:
+            return dict(self._initial_tags)
+        return self._store._catalog.get_tags("fg", self.id)
+
+    def delete_tag(self, name: str) -> None:
+        """Remove one tag."""
+        if not self._store._catalog.delete_tag("fg", self._require_saved(), "", name):
+            raise NotFoundError(f"{self.owner} has no tag '{name}'.")
+
+    def add_feature_tag(self, feature: str, name: str, value: Any) -> None:
+        """Attach a tag to one feature, e.g. ``fg.add_feature_tag("sex", "pii", True)``."""
+        self.get_feature(feature)
+        self._store._catalog.set_tag("fg", self._require_saved(), feature, _tag_name(name), value)
+
+    def get_feature_tags(self, feature: str) -> dict[str, Any]:
+        """All tags of one feature."""
+        self.get_feature(feature)
+        return self._store._catalog.get_tags("fg", self._require_saved(), feature)
+
+    def get_all_feature_tags(self) -> dict[str, dict[str, Any]]:
+        """``{feature: {tag: value}}`` for every tagged feature."""
+        return self._store._catalog.all_feature_tags("fg", self._require_saved())
+
+    def delete_feature_tag(self, feature: str, name: str) -> None:
+        """Remove one tag from one feature."""
+        if not self._store._catalog.delete_tag("fg", self._require_saved(), feature, name):
+            raise NotFoundError(f"{self.owner}: feature '{feature}' has no tag '{name}'.")
+
+    # -- statistics --------------------------------------------------------------------------
+
+    def compute_statistics(self, commit_id: int | None = None) -> dict[str, Any]:
+        """Compute (and store) statistics of the group at ``commit_id`` (default: latest)."""
+        return self._store._statistics_for(self, commit_id, recompute=True)
+
+    def get_statistics(
+        self, computation_time: Any = None, feature_names: list[str] | None = None,
+        commit_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Statistics at a commit (latest by default, or the commit at ``computation_time``)."""
+        if computation_time is not None and commit_id is None:
+            commit_id = self._table.version_at(
+                to_utc(computation_time, what="computation_time").value // 1_000_000
+            )
+        stats = self._store._statistics_for(self, commit_id, recompute=False)
+        if feature_names:
+            stats = {**stats, "features": [f for f in stats["features"] if f["feature"] in feature_names]}
+        return stats
+
+    def get_all_statistics(self) -> list[dict[str, Any]]:
+        """Every stored statistics entry, oldest first."""
+        rows = self._store._catalog.query(
+            "SELECT content FROM statistics WHERE fg_id=? ORDER BY commit_id",
+            (self._require_saved(),),
+        )
+        return [loads(r["content"]) for r in rows]
+
+    # -- expectation suites and validation reports -------------------------------------------
+
+    @property
+    def expectation_suite(self) -> dict[str, Any] | None:
+        """The attached suite as a dict, or ``None``."""
+        return self._expectation_suite
+
+    def save_expectation_suite(
+        self,
+        expectation_suite: Any,
+        run_validation: bool = True,
+        validation_ingestion_policy: str = "always",
+        overwrite: bool = False,
+    ) -> dict[str, Any]:
+        """Attach a Great Expectations suite; every later insert is validated against it."""
+        from validation.expectations import check_suite, normalize_policy, suite_to_dict
+
+        policy = normalize_policy(validation_ingestion_policy)
+        data = suite_to_dict(expectation_suite, default_name=f"{self.name}_v{self.version}_suite")
+        data["run_validation"] = bool(run_validation)
+        check_suite(data, [f.name for f in self._features] or None, self.owner)
+        if self._expectation_suite is not None and not overwrite:
+            raise AlreadyExistsError(
+                f"{self.owner} already has expectation suite '{self._expectation_suite['name']}'. "
+                "Pass overwrite=True to replace it."
+            )
+        self._expectation_suite, self._ingestion_policy = data, policy
+        if self.id is not None:
+            with self._store._catalog.transaction() as conn:
+                conn.execute(
+                    "UPDATE feature_groups SET expectation_suite=?, ingestion_policy=? WHERE id=?",
+                    (dumps(data), policy, self.id),
+                )
+        return data
+
+    def get_expectation_suite(self) -> dict[str, Any] | None:
+        """The attached suite (dict form) or ``None``."""
+        return self._expectation_suite
+
+    def delete_expectation_suite(self) -> None:
+        """Detach the suite; inserts are no longer validated."""
+        self._expectation_suite = None
+        if self.id is not None:
+            with self._store._catalog.transaction() as conn:
+                conn.execute(
+                    "UPDATE feature_groups SET expectation_suite=NULL WHERE id=?", (self.id,)
+                )
+
+    @property
+    def validation_ingestion_policy(self) -> str:
+        return self._ingestion_policy
+
+    def get_validation_reports(self, ingestion_result: str | None = None) -> list[ValidationReport]:
+        """Stored validation reports, newest first (optionally only INGESTED or REJECTED)."""
+        from validation.expectations import ValidationReport
+
+        rows = self._store._catalog.query(
+            "SELECT report, ingestion_result FROM validation_reports WHERE fg_id=? ORDER BY id DESC",
+            (self._require_saved(),),
+        )
+        return [
+            ValidationReport.from_dict(loads(r["report"]))
+            for r in rows
+            if ingestion_result is None or r["ingestion_result"] == ingestion_result.upper()
+        ]
+
+    def get_latest_validation_report(self) -> ValidationReport | None:
+        """The newest validation report, or ``None``."""
+        reports = self.get_validation_reports()
+        return reports[0] if reports else None
+
+    # -- helpers used by the writer ----------------------------------------------------------
+
+    def _arrow_schema(self) -> pa.Schema:
+        return self._table.schema()
+
+
+def _tag_name(name: str) -> str:
+    from feature_store.names import check_entity_name
+
+    return check_entity_name(name, "tag")
+
+
+def _statistics_config(config: bool | dict[str, Any] | None) -> dict[str, Any]:
+    if config is None or config is True:
+        return {"enabled": True}
+    if config is False:
+        return {"enabled": False}
+    if isinstance(config, dict):
+        unknown = set(config) - {"enabled", "correlations", "histograms", "exact_uniqueness", "columns"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"statistics_config keys must be among enabled/correlations/histograms/"
+                f"exact_uniqueness/columns. Got {sorted(unknown)} instead."
+            )
+        return {"enabled": bool(config.get("enabled", True)), **config}
+    raise InvalidArgumentError(
+        f"statistics_config must be a bool or a dict. Got {config!r} instead."
+    )
+
+
+def hops_window_default(start_time: Any, end_time: Any) -> tuple[Any, Any]:
+    """Apply the ``HOPS_START_TIME``/``HOPS_END_TIME`` defaults when no window is given."""
+    if start_time is None and end_time is None:
+        return os.environ.get("HOPS_START_TIME") or None, os.environ.get("HOPS_END_TIME") or None
+    return start_time, end_time
+
+
+def warn_default_version(kind: str, name: str) -> None:
+    """Hopsworks warns and uses version 1 when no version is given."""
+    warnings.warn(
+        f"No version provided for getting {kind} '{name}', defaulting to version 1.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+__all__ = ["FeatureGroup", "convert_result", "hops_window_default", "utc_now"]

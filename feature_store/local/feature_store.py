@@ -1,0 +1,367 @@
+"""The local feature store (mirrors ``hsfs.feature_store.FeatureStore``)."""
+
+from __future__ import annotations
+
+import shutil
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    did_you_mean,
+    listing,
+)
+from feature_store.feature import Feature
+from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.delta_table import DeltaFeatureTable
+from feature_store.local.feature_group import FeatureGroup, warn_default_version
+from feature_store.names import check_entity_name, check_version, normalize_feature_name
+from feature_store.timeutil import utc_now
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from feature_store.local.writer import FeatureGroupWriter
+
+
+class FeatureStore:
+    """Feature groups, feature views and training datasets of one local project."""
+
+    def __init__(self, root: Path, project_name: str = "fstrain") -> None:
+        self.root = root
+        self.project_name = project_name
+        self.name = f"{project_name}_featurestore"
+        root.mkdir(parents=True, exist_ok=True)
+        self._catalog = Catalog(root / "catalog.sqlite")
+
+    def __repr__(self) -> str:
+        return f"FeatureStore(root='{self.root}')"
+
+    @cached_property
+    def _writer(self) -> FeatureGroupWriter:
+        from feature_store.local.writer import FeatureGroupWriter
+
+        return FeatureGroupWriter(self)
+
+    def _delta_table(self, name: str, version: int) -> DeltaFeatureTable:
+        return DeltaFeatureTable(self.root / "tables" / f"{name}_{version}", f"feature group '{name}' v{version}")
+
+    # -- feature groups ----------------------------------------------------------------------
+
+    def _new_feature_group(
+        self,
+        name: str,
+        version: int,
+        primary_key: list[str] | None,
+        event_time: str | None,
+        description: str,
+        partition_key: list[str] | None,
+        foreign_key: list[str] | None,
+        expectation_suite: Any,
+        statistics_config: Any,
+        tags: dict[str, Any] | None,
+        validation_ingestion_policy: str = "always",
+    ) -> FeatureGroup:
+        check_entity_name(name, "feature group")
+        check_version(version, "feature group", name)
+        owner = f"feature group '{name}' v{version}"
+        if not primary_key:
+            raise InvalidArgumentError(
+                f"{owner}: primary_key must name at least one column. Got {primary_key!r} instead."
+            )
+        if isinstance(primary_key, str):
+            primary_key = [primary_key]
+        pk = [normalize_feature_name(c, owner=owner) for c in primary_key]
+        et = normalize_feature_name(event_time, owner=owner) if event_time else None
+        fg = FeatureGroup(
+            self,
+            name,
+            version,
+            primary_key=pk,
+            event_time=et,
+            description=description or "",
+            partition_key=[normalize_feature_name(c, owner=owner) for c in partition_key or []],
+            foreign_key=[normalize_feature_name(c, owner=owner) for c in foreign_key or []],
+            statistics_config=statistics_config,
+            initial_tags=tags,
+        )
+        if expectation_suite is not None:
+            fg.save_expectation_suite(
+                expectation_suite, validation_ingestion_policy=validation_ingestion_policy
+            )
+        return fg
+
+    def create_feature_group(
+        self,
+        name: str,
+        version: int | None = None,
+        description: str = "",
+        online_enabled: bool = False,
+        time_travel_format: str | None = None,
+        partition_key: list[str] | None = None,
+        primary_key: list[str] | None = None,
+        foreign_key: list[str] | None = None,
+        embedding_index: Any = None,
+        hudi_precombine_key: str | None = None,
+        features: list[Feature] | None = None,
+        statistics_config: Any = None,
+        event_time: str | None = None,
+        stream: bool = False,
+        expectation_suite: Any = None,
+        tags: dict[str, Any] | None = None,
+        validation_ingestion_policy: str = "always",
+        **unsupported: Any,
+    ) -> FeatureGroup:
+        """Create a new feature group version (lazily: it is persisted by the first insert).
+
+        ``version=None`` takes the next free version. An existing name+version raises
+        :class:`~feature_store.errors.AlreadyExistsError`.
+        """
+        _refuse_unsupported(unsupported, "create_feature_group")
+        existing = self._versions(name)
+        if version is None:
+            version = (max(existing) + 1) if existing else 1
+        elif version in existing:
+            raise AlreadyExistsError(
+                f"feature group '{name}' v{version} already exists (versions: "
+                f"{listing(existing)}). Use get_feature_group() or a new version."
+            )
+        return self._new_feature_group(
+            name, version, primary_key, event_time, description, partition_key, foreign_key,
+            expectation_suite, statistics_config, tags, validation_ingestion_policy,
+        )
+
+    def get_or_create_feature_group(
+        self,
+        name: str,
+        version: int | None = None,
+        description: str = "",
+        online_enabled: bool = False,
+        time_travel_format: str | None = None,
+        partition_key: list[str] | None = None,
+        primary_key: list[str] | None = None,
+        foreign_key: list[str] | None = None,
+        embedding_index: Any = None,
+        hudi_precombine_key: str | None = None,
+        features: list[Feature] | None = None,
+        statistics_config: Any = None,
+        expectation_suite: Any = None,
+        event_time: str | None = None,
+        stream: bool = False,
+        tags: dict[str, Any] | None = None,
+        validation_ingestion_policy: str = "always",
+        **unsupported: Any,
+    ) -> FeatureGroup:
+        """Return the feature group if it exists (arguments are then ignored, as in Hopsworks),
+        else a new, lazily created one."""
+        _refuse_unsupported(unsupported, "get_or_create_feature_group")
+        version = 1 if version is None else version
+        row = self._fg_row(name, version)
+        if row is not None:
+            return self._fg_from_row(row)
+        return self._new_feature_group(
+            name, version, primary_key, event_time, description, partition_key, foreign_key,
+            expectation_suite, statistics_config, tags, validation_ingestion_policy,
+        )
+
+    def get_feature_group(self, name: str, version: int | None = None) -> FeatureGroup:
+        """An existing feature group version (``version=None`` warns and uses 1)."""
+        if version is None:
+            warn_default_version("feature group", name)
+            version = 1
+        row = self._fg_row(name, version)
+        if row is None:
+            versions = self._versions(name)
+            if versions:
+                raise NotFoundError(
+                    f"feature group '{name}' has no version {version} (versions: "
+                    f"{listing(versions)})."
+                )
+            names = self._fg_names()
+            raise NotFoundError(
+                f"feature group '{name}' does not exist (feature groups: {listing(names)})."
+                f"{did_you_mean(name, names)}"
+            )
+        return self._fg_from_row(row)
+
+    def get_feature_groups(self, name: str | None = None) -> list[FeatureGroup]:
+        """All versions of ``name`` (or every feature group when ``name`` is None)."""
+        if name is None:
+            rows = self._catalog.query("SELECT * FROM feature_groups ORDER BY name, version")
+        else:
+            rows = self._catalog.query(
+                "SELECT * FROM feature_groups WHERE name=? ORDER BY version", (name,)
+            )
+            if not rows:
+                names = self._fg_names()
+                raise NotFoundError(
+                    f"feature group '{name}' does not exist (feature groups: {listing(names)})."
+                    f"{did_you_mean(name, names)}"
+                )
+        return [self._fg_from_row(r) for r in rows]
+
+    def _versions(self, name: str) -> list[int]:
+        rows = self._catalog.query(
+            "SELECT version FROM feature_groups WHERE name=? ORDER BY version", (name,)
+        )
+        return [r["version"] for r in rows]
+
+    def _fg_names(self) -> list[str]:
+        return [r["name"] for r in self._catalog.query("SELECT DISTINCT name FROM feature_groups ORDER BY name")]
+
+    def _fg_row(self, name: str, version: int) -> Any:
+        return self._catalog.query_one(
+            "SELECT * FROM feature_groups WHERE name=? AND version=?", (name, version)
+        )
+
+    def _fg_by_id(self, fg_id: int) -> FeatureGroup:
+        row = self._catalog.query_one("SELECT * FROM feature_groups WHERE id=?", (fg_id,))
+        if row is None:
+            raise NotFoundError(f"feature group id {fg_id} no longer exists.")
+        return self._fg_from_row(row)
+
+    def _fg_from_row(self, row: Any) -> FeatureGroup:
+        features = [Feature(**f) for f in loads(row["features"])]
+        return FeatureGroup(
+            self,
+            row["name"],
+            row["version"],
+            primary_key=loads(row["primary_key"]),
+            event_time=row["event_time"],
+            description=row["description"],
+            partition_key=loads(row["partition_key"]),
+            foreign_key=loads(row["foreign_key"]),
+            statistics_config=loads(row["statistics_config"]),
+            expectation_suite=loads(row["expectation_suite"]),
+            ingestion_policy=row["ingestion_policy"] or "ALWAYS",
+            features=features,
+            fg_id=row["id"],
+        )
+
+    def _features_from_schema(
+        self, fg: FeatureGroup, schema: pa.Schema, descriptions: dict[str, str] | None = None
+    ) -> list[Feature]:
+        old = {f.name: f.description for f in fg.features}
+        old.update(descriptions or {})
+        return [
+            Feature(
+                name=field.name,
+                type=str(field.type),
+                description=old.get(field.name, ""),
+                primary=field.name in fg.primary_key,
+                partition=field.name in fg.partition_key,
+                event_time=field.name == fg.event_time,
+            )
+            for field in schema
+        ]
+
+    def _adopt_existing(self, fg: FeatureGroup) -> None:
+        """If another handle or process created the group meanwhile, bind ``fg`` to it."""
+        row = self._fg_row(fg.name, fg.version)
+        if row is not None:
+            current = self._fg_from_row(row)
+            fg.id = current.id
+            fg._features = current.features
+            if fg.expectation_suite is None:
+                fg._expectation_suite = current.expectation_suite
+                fg._ingestion_policy = current.validation_ingestion_policy
+
+    def _create_metadata(self, fg: FeatureGroup, schema: pa.Schema) -> None:
+        """Persist a new feature group (catalog row + empty Delta table) on its first insert."""
+        features = self._features_from_schema(fg, schema)
+        table = self._delta_table(fg.name, fg.version)
+        with self._catalog.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM feature_groups WHERE name=? AND version=?", (fg.name, fg.version)
+            ).fetchone()
+            if row is None:
+                cur = conn.execute(
+                    "INSERT INTO feature_groups (name, version, description, primary_key, "
+                    "event_time, partition_key, foreign_key, features, statistics_config, "
+                    "expectation_suite, ingestion_policy, table_path, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fg.name, fg.version, fg.description, dumps(fg.primary_key), fg.event_time,
+                        dumps(fg.partition_key), dumps(fg.foreign_key),
+                        dumps([f.to_dict() for f in features]), dumps(fg.statistics_config),
+                        dumps(fg.expectation_suite) if fg.expectation_suite else None,
+                        fg.validation_ingestion_policy, str(table.path), utc_now().isoformat(),
+                    ),
+                )
+                fg_id = int(cur.lastrowid)
+                for tag, value in fg._initial_tags.items():
+                    conn.execute(
+                        "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
+                        "VALUES ('fg', ?, '', ?, ?)",
+                        (fg_id, tag, dumps(value)),
+                    )
+                table.create(schema)
+            else:
+                fg_id = int(row["id"])
+        if row is not None:
+            self._adopt_existing(fg)
+            return
+        fg.id = fg_id
+        fg._features = features
+        for f in features:
+            f.feature_group = fg
+
+    def _refresh_features(self, fg: FeatureGroup, descriptions: dict[str, str] | None = None) -> None:
+        features = self._features_from_schema(fg, fg._table.schema(), descriptions)
+        with self._catalog.transaction() as conn:
+            conn.execute(
+                "UPDATE feature_groups SET features=? WHERE id=?",
+                (dumps([f.to_dict() for f in features]), fg.id),
+            )
+        fg._features = features
+        for f in features:
+            f.feature_group = fg
+
+    def _drop_feature_group(self, fg: FeatureGroup) -> None:
+        fg_id = fg._require_saved()
+        with self._catalog.transaction() as conn:
+            for table in ("validation_reports", "statistics"):
+                conn.execute(f"DELETE FROM {table} WHERE fg_id=?", (fg_id,))
+            conn.execute("DELETE FROM tags WHERE entity_type='fg' AND entity_id=?", (fg_id,))
+            conn.execute("DELETE FROM feature_groups WHERE id=?", (fg_id,))
+        shutil.rmtree(fg._table.path, ignore_errors=True)
+        fg.id = None
+
+    # -- statistics --------------------------------------------------------------------------
+
+    def _statistics_for(self, fg: FeatureGroup, commit_id: int | None, *, recompute: bool) -> dict[str, Any]:
+        from feature_store.local import engine
+        from feature_store.local.statistics import compute_statistics
+
+        fg_id = fg._require_saved()
+        table = fg._table
+        commit = table.version() if commit_id is None else int(commit_id)
+        if not recompute:
+            row = self._catalog.query_one(
+                "SELECT content FROM statistics WHERE fg_id=? AND commit_id=?", (fg_id, commit)
+            )
+            if row is not None:
+                return loads(row["content"])
+        con = engine.connect()
+        try:
+            stats = compute_statistics(con, engine.scan(con, table, commit), table.schema(commit))
+        finally:
+            con.close()
+        stats = {"commit_id": commit, "computed_at": utc_now().isoformat(), **stats}
+        with self._catalog.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO statistics (fg_id, commit_id, computed_at, content) "
+                "VALUES (?, ?, ?, ?)",
+                (fg_id, commit, stats["computed_at"], dumps(stats)),
+            )
+        return stats
+
+
+def _refuse_unsupported(options: dict[str, Any], call: str) -> None:
+    if options:
+        raise InvalidArgumentError(
+            f"{call}() got options the local backend does not support: {sorted(options)}."
+        )

@@ -1,0 +1,375 @@
+"""The one place where joins — point-in-time and plain — are turned into SQL.
+
+A :class:`~feature_store.local.query.Query` compiles to a single DuckDB statement over the Delta
+scans of its feature groups. Semantics (see DESIGN.md and the README):
+
+- **Point-in-time** (both sides have an event_time): for each left row, the latest right row with
+  ``right.event_time <= left.event_time`` (inclusive) on the join keys, via DuckDB's
+  ``ASOF [LEFT] JOIN``. Exactly one output row per left row on a left join; no earlier row →
+  nulls. Ties (several right rows with the same keys and event_time, possible only when the join
+  keys do not cover the right group's primary key) are broken deterministically: the row with
+  the smallest remaining primary-key values wins. ``lookback`` nulls (left) or drops (inner)
+  matches older than ``left.event_time - lookback``. Only ``left`` and ``inner`` are allowed.
+- **Plain** (either side lacks an event_time): an equality join. A right group *with* an
+  event_time joined to a left side without one contributes its latest row per key.
+- The right group's event_time is not in the output unless the join has a ``prefix``; a right
+  key column is dropped if the left side already selects a column of that name; other name
+  clashes get the right group's name as prefix, with a warning (as Hopsworks).
+- Filters that touch only the root group, and the ``start_time``/``end_time`` window on the
+  root event_time, are applied inside the root scan; other filters after the joins.
+- Nested sub-queries are flattened: their joins use their own root as left side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import InvalidArgumentError
+from feature_store.feature import Feature, Filter, FilterLike, Logic
+from feature_store.local import engine
+from feature_store.local.engine import quote_ident as q
+from feature_store.timeutil import to_utc
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+
+    from feature_store.local.feature_group import FeatureGroup
+    from feature_store.local.query import Join, Query
+
+
+@dataclass
+class Node:
+    """One feature group occurrence in the flattened query."""
+
+    alias: str
+    fg: FeatureGroup
+    selected: list[str]
+    commit: int
+
+
+@dataclass
+class JoinPlan:
+    left: Node
+    right: Node
+    join: Join
+    point_in_time: bool
+    dedupe: str | None  # QUALIFY clause for the right scan, or None
+
+
+@dataclass
+class OutColumn:
+    name: str
+    node: Node
+    source: str
+    feature: Feature
+
+
+@dataclass
+class Plan:
+    root: Node
+    nodes: list[Node]
+    joins: list[JoinPlan]
+    columns: list[OutColumn]
+
+
+@dataclass
+class CompiledQuery:
+    """SQL with placeholders for Delta scans, bound to a connection right before running."""
+
+    template: str
+    params: list[Any]
+    scans: dict[str, Node] = field(default_factory=dict)
+
+    def bind(self, con: duckdb.DuckDBPyConnection) -> str:
+        """Substitute each scan placeholder with a scan of the pinned Delta version."""
+        sql = self.template
+        for placeholder, node in self.scans.items():
+            sql = sql.replace(placeholder, engine.scan(con, node.fg._table, node.commit))
+        return sql
+
+    def display_sql(self) -> str:
+        """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
+        sql = self.template
+        for placeholder, node in self.scans.items():
+            sql = sql.replace(placeholder, f"delta_scan('{node.fg._table.path}', version => {node.commit})")
+        parts = sql.split("?")
+        out = parts[0]
+        for value, rest in zip(self.params, parts[1:], strict=False):
+            out += _literal(value) + rest
+        return out
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if value is None:
+        return "NULL"
+    if hasattr(value, "isoformat"):
+        return f"TIMESTAMPTZ '{value.isoformat()}'"
+    return str(value)
+
+
+# -- planning ------------------------------------------------------------------------------
+
+
+def plan(query: Query) -> Plan:
+    """Flatten a query into nodes, joins and output columns."""
+    counter = [0]
+
+    def new_node(fg: FeatureGroup, selected: list[str]) -> Node:
+        node = Node(f"t{counter[0]}", fg, list(selected), query._commit_for(fg))
+        counter[0] += 1
+        return node
+
+    root = new_node(query._left_feature_group, query._left_features)
+    nodes, joins = [root], []
+
+    def walk(q_: Query, left: Node) -> None:
+        for j in q_._joins:
+            right = new_node(j.query._left_feature_group, j.query._left_features)
+            nodes.append(right)
+            joins.append(_plan_join(left, right, j))
+            walk(j.query, right)
+
+    walk(query, root)
+    columns = [OutColumn(c, root, c, _feature(root.fg, c, c)) for c in root.selected]
+    taken = {c.name for c in columns}
+    for jp in joins:
+        _add_right_columns(jp, columns, taken)
+    return Plan(root, nodes, joins, columns)
+
+
+def _feature(fg: FeatureGroup, source: str, name: str) -> Feature:
+    f = fg.get_feature(source)
+    return Feature(name=name, type=f.type, description=f.description, primary=f.primary,
+                   partition=f.partition, event_time=f.event_time, feature_group=fg)
+
+
+def _plan_join(left: Node, right: Node, join: Join) -> JoinPlan:
+    lfg, rfg = left.fg, right.fg
+    pit = bool(lfg.event_time and rfg.event_time)
+    if pit and join.join_type not in ("left", "inner"):
+        raise InvalidArgumentError(
+            f"point-in-time join of '{rfg.name}' onto '{lfg.name}' must be 'left' or 'inner'. "
+            f"Got {join.join_type!r} instead."
+        )
+    if join.lookback is not None and not pit:
+        raise InvalidArgumentError(
+            f"lookback on the join of '{rfg.name}' onto '{lfg.name}' needs an event_time on both "
+            "groups (it bounds a point-in-time join)."
+        )
+    covered = set(join.right_on) | ({rfg.event_time} if pit else set())
+    rest = [k for k in rfg.upsert_key if k not in covered and k != rfg.event_time]
+    dedupe = None
+    keys = ", ".join(q(k) for k in join.right_on)
+    if pit and rest:
+        order = ", ".join(q(k) for k in rest)
+        dedupe = f"row_number() OVER (PARTITION BY {keys}, {q(rfg.event_time)} ORDER BY {order}) = 1"
+    elif not pit and rfg.event_time:
+        order = ", ".join([q(rfg.event_time) + " DESC"] + [q(k) for k in rest])
+        dedupe = f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
+    return JoinPlan(left, right, join, pit, dedupe)
+
+
+def _add_right_columns(jp: JoinPlan, columns: list[OutColumn], taken: set[str]) -> None:
+    from feature_store.local.query import warn_prefix
+
+    rfg, join = jp.right.fg, jp.join
+    left_selected = set(jp.left.selected)
+    pending: list[tuple[str, str]] = []
+    for col in jp.right.selected:
+        if col == rfg.event_time and join.prefix is None:
+            continue
+        if join.prefix is None and col in join.right_on:
+            left_col = join.left_on[join.right_on.index(col)]
+            if left_col == col and col in left_selected:
+                continue
+        name = f"{join.prefix}{col}" if join.prefix else col
+        pending.append((col, name))
+    clashes = [name for _, name in pending if name in taken]
+    if clashes:
+        auto = f"{rfg.name}_"
+        warn_prefix(rfg.name, clashes, auto)
+        pending = [(src, f"{auto}{name}" if name in taken else name) for src, name in pending]
+    for src, name in pending:
+        if name in taken:
+            raise InvalidArgumentError(
+                f"column '{name}' from '{rfg.name}' clashes with a selected column even after "
+                "prefixing. Pass a distinct prefix= to join() or select fewer features."
+            )
+        taken.add(name)
+        columns.append(OutColumn(name, jp.right, src, _feature(rfg, src, name)))
+
+
+# -- compiling -----------------------------------------------------------------------------
+
+
+def compile_query(
+    query: Query,
+    *,
+    start_time: Any = None,
+    end_time: Any = None,
+    limit: int | None = None,
+    order_by_root_key: bool = False,
+    extra_columns: list[tuple[str, str]] | None = None,
+) -> CompiledQuery:
+    """Compile ``query`` to one SQL statement.
+
+    ``extra_columns`` adds ``(node-alias-of-root column, output name)`` pairs of the root group
+    (used to carry keys/event time that were not selected). ``order_by_root_key`` sorts by the
+    root group's primary key and event time so results are reproducible.
+    """
+    p = plan(query)
+    params: list[Any] = []
+    scans: dict[str, Node] = {}
+    root_only, post = _split_filter(query._filter, p.root.fg)
+
+    # root scan with pushed-down filters and the event-time window
+    root_conditions = []
+    if root_only is not None:
+        root_conditions.append(engine.render_filter(root_only, lambda f: q(f.name), params))
+    root_conditions += _window(p.root.fg, start_time, end_time, params)
+    root_ph = _placeholder(p.root, scans)
+    root_sql = f"(SELECT * FROM {root_ph}"
+    if root_conditions:
+        root_sql += " WHERE " + " AND ".join(root_conditions)
+    root_sql += f") {p.root.alias}"
+
+    from_parts = [root_sql]
+    where_parts: list[str] = []
+    lookback_nodes: dict[str, str] = {}
+    for jp in p.joins:
+        right_ph = _placeholder(jp.right, scans)
+        right_sql = f"(SELECT * FROM {right_ph}"
+        if jp.dedupe:
+            right_sql += f" QUALIFY {jp.dedupe}"
+        right_sql += f") {jp.right.alias}"
+        conds = [
+            f"{jp.left.alias}.{q(lk)} = {jp.right.alias}.{q(rk)}"
+            for lk, rk in zip(jp.join.left_on, jp.join.right_on, strict=True)
+        ]
+        if jp.point_in_time:
+            lt, rt = _event_time_pair(jp)
+            conds.append(f"{lt} >= {rt}")
+            kind = "ASOF LEFT JOIN" if jp.join.join_type == "left" else "ASOF JOIN"
+            if jp.join.lookback is not None:
+                micros = int(jp.join.lookback.total_seconds() * 1_000_000)
+                fresh = f"{rt} >= {lt} - to_microseconds({micros})"
+                if jp.join.join_type == "inner":
+                    where_parts.append(fresh)
+                else:
+                    lookback_nodes[jp.right.alias] = fresh
+        else:
+            kind = {"left": "LEFT JOIN", "inner": "JOIN", "right": "RIGHT JOIN",
+                    "outer": "FULL OUTER JOIN"}[jp.join.join_type]
+        from_parts.append(f"{kind} {right_sql} ON " + " AND ".join(conds))
+
+    select = []
+    for c in p.columns:
+        expr = f"{c.node.alias}.{q(c.source)}"
+        if c.node.alias in lookback_nodes:
+            expr = f"CASE WHEN {lookback_nodes[c.node.alias]} THEN {expr} END"
+        select.append(f"{expr} AS {q(c.name)}")
+    for source, name in extra_columns or []:
+        select.append(f"{p.root.alias}.{q(source)} AS {q(name)}")
+
+    if post is not None:
+        def column_sql(f: Feature) -> str:
+            return f"{_alias_by_name(p, f)}.{q(f.name)}"
+
+        where_parts.append(engine.render_filter(post, column_sql, params))
+
+    sql = "SELECT " + ", ".join(select) + " FROM " + " ".join(from_parts)
+    if where_parts:
+        sql += " WHERE " + " AND ".join(where_parts)
+    if order_by_root_key:
+        order = [f"{p.root.alias}.{q(k)}" for k in p.root.fg.upsert_key]
+        sql += " ORDER BY " + ", ".join(order)
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return CompiledQuery(sql, params, scans)
+
+
+def _placeholder(node: Node, scans: dict[str, Node]) -> str:
+    ph = f"__SCAN_{node.alias}__"
+    scans[ph] = node
+    return ph
+
+
+def _event_time_pair(jp: JoinPlan) -> tuple[str, str]:
+    lt = f"{jp.left.alias}.{q(jp.left.fg.event_time)}"
+    rt = f"{jp.right.alias}.{q(jp.right.fg.event_time)}"
+    ltype = jp.left.fg.get_feature(jp.left.fg.event_time).type
+    rtype = jp.right.fg.get_feature(jp.right.fg.event_time).type
+    if ltype != rtype:
+        lt, rt = f"CAST({lt} AS TIMESTAMPTZ)", f"CAST({rt} AS TIMESTAMPTZ)"
+    return lt, rt
+
+
+def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any]) -> list[str]:
+    start = to_utc(start_time, what="start_time")
+    end = to_utc(end_time, what="end_time")
+    if start is None and end is None:
+        return []
+    if not fg.event_time:
+        raise InvalidArgumentError(
+            f"feature group '{fg.name}' v{fg.version} has no event_time, so start_time/end_time "
+            "cannot be applied. Drop the window or use a group with an event_time."
+        )
+    if start is not None and end is not None and start >= end:
+        raise InvalidArgumentError(
+            f"start_time must be before end_time (the window is [start, end)). Got "
+            f"{start.isoformat()} and {end.isoformat()} instead."
+        )
+    col = f"CAST({q(fg.event_time)} AS TIMESTAMPTZ)"
+    conds = []
+    if start is not None:
+        conds.append(f"{col} >= ?")
+        params.append(start.to_pydatetime())
+    if end is not None:
+        conds.append(f"{col} < ?")
+        params.append(end.to_pydatetime())
+    return conds
+
+
+def _conjuncts(f: FilterLike) -> list[FilterLike]:
+    if isinstance(f, Logic) and f.op == "AND":
+        return _conjuncts(f.left) + _conjuncts(f.right)
+    return [f]
+
+
+def _split_filter(f: FilterLike | None, root: FeatureGroup) -> tuple[FilterLike | None, FilterLike | None]:
+    """Split a filter into the conjuncts that touch only the root group and the rest."""
+    if f is None:
+        return None, None
+    root_parts, other = [], []
+    for part in _conjuncts(f):
+        same = bool(part.features()) and all(
+            feat.feature_group is not None
+            and feat.feature_group.name == root.name
+            and feat.feature_group.version == root.version
+            for feat in part.features()
+        )
+        (root_parts if same else other).append(part)
+    return _and_all(root_parts), _and_all(other)
+
+
+def _and_all(parts: list[FilterLike]) -> FilterLike | None:
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = Logic("AND", out, p)
+    return out
+
+
+def _alias_by_name(p: Plan, f: Feature) -> str:
+    fg = f.feature_group
+    for node in p.nodes:
+        if fg is not None and node.fg.name == fg.name and node.fg.version == fg.version:
+            return node.alias
+    raise InvalidArgumentError(
+        f"filter on feature '{f.name}' refers to a feature group that is not in the query."
+    )
+

@@ -1,0 +1,384 @@
+"""Queries over local feature groups (mirrors ``hsfs.constructor.query.Query``).
+
+A query selects features from a root feature group and joins other groups to it. ``join`` and
+``filter`` mutate the query and return it, as in Hopsworks. Every query compiles to one DuckDB
+SQL statement (see :mod:`feature_store.local.pit` — the only place where joins are written).
+
+Join keys: ``on``, else ``left_on``/``right_on``, else the right group's primary key columns
+found by name in the left group (foreign-key style). In a chain ``a.join(b).join(c)`` both joins
+use ``a`` as their left side; a nested sub-query joins against its own root.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import InvalidArgumentError, NotFoundError, did_you_mean
+from feature_store.feature import Feature, Filter, FilterLike, Logic
+from feature_store.timeutil import to_utc
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
+
+    from feature_store.local.feature_group import FeatureGroup
+    from feature_store.local.feature_store import FeatureStore
+
+JOIN_TYPES = ("left", "inner", "right", "outer", "full")
+
+
+@dataclass
+class Join:
+    """One join of a sub-query onto the query it belongs to."""
+
+    query: Query
+    left_on: list[str]
+    right_on: list[str]
+    join_type: str
+    prefix: str | None
+    lookback: Any = None  # a pandas.Timedelta or None
+
+
+@dataclass
+class TimeTravel:
+    """How each feature group of a query is read: latest, at a time, or at pinned commits."""
+
+    wallclock_ms: int | None = None
+    pins: dict[str, int] = field(default_factory=dict)  # "name:version" -> commit id
+
+
+def fg_key(fg: FeatureGroup) -> str:
+    """The key identifying a feature group version inside a query (``name:version``)."""
+    return f"{fg.name}:{fg.version}"
+
+
+class Query:
+    """Features selected from a root feature group, with joins and filters."""
+
+    def __init__(self, left_feature_group: FeatureGroup, left_features: list[str]) -> None:
+        self._left_feature_group = left_feature_group
+        self._left_features = list(left_features)
+        self._joins: list[Join] = []
+        self._filter: FilterLike | None = None
+        self._time_travel = TimeTravel()
+        self._limit: int | None = None
+
+    def __repr__(self) -> str:
+        fgs = ", ".join(fg_key(fg) for fg in self.feature_groups())
+        return f"Query(root={fg_key(self._left_feature_group)}, feature_groups=[{fgs}])"
+
+    # -- composition -------------------------------------------------------------------------
+
+    @property
+    def left_feature_group(self) -> FeatureGroup:
+        return self._left_feature_group
+
+    @property
+    def joins(self) -> list[Join]:
+        return list(self._joins)
+
+    def feature_groups(self) -> list[FeatureGroup]:
+        """Every feature group of the query, root first, depth first."""
+        out = [self._left_feature_group]
+        for j in self._joins:
+            out += j.query.feature_groups()
+        return out
+
+    def join(
+        self,
+        sub_query: Query,
+        on: list[str] | None = None,
+        left_on: list[str] | None = None,
+        right_on: list[str] | None = None,
+        join_type: str = "left",
+        prefix: str | None = None,
+        lookback: Any = None,
+    ) -> Query:
+        """Join ``sub_query`` onto this query's root; mutates and returns ``self``.
+
+        ``lookback`` (a ``pandas.Timedelta``, ``datetime.timedelta`` or string such as
+        ``"7D"``) bounds a point-in-time join: right rows older than
+        ``root.event_time - lookback`` do not match.
+        """
+        if not isinstance(sub_query, Query):
+            raise InvalidArgumentError(
+                f"join() takes a Query (e.g. fg.select_all()). Got {type(sub_query).__name__} instead."
+            )
+        jt = str(join_type).lower()
+        if jt not in JOIN_TYPES:
+            raise InvalidArgumentError(
+                f"join_type must be one of {JOIN_TYPES}. Got {join_type!r} instead."
+            )
+        left_fg, right_fg = self._left_feature_group, sub_query._left_feature_group
+        left_names = [f.name for f in left_fg.features]
+        right_names = [f.name for f in right_fg.features]
+        if on is not None:
+            left_keys = right_keys = [on] if isinstance(on, str) else list(on)
+        elif left_on is not None or right_on is not None:
+            left_keys = [left_on] if isinstance(left_on, str) else list(left_on or [])
+            right_keys = [right_on] if isinstance(right_on, str) else list(right_on or [])
+            if len(left_keys) != len(right_keys) or not left_keys:
+                raise InvalidArgumentError(
+                    f"join of '{right_fg.name}' onto '{left_fg.name}': left_on and right_on must "
+                    f"have the same, non-zero length. Got {left_keys} and {right_keys} instead."
+                )
+        else:
+            missing = [k for k in right_fg.primary_key if k not in left_names]
+            if missing:
+                raise InvalidArgumentError(
+                    f"cannot infer join keys of '{right_fg.name}' onto '{left_fg.name}': the "
+                    f"right group's primary key {right_fg.primary_key} must appear by name in "
+                    f"the left group, but {missing} is missing from '{left_fg.name}' "
+                    f"(columns: {left_names}). Pass on=, or left_on= and right_on=."
+                )
+            left_keys = right_keys = list(right_fg.primary_key)
+        for k in left_keys:
+            if k not in left_names:
+                raise InvalidArgumentError(
+                    f"join key '{k}' is not a feature of '{left_fg.name}' (features: "
+                    f"{left_names}).{did_you_mean(k, left_names)}"
+                )
+        for k in right_keys:
+            if k not in right_names:
+                raise InvalidArgumentError(
+                    f"join key '{k}' is not a feature of '{right_fg.name}' (features: "
+                    f"{right_names}).{did_you_mean(k, right_names)}"
+                )
+        self._joins.append(
+            Join(sub_query, left_keys, right_keys, "outer" if jt == "full" else jt, prefix,
+                 _lookback(lookback))
+        )
+        return self
+
+    def filter(self, f: FilterLike) -> Query:
+        """AND a filter into the query; mutates and returns ``self``."""
+        if not isinstance(f, Filter | Logic):
+            raise InvalidArgumentError(
+                f"filter() takes feature expressions such as fg.amount > 100. Got {f!r} instead."
+            )
+        self._filter = f if self._filter is None else (self._filter & f)
+        return self
+
+    def as_of(
+        self, wallclock_time: Any = None, exclude_until: Any = None, *, commit_id: int | None = None
+    ) -> Query:
+        """Read every feature group of the query as it was at ``wallclock_time``.
+
+        ``commit_id`` pins the root feature group to one commit instead. Incremental reads
+        (``exclude_until``) are not supported on the local backend.
+        """
+        if exclude_until is not None:
+            raise InvalidArgumentError(
+                "as_of(exclude_until=...) (incremental reads) is not supported by the local "
+                "backend. Read two snapshots and compare them instead."
+            )
+        if commit_id is not None:
+            self._time_travel.pins[fg_key(self._left_feature_group)] = int(commit_id)
+        elif wallclock_time is not None:
+            self._time_travel.wallclock_ms = to_utc(wallclock_time, what="wallclock_time").value // 1_000_000
+        else:
+            raise InvalidArgumentError("as_of() needs wallclock_time or commit_id.")
+        return self
+
+    def pin_commits(self, pins: dict[str, int]) -> Query:
+        """A copy of the query reading each feature group (``"name:version"``) at a commit."""
+        pinned = copy.copy(self)
+        pinned._time_travel = TimeTravel(pins=dict(pins))
+        return pinned
+
+    def resolve_commits(self) -> dict[str, int]:
+        """The commit each feature group would be read at now (used to pin training data)."""
+        return {fg_key(fg): self._commit_for(fg) for fg in self.feature_groups()}
+
+    def _commit_for(self, fg: FeatureGroup) -> int:
+        key = fg_key(fg)
+        pins = self._root_time_travel().pins
+        if key in pins:
+            return pins[key]
+        wallclock = self._root_time_travel().wallclock_ms
+        if wallclock is not None:
+            return fg._table.version_at(wallclock)
+        return fg._table.version()
+
+    def _root_time_travel(self) -> TimeTravel:
+        return self._time_travel
+
+    def limit(self, n: int) -> Query:
+        """Return at most ``n`` rows; mutates and returns ``self``."""
+        self._limit = int(n)
+        return self
+
+    # -- output ------------------------------------------------------------------------------
+
+    @property
+    def features(self) -> list[Feature]:
+        """The output features, named as they appear in the result."""
+        from feature_store.local.pit import plan
+
+        return [c.feature for c in plan(self).columns]
+
+    def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
+        from feature_store.local.pit import compile_query
+
+        return compile_query(self, start_time=start_time, end_time=end_time, limit=limit or self._limit)
+
+    def read(
+        self,
+        online: bool = False,
+        dataframe_type: str = "default",
+        read_options: dict[str, Any] | None = None,
+        start_time: Any = None,
+        end_time: Any = None,
+    ) -> Any:
+        """Run the query. ``start_time``/``end_time`` bound the root event time, ``[start, end)``;
+        when both are omitted ``HOPS_START_TIME``/``HOPS_END_TIME`` apply (Hopsworks 5)."""
+        from feature_store.local.feature_group import convert_result, hops_window_default
+
+        if online:
+            raise InvalidArgumentError(
+                "read(online=True) needs an online store; the local backend has only the "
+                "offline store. Use online=False."
+            )
+        start_time, end_time = hops_window_default(start_time, end_time)
+        return convert_result(self.to_arrow(start_time, end_time), dataframe_type)
+
+    def to_arrow(self, start_time: Any = None, end_time: Any = None) -> pa.Table:
+        """Run the query and return an Arrow table (no pandas conversion)."""
+        from feature_store.local import engine
+
+        compiled = self._compile(start_time, end_time)
+        con = engine.connect()
+        try:
+            sql = compiled.bind(con)
+            return engine.fetch_arrow(con, sql, compiled.params)
+        finally:
+            con.close()
+
+    def show(self, n: int) -> pd.DataFrame:
+        """The first ``n`` rows as pandas."""
+        from feature_store.local import engine
+
+        compiled = self._compile(limit=n)
+        con = engine.connect()
+        try:
+            return engine.fetch_arrow(con, compiled.bind(con), compiled.params).to_pandas()
+        finally:
+            con.close()
+
+    def to_string(self, online: bool = False, arrow_flight: bool = False) -> str:
+        """The SQL this query runs (parameters inlined, scans shown as Delta table paths)."""
+        return self._compile().display_sql()
+
+    # -- persistence (feature views store their query) ---------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able description of the query (feature groups by name and version)."""
+        return {
+            "left_feature_group": {"name": self._left_feature_group.name,
+                                   "version": self._left_feature_group.version},
+            "left_features": list(self._left_features),
+            "joins": [
+                {
+                    "query": j.query.to_dict(),
+                    "left_on": j.left_on,
+                    "right_on": j.right_on,
+                    "join_type": j.join_type,
+                    "prefix": j.prefix,
+                    "lookback_s": None if j.lookback is None else j.lookback.total_seconds(),
+                }
+                for j in self._joins
+            ],
+            "filter": None if self._filter is None else _filter_to_dict(self._filter),
+        }
+
+    @classmethod
+    def from_dict(cls, store: FeatureStore, data: dict[str, Any]) -> Query:
+        """Rebuild a query saved with :meth:`to_dict` against ``store``."""
+        import pandas as pd
+
+        ref = data["left_feature_group"]
+        fg = store.get_feature_group(ref["name"], ref["version"])
+        query = cls(fg, data["left_features"])
+        for j in data["joins"]:
+            sub = cls.from_dict(store, j["query"])
+            lookback = None if j["lookback_s"] is None else pd.Timedelta(seconds=j["lookback_s"])
+            query._joins.append(
+                Join(sub, j["left_on"], j["right_on"], j["join_type"], j["prefix"], lookback)
+            )
+        if data.get("filter") is not None:
+            query._filter = _filter_from_dict(store, data["filter"])
+        return query
+
+
+def _lookback(value: Any) -> Any:
+    if value is None:
+        return None
+    import pandas as pd
+
+    try:
+        delta = pd.Timedelta(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"lookback must be a duration such as '7D' or a timedelta. Got {value!r} instead."
+        ) from exc
+    if delta <= pd.Timedelta(0):
+        raise InvalidArgumentError(f"lookback must be positive. Got {value!r} instead.")
+    return delta
+
+
+def _value_to_json(value: Any) -> Any:
+    import datetime as dt
+
+    import pandas as pd
+
+    if isinstance(value, list | tuple):
+        return [_value_to_json(v) for v in value]
+    if isinstance(value, dt.datetime | pd.Timestamp):
+        return {"__timestamp__": to_utc(value).isoformat()}
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _value_from_json(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_value_from_json(v) for v in value]
+    if isinstance(value, dict) and "__timestamp__" in value:
+        return to_utc(value["__timestamp__"])
+    return value
+
+
+def _filter_to_dict(f: FilterLike) -> dict[str, Any]:
+    if isinstance(f, Logic):
+        return {"logic": f.op, "left": _filter_to_dict(f.left), "right": _filter_to_dict(f.right)}
+    fg = f.feature.feature_group
+    return {
+        "feature": f.feature.name,
+        "feature_group": None if fg is None else {"name": fg.name, "version": fg.version},
+        "op": f.op,
+        "value": _value_to_json(f.value),
+    }
+
+
+def _filter_from_dict(store: FeatureStore, data: dict[str, Any]) -> FilterLike:
+    if "logic" in data:
+        return Logic(data["logic"], _filter_from_dict(store, data["left"]),
+                     _filter_from_dict(store, data["right"]))
+    ref = data["feature_group"]
+    if ref is None:
+        raise NotFoundError(f"stored filter on '{data['feature']}' has no feature group.")
+    fg = store.get_feature_group(ref["name"], ref["version"])
+    return Filter(fg.get_feature(data["feature"]), data["op"], _value_from_json(data["value"]))
+
+
+def warn_prefix(fg_name: str, columns: list[str], prefix: str) -> None:
+    """Hopsworks logs a warning when it prefixes clashing columns automatically."""
+    warnings.warn(
+        f"columns {columns} of feature group '{fg_name}' clash with columns already selected; "
+        f"they are prefixed with '{prefix}'. Pass prefix= to join() to choose the names.",
+        UserWarning,
+        stacklevel=4,
+    )

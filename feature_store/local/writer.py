@@ -1,0 +1,192 @@
+"""The write path of local feature groups: insert, remove_rows, append_features.
+
+Order of an insert (as Hopsworks): normalise and check the schema, create the metadata on the
+first write, run the expectation suite, write one Delta commit, then keep the report and the
+statistics. Every check runs before anything is written; a STRICT suite failure writes no data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from feature_store.errors import DataValidationError, InvalidArgumentError, SchemaMismatchError
+from feature_store.feature import Feature
+from feature_store.local import schema as schema_rules
+from feature_store.local.catalog import dumps
+from feature_store.timeutil import utc_now
+
+if TYPE_CHECKING:  # pragma: no cover
+    from feature_store.local.feature_group import FeatureGroup
+    from feature_store.local.feature_store import FeatureStore
+    from validation.expectations import ValidationReport
+
+_OPERATIONS = ("upsert", "insert")
+
+
+class FeatureGroupWriter:
+    """Writes data into local feature groups."""
+
+    def __init__(self, store: FeatureStore) -> None:
+        self._store = store
+
+    def insert(
+        self,
+        fg: FeatureGroup,
+        data: Any,
+        *,
+        overwrite: bool,
+        operation: str,
+        storage: str | None,
+        validation_options: dict[str, Any],
+    ) -> tuple[None, ValidationReport | None]:
+        if operation not in _OPERATIONS:
+            raise InvalidArgumentError(
+                f"{fg.owner}: operation must be one of {_OPERATIONS}. Got {operation!r} instead."
+            )
+        if storage not in (None, "offline"):
+            raise InvalidArgumentError(
+                f"{fg.owner}: storage must be None or 'offline' on the local backend. "
+                f"Got {storage!r} instead."
+            )
+        table = schema_rules.normalize_table(data, fg.owner)
+        if fg.id is None:
+            self._store._adopt_existing(fg)
+        if fg.id is None:
+            target = schema_rules.infer_schema(table, fg.owner)
+            _check_declared_keys(fg, target)
+        else:
+            target = fg._arrow_schema()
+        table = schema_rules.conform(table, target, fg.owner)
+        schema_rules.check_keys(table, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
+
+        report = self._validate(fg, table, validation_options)
+        if report is not None and not report.success and fg.validation_ingestion_policy == "STRICT":
+            if fg.id is not None:
+                self._save_report(fg, report)
+            raise DataValidationError(
+                f"{fg.owner}: the data failed expectation suite '{report.suite_name}' whose "
+                f"ingestion policy is STRICT, so nothing was written. Failed expectations:\n"
+                f"{report.summary()}",
+                report=report,
+            )
+
+        if fg.id is None:
+            self._store._create_metadata(fg, target)
+        delta = fg._table
+        with delta.write_lock():
+            commit_id = delta.upsert(table, fg.upsert_key, overwrite=overwrite)
+        if report is not None and validation_options.get("save_report", True):
+            self._save_report(fg, report)
+        if fg.statistics_config.get("enabled", True):
+            self._store._statistics_for(fg, commit_id, recompute=True)
+        return None, report
+
+    def _validate(
+        self, fg: FeatureGroup, table: pa.Table, options: dict[str, Any]
+    ) -> ValidationReport | None:
+        suite = fg.expectation_suite
+        if suite is None:
+            return None
+        run = options.get("run_validation", suite.get("run_validation", True))
+        if not run:
+            return None
+        from validation.expectations import validate
+
+        return validate(table.to_pandas(), suite, fg.validation_ingestion_policy)
+
+    def _save_report(self, fg: FeatureGroup, report: ValidationReport) -> None:
+        with self._store._catalog.transaction() as conn:
+            conn.execute(
+                "INSERT INTO validation_reports (fg_id, created_at, success, ingestion_result, report) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (fg.id, utc_now().isoformat(), int(report.success), report.ingestion_result,
+                 dumps(report.to_dict())),
+            )
+
+    def remove_rows(self, fg: FeatureGroup, data: Any) -> int:
+        fg._require_saved()
+        table = schema_rules.normalize_table(data, fg.owner)
+        missing = [k for k in fg.upsert_key if k not in table.column_names]
+        if missing:
+            raise SchemaMismatchError(
+                f"{fg.owner}: remove_rows needs the key columns {fg.upsert_key}; {missing} "
+                "are missing from the data."
+            )
+        target = fg._arrow_schema()
+        keys = table.select(fg.upsert_key)
+        keys = schema_rules.conform(keys, pa.schema([target.field(k) for k in fg.upsert_key]), fg.owner)
+        schema_rules.check_keys(keys, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
+        delta = fg._table
+        with delta.write_lock():
+            commit_id = delta.delete_matching(keys, fg.upsert_key)
+        if fg.statistics_config.get("enabled", True):
+            self._store._statistics_for(fg, commit_id, recompute=True)
+        return commit_id
+
+    def append_features(self, fg: FeatureGroup, features: Feature | list[Feature]) -> FeatureGroup:
+        from feature_store.names import normalize_feature_name
+
+        fg._require_saved()
+        new = [features] if isinstance(features, Feature) else list(features)
+        if not new:
+            raise InvalidArgumentError(f"{fg.owner}: append_features needs at least one Feature.")
+        existing = {f.name for f in fg.features}
+        fields = []
+        for f in new:
+            if not isinstance(f, Feature):
+                raise InvalidArgumentError(
+                    f"{fg.owner}: append_features takes Feature objects. Got {f!r} instead."
+                )
+            name = normalize_feature_name(f.name, owner=fg.owner)
+            if name in existing:
+                raise SchemaMismatchError(
+                    f"{fg.owner} already has a feature '{name}'. Features can only be added."
+                )
+            fields.append(pa.field(name, _parse_type(f.type, fg.owner, name)))
+            existing.add(name)
+        delta = fg._table
+        with delta.write_lock():
+            delta.add_columns(fields)
+        self._store._refresh_features(fg, descriptions={f.name.lower(): f.description for f in new})
+        return fg
+
+
+def _check_declared_keys(fg: FeatureGroup, target: pa.Schema) -> None:
+    columns = target.names
+    for role, cols in (
+        ("primary key", fg.primary_key),
+        ("partition key", fg.partition_key),
+        ("foreign key", fg.foreign_key),
+        ("event_time", [fg.event_time] if fg.event_time else []),
+    ):
+        for c in cols:
+            if c not in columns:
+                from feature_store.errors import did_you_mean
+
+                raise SchemaMismatchError(
+                    f"{fg.owner}: {role} column '{c}' is not in the data (columns: {columns})."
+                    f"{did_you_mean(c, columns)}"
+                )
+
+
+_TYPE_NAMES = {
+    "int": pa.int64(), "bigint": pa.int64(), "int64": pa.int64(), "integer": pa.int64(),
+    "float": pa.float64(), "double": pa.float64(), "float64": pa.float64(),
+    "string": pa.string(), "str": pa.string(), "varchar": pa.string(),
+    "boolean": pa.bool_(), "bool": pa.bool_(),
+    "timestamp": schema_rules.TIMESTAMP, "date": pa.date32(),
+}
+
+
+def _parse_type(name: str, owner: str, feature: str) -> pa.DataType:
+    key = str(name).lower()
+    if key in _TYPE_NAMES:
+        return _TYPE_NAMES[key]
+    if key.startswith("timestamp"):
+        return schema_rules.TIMESTAMP
+    raise SchemaMismatchError(
+        f"{owner}: feature '{feature}' has unsupported type {name!r}; use one of "
+        f"{sorted(_TYPE_NAMES)}."
+    )

@@ -1,0 +1,1 @@
+"""fstrain package."""

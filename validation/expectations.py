@@ -1,0 +1,198 @@
+"""Great Expectations 1.x suites for feature groups: storing, validating, reporting.
+
+Great Expectations is imported only when a suite is actually used (importing it costs seconds).
+A suite can be given as a ``great_expectations.ExpectationSuite``, as its JSON dict
+(``suite.to_json_dict()``), or as a list of ``{"type": ..., "kwargs": {...}}`` entries (the
+expectation type may be the snake_case name or the class name).
+
+Ingestion policies (as Hopsworks):
+
+- ``ALWAYS``: the report is kept as ``INGESTED`` and the data is written even if it failed;
+- ``STRICT``: a failed report is kept as ``REJECTED`` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from feature_store.errors import InvalidArgumentError
+
+POLICIES = ("ALWAYS", "STRICT")
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    """Outcome of one expectation."""
+
+    expectation_type: str
+    kwargs: dict[str, Any]
+    success: bool
+    observed: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Outcome of validating one batch against a suite (mirrors ``hsfs.ValidationReport``)."""
+
+    success: bool
+    ingestion_result: str
+    suite_name: str
+    evaluated_expectations: int
+    successful_expectations: int
+    results: list[ExpectationResult] = field(default_factory=list)
+    validation_time: str = ""
+
+    def failed(self) -> list[ExpectationResult]:
+        """The expectations that did not pass."""
+        return [r for r in self.results if not r.success]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ValidationReport:
+        results = [ExpectationResult(**r) for r in data.get("results", [])]
+        return cls(**{**data, "results": results})
+
+    def summary(self) -> str:
+        """One line per failed expectation, for error messages."""
+        lines = []
+        for r in self.failed():
+            column = r.kwargs.get("column", "")
+            unexpected = r.observed.get("partial_unexpected_list") or r.observed.get("observed_value")
+            lines.append(
+                f"  - {r.expectation_type}(column={column!r}): "
+                f"{r.observed.get('unexpected_count', '?')} unexpected, e.g. {unexpected!r}"
+            )
+        return "\n".join(lines)
+
+
+def normalize_policy(policy: str) -> str:
+    """Validate an ingestion policy name (case-insensitive)."""
+    upper = str(policy).upper()
+    if upper not in POLICIES:
+        raise InvalidArgumentError(
+            f"validation_ingestion_policy must be 'always' or 'strict'. Got {policy!r} instead."
+        )
+    return upper
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if name[:1].isupper() else name
+
+
+def suite_to_dict(suite: Any, default_name: str) -> dict[str, Any]:
+    """Canonical JSON form of a suite given in any accepted shape."""
+    if isinstance(suite, dict):
+        data = dict(suite)
+        expectations = data.get("expectations", [])
+        name = data.get("name") or data.get("expectation_suite_name") or default_name
+    elif isinstance(suite, list | tuple):
+        expectations, name = list(suite), default_name
+    elif hasattr(suite, "to_json_dict"):
+        data = suite.to_json_dict()
+        expectations, name = data.get("expectations", []), data.get("name") or default_name
+    else:
+        raise InvalidArgumentError(
+            f"expectation_suite must be a great_expectations.ExpectationSuite, its dict, or a "
+            f"list of {{'type', 'kwargs'}} entries. Got {type(suite).__name__} instead."
+        )
+    canonical = []
+    for i, exp in enumerate(expectations):
+        if hasattr(exp, "to_json_dict"):
+            exp = exp.to_json_dict()
+        if hasattr(exp, "type") and hasattr(exp, "kwargs") and not isinstance(exp, dict):
+            exp = {"type": exp.type, "kwargs": dict(exp.kwargs)}
+        if not isinstance(exp, dict) or "type" not in exp:
+            raise InvalidArgumentError(
+                f"expectation #{i} of suite '{name}' must have a 'type'. Got {exp!r} instead."
+            )
+        canonical.append(
+            {"type": _snake(str(exp["type"])), "kwargs": dict(exp.get("kwargs") or {})}
+        )
+    return {"name": name, "expectations": canonical}
+
+
+def build_suite(data: dict[str, Any]) -> Any:
+    """A ``great_expectations.ExpectationSuite`` from :func:`suite_to_dict` output."""
+    import great_expectations as gx
+
+    try:
+        return gx.ExpectationSuite(
+            name=data["name"],
+            expectations=[{"type": e["type"], "kwargs": e["kwargs"]} for e in data["expectations"]],
+        )
+    except Exception as exc:  # GX raises many types for bad configurations
+        raise InvalidArgumentError(
+            f"expectation suite '{data['name']}' is invalid for Great Expectations: {exc}"
+        ) from exc
+
+
+def check_suite(data: dict[str, Any], columns: list[str] | None, owner: str) -> None:
+    """Refuse suites that reference columns the feature group does not have."""
+    build_suite(data)
+    if columns is None:
+        return
+    for exp in data["expectations"]:
+        column = exp["kwargs"].get("column")
+        if column is not None and column not in columns:
+            from feature_store.errors import did_you_mean
+
+            raise InvalidArgumentError(
+                f"{owner}: expectation {exp['type']} refers to column '{column}', which the "
+                f"feature group does not have (columns: {columns}).{did_you_mean(column, columns)}"
+            )
+
+
+def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationReport:
+    """Validate a pandas DataFrame against a suite and build the report."""
+    import logging
+
+    import great_expectations as gx
+    import pandas as pd
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    suite = build_suite(suite_data)
+    context = gx.get_context(mode="ephemeral")
+    try:
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    except Exception:  # pragma: no cover - cosmetic only
+        pass
+    source = context.data_sources.add_pandas("fstrain")
+    asset = source.add_dataframe_asset("batch")
+    definition = asset.add_batch_definition_whole_dataframe("whole")
+    batch = definition.get_batch(batch_parameters={"dataframe": frame})
+    raw = batch.validate(suite).to_json_dict()
+    results = []
+    for r in raw["results"]:
+        config = r["expectation_config"]
+        kwargs = {k: v for k, v in config["kwargs"].items() if k != "batch_id"}
+        observed = {
+            k: v
+            for k, v in (r.get("result") or {}).items()
+            if k in ("unexpected_count", "unexpected_percent", "partial_unexpected_list",
+                     "observed_value", "element_count", "missing_count")
+        }
+        results.append(
+            ExpectationResult(
+                expectation_type=config["type"],
+                kwargs=kwargs,
+                success=bool(r["success"]),
+                observed=observed,
+            )
+        )
+    stats = raw["statistics"]
+    success = bool(raw["success"])
+    return ValidationReport(
+        success=success,
+        ingestion_result="INGESTED" if success or policy == "ALWAYS" else "REJECTED",
+        suite_name=suite_data["name"],
+        evaluated_expectations=int(stats["evaluated_expectations"]),
+        successful_expectations=int(stats["successful_expectations"]),
+        results=results,
+        validation_time=pd.Timestamp.now(tz="UTC").isoformat(),
+    )
