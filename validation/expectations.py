@@ -13,7 +13,9 @@ Ingestion policies (as Hopsworks):
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -146,15 +148,30 @@ def check_suite(data: dict[str, Any], columns: list[str] | None, owner: str) -> 
             )
 
 
-def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationReport:
-    """Validate a pandas DataFrame against a suite and build the report."""
-    import logging
+_CONTEXT_LOCK = threading.Lock()
+_COLUMN_KWARGS = ("column", "column_A", "column_B", "column_list")
 
+
+def referenced_columns(suite_data: dict[str, Any]) -> list[str] | None:
+    """Columns a suite reads, or ``None`` when some expectation needs the whole table."""
+    columns: list[str] = []
+    for exp in suite_data["expectations"]:
+        kwargs = exp["kwargs"]
+        found = [kwargs[k] for k in _COLUMN_KWARGS if k in kwargs]
+        if not found or exp["type"].startswith("expect_table_"):
+            return None
+        for value in found:
+            for column in value if isinstance(value, list) else [value]:
+                if column not in columns:
+                    columns.append(column)
+    return columns
+
+
+@functools.cache
+def _batch_definition() -> Any:
+    """One ephemeral GX context per process (creating one costs time and a temp folder)."""
     import great_expectations as gx
-    import pandas as pd
 
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    suite = build_suite(suite_data)
     context = gx.get_context(mode="ephemeral")
     try:
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -164,9 +181,20 @@ def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationR
         pass
     source = context.data_sources.add_pandas("fstrain")
     asset = source.add_dataframe_asset("batch")
-    definition = asset.add_batch_definition_whole_dataframe("whole")
-    batch = definition.get_batch(batch_parameters={"dataframe": frame})
-    raw = batch.validate(suite).to_json_dict()
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationReport:
+    """Validate a pandas DataFrame against a suite and build the report."""
+    import logging
+
+    import pandas as pd
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    suite = build_suite(suite_data)
+    with _CONTEXT_LOCK:
+        batch = _batch_definition().get_batch(batch_parameters={"dataframe": frame})
+        raw = batch.validate(suite, result_format="BASIC").to_json_dict()
     results = []
     for r in raw["results"]:
         config = r["expectation_config"]

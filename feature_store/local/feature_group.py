@@ -293,13 +293,16 @@ class FeatureGroup:
         """The first ``n`` rows as pandas."""
         return self.select_all().show(n)
 
-    def as_of(self, wallclock_time: Any = None, exclude_until: Any = None) -> Query:
+    def as_of(
+        self, wallclock_time: Any = None, exclude_until: Any = None, *, commit_id: int | None = None
+    ) -> Query:
         """A query reading the group as it was at ``wallclock_time`` (time travel).
 
-        ``wallclock_time`` is a time (ISO string, datetime, epoch ms) or a commit id given as
-        ``{"commit": id}``. ``exclude_until`` is not supported (incremental reads) and raises.
+        ``wallclock_time`` is a time (ISO string, datetime, epoch ms); ``commit_id`` (a key of
+        :meth:`commit_details`) pins an exact commit instead. ``exclude_until`` (incremental
+        reads) is not supported on the local backend and raises.
         """
-        return self.select_all().as_of(wallclock_time, exclude_until)
+        return self.select_all().as_of(wallclock_time, exclude_until, commit_id=commit_id)
 
     def commit_details(
         self, wallclock_time: Any = None, limit: int | None = None

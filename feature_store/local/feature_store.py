@@ -16,7 +16,6 @@ from feature_store.errors import (
 )
 from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
-from feature_store.local.delta_table import DeltaFeatureTable
 from feature_store.local.feature_group import FeatureGroup, warn_default_version
 from feature_store.names import check_entity_name, check_version, normalize_feature_name
 from feature_store.timeutil import utc_now
@@ -24,6 +23,7 @@ from feature_store.timeutil import utc_now
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from feature_store.local.delta_table import DeltaFeatureTable
     from feature_store.local.writer import FeatureGroupWriter
 
 
@@ -47,6 +47,8 @@ class FeatureStore:
         return FeatureGroupWriter(self)
 
     def _delta_table(self, name: str, version: int) -> DeltaFeatureTable:
+        from feature_store.local.delta_table import DeltaFeatureTable
+
         return DeltaFeatureTable(self.root / "tables" / f"{name}_{version}", f"feature group '{name}' v{version}")
 
     # -- feature groups ----------------------------------------------------------------------

@@ -47,7 +47,7 @@ def compute_statistics(
             selects += [f"CAST(min({c}) AS VARCHAR) AS min{i}", f"CAST(max({c}) AS VARCHAR) AS max{i}"]
         if _is_categorical(field.type):
             selects.append(f"count(DISTINCT {c}) AS d{i}")
-    row = con.execute(f"SELECT {', '.join(selects)} FROM {source_sql}").fetchone()
+    row = con.execute(f"SELECT {', '.join(selects)} FROM {source_sql}").fetchall()[0]
     names = ["__rows"] + [d for d in _aliases(schema)]
     values = dict(zip(names, row, strict=True))
     rows = int(values["__rows"])

@@ -61,40 +61,60 @@ class FeatureGroupWriter:
         table = schema_rules.conform(table, target, fg.owner)
         schema_rules.check_keys(table, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
 
-        report = self._validate(fg, table, validation_options)
-        if report is not None and not report.success and fg.validation_ingestion_policy == "STRICT":
-            if fg.id is not None:
-                self._save_report(fg, report)
-            raise DataValidationError(
-                f"{fg.owner}: the data failed expectation suite '{report.suite_name}' whose "
-                f"ingestion policy is STRICT, so nothing was written. Failed expectations:\n"
-                f"{report.summary()}",
-                report=report,
-            )
+        # STRICT must validate before writing; ALWAYS writes regardless, so its validation runs
+        # beside the Delta write (GE is pandas-bound, delta-rs releases the GIL).
+        strict = fg.validation_ingestion_policy == "STRICT"
+        pending = None
+        report = None
+        if strict:
+            report = self._validate(fg, table, validation_options)
+            if report is not None and not report.success:
+                if fg.id is not None:
+                    self._save_report(fg, report)
+                raise DataValidationError(
+                    f"{fg.owner}: the data failed expectation suite '{report.suite_name}' whose "
+                    f"ingestion policy is STRICT, so nothing was written. Failed expectations:\n"
+                    f"{report.summary()}",
+                    report=report,
+                )
+        elif self._will_validate(fg, validation_options):
+            from concurrent.futures import ThreadPoolExecutor
+
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-gx")
+            pending = executor.submit(self._validate, fg, table, validation_options)
+            executor.shutdown(wait=False)
 
         if fg.id is None:
             self._store._create_metadata(fg, target)
         delta = fg._table
         with delta.write_lock():
             commit_id = delta.upsert(table, fg.upsert_key, overwrite=overwrite)
+        if pending is not None:
+            report = pending.result()
         if report is not None and validation_options.get("save_report", True):
             self._save_report(fg, report)
         if fg.statistics_config.get("enabled", True):
             self._store._statistics_for(fg, commit_id, recompute=True)
         return None, report
 
+    @staticmethod
+    def _will_validate(fg: FeatureGroup, options: dict[str, Any]) -> bool:
+        suite = fg.expectation_suite
+        if suite is None:
+            return False
+        return bool(options.get("run_validation", suite.get("run_validation", True)))
+
     def _validate(
         self, fg: FeatureGroup, table: pa.Table, options: dict[str, Any]
     ) -> ValidationReport | None:
-        suite = fg.expectation_suite
-        if suite is None:
+        if not self._will_validate(fg, options):
             return None
-        run = options.get("run_validation", suite.get("run_validation", True))
-        if not run:
-            return None
-        from validation.expectations import validate
+        from validation.expectations import referenced_columns, validate
 
-        return validate(table.to_pandas(), suite, fg.validation_ingestion_policy)
+        suite = fg.expectation_suite
+        columns = referenced_columns(suite)
+        frame = (table.select(columns) if columns is not None else table).to_pandas()
+        return validate(frame, suite, fg.validation_ingestion_policy)
 
     def _save_report(self, fg: FeatureGroup, report: ValidationReport) -> None:
         with self._store._catalog.transaction() as conn:
