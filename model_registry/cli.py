@@ -1,0 +1,255 @@
+"""``fstrain registry``: list and show model versions (``registry_app``, a Typer app).
+
+Only reads the registry. ``--root`` is the store root (default ``$FSTRAIN_HOME``, else
+``./.fstrain``); the registry lives in ``<root>/model_registry``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from feature_store.errors import FeatureStoreError, InvalidArgumentError
+
+registry_app = typer.Typer(
+    help="Browse the model registry: list versions, show one version's manifest and scorecard.",
+    no_args_is_help=True,
+)
+
+RootOpt = Annotated[
+    Path | None,
+    typer.Option("--root", help="Store root (default: $FSTRAIN_HOME, else ./.fstrain)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+_KEY_METRICS = 3
+
+
+@registry_app.command("list")
+def list_command(
+    name: Annotated[str | None, typer.Argument(help="Only this model.")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List model versions: name, version, key metrics, status, TD version, created."""
+    try:
+        registry = _open(root)
+        models = [] if registry is None else registry.list_models(name)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    rows = [
+        {
+            "name": m.name,
+            "version": m.version,
+            "framework": m.framework,
+            "metrics": m.training_metrics,
+            "validation_status": m.validation_status,
+            "training_dataset_version": m.training_dataset_version,
+            "feature_view": _fv(m.feature_view_name, m.feature_view_version),
+            "created": m.created,
+        }
+        for m in models
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Model registry" if name is None else f"Model '{name}'")
+    for column in ("name", "version", "key metrics", "status", "TD version", "created"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            str(row["version"]),
+            _key_metrics(row["metrics"]),
+            row["validation_status"],
+            "-"
+            if row["training_dataset_version"] is None
+            else str(row["training_dataset_version"]),
+            (row["created"] or "")[:19],
+        )
+    console = Console(width=160)
+    console.print(table)
+    if not rows:
+        console.print("No model versions found.")
+
+
+@registry_app.command("show")
+def show_command(
+    ref: Annotated[
+        str, typer.Argument(metavar="NAME[:VERSION]", help="Model (latest if no version).")
+    ],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one version: manifest, lineage and scorecard summary (if scorecard.json exists).
+
+    Without ``:VERSION`` the latest version is shown.
+    """
+    try:
+        model = _resolve(root, ref)
+        manifest = model.manifest
+        tags = model.get_tags()
+    except FeatureStoreError as exc:
+        _fail(exc)
+    scorecard = _read_scorecard(model.model_path / "scorecard.json")
+    payload: dict[str, Any] = {
+        "name": model.name,
+        "version": model.version,
+        "model_path": str(model.model_path),
+        "validation_status": model.validation_status,
+        "tags": tags,
+        "manifest": manifest,
+        "lineage": manifest.get("lineage") or {},
+        "scorecard": scorecard,
+        "scorecard_summary": None if scorecard is None else summarize_scorecard(scorecard),
+    }
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, default=str))
+        return
+    _print_show(payload)
+
+
+def summarize_scorecard(scorecard: Any) -> dict[str, Any]:
+    """A short view of a scorecard: its top-level scalars, metric scalars and check counts."""
+    if not isinstance(scorecard, dict):
+        return {"scorecard": type(scorecard).__name__}
+    summary: dict[str, Any] = {
+        k: v for k, v in scorecard.items() if isinstance(v, (str, int, float, bool)) or v is None
+    }
+    metrics = scorecard.get("metrics")
+    if isinstance(metrics, dict):
+        for k, v in metrics.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                summary[f"metrics.{k}"] = v
+    checks = scorecard.get("checks") or scorecard.get("gates")
+    if isinstance(checks, list) and all(isinstance(c, dict) for c in checks):
+        failed = [str(c.get("name", i)) for i, c in enumerate(checks) if c.get("passed") is False]
+        summary["checks"] = len(checks)
+        summary["checks_failed"] = failed
+    return summary
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _open(root: Path | None) -> Any:
+    from feature_store.project import resolve_root
+    from model_registry.local.registry import INDEX_FILE, LocalModelRegistry
+
+    registry_root = resolve_root(root) / "model_registry"
+    if not (registry_root / INDEX_FILE).exists():
+        return None
+    return LocalModelRegistry(registry_root)
+
+
+def _resolve(root: Path | None, ref: str) -> Any:
+    from model_registry.errors import ModelNotFoundError
+    from model_registry.naming import check_model_name
+
+    name, sep, version_text = ref.partition(":")
+    check_model_name(name)
+    version: int | None = None
+    if sep:
+        if not version_text.isdigit() or int(version_text) < 1:
+            raise InvalidArgumentError(
+                f"VERSION in NAME[:VERSION] must be a positive integer. Got {version_text!r} "
+                f"instead (e.g. {name}:3)."
+            )
+        version = int(version_text)
+    registry = _open(root)
+    if registry is None:
+        raise ModelNotFoundError(
+            f"No model registry under the store root; model '{name}' not found."
+        )
+    if version is None:
+        models = registry.get_models(name)
+        if not models:
+            registry.get_model(name, 1)  # raises a ModelNotFoundError with suggestions
+        return models[-1]
+    return registry.get_model(name, version)
+
+
+def _read_scorecard(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"error": f"scorecard.json could not be read: {exc}"}
+
+
+def _key_metrics(metrics: dict[str, float]) -> str:
+    items = list(metrics.items())[:_KEY_METRICS]
+    text = ", ".join(f"{k}={v:.4g}" for k, v in items)
+    return text + (", …" if len(metrics) > _KEY_METRICS else "") if text else "-"
+
+
+def _fv(name: str | None, version: int | None) -> str | None:
+    return None if name is None else f"{name}:{version}"
+
+
+def _schema_text(model_schema: dict[str, Any] | None, part: str) -> str | None:
+    schema = (model_schema or {}).get(part)
+    if not schema:
+        return None
+    if "columnar_schema" in schema:
+        return ", ".join(f"{c.get('name')}:{c.get('type')}" for c in schema["columnar_schema"])
+    return json.dumps(schema.get("tensor_schema"))
+
+
+def _print_show(payload: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160)
+    manifest = payload["manifest"]
+    head = Table(title=f"Model '{payload['name']}' version {payload['version']}", show_header=False)
+    head.add_column("field")
+    head.add_column("value")
+    fields = {
+        "framework": manifest.get("framework"),
+        "status": payload["validation_status"],
+        "created": manifest.get("created"),
+        "description": manifest.get("description"),
+        "metrics": json.dumps(manifest.get("metrics") or {}),
+        "feature view": _fv(
+            manifest.get("feature_view_name"), manifest.get("feature_view_version")
+        ),
+        "TD version": manifest.get("training_dataset_version"),
+        "git commit": manifest.get("git_commit"),
+        "libraries": ", ".join(f"{k} {v}" for k, v in (manifest.get("libraries") or {}).items()),
+        "input schema": _schema_text(manifest.get("model_schema"), "input_schema"),
+        "output schema": _schema_text(manifest.get("model_schema"), "output_schema"),
+        "hyperparameters": json.dumps(manifest.get("hyperparameters")),
+        "tags": json.dumps(payload["tags"]),
+        "path": payload["model_path"],
+    }
+    for key, value in fields.items():
+        head.add_row(key, "-" if value is None else str(value))
+    console.print(head)
+    files = Table(title="Files")
+    for column in ("path", "kind", "size", "sha256"):
+        files.add_column(column)
+    for entry in manifest.get("files", []):
+        files.add_row(
+            entry["path"], entry.get("kind", ""), str(entry["size"]), entry["sha256"][:16]
+        )
+    console.print(files)
+    console.print("Lineage:")
+    console.print_json(json.dumps(payload["lineage"], default=str))
+    summary = payload["scorecard_summary"]
+    if summary is None:
+        console.print("No scorecard.json in this version.")
+    else:
+        console.print("Scorecard summary:")
+        console.print_json(json.dumps(summary, default=str))
+
+
+def _fail(exc: Exception) -> NoReturn:
+    typer.echo(f"Error: {exc}", err=True)
+    raise typer.Exit(code=1)

@@ -1,0 +1,310 @@
+"""Safe model file formats: XGBoost JSON/UBJ, safetensors, skops — and a guarded pickle loader.
+
+Every ``load_*`` function first checks the model version the directory belongs to (the
+directory itself or a parent up to three levels up holding a registry ``manifest.json``, i.e. a
+downloaded version), so a changed, missing or extra file raises
+:class:`IntegrityError` before anything is deserialised. Heavy libraries are imported inside
+the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from feature_store.errors import InvalidArgumentError, UnsafeFormatError
+from model_registry.jsonutil import dumps, to_jsonable
+from model_registry.manifest import PICKLE_SUFFIXES, find_version_root, verify_directory
+
+XGBOOST_META = "xgboost_meta.json"
+XGBOOST_FORMATS = ("json", "ubj")
+XGBOOST_SKLEARN_CLASSES = (
+    "XGBClassifier",
+    "XGBRegressor",
+    "XGBRanker",
+    "XGBRFClassifier",
+    "XGBRFRegressor",
+)
+TORCH_WEIGHTS = "model.safetensors"
+TORCH_CONFIG = "config.json"
+SKOPS_FILE = "model.skops"
+SKLEARN_META = "sklearn_meta.json"
+#: top-level modules whose types skops may load without being listed in ``trusted``.
+DEFAULT_TRUSTED_MODULES = ("sklearn", "numpy", "xgboost")
+
+
+# --------------------------------------------------------------------------------- XGBoost
+
+
+def save_xgboost(model: Any, directory: Path, fmt: str = "json") -> list[Path]:
+    """Save an XGBoost ``Booster`` or sklearn wrapper (``XGBClassifier``, ``XGBRegressor``, ...).
+
+    Writes ``model.json`` (or ``model.ubj``) through XGBoost's own ``save_model`` plus
+    ``xgboost_meta.json`` (class and JSON-serialisable constructor params) so that
+    :func:`load_xgboost` rebuilds the same kind of object. Returns the written paths.
+    """
+    import xgboost as xgb
+
+    if fmt not in XGBOOST_FORMATS:
+        raise InvalidArgumentError(
+            f"save_xgboost: fmt must be one of {', '.join(XGBOOST_FORMATS)}. Got {fmt!r} instead."
+        )
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / f"model.{fmt}"
+    params: dict[str, Any] = {}
+    dropped: list[str] = []
+    if isinstance(model, xgb.Booster):
+        kind = "Booster"
+    elif isinstance(model, xgb.XGBModel) and type(model).__name__ in XGBOOST_SKLEARN_CLASSES:
+        kind = type(model).__name__
+        params, dropped = _json_params(model.get_params())
+    else:
+        raise InvalidArgumentError(
+            "save_xgboost: model must be an xgboost.Booster or one of "
+            f"{', '.join(XGBOOST_SKLEARN_CLASSES)}. Got {type(model).__name__} instead."
+        )
+    if dropped:
+        warnings.warn(
+            f"save_xgboost: parameters {dropped} are not JSON-serialisable and were not stored; "
+            "set them again after load_xgboost if prediction needs them.",
+            UserWarning,
+            stacklevel=2,
+        )
+    model.save_model(str(model_file))
+    meta = {
+        "library": "xgboost",
+        "class": kind,
+        "format": fmt,
+        "model_file": model_file.name,
+        "params": params,
+        "dropped_params": dropped,
+        "xgboost_version": xgb.__version__,
+    }
+    meta_file = directory / XGBOOST_META
+    meta_file.write_text(dumps(meta), encoding="utf-8")
+    return [model_file, meta_file]
+
+
+def load_xgboost(directory: Path) -> Any:
+    """Load what :func:`save_xgboost` wrote: a ``Booster`` or the same sklearn wrapper class."""
+    import xgboost as xgb
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    meta = _read_json(directory / XGBOOST_META, "load_xgboost")
+    kind, fmt = meta.get("class"), meta.get("format")
+    if fmt not in XGBOOST_FORMATS or kind not in ("Booster", *XGBOOST_SKLEARN_CLASSES):
+        raise InvalidArgumentError(
+            f"load_xgboost: {directory / XGBOOST_META} names class {kind!r} and format {fmt!r}; "
+            f"expected Booster or one of {', '.join(XGBOOST_SKLEARN_CLASSES)} and json or ubj."
+        )
+    model_file = directory / f"model.{fmt}"
+    if kind == "Booster":
+        model = xgb.Booster()
+    else:
+        model = getattr(xgb, kind)(**dict(meta.get("params") or {}))
+    model.load_model(str(model_file))
+    return model
+
+
+def _json_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in params.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            continue  # e.g. missing=nan, the default
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            dropped.append(key)
+            continue
+        kept[key] = value
+    return kept, dropped
+
+
+# ----------------------------------------------------------------------------------- torch
+
+
+def save_torch(module_or_state_dict: Any, directory: Path, config: dict) -> list[Path]:
+    """Save a ``torch.nn.Module``'s state dict (or a state dict) as ``model.safetensors``
+    plus ``config.json`` (whatever is needed to rebuild the module). Returns the written paths.
+    """
+    import torch
+    from safetensors.torch import save_file
+
+    if isinstance(module_or_state_dict, torch.nn.Module):
+        state = module_or_state_dict.state_dict()
+    elif isinstance(module_or_state_dict, Mapping):
+        state = module_or_state_dict
+    else:
+        raise InvalidArgumentError(
+            "save_torch: expected a torch.nn.Module or a state dict. "
+            f"Got {type(module_or_state_dict).__name__} instead."
+        )
+    if not isinstance(config, Mapping):
+        raise InvalidArgumentError(
+            f"save_torch: config must be a dict. Got {type(config).__name__} instead."
+        )
+    config_json = to_jsonable(dict(config), what="save_torch: config")
+    tensors = {}
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise InvalidArgumentError(
+                f"save_torch: state dict entry '{key}' must be a tensor. Got "
+                f"{type(value).__name__} instead; move non-tensor state into config."
+            )
+        # clone: safetensors refuses tensors that share storage (tied weights)
+        tensors[str(key)] = value.detach().to("cpu").clone().contiguous()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    weights, config_file = directory / TORCH_WEIGHTS, directory / TORCH_CONFIG
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    config_file.write_text(dumps(config_json), encoding="utf-8")
+    return [weights, config_file]
+
+
+def load_torch_state(directory: Path) -> tuple[dict, dict]:
+    """Return ``(state_dict, config)`` as written by :func:`save_torch` (tensors on CPU)."""
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    config = _read_json(directory / TORCH_CONFIG, "load_torch_state")
+    weights = directory / TORCH_WEIGHTS
+    if not weights.is_file():
+        raise InvalidArgumentError(
+            f"load_torch_state: {weights} does not exist. Save the model with save_torch first."
+        )
+    return dict(load_file(str(weights), device="cpu")), config
+
+
+# ---------------------------------------------------------------------------------- sklearn
+
+
+def save_sklearn(estimator: Any, directory: Path) -> list[Path]:
+    """Save a scikit-learn estimator (or pipeline) with skops as ``model.skops`` plus
+    ``sklearn_meta.json`` (class and sklearn version). Returns the written paths."""
+    import sklearn
+    import skops.io as sio
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / SKOPS_FILE
+    sio.dump(estimator, path)
+    meta = {
+        "library": "sklearn",
+        "class": f"{type(estimator).__module__}.{type(estimator).__qualname__}",
+        "sklearn_version": sklearn.__version__,
+        "model_file": SKOPS_FILE,
+    }
+    meta_file = directory / SKLEARN_META
+    meta_file.write_text(dumps(meta), encoding="utf-8")
+    return [path, meta_file]
+
+
+def load_sklearn(directory: Path, trusted: list[str] | None = None) -> Any:
+    """Load ``model.skops``; types outside sklearn/numpy/xgboost must be listed in ``trusted``.
+
+    skops reports the types it would have to construct; any of them that is neither from a
+    default-trusted module (:data:`DEFAULT_TRUSTED_MODULES`) nor in ``trusted`` makes this raise
+    :class:`UnsafeFormatError` naming them, and nothing is loaded.
+    """
+    import skops.io as sio
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    path = directory / SKOPS_FILE
+    if not path.is_file():
+        raise InvalidArgumentError(
+            f"load_sklearn: {path} does not exist. Save the model with save_sklearn first."
+        )
+    allowed = set(trusted or [])
+    untrusted = sio.get_untrusted_types(file=path)
+    blocked = [
+        t for t in untrusted if t not in allowed and t.split(".")[0] not in DEFAULT_TRUSTED_MODULES
+    ]
+    if blocked:
+        raise UnsafeFormatError(
+            f"load_sklearn: refusing to load '{path}': it needs types that are not trusted: "
+            f"{blocked}. Loading them could run their code. If you know where they come from, "
+            f"call load_sklearn(directory, trusted={blocked!r})."
+        )
+    return sio.load(path, trusted=list(untrusted))
+
+
+# ----------------------------------------------------------------------------------- pickle
+
+
+def load_pickle(path: Path, *, trust_pickle: bool = False) -> Any:
+    """Load a pickle/joblib file — only with ``trust_pickle=True`` (and then with a warning).
+
+    Unpickling runs arbitrary code from the file, so by default this raises
+    :class:`UnsafeFormatError` and reads nothing.
+    """
+    path = Path(path)
+    if not trust_pickle:
+        raise UnsafeFormatError(
+            f"Refusing to load '{path}': pickle/joblib files can run arbitrary code when loaded. "
+            "Store the model in a safe format instead (save_xgboost, save_sklearn, save_torch), "
+            "or, if you produced this file yourself, call load_pickle(path, trust_pickle=True)."
+        )
+    _verify_if_manifest(path.parent)
+    warnings.warn(
+        f"Loading pickle file '{path}' with trust_pickle=True: this runs code from the file. "
+        "Prefer a safe format (XGBoost JSON, skops, safetensors).",
+        UserWarning,
+        stacklevel=2,
+    )
+    import joblib
+
+    return joblib.load(path)
+
+
+def load_model(
+    directory: Path, *, trusted: list[str] | None = None, trust_pickle: bool = False
+) -> Any:
+    """Load whatever safe format ``directory`` holds (XGBoost, skops or safetensors).
+
+    A torch model comes back as ``(state_dict, config)``. A directory holding only a single
+    pickle/joblib file is loaded through :func:`load_pickle` (so ``trust_pickle`` applies).
+    """
+    directory = Path(directory)
+    if (directory / XGBOOST_META).is_file():
+        return load_xgboost(directory)
+    if (directory / SKOPS_FILE).is_file():
+        return load_sklearn(directory, trusted=trusted)
+    if (directory / TORCH_WEIGHTS).is_file():
+        return load_torch_state(directory)
+    pickles = [p for p in directory.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES]
+    if len(pickles) == 1:
+        return load_pickle(pickles[0], trust_pickle=trust_pickle)
+    raise InvalidArgumentError(
+        f"load_model: {directory} holds no recognised model ({XGBOOST_META}, {SKOPS_FILE}, "
+        f"{TORCH_WEIGHTS} or a single pickle file). Load it with the matching load_* function."
+    )
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _verify_if_manifest(directory: Path) -> None:
+    """Verify the downloaded model version ``directory`` belongs to (itself or a parent up to
+    three levels up, e.g. ``<version>/model``), if it belongs to one."""
+    root = find_version_root(directory)
+    if root is not None:
+        verify_directory(root, label=f"'{root}'")
+
+
+def _read_json(path: Path, owner: str) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidArgumentError(
+            f"{owner}: {path} does not exist. Was the model saved with the matching save_* "
+            "function?"
+        ) from None

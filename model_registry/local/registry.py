@@ -1,0 +1,481 @@
+"""``LocalModelRegistry``: the model registry on the local file system (hsml's ``ModelRegistry``).
+
+Layout under ``root``: ``index.sqlite`` (the index, see :mod:`model_registry.local.index`),
+``<name>/<version>/`` (one folder per version: model files, ``manifest.json``,
+``input_example.json``, ``model_schema.json``, attachments) and ``.tmp/`` (scratch space).
+
+A save copies files into ``.tmp``, then — holding the index's write lock — picks the version,
+writes the manifest, renames the folder into place and inserts the index row in one SQLite
+transaction; any failure removes what was written. Changes after save (validation status,
+attachments) rewrite the manifest atomically and update its hash in the same transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from feature_store.errors import InvalidArgumentError, did_you_mean, listing
+from model_registry.errors import ModelAlreadyExistsError, ModelNotFoundError, VersionWarning
+from model_registry.jsonutil import dumps
+from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIndex
+from model_registry.local.storage import VersionStore, copy_files, list_source_files
+from model_registry.manifest import (
+    MANIFEST_VERSION,
+    file_entry,
+    git_commit,
+    library_versions,
+    read_manifest,
+    unsafe_files,
+    utc_now,
+    verify_directory,
+    write_manifest,
+)
+from model_registry.model import Model
+from model_registry.naming import (
+    INPUT_EXAMPLE_FILE,
+    MANIFEST_FILE,
+    MODEL_SCHEMA_FILE,
+    check_attachment_path,
+    check_model_name,
+    check_validation_status,
+    check_version,
+)
+from model_registry.schema import infer_model_schema
+from model_registry.signature import ModelFramework
+
+INDEX_FILE = "index.sqlite"
+
+
+class LocalModelRegistry:
+    """A model registry stored under ``root`` (``<project root>/model_registry``).
+
+    Mirrors ``hsml.model_registry.ModelRegistry``: ``python``/``sklearn``/``torch``
+    ``.create_model(...)``, ``get_model``, ``get_models``, ``get_best_model``.
+    """
+
+    DEFAULT_VERSION = 1
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._index = RegistryIndex(self.root / INDEX_FILE)
+        self._store = VersionStore(self.root)
+
+    def __repr__(self) -> str:
+        return f"LocalModelRegistry(root='{self.root}')"
+
+    # ------------------------------------------------------------------ frameworks
+
+    @property
+    def python(self) -> ModelFramework:
+        """Create generic Python models: ``mr.python.create_model(...)``."""
+        return ModelFramework(self, "python")
+
+    @property
+    def sklearn(self) -> ModelFramework:
+        """Create scikit-learn models: ``mr.sklearn.create_model(...)``."""
+        return ModelFramework(self, "sklearn")
+
+    @property
+    def torch(self) -> ModelFramework:
+        """Create PyTorch models: ``mr.torch.create_model(...)``."""
+        return ModelFramework(self, "torch")
+
+    # ------------------------------------------------------------------ reading
+
+    def get_model(self, name: str, version: int | None = None) -> Model:
+        """Return a saved model version.
+
+        Args:
+            name: model name.
+            version: version to return. ``None`` returns **version 1** (as Hopsworks does)
+                and emits a :class:`VersionWarning`; use :meth:`get_models` or
+                :meth:`get_best_model` to find the latest or best version.
+
+        Raises:
+            ModelNotFoundError: the model or the version does not exist.
+        """
+        check_model_name(name)
+        if version is None:
+            warnings.warn(
+                f"No version provided for getting model '{name}', defaulting to version "
+                f"{self.DEFAULT_VERSION}.",
+                VersionWarning,
+                stacklevel=2,
+            )
+            version = self.DEFAULT_VERSION
+        check_version(version, name=name)
+        record = self._index.get(name, version)
+        if record is None:
+            raise self._not_found(name, version)
+        return Model._from_record(self, record)
+
+    def get_models(self, name: str) -> list[Model]:
+        """Every saved version of ``name``, by ascending version (empty if there is none)."""
+        check_model_name(name)
+        return [Model._from_record(self, r) for r in self._index.list(name)]
+
+    def get_best_model(
+        self, name: str, metric: str, direction: str = "max", validated_only: bool = False
+    ) -> Model | None:
+        """The version of ``name`` with the highest (``"max"``) or lowest (``"min"``) training
+        metric ``metric``; ties go to the newest version. Versions without that metric are
+        skipped. With ``validated_only=True`` only versions whose validation status is
+        ``passed`` count. Returns None when no version qualifies (as hsml).
+        """
+        check_model_name(name)
+        if not isinstance(metric, str) or not metric:
+            raise InvalidArgumentError(
+                f"get_best_model: metric must be a non-empty string. Got {metric!r} instead."
+            )
+        direction_norm = direction.lower() if isinstance(direction, str) else direction
+        if direction_norm not in ("max", "min"):
+            raise InvalidArgumentError(
+                f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
+            )
+        record = self._index.best(name, metric, direction_norm, validated_only=validated_only)
+        return None if record is None else Model._from_record(self, record)
+
+    def list_models(self, name: str | None = None) -> list[Model]:
+        """Every saved version of ``name`` — or of every model — by name then version."""
+        if name is not None:
+            check_model_name(name)
+        return [Model._from_record(self, r) for r in self._index.list(name)]
+
+    # ------------------------------------------------------------------ used by Model
+
+    def _save(self, model: Model, source: Path) -> ModelRecord:
+        name, label = model.name, f"Model '{model.name}'"
+        if not source.exists():
+            raise InvalidArgumentError(
+                f"{label}: model_path must be an existing file or folder. Got '{source}' "
+                "instead. Write the model files first, then call model.save(path)."
+            )
+        files = list_source_files(source, owner=label)
+        if model.version is not None and self._index.get(name, model.version) is not None:
+            raise self._exists(name, model.version)
+        fv, td_version = model._feature_view, model.training_dataset_version
+        schema = model._model_schema
+        if schema is None and fv is not None and td_version is not None:
+            schema = infer_model_schema(fv)
+        lineage = _lineage(fv, td_version, label=label)
+        staging = self._store.new_staging_dir()
+        final: Path | None = None
+        try:
+            copy_files(files, staging)
+            entries = [file_entry(staging / rel, rel, "model") for _, rel in files]
+            extras = {INPUT_EXAMPLE_FILE: model._input_example}
+            extras[MODEL_SCHEMA_FILE] = None if schema is None else schema.to_dict()
+            for fname, content in extras.items():
+                if content is not None:
+                    (staging / fname).write_text(dumps(content), encoding="utf-8")
+                    entries.append(file_entry(staging / fname, fname, "metadata"))
+            entries.sort(key=lambda e: e["path"])
+            base = {
+                "manifest_version": MANIFEST_VERSION,
+                "name": name,
+                "framework": model.framework,
+                "description": model.description,
+                "created": utc_now(),
+                "metrics": model.training_metrics,
+                "validation_status": "pending",
+                "libraries": library_versions(model.framework),
+                "git_commit": git_commit(),
+                "feature_view_name": None if fv is None else fv.name,
+                "feature_view_version": None if fv is None else fv.version,
+                "training_dataset_version": td_version,
+                "lineage": lineage,
+                "model_schema": extras[MODEL_SCHEMA_FILE],
+                "input_example": model._input_example,
+                "hyperparameters": model._hyperparameters,
+                "training_config": model._training_config,
+                "files": entries,
+                "unsafe_files": unsafe_files(entries),
+            }
+            with self._index.write() as tx:
+                version = model.version or tx.max_version(name) + 1
+                if tx.get(name, version) is not None:
+                    raise self._exists(name, version)
+                target = self._store.version_dir(name, version)
+                # under the write lock a folder without an index row can only be left over by
+                # a crashed save: remove it
+                self._store.discard(target)
+                sha = write_manifest(staging, {**base, "version": version})
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(staging, target)
+                final = target
+                record = ModelRecord(
+                    name=name,
+                    version=version,
+                    framework=model.framework,
+                    created=base["created"],
+                    manifest_sha256=sha,
+                    description=model.description,
+                    metrics=model.training_metrics,
+                    feature_view_name=base["feature_view_name"],
+                    feature_view_version=base["feature_view_version"],
+                    training_dataset_version=td_version,
+                )
+                tx.insert(record)
+                for tag, value in model._tags.items():
+                    tx.set_tag(name, version, tag, value)
+        except BaseException:
+            if final is not None:
+                self._store.discard(final)
+                self._store.remove_empty_model_dir(name)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if base["unsafe_files"]:
+            warnings.warn(
+                f"{label} version {version}: {base['unsafe_files']} load through pickle and will "
+                "only load with trust_pickle=True. Prefer save_xgboost/save_sklearn/save_torch.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return record
+
+    def _download(self, record: ModelRecord, local_path: str | os.PathLike[str] | None) -> Path:
+        import tempfile
+
+        row = self._fresh(record)
+        label = _label(row)
+        source = self._store.version_dir(row.name, row.version)
+        if not source.is_dir():
+            raise ModelNotFoundError(
+                f"{label}: its folder {source} is missing. Delete the version and save it again."
+            )
+        if local_path is None:
+            dest = Path(tempfile.mkdtemp(prefix=f"fstrain_{row.name}_{row.version}_"))
+            created = True
+        else:
+            dest = Path(local_path)
+            if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+                raise InvalidArgumentError(
+                    f"{label}: local_path must be a new or empty folder. Got '{dest}', which is "
+                    "not empty. Pick another folder or leave local_path=None."
+                )
+            created = not dest.exists()
+            dest.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copytree(source, dest, dirs_exist_ok=True, symlinks=True)
+            manifest = read_manifest(dest, expected_sha256=row.manifest_sha256, label=label)
+            verify_directory(dest, manifest, label=label)
+        except BaseException:
+            if created:
+                shutil.rmtree(dest, ignore_errors=True)
+            else:
+                for child in dest.iterdir():
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+            raise
+        return dest
+
+    def _verify(self, record: ModelRecord) -> None:
+        row = self._fresh(record)
+        folder = self._store.version_dir(row.name, row.version)
+        manifest = read_manifest(folder, expected_sha256=row.manifest_sha256, label=_label(row))
+        verify_directory(folder, manifest, label=_label(row))
+
+    def _read_manifest(self, record: ModelRecord) -> dict[str, Any]:
+        row = self._fresh(record)
+        folder = self._store.version_dir(row.name, row.version)
+        return read_manifest(folder, expected_sha256=row.manifest_sha256, label=_label(row))
+
+    def _delete(self, record: ModelRecord) -> None:
+        trash: Path | None = None
+        folder = self._store.version_dir(record.name, record.version)
+        try:
+            with self._index.write() as tx:
+                self._require(tx, record)
+                tx.delete(record.name, record.version)
+                if folder.exists():
+                    trash = self._store.new_temp_path("trash")
+                    os.rename(folder, trash)
+                self._store.remove_empty_model_dir(record.name)
+        except BaseException:
+            if trash is not None:
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(trash, folder)
+            raise
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+
+    def _set_validation_status(self, record: ModelRecord, status: str) -> ModelRecord:
+        check_validation_status(status, owner=_label(record))
+
+        def change(manifest: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+            manifest["validation_status"] = status
+            manifest["validation_updated"] = utc_now()
+
+        return self._update_manifest(record, change, validation_status=status)
+
+    def _attach(self, record: ModelRecord, relative_path: str, data: bytes | Path) -> ModelRecord:
+        label = _label(record)
+        rel = check_attachment_path(relative_path, owner=label)
+        if isinstance(data, Path) and not data.is_file():
+            raise InvalidArgumentError(
+                f"{label}: attachment source must be an existing file. Got '{data}' instead."
+            )
+        staged = self._store.new_temp_path("attachment")
+        backup = self._store.new_temp_path("backup")
+        try:
+            if isinstance(data, Path):
+                shutil.copyfile(data, staged)
+            else:
+                staged.write_bytes(data)
+            entry = file_entry(staged, rel, "attachment")
+            folder = self._store.version_dir(record.name, record.version)
+
+            def change(manifest: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+                entries = {e["path"]: e for e in manifest["files"]}
+                current = entries.get(rel)
+                if current is not None and current.get("kind") != "attachment":
+                    raise InvalidArgumentError(
+                        f"{label}: '{rel}' is a {current.get('kind')} file of the model and "
+                        "cannot be replaced by an attachment. Choose another name, or save a "
+                        "new version."
+                    )
+                clash = [p for p in entries if p.startswith(rel + "/") or rel.startswith(p + "/")]
+                if clash:
+                    raise InvalidArgumentError(
+                        f"{label}: attachment path '{rel}' clashes with existing file(s) "
+                        f"{clash}. Choose another name."
+                    )
+                target = folder / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.exists():
+                    os.replace(target, backup)
+                os.replace(staged, target)
+                undo.append(lambda: _restore(target, backup))
+                entries[rel] = entry
+                manifest["files"] = sorted(entries.values(), key=lambda e: e["path"])
+                manifest["updated"] = utc_now()
+
+            return self._update_manifest(record, change)
+        finally:
+            staged.unlink(missing_ok=True)
+            backup.unlink(missing_ok=True)
+
+    def _update_manifest(
+        self,
+        record: ModelRecord,
+        change: Callable[[dict[str, Any], list[Callable[[], None]]], None],
+        **row_values: Any,
+    ) -> ModelRecord:
+        """Apply ``change`` to the manifest (and files) and update the index row, atomically."""
+        folder = self._store.version_dir(record.name, record.version)
+        undo: list[Callable[[], None]] = []
+        old_manifest: bytes | None = None
+        try:
+            with self._index.write() as tx:
+                row = self._require(tx, record)
+                manifest = read_manifest(
+                    folder, expected_sha256=row.manifest_sha256, label=_label(row)
+                )
+                change(manifest, undo)
+                old_manifest = (folder / MANIFEST_FILE).read_bytes()
+                self._store.tmp.mkdir(parents=True, exist_ok=True)
+                sha = write_manifest(folder, manifest, scratch=self._store.tmp)
+                tx.update(record.name, record.version, manifest_sha256=sha, **row_values)
+        except BaseException:
+            if old_manifest is not None:
+                tmp = self._store.new_temp_path("manifest")
+                tmp.write_bytes(old_manifest)
+                os.replace(tmp, folder / MANIFEST_FILE)
+            for step in reversed(undo):
+                step()
+            raise
+        return self._fresh(record)
+
+    def _set_tag(self, record: ModelRecord, tag: str, value: Any) -> None:
+        with self._index.write() as tx:
+            self._require(tx, record)
+            tx.set_tag(record.name, record.version, tag, value)
+
+    def _get_tags(self, record: ModelRecord) -> dict[str, Any]:
+        self._fresh(record)
+        return self._index.tags(record.name, record.version)
+
+    def _get_tag(self, record: ModelRecord, tag: str) -> Any:
+        tags = self._get_tags(record)
+        if tag not in tags:
+            raise ModelNotFoundError(
+                f"{_label(record)} has no tag '{tag}'. Existing tags: {listing(tags)}."
+                + did_you_mean(tag, tags)
+            )
+        return tags[tag]
+
+    def _delete_tag(self, record: ModelRecord, tag: str) -> None:
+        with self._index.write() as tx:
+            self._require(tx, record)
+            if not tx.delete_tag(record.name, record.version, tag):
+                raise ModelNotFoundError(
+                    f"{_label(record)} has no tag '{tag}'; nothing was deleted."
+                )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _fresh(self, record: ModelRecord) -> ModelRecord:
+        row = self._index.get(record.name, record.version)
+        if row is None:
+            raise self._not_found(record.name, record.version)
+        return row
+
+    def _require(self, tx: IndexTransaction, record: ModelRecord) -> ModelRecord:
+        row = tx.get(record.name, record.version)
+        if row is None:
+            raise self._not_found(record.name, record.version)
+        return row
+
+    def _not_found(self, name: str, version: int) -> ModelNotFoundError:
+        versions = [r.version for r in self._index.list(name)]
+        if versions:
+            return ModelNotFoundError(
+                f"Model '{name}' has no version {version}. Existing versions: {listing(versions)}."
+            )
+        names = self._index.names()
+        return ModelNotFoundError(
+            f"Model '{name}' does not exist in the registry at {self.root}. Existing models: "
+            f"{listing(names)}." + did_you_mean(name, names)
+        )
+
+    def _exists(self, name: str, version: int) -> ModelAlreadyExistsError:
+        return ModelAlreadyExistsError(
+            f"Model '{name}' version {version} already exists. Versions are immutable: leave "
+            "version=None to get the next free version, or delete this version first."
+        )
+
+
+def _label(record: ModelRecord) -> str:
+    return f"Model '{record.name}' version {record.version}"
+
+
+def _restore(target: Path, backup: Path) -> None:
+    if backup.exists():
+        os.replace(backup, target)
+    else:
+        target.unlink(missing_ok=True)
+
+
+def _lineage(fv: Any, td_version: int | None, *, label: str) -> dict[str, Any]:
+    """Feature view, training dataset version and (if the view can give it) the training
+    dataset's ``to_dict()`` — how lineage reaches feature-group commits."""
+    from model_registry.jsonutil import to_jsonable
+
+    lineage: dict[str, Any] = {
+        "feature_view": None if fv is None else {"name": fv.name, "version": fv.version},
+        "training_dataset_version": td_version,
+    }
+    getter = getattr(fv, "get_training_dataset", None)
+    if fv is not None and td_version is not None and callable(getter):
+        td = getter(td_version)
+        to_dict = getattr(td, "to_dict", None)
+        if callable(to_dict):
+            lineage["training_dataset"] = to_jsonable(
+                to_dict(), what=f"{label}: training dataset lineage"
+            )
+    return lineage
