@@ -1,0 +1,127 @@
+"""Bias slices: planted disparities are flagged, unbiased models pass, small slices are not
+judged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from feature_store.errors import InvalidArgumentError
+from validation.bias import BiasReport, age_bands, slice_report
+from validation.gates import evaluate_gates
+
+DP_GATE = "max_abs_dp_difference <= 0.1"
+
+
+def _report(data, threshold=0.5, **kw):
+    pred = (data.score >= threshold).astype(int)
+    return slice_report(data.y, data.score, pred, data.helpers, **kw)
+
+
+def test_age_bands_labels_edges_and_missing():
+    s = pd.Series([17, 18, 29, 30, 64, 65, 90, None], index=list("abcdefgh"))
+    bands = age_bands(s, [18, 30, 65])
+    assert list(bands) == ["<18", "18-29", "18-29", "30-64", "30-64", ">=65", ">=65",
+                           "(missing)"]
+    assert list(bands.index) == list("abcdefgh")
+    frac = age_bands(pd.Series([20.5, 31.0]), [18, 30, 65])
+    assert list(frac) == ["[18, 30)", "[30, 65)"]
+    with pytest.raises(InvalidArgumentError, match="strictly increasing"):
+        age_bands(s, [30, 18])
+
+
+def test_slice_figures_match_a_manual_computation(eval_data):
+    d = eval_data
+    rep = _report(d, min_slice_size=30)
+    pred = (d.score >= 0.5).astype(int)
+    f = (d.helpers["sex"] == "F").to_numpy()
+    sl = next(s for s in rep.slices_for("sex") if s.value == "F")
+    assert sl.size == f.sum()
+    assert sl.base_rate == pytest.approx(d.y[f].mean())
+    assert sl.selection_rate == pytest.approx(pred[f].mean())
+    assert sl.tpr == pytest.approx(pred[f & (d.y == 1)].mean())
+    assert sl.fpr == pytest.approx(pred[f & (d.y == 0)].mean())
+    from sklearn.metrics import roc_auc_score
+
+    assert sl.auc == pytest.approx(roc_auc_score(d.y[f], d.score[f]))
+    disp = rep.disparities[0]
+    rates = [s.selection_rate for s in rep.slices_for("sex")]
+    assert disp.demographic_parity_difference == pytest.approx(max(rates) - min(rates))
+
+
+def test_planted_disparity_is_flagged_by_the_dp_gate(biased_data, eval_data):
+    biased = _report(biased_data, columns=["sex"])
+    fig = biased.figures()
+    sel = {s.value: s.selection_rate for s in biased.slices_for("sex")}
+    assert sel["M"] > 2 * sel["F"]  # the planted 2x selection-rate disparity
+    gate = evaluate_gates([DP_GATE], fig).results[0]
+    assert gate.passed is False and gate.value == pytest.approx(sel["M"] - sel["F"])
+    assert biased.disparities[0].extremes["demographic_parity_difference"] == ("M", "F")
+
+    fair = _report(eval_data, columns=["sex"])
+    report = evaluate_gates([DP_GATE], fair.figures())
+    assert report.passed, report.results[0].detail
+
+
+def test_equal_opportunity_and_auc_gap_use_tpr_and_auc(biased_data):
+    rep = _report(biased_data, columns=["sex"])
+    tprs = [s.tpr for s in rep.slices_for("sex")]
+    aucs = [s.auc for s in rep.slices_for("sex")]
+    d = rep.disparities[0]
+    assert d.equal_opportunity_difference == pytest.approx(max(tprs) - min(tprs))
+    assert d.auc_gap == pytest.approx(max(aucs) - min(aucs))
+    assert rep.figures()["equal_opportunity_difference[sex]"] == d.equal_opportunity_difference
+
+
+def test_small_slice_is_reported_but_not_judged():
+    n = 400
+    rng = np.random.default_rng(0)
+    race = np.array(["A"] * 194 + ["B"] * 196 + ["tiny"] * 10)
+    y = rng.integers(0, 2, n)
+    pred = rng.integers(0, 2, n)
+    pred[race == "tiny"] = 1  # selection rate 1.0 in the tiny slice: must not count
+    rep = slice_report(y, rng.random(n), pred, pd.DataFrame({"race": race}), min_slice_size=30)
+    tiny = next(s for s in rep.slices if s.value == "tiny")
+    assert tiny.size == 10 and tiny.judged is False and "not judged" in tiny.note
+    assert tiny.selection_rate == 1.0
+    d = rep.disparities[0]
+    assert d.excluded_slices == ("tiny",) and d.judged_slices == ("A", "B")
+    judged = [s.selection_rate for s in rep.slices if s.judged]
+    assert d.demographic_parity_difference == pytest.approx(max(judged) - min(judged))
+    assert d.demographic_parity_difference < 0.5
+
+
+def test_only_one_judged_slice_gives_no_disparity_and_a_reason():
+    rep = slice_report([0, 1] * 20, [0.2, 0.8] * 20, [0, 1] * 20,
+                       pd.DataFrame({"g": ["a"] * 38 + ["b"] * 2}), min_slice_size=30)
+    d = rep.disparities[0]
+    assert d.demographic_parity_difference is None
+    assert "fewer than two judged slices" in d.notes["demographic_parity_difference"]
+    assert rep.figures()["max_abs_dp_difference"] is None
+    assert evaluate_gates([DP_GATE], rep.figures()).passed is False
+
+
+def test_banded_age_and_missing_values_become_slices(eval_data):
+    rep = _report(eval_data, columns=["age"], bands={"age": [30, 50, 65]})
+    values = [s.value for s in rep.slices_for("age")]
+    assert values == ["<30", "30-49", "50-64", ">=65", "(missing)"]
+    missing = rep.slices_for("age")[-1]
+    assert missing.size == 5 and not missing.judged
+
+
+def test_report_serialises_to_json_and_back(eval_data):
+    rep = _report(eval_data, bands={"age": [30, 50, 65]})
+    text = json.dumps(rep.to_dict())
+    back = BiasReport.from_dict(json.loads(text))
+    assert back == rep
+    assert json.loads(text)["figures"]["demographic_parity_difference[race]"] is not None
+
+
+def test_unknown_helper_column_is_named_with_a_suggestion(eval_data):
+    with pytest.raises(InvalidArgumentError, match="'gender'.*Available helper columns"):
+        _report(eval_data, columns=["gender"])
+    with pytest.raises(InvalidArgumentError, match="Did you mean 'race'"):
+        _report(eval_data, columns=["rase"])

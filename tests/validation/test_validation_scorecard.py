@@ -1,0 +1,135 @@
+"""Scorecard: JSON round trip with every section; Markdown and HTML content and escaping."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from feature_store.errors import InvalidArgumentError
+from validation.plots import standard_plots
+from validation.scorecard import Scorecard, png_data_uri
+
+SECTIONS = {"model_name", "model_version", "task", "evaluation", "lineage", "library_versions",
+            "metrics", "confidence_intervals", "threshold", "baselines", "bias", "explanation",
+            "gates", "notes", "created_at", "schema_version", "status", "baseline_differences"}
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.imgs: list[dict[str, str]] = []
+        self.slice_rows: list[tuple[str, str]] = []
+        self.tags: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.add(tag)
+        if tag == "img":
+            self.imgs.append(a)
+        if tag == "tr" and "slice-row" in (a.get("class") or ""):
+            self.slice_rows.append((a["data-column"], a["data-slice"]))
+        for key in ("href", "src"):
+            if key in a:
+                self.hrefs.append(a[key])
+
+
+def _expected_slices(card: Scorecard) -> list[tuple[str, str]]:
+    return [(s["column"], s["value"]) for s in card.bias["slices"]]
+
+
+def test_json_round_trips_and_has_every_section(full_scorecard):
+    card = full_scorecard["card"]
+    text = card.to_json()
+    data = json.loads(text)
+    assert set(data) == SECTIONS
+    back = Scorecard.from_json(text)
+    assert back == card
+    assert back.to_json() == text
+    assert data["status"] == "passed"
+    assert [r["status"] for r in data["gates"]["results"]] == ["passed", "passed", "passed",
+                                                               "skipped"]
+    assert data["metrics"]["roc_auc"] == pytest.approx(card.metrics["roc_auc"])
+    assert data["confidence_intervals"]["roc_auc"]["lower"] < data["metrics"]["roc_auc"]
+    diff = data["baseline_differences"]["majority_class_prior"]["roc_auc"]
+    assert diff["better"] is True and diff["baseline"] == 0.5
+    assert data["bias"]["figures"]["max_abs_dp_difference"] is not None
+    assert data["explanation"]["global_importance"][0]["feature"]
+    assert data["lineage"]["feature_group_commits"]["transactions:1"] == 1712000000000
+
+
+def test_status_follows_gates(full_scorecard):
+    card = Scorecard.from_dict(full_scorecard["card"].to_dict())
+    assert card.status == "passed"
+    card.gates["results"][0]["passed"] = False
+    assert card.status == "failed"
+    card.gates = None
+    assert card.status == "no gates"
+
+
+def test_json_is_strict_and_rejects_other_schema_versions():
+    card = Scorecard("m", 1, metrics={"roc_auc": float("nan"), "n": 3})
+    assert json.loads(card.to_json())["metrics"]["roc_auc"] is None
+    with pytest.raises(InvalidArgumentError, match="schema_version 99"):
+        Scorecard.from_dict({**card.to_dict(), "schema_version": 99})
+    with pytest.raises(InvalidArgumentError, match="task must be"):
+        Scorecard("m", 1, task="ranking")
+
+
+def test_markdown_has_gates_metrics_and_every_slice_row(full_scorecard):
+    card = full_scorecard["card"]
+    md = card.to_markdown()
+    assert md.startswith("# Scorecard: fraud <model> v3")
+    assert "**Status: PASSED**" in md
+    assert "| max_abs_dp_difference <= 0.15 | passed |" in md
+    assert "| better_than_previous | skipped |" in md
+    for col, value in _expected_slices(card):
+        assert re.search(rf"^\| {re.escape(value)} \| [\d,]+ \|", md, re.M), (col, value)
+    assert "### Helper column `race`" in md
+    assert re.search(r"^\| D \| 12 \|.*\| no \| not judged: 12 rows < min_slice_size 30",
+                     md, re.M)  # the tiny slice is listed, marked not judged
+    assert "transactions_fv" in md
+
+
+def test_html_is_self_contained_escaped_and_lists_slices(full_scorecard):
+    fs = full_scorecard
+    card = fs["card"]
+    images = standard_plots(y_true=fs["y"], y_score=fs["score"],
+                            confusion=fs["metrics"]["confusion_matrix"],
+                            threshold=fs["threshold"], explanation=fs["explanation"],
+                            bias=fs["bias"])
+    page = card.to_html(images)
+    p = _Collect()
+    p.feed(page)
+    assert "script" not in p.tags
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "fraud &lt;model&gt;" in page
+    assert not re.search(r"(?:src|href)=\"(?:https?:)?//", page)
+    assert all(h.startswith("data:image/png;base64,") for h in p.hrefs)
+    assert len(p.imgs) == len(images)
+    for img in p.imgs:
+        raw = base64.b64decode(img["src"].split(",", 1)[1], validate=True)
+        assert raw.startswith(b"\x89PNG")
+    assert p.slice_rows == _expected_slices(card)
+    order = [page.index(f'id="{s}"') for s in ("gates", "metrics", "plots", "bias",
+                                                 "explainability", "lineage")]
+    assert order == sorted(order)
+    assert "badge passed" in page
+
+
+def test_html_rejects_non_png_images(full_scorecard):
+    with pytest.raises(InvalidArgumentError, match="'roc' is not PNG data"):
+        full_scorecard["card"].to_html({"roc": b"GIF89a..."})
+    assert png_data_uri(b"\x89PNG\r\n\x1a\nabc").startswith("data:image/png;base64,")
+
+
+def test_html_without_bias_or_gates_says_so():
+    page = Scorecard("plain", 1, metrics={"roc_auc": 0.7}).to_html()
+    assert "No acceptance gates were configured" in page
+    assert "No bias evaluation was run" in page
+    assert "NO GATES" in page

@@ -1,0 +1,326 @@
+"""Acceptance gates: the rules a model version must pass before it may be promoted.
+
+Gates come from configuration as strings. The grammar is strict:
+
+* ``"<metric> <op> <number>"`` with ``op`` one of ``>=``, ``<=``, ``>``, ``<``; ``metric`` is a
+  known metric (see :data:`KNOWN_METRICS`), optionally qualified by a helper column for the
+  bias figures: ``"demographic_parity_difference[sex] <= 0.1"``.
+* ``"better_than_baseline"`` or ``"better_than_baseline(<metric>)"``: the model must be strictly
+  better than the trivial baseline (majority-class prior / mean predictor) on ``<metric>``
+  (default: the primary metric given to :func:`evaluate_gates`).
+* ``"better_than_previous"`` or ``"better_than_previous(<metric>[, tolerance=<number>])"``: the
+  model must be at least as good as the previous model (the best version that passed its gates)
+  minus ``tolerance`` (default 0). With no previous version the gate is *skipped*, not failed.
+
+A metric whose value is missing or undefined makes its gate *fail* (with the reason): an
+unmeasured model is not an accepted one. The overall verdict passes when every non-skipped gate
+passes.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from feature_store.errors import ConfigError, did_you_mean
+from validation.bias import DISPARITY_FIGURES
+from validation.metrics import CLASSIFICATION_METRICS, METRIC_DIRECTIONS, REGRESSION_METRICS
+
+#: Metric names a gate may reference.
+KNOWN_METRICS: tuple[str, ...] = (
+    *CLASSIFICATION_METRICS,
+    *REGRESSION_METRICS,
+    "max_abs_dp_difference",
+    *DISPARITY_FIGURES,
+)
+
+#: Bias figures (lower is better), which may carry a ``[column]`` qualifier.
+_BIAS_METRICS = frozenset(("max_abs_dp_difference", *DISPARITY_FIGURES))
+
+_OPS: dict[str, Any] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
+}
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_THRESHOLD_RE = re.compile(
+    rf"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<column>[^\]]+)\])?\s*"
+    rf"(?P<op>>=|<=|>|<|==|=|!=)\s*(?P<value>{_NUMBER})\s*$"
+)
+_RELATIVE_RE = re.compile(
+    r"^\s*(?P<kind>better_than_baseline|better_than_previous)\s*"
+    r"(?:\(\s*(?P<args>[^)]*)\))?\s*$"
+)
+_GRAMMAR = (
+    "'<metric> <op> <number>' (op: >=, <=, >, <), 'better_than_baseline[(<metric>)]' or "
+    "'better_than_previous[(<metric>[, tolerance=<number>])]'"
+)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A parsed gate. ``kind`` is ``"threshold"``, ``"baseline"`` or ``"previous"``."""
+
+    name: str
+    kind: str
+    metric: str | None
+    op: str | None = None
+    threshold: float | None = None
+    tolerance: float = 0.0
+
+    @property
+    def key(self) -> str | None:
+        """The metric name as looked up in the metrics mapping."""
+        return self.metric
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Outcome of one gate. ``passed`` is ``None`` for a skipped gate."""
+
+    name: str
+    passed: bool | None
+    value: float | None
+    threshold: float | None
+    op: str | None
+    detail: str
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"failed"`` or ``"skipped"``."""
+        return "skipped" if self.passed is None else ("passed" if self.passed else "failed")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (with ``status``)."""
+        return {**asdict(self), "status": self.status}
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """All gate results and the overall verdict."""
+
+    results: tuple[GateResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when every non-skipped gate passed (vacuously true without gates)."""
+        return all(r.passed for r in self.results if r.passed is not None)
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"failed"``, or ``"no gates"`` when nothing was evaluated."""
+        if not any(r.passed is not None for r in self.results):
+            return "no gates"
+        return "passed" if self.passed else "failed"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict."""
+        return {
+            "passed": self.passed,
+            "status": self.status,
+            "results": [r.to_dict() for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateReport:
+        """Rebuild from :meth:`to_dict` output."""
+        fields = ("name", "passed", "value", "threshold", "op", "detail")
+        return cls(tuple(GateResult(**{k: r[k] for k in fields}) for r in data["results"]))
+
+
+def _unknown_metric(spec: str, metric: str) -> ConfigError:
+    return ConfigError(
+        f"Gate {spec!r}: unknown metric {metric!r}.{did_you_mean(metric, KNOWN_METRICS)} "
+        f"Known metrics: {', '.join(KNOWN_METRICS)}."
+    )
+
+
+def _check_metric(spec: str, metric: str) -> None:
+    if metric not in KNOWN_METRICS:
+        raise _unknown_metric(spec, metric)
+
+
+def parse_gate(spec: str) -> Gate:
+    """Parse one gate string strictly; raise :class:`ConfigError` naming the gate on any error."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"A gate must be a non-empty string like {_GRAMMAR}. Got {spec!r}.")
+    m = _RELATIVE_RE.match(spec)
+    if m:
+        kind = "baseline" if m["kind"] == "better_than_baseline" else "previous"
+        metric: str | None = None
+        tolerance = 0.0
+        args = [a.strip() for a in (m["args"] or "").split(",") if a.strip()]
+        for arg in args:
+            if "=" in arg:
+                key, _, val = (p.strip() for p in arg.partition("="))
+                if key != "tolerance" or kind != "previous":
+                    raise ConfigError(
+                        f"Gate {spec!r}: unknown argument {key!r}. Expected {_GRAMMAR}."
+                    )
+                try:
+                    tolerance = float(val)
+                except ValueError:
+                    raise ConfigError(
+                        f"Gate {spec!r}: tolerance must be a number. Got {val!r} instead."
+                    ) from None
+                if not math.isfinite(tolerance) or tolerance < 0:
+                    raise ConfigError(f"Gate {spec!r}: tolerance must be >= 0. Got {val!r}.")
+            elif metric is None:
+                metric = arg
+                _check_metric(spec, metric)
+                if metric not in METRIC_DIRECTIONS:
+                    raise ConfigError(
+                        f"Gate {spec!r}: {metric!r} has no better/worse direction to compare "
+                        f"with; use one of {', '.join(METRIC_DIRECTIONS)}."
+                    )
+            else:
+                raise ConfigError(f"Gate {spec!r}: too many arguments. Expected {_GRAMMAR}.")
+        return Gate(spec.strip(), kind, metric, tolerance=tolerance)
+    m = _THRESHOLD_RE.match(spec)
+    if not m:
+        word = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", spec)
+        if word and not re.search(r"[<>=]", spec) and word[1] not in KNOWN_METRICS:
+            hint = did_you_mean(word[1], [*KNOWN_METRICS, "better_than_baseline",
+                                          "better_than_previous"])
+            raise ConfigError(f"Gate {spec!r} is not understood.{hint} Expected {_GRAMMAR}.")
+        raise ConfigError(f"Gate {spec!r} is not understood. Expected {_GRAMMAR}.")
+    metric = m["metric"]
+    _check_metric(spec, metric)
+    if m["op"] not in _OPS:
+        raise ConfigError(
+            f"Gate {spec!r}: operator {m['op']!r} is not allowed; use one of >=, <=, >, <."
+        )
+    if m["column"] is not None:
+        if metric not in _BIAS_METRICS:
+            raise ConfigError(
+                f"Gate {spec!r}: only bias figures ({', '.join(sorted(_BIAS_METRICS))}) take a "
+                f"[column] qualifier; {metric!r} does not."
+            )
+        metric = f"{metric}[{m['column'].strip()}]"
+    return Gate(spec.strip(), "threshold", metric, m["op"], float(m["value"]))
+
+
+def parse_gates(specs: Iterable[str]) -> list[Gate]:
+    """Parse a list of gate strings (duplicates are rejected)."""
+    if isinstance(specs, str):
+        raise ConfigError(f"Gates must be a list of strings. Got a single string {specs!r}.")
+    gates = [parse_gate(s) for s in specs]
+    seen: set[str] = set()
+    for g in gates:
+        if g.name in seen:
+            raise ConfigError(f"Gate {g.name!r} is listed twice.")
+        seen.add(g.name)
+    return gates
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _lookup(metrics: Mapping[str, Any], key: str) -> Any:
+    if key.startswith("max_abs_dp_difference") and key not in metrics:
+        alt = key.replace("max_abs_dp_difference", "demographic_parity_difference", 1)
+        return metrics.get(alt)
+    return metrics.get(key)
+
+
+def _reason(metrics: Mapping[str, Any], key: str) -> str:
+    undefined = metrics.get("undefined") or {}
+    if key in undefined:
+        return f"{key} is undefined: {undefined[key]}"
+    return f"{key} was not computed for this model"
+
+
+def evaluate_gates(
+    gates: Sequence[str | Gate],
+    metrics: Mapping[str, Any],
+    *,
+    baseline: Mapping[str, Any] | None = None,
+    previous: Mapping[str, Any] | None = None,
+    previous_label: str = "previous version",
+    primary_metric: str = "roc_auc",
+) -> GateReport:
+    """Evaluate gates against flat metric values.
+
+    Args:
+        gates: gate strings or parsed :class:`Gate` objects.
+        metrics: metric name → value for this model (classification/regression metrics plus
+            bias figures, e.g. from ``BiasReport.figures()``); an ``"undefined"`` entry
+            (metric → reason) explains missing values.
+        baseline: the baseline's metrics (for ``better_than_baseline``).
+        previous: the previous best passed version's metrics, or ``None`` when there is none.
+        previous_label: how to name the previous version in details (e.g. ``"version 3"``).
+        primary_metric: the metric ``better_than_*`` gates compare when none is given.
+
+    Returns:
+        A :class:`GateReport`.
+    """
+    parsed = [g if isinstance(g, Gate) else parse_gate(g) for g in gates]
+    results: list[GateResult] = []
+    for g in parsed:
+        if g.kind == "threshold":
+            assert g.metric is not None and g.op is not None and g.threshold is not None
+            value = _number(_lookup(metrics, g.metric))
+            if value is None:
+                results.append(GateResult(g.name, False, None, g.threshold, g.op,
+                                          f"failed: {_reason(metrics, g.metric)}"))
+                continue
+            ok = bool(_OPS[g.op](value, g.threshold))
+            results.append(GateResult(
+                g.name, ok, value, g.threshold, g.op,
+                f"{g.metric} = {value:.4g} {'satisfies' if ok else 'violates'} "
+                f"{g.op} {g.threshold:g}",
+            ))
+            continue
+        metric = g.metric or primary_metric
+        if metric not in METRIC_DIRECTIONS:
+            raise ConfigError(
+                f"Gate {g.name!r}: primary metric {metric!r} has no direction; use one of "
+                f"{', '.join(METRIC_DIRECTIONS)}."
+            )
+        higher = METRIC_DIRECTIONS[metric]
+        value = _number(metrics.get(metric))
+        ref_map = baseline if g.kind == "baseline" else previous
+        who = "the baseline" if g.kind == "baseline" else previous_label
+        if ref_map is None:
+            if g.kind == "previous":
+                results.append(GateResult(
+                    g.name, None, value, None, None,
+                    "skipped: no previous version has passed its gates, nothing to compare with",
+                ))
+            else:
+                results.append(GateResult(g.name, False, value, None, None,
+                                          "failed: no baseline metrics were computed"))
+            continue
+        ref = _number(ref_map.get(metric))
+        if value is None or ref is None:
+            missing = "this model" if value is None else who
+            reason = _reason(metrics if value is None else ref_map, metric)
+            results.append(GateResult(g.name, False, value, ref, None,
+                                      f"failed: {metric} missing for {missing} ({reason})"))
+            continue
+        if g.kind == "baseline":
+            op = ">" if higher else "<"
+            ok = value > ref if higher else value < ref
+            detail = (f"{metric} = {value:.4g} vs baseline {ref:.4g} "
+                      f"({'better' if ok else 'not better'}; {'higher' if higher else 'lower'}"
+                      " is better)")
+        else:
+            op = ">=" if higher else "<="
+            limit = ref - g.tolerance if higher else ref + g.tolerance
+            ok = value >= limit if higher else value <= limit
+            tol = f" with tolerance {g.tolerance:g}" if g.tolerance else ""
+            detail = (f"{metric} = {value:.4g} vs {who} {ref:.4g}{tol} "
+                      f"({'no worse' if ok else 'worse'}; {'higher' if higher else 'lower'}"
+                      " is better)")
+            ref = limit
+        results.append(GateResult(g.name, ok, value, ref, op, detail))
+    return GateReport(tuple(results))

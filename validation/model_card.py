@@ -1,0 +1,463 @@
+"""Model cards: a one-page overview of a model version for governance and compliance.
+
+The sections follow the model-card template of the training-pipelines chapter (intended use,
+model details, feature view and training data, performance, bias, limitations, deployment,
+monitoring, explainability, responsible AI, references). A pipeline can fill some of it
+(typically 20–60 %): :func:`build_model_card` fills what the scorecard and the model-version
+manifest know, and marks everything else **"To be completed by the model owner"**.
+
+The owner completes the card in a per-model YAML file, ``model_card.yaml``, mapping a section
+key (see :data:`SECTIONS`) to text. **Merge rule** (per section, independently):
+
+* no entry                  → the generated facts, plus the "To be completed" prompt where the
+  section needs information a pipeline cannot know;
+* ``key: "text"``           → the owner's text *replaces* the whole section (generated facts
+  included); ``key: {replace: "text"}`` is the same;
+* ``key: {append: "text"}`` → the generated facts are kept and the owner's text follows them,
+  taking the place of the "To be completed" prompt.
+
+Unknown section keys, empty texts and other shapes are rejected with a :class:`ConfigError`
+naming the key, so a typo never silently drops a section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from feature_store.errors import ConfigError, did_you_mean
+from validation.scorecard import (
+    Scorecard, badge, esc, figures_html, fmt, fmt_delta, html_page, html_table,
+)
+
+TODO = "To be completed by the model owner"
+
+#: Section key → (title, what the owner must provide when it cannot be generated).
+SECTIONS: dict[str, tuple[str, str]] = {
+    "intended_use": (
+        "Intended use",
+        "the model's main purpose, intended applications and stakeholders, and out-of-scope "
+        "uses (situations where the model must not be used).",
+    ),
+    "model_details": (
+        "Model details",
+        "the model architecture (e.g. random forest, CNN, transformer).",
+    ),
+    "feature_view_and_training_data": (
+        "Feature view and training data",
+        "the feature view, the training data (size, feature groups) and the model signature.",
+    ),
+    "performance": (
+        "Performance evaluation",
+        "evaluation metrics, the test dataset (size, split strategy), key results and the "
+        "comparison with a baseline.",
+    ),
+    "bias_evaluation": (
+        "Bias evaluation",
+        "the evaluation datasets and bias tests performed.",
+    ),
+    "limitations": (
+        "Potential risks and limitations",
+        "the potential harms and limitations of the model.",
+    ),
+    "deployment": (
+        "Deployment and maintenance",
+        "the intended deployment environment (batch, online API, streaming, edge) and the "
+        "retraining plan (planned updates and frequency).",
+    ),
+    "monitoring": (
+        "Monitoring",
+        "the monitoring strategy after deployment (feature and prediction drift, performance "
+        "with delayed labels, alerting).",
+    ),
+    "explainability": (
+        "Explainability and interpretability",
+        "the key features driving decisions and the interpretability techniques used.",
+    ),
+    "responsible_ai": (
+        "Responsible AI",
+        "the regulatory frameworks followed (e.g. GDPR, EU AI Act), the feedback mechanism for "
+        "users to report issues, and the cost of training and serving (energy use).",
+    ),
+    "references": (
+        "References and contact",
+        "links to code, papers and documentation, and whom to contact with questions.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class CardSection:
+    """One section of a model card.
+
+    ``source`` is ``"generated"``, ``"owner"`` (replaced), ``"generated+owner"`` (appended) or
+    ``"todo"`` (nothing known yet).
+    """
+
+    key: str
+    title: str
+    facts: tuple[str, ...]
+    owner_text: str | None
+    todo: str | None
+    source: str
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing is left for the owner to fill in."""
+        return self.todo is None
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A model card: header fields and its sections in template order."""
+
+    model_name: str
+    model_version: str
+    date: str
+    status: str
+    sections: tuple[CardSection, ...]
+
+    def section(self, key: str) -> CardSection:
+        """The section with ``key``."""
+        for s in self.sections:
+            if s.key == key:
+                return s
+        raise KeyError(f"No model-card section {key!r}.{did_you_mean(key, SECTIONS)}")
+
+    @property
+    def completeness(self) -> float:
+        """Share of sections with nothing left to complete (0..1)."""
+        return sum(s.complete for s in self.sections) / len(self.sections)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {
+            "model_name": self.model_name, "model_version": self.model_version,
+            "date": self.date, "status": self.status, "completeness": self.completeness,
+            "sections": [
+                {"key": s.key, "title": s.title, "facts": list(s.facts),
+                 "owner_text": s.owner_text, "todo": s.todo, "source": s.source}
+                for s in self.sections
+            ],
+        }
+
+    def to_markdown(self) -> str:
+        """The card as Markdown."""
+        out = [f"# Model card: {self.model_name} v{self.model_version}", "",
+               f"- **Model name/version:** {self.model_name} / {self.model_version}",
+               f"- **Date:** {self.date}",
+               f"- **Validation status:** {self.status}",
+               f"- **Completeness:** {self.completeness:.0%} of sections complete", ""]
+        for s in self.sections:
+            out += [f"## {s.title}", ""]
+            out += [f"- {f}" for f in s.facts]
+            if s.facts:
+                out.append("")
+            if s.owner_text:
+                out += [s.owner_text.rstrip(), ""]
+            if s.todo:
+                out += [f"> **{TODO}:** {s.todo}", ""]
+        return "\n".join(out).rstrip() + "\n"
+
+    def to_html(self, images: Mapping[str, bytes] | None = None) -> str:
+        """The card as one self-contained HTML page (figures inlined under Performance)."""
+        title = f"Model card: {self.model_name} v{self.model_version}"
+        out = [f"<header><h1>{esc(title)}</h1><p>{badge(self.status)}</p>",
+               html_table(["Item", "Value"], [
+                   ["Model name", self.model_name], ["Version", self.model_version],
+                   ["Date", self.date], ["Validation status", self.status],
+                   ["Completeness", f"{self.completeness:.0%} of sections complete"],
+               ]), "</header>"]
+        for s in self.sections:
+            out.append(f'<section id="{esc(s.key)}" data-source="{esc(s.source)}">'
+                       f"<h2>{esc(s.title)}</h2>")
+            if s.facts:
+                out.append("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in s.facts) + "</ul>")
+            if s.owner_text:
+                out.append("".join(f"<p>{esc(p)}</p>" for p in s.owner_text.split("\n\n")
+                                   if p.strip()))
+            if s.todo:
+                out.append(f'<p class="todo"><strong>{esc(TODO)}:</strong> {esc(s.todo)}</p>')
+            if s.key == "performance" and images:
+                out.append(figures_html(images))
+            out.append("</section>")
+        return html_page(title, "\n".join(out))
+
+
+# --------------------------------------------------------------------------------------------
+# overrides
+# --------------------------------------------------------------------------------------------
+
+def validate_overrides(overrides: Mapping[str, Any], *, source: str = "model_card.yaml"
+                       ) -> dict[str, tuple[str, str]]:
+    """Check an overrides mapping; return section → ``(mode, text)`` with mode replace/append."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(
+            f"{source} must map section keys to text. Got a {type(overrides).__name__} instead. "
+            f"Known sections: {', '.join(SECTIONS)}."
+        )
+    out: dict[str, tuple[str, str]] = {}
+    for key, value in overrides.items():
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"{source}: unknown model-card section {key!r}.{did_you_mean(str(key), SECTIONS)}"
+                f" Known sections: {', '.join(SECTIONS)}."
+            )
+        if isinstance(value, str):
+            mode, text = "replace", value
+        elif isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in (
+            "replace", "append"
+        ):
+            mode, text = next(iter(value.items()))
+        else:
+            raise ConfigError(
+                f"{source}: section {key!r} must be text, {{replace: text}} or {{append: text}}."
+                f" Got {value!r:.80} instead."
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"{source}: section {key!r} has empty text; remove the entry or "
+                              "write the section.")
+        out[key] = (mode, text.strip())
+    return out
+
+
+def load_overrides(path: str | Path, *, missing_ok: bool = True) -> dict[str, tuple[str, str]]:
+    """Read and validate a ``model_card.yaml``; a missing file gives no overrides when
+    ``missing_ok``."""
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        if missing_ok:
+            return {}
+        raise ConfigError(f"Model-card overrides file {str(p)!r} does not exist.")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc}).") from exc
+    return validate_overrides(data or {}, source=str(p))
+
+
+# --------------------------------------------------------------------------------------------
+# generation
+# --------------------------------------------------------------------------------------------
+
+def _first(mapping: Mapping[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if mapping.get(k) not in (None, "", [], {}):
+            return mapping[k]
+    return None
+
+
+def _kv(mapping: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in mapping.items())
+
+
+def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
+              ) -> dict[str, tuple[list[str], bool]]:
+    """Section → (facts, needs owner input)."""
+    g: dict[str, tuple[list[str], bool]] = {}
+    metrics = card.get("metrics", {})
+    lineage = card.get("lineage", {})
+    evaluation = card.get("evaluation", {})
+
+    intended = _first(manifest, "intended_use", "description")
+    g["intended_use"] = ([f"Description from the model manifest: {intended}"] if intended
+                         else [], True)
+
+    facts = [f"Name/version: {card['model_name']} / {card['model_version']}",
+             f"Task: {card['task']}"]
+    framework = _first(manifest, "framework", "flavor")
+    arch = _first(manifest, "architecture", "model_type", "model_class")
+    if framework:
+        facts.append(f"Framework: {framework}")
+    if arch:
+        facts.append(f"Architecture: {arch}")
+    files = manifest.get("files")
+    if isinstance(files, Mapping) and files:
+        facts.append("Model files (sha256 checked on load): " + ", ".join(files))
+    g["model_details"] = (facts, arch is None)
+
+    facts = []
+    for label, keys in (("Feature view", ("feature_view",)),
+                        ("Training dataset version", ("training_dataset_version",
+                                                      "training_dataset"))):
+        v = _first(lineage, *keys) or _first(manifest, *keys)
+        if v is not None:
+            facts.append(f"{label}: {_kv(v) if isinstance(v, Mapping) else v}")
+    commits = _first(lineage, "feature_group_commits", "feature_groups")
+    if isinstance(commits, Mapping):
+        facts += [f"Feature group {k}: {_kv(v) if isinstance(v, Mapping) else v}"
+                  for k, v in commits.items()]
+    signature = _first(manifest, "signature", "input_schema", "inputs")
+    if signature is not None:
+        facts.append(f"Model signature: {signature}")
+    features = _first(manifest, "features", "feature_names")
+    if features:
+        facts.append(f"Input features ({len(features)}): {', '.join(map(str, features))}")
+    helpers = [d["column"] for d in (card.get("bias") or {}).get("disparities", [])]
+    if helpers:
+        facts.append("Bias slices use the training helper columns " + ", ".join(helpers)
+                     + " (helper columns are returned only for evaluation, not as features)")
+        facts += _helper_feature_check(helpers, features)
+    labels = _first(lineage, "labels", "label") or _first(manifest, "labels", "label")
+    if labels:
+        facts.append(f"Label: {labels}")
+    g["feature_view_and_training_data"] = (facts, not facts or signature is None)
+
+    facts = []
+    if evaluation:
+        facts.append("Evaluated on: " + _kv(evaluation))
+    shown = [m for m in ("roc_auc", "pr_auc", "f1", "precision", "recall", "accuracy",
+                         "log_loss", "brier", "mae", "rmse", "r2") if m in metrics]
+    cis = card.get("confidence_intervals", {})
+    for m in shown:
+        ci = cis.get(m)
+        ci_txt = (f" (95% CI {fmt(ci['lower'])}–{fmt(ci['upper'])})"
+                  if ci and ci.get("lower") is not None else "")
+        facts.append(f"{m}: {fmt(metrics[m])}{ci_txt}")
+    t = card.get("threshold")
+    if t:
+        facts.append(f"Decision threshold {fmt(t['threshold'])}: {t.get('detail', '')}")
+    for bname, diffs in card.get("baseline_differences", {}).items():
+        parts = [f"{m} {fmt_delta(d['delta'])}" for m, d in diffs.items()
+                 if m in shown and d["delta"] is not None]
+        if parts:
+            facts.append(f"Versus baseline '{bname}' (model − baseline): " + ", ".join(parts))
+    gates = (card.get("gates") or {}).get("results", [])
+    if gates:
+        facts.append("Acceptance gates: " + "; ".join(f"{r['name']} → {r['status']}"
+                                                      for r in gates))
+    g["performance"] = (facts, not shown)
+
+    bias = card.get("bias")
+    facts = []
+    if bias:
+        for d in bias.get("disparities", []):
+            facts.append(
+                f"{d['column']}: demographic parity difference "
+                f"{fmt(d['demographic_parity_difference'])}, equal opportunity difference "
+                f"{fmt(d['equal_opportunity_difference'])}, AUC gap {fmt(d['auc_gap'])} over "
+                f"slices {', '.join(d['judged_slices']) or '(none)'}"
+            )
+    g["bias_evaluation"] = (facts, not bias)
+
+    facts = []
+    if bias:
+        small = [f"{s['column']}={s['value']} ({s['size']} rows)" for s in bias.get("slices", [])
+                 if not s["judged"]]
+        if small:
+            facts.append(f"Slices too small to judge (< {bias['min_slice_size']} rows): "
+                         + ", ".join(small))
+    for m, reason in (metrics.get("undefined") or {}).items():
+        facts.append(f"{m} undefined on the evaluation data: {reason}")
+    failed = [r["name"] for r in gates if r["status"] == "failed"]
+    if failed:
+        facts.append("Failed acceptance gates: " + ", ".join(failed))
+    g["limitations"] = (facts, True)
+
+    versions = card.get("library_versions", {})
+    requirements = _first(manifest, "requirements")
+    facts = []
+    if versions:
+        facts.append("Library versions at validation: " + _kv(versions))
+    if requirements:
+        facts.append(f"Pinned requirements: {', '.join(map(str, requirements))}")
+    g["deployment"] = (facts, True)
+    g["monitoring"] = ([], True)
+
+    ex = card.get("explanation")
+    facts = []
+    if ex:
+        top = ex.get("global_importance", [])[:10]
+        facts.append(f"Technique: {ex['method']} on {ex['n_rows']} evaluation rows "
+                     f"(explained output: {ex['output']})")
+        facts.append("Most important features (mean |SHAP|): "
+                     + ", ".join(f"{g_['feature']} {fmt(g_['mean_abs_shap'])}" for g_ in top))
+    g["explainability"] = (facts, not ex)
+
+    facts = []
+    if helpers:
+        facts.append("Protected attributes evaluated for bias: " + ", ".join(helpers))
+        facts += _helper_feature_check(helpers, features)
+    g["responsible_ai"] = (facts, True)
+    g["references"] = ([], True)
+    return g
+
+
+def _helper_feature_check(helpers: list[str], features: Any) -> list[str]:
+    """What can be verified about helper columns leaking into the model inputs."""
+    if not features:
+        return ["Whether these columns are absent from the model inputs could not be checked: "
+                "the manifest lists no features"]
+    leaked = [h for h in helpers if h in {str(f) for f in features}]
+    if leaked:
+        return ["WARNING: " + ", ".join(leaked) + " also appear(s) among the model's input "
+                "features"]
+    return ["None of these columns is among the model's input features (checked against the "
+            "manifest)"]
+
+
+def build_model_card(
+    scorecard: Scorecard | Mapping[str, Any],
+    manifest: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    card_date: str | None = None,
+) -> ModelCard:
+    """Fill the model-card template from a scorecard and a model-version manifest.
+
+    Args:
+        scorecard: a :class:`~validation.scorecard.Scorecard` or its ``to_dict()``.
+        manifest: the model version's manifest; read (when present): ``description`` /
+            ``intended_use``, ``framework``, ``architecture``/``model_type``, ``files``,
+            ``signature``/``input_schema``, ``features``, ``labels``, ``requirements``,
+            ``feature_view``, ``training_dataset_version``.
+        overrides: owner texts, raw (as read from YAML) or from :func:`load_overrides`; merged
+            as the module docstring describes.
+        card_date: the card's date (default: today, ISO format).
+
+    Returns:
+        A :class:`ModelCard`.
+    """
+    card = scorecard.to_dict() if isinstance(scorecard, Scorecard) else dict(scorecard)
+    if "baseline_differences" not in card or "status" not in card:
+        card = Scorecard.from_dict(card).to_dict()
+    manifest = dict(manifest or {})
+    parsed: dict[str, tuple[str, str]]
+    if overrides and all(isinstance(v, tuple) for v in overrides.values()):
+        parsed = dict(overrides)  # already validated by load_overrides
+    else:
+        parsed = validate_overrides(overrides or {}, source="model-card overrides")
+    generated = _generate(card, manifest)
+    sections = []
+    for key, (title, prompt) in SECTIONS.items():
+        facts, needs_owner = generated[key]
+        if key in parsed:
+            mode, text = parsed[key]
+            if mode == "replace":
+                sections.append(CardSection(key, title, (), text, None, "owner"))
+            else:
+                sections.append(CardSection(key, title, tuple(facts), text, None,
+                                            "generated+owner" if facts else "owner"))
+        elif needs_owner:
+            sections.append(CardSection(key, title, tuple(facts), None, prompt,
+                                        "generated" if facts else "todo"))
+        else:
+            sections.append(CardSection(key, title, tuple(facts), None, None, "generated"))
+    return ModelCard(
+        model_name=str(card["model_name"]),
+        model_version=str(card["model_version"]),
+        date=card_date or date.today().isoformat(),
+        status=str(card.get("status", "no gates")),
+        sections=tuple(sections),
+    )
+
+
+__all__ = [
+    "SECTIONS", "TODO", "CardSection", "ModelCard", "build_model_card", "load_overrides",
+    "validate_overrides",
+]

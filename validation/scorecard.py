@@ -1,0 +1,573 @@
+"""The model-validation scorecard: every figure a compliance reviewer needs, in one record.
+
+A :class:`Scorecard` holds plain JSON-serialisable data (the outputs of :mod:`validation.metrics`,
+:mod:`validation.bias`, :mod:`validation.explain` and :mod:`validation.gates`), so it is stored in
+the model registry as ``scorecard.json`` and read back with :meth:`Scorecard.from_json`. It renders
+as Markdown and as ONE self-contained HTML page (inline CSS, PNG figures inlined as base64 data
+URIs, no external URL, no JavaScript), read top to bottom: summary and status, gates, metrics
+with confidence intervals against the baseline, plots, slice tables per helper column, SHAP
+importance, lineage.
+
+Typical assembly in the model-validation pipeline (threshold chosen on validation, applied on
+test)::
+
+    choice = choose_threshold(y_val, s_val, "f1")
+    metrics = classification_metrics(y_test, s_test, choice.threshold)
+    bias = slice_report(y_test, s_test, s_test >= choice.threshold, helpers_test,
+                        bands={"age": [25, 45, 65]})
+    expl = explain(model, X_test, max_samples=500, seed=seed)
+    base = baseline_metrics(y_test, prior=y_train.mean())
+    card = Scorecard(name, version, lineage=..., library_versions=library_versions(),
+                     metrics=metrics, threshold=choice.to_dict(),
+                     confidence_intervals=classification_cis(y_test, s_test, choice.threshold),
+                     baselines={"majority_class_prior": base}, bias=bias.to_dict(),
+                     explanation=expl.to_dict())
+    card.gates = evaluate_gates(config_gates, card.gate_metrics(), baseline=base,
+                                previous=previous_best_metrics).to_dict()
+    images = standard_plots(y_true=y_test, y_score=s_test, confusion=metrics["confusion_matrix"],
+                            threshold=choice.threshold, explanation=expl, bias=bias)
+    html = card.to_html(images)
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from feature_store.errors import InvalidArgumentError
+from validation.metrics import METRIC_DIRECTIONS, compare_to_baseline
+
+SCHEMA_VERSION = 1
+
+#: Packages whose versions a scorecard records by default.
+DEFAULT_PACKAGES: tuple[str, ...] = (
+    "fstrain", "numpy", "pandas", "scikit-learn", "xgboost-cpu", "xgboost", "torch", "shap",
+    "matplotlib",
+)
+
+#: The order plots appear in (others follow, sorted by name), with their captions.
+PLOT_CAPTIONS: dict[str, str] = {
+    "roc": "ROC curve on the evaluation split",
+    "pr": "Precision-recall curve on the evaluation split",
+    "confusion_matrix": "Confusion matrix at the chosen threshold",
+    "calibration": "Calibration (reliability diagram)",
+    "shap_importance": "Global feature importance (mean |SHAP|)",
+    "shap_beeswarm": "SHAP values per explained row",
+}
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def library_versions(packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, str]:
+    """Installed versions of ``packages`` (those not installed are left out), plus Python's."""
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class Scorecard:
+    """Validation results of one model version.
+
+    Attributes:
+        model_name, model_version: the model in the registry.
+        task: ``"classification"`` or ``"regression"``.
+        evaluation: what was evaluated, e.g. ``{"split": "test", "rows": 9769,
+            "training_dataset_version": 3}``.
+        lineage: feature view, training-dataset version, per-feature-group commits (passed in).
+        library_versions: package → version (see :func:`library_versions`).
+        metrics: :func:`~validation.metrics.classification_metrics` /
+            :func:`~validation.metrics.regression_metrics` output on the evaluation split.
+        confidence_intervals: metric → :func:`~validation.metrics.bootstrap_ci` output.
+        threshold: :meth:`~validation.metrics.ThresholdChoice.to_dict` output, or ``None``.
+        baselines: baseline name → its metrics (:func:`~validation.metrics.baseline_metrics`).
+        bias: :meth:`~validation.bias.BiasReport.to_dict` output, or ``None``.
+        explanation: :meth:`~validation.explain.Explanation.to_dict` output, or ``None``.
+        gates: :meth:`~validation.gates.GateReport.to_dict` output, or ``None``.
+        notes: free-text remarks for the reviewer.
+        created_at: ISO-8601 UTC timestamp.
+    """
+
+    model_name: str
+    model_version: int | str
+    task: str = "classification"
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    lineage: dict[str, Any] = field(default_factory=dict)
+    library_versions: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    confidence_intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    threshold: dict[str, Any] | None = None
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bias: dict[str, Any] | None = None
+    explanation: dict[str, Any] | None = None
+    gates: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    created_at: str = field(default_factory=_utc_now)
+
+    def __post_init__(self) -> None:
+        if self.task not in ("classification", "regression"):
+            raise InvalidArgumentError(
+                f"task must be 'classification' or 'regression'. Got {self.task!r} instead."
+            )
+        if not str(self.model_name):
+            raise InvalidArgumentError("model_name must not be empty.")
+
+    # ---------------------------------------------------------------- derived figures
+
+    @property
+    def status(self) -> str:
+        """``"passed"``, ``"failed"``, or ``"no gates"`` when no gate was evaluated."""
+        if not self.gates:
+            return "no gates"
+        results = self.gates.get("results", [])
+        judged = [r for r in results if r.get("passed") is not None]
+        if not judged:
+            return "no gates"
+        return "passed" if all(r["passed"] for r in judged) else "failed"
+
+    def baseline_differences(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Baseline name → metric → ``{"model", "baseline", "delta", "better"}``."""
+        return {name: compare_to_baseline(self.metrics, b) for name, b in self.baselines.items()}
+
+    def gate_metrics(self) -> dict[str, Any]:
+        """Flat metric values for :func:`~validation.gates.evaluate_gates` (metrics + bias)."""
+        out = {k: v for k, v in self.metrics.items() if not isinstance(v, dict)}
+        out["undefined"] = dict(self.metrics.get("undefined", {}))
+        if self.bias:
+            out.update(self.bias.get("figures", {}))
+        return out
+
+    # ---------------------------------------------------------------- serialisation
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every figure as a JSON-serialisable dict (with derived ``status`` and differences)."""
+        d = asdict(self)
+        d["schema_version"] = SCHEMA_VERSION
+        d["status"] = self.status
+        d["baseline_differences"] = self.baseline_differences()
+        return _jsonable(d)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """JSON text of :meth:`to_dict` (NaN/inf are written as ``null``)."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scorecard:
+        """Rebuild a scorecard from :meth:`to_dict` output (derived keys are recomputed)."""
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise InvalidArgumentError(
+                f"Scorecard schema_version {version!r} is not supported; this fstrain reads "
+                f"version {SCHEMA_VERSION}."
+            )
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_json(cls, text: str) -> Scorecard:
+        """Parse :meth:`to_json` output."""
+        return cls.from_dict(json.loads(text))
+
+    # ---------------------------------------------------------------- rendering
+
+    def to_markdown(self) -> str:
+        """The scorecard as Markdown (no images)."""
+        return scorecard_markdown(self.to_dict())
+
+    def to_html(self, images: Mapping[str, bytes] | None = None) -> str:
+        """ONE self-contained HTML page; ``images`` maps plot name → PNG bytes (inlined)."""
+        return scorecard_html(self.to_dict(), images or {})
+
+
+def _jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and non-finite floats for strict JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _jsonable(value.tolist())
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return str(value)
+
+
+def png_data_uri(png: bytes, name: str = "image") -> str:
+    """``data:image/png;base64,...`` for PNG bytes; anything else is rejected."""
+    if not isinstance(png, (bytes, bytearray)) or not bytes(png).startswith(PNG_SIGNATURE):
+        raise InvalidArgumentError(
+            f"Image {name!r} is not PNG data (missing the PNG signature); render plots with "
+            "validation.plots."
+        )
+    return "data:image/png;base64," + base64.b64encode(bytes(png)).decode("ascii")
+
+
+
+
+
+# ============================================================================================
+# rendering (shared by validation.model_card and validation.report_site)
+# ============================================================================================
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;
+max-width:1100px;padding:1.5rem;color:#1f2328;line-height:1.45}
+h1{margin-bottom:.2rem}h2{border-bottom:1px solid #d0d7de;padding-bottom:.3rem;margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0 1rem;font-size:.92rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:.2rem .7rem;border-radius:1rem;font-weight:600;color:#fff}
+.passed{background:#1a7f37}.failed{background:#cf222e}.skipped,.no-gates{background:#6e7781}
+tr.not-judged td{color:#6e7781;font-style:italic}
+figure{display:inline-block;margin:.5rem 1rem 1rem 0;vertical-align:top}
+figure img{max-width:100%;border:1px solid #d0d7de}
+figcaption{font-size:.85rem;color:#57606a}
+.todo{background:#fff8c5;border-left:4px solid #d4a72c;padding:.3rem .6rem}
+code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
+"""
+
+
+def fmt(value: Any) -> str:
+    """Human-readable number for reports (``n/a`` for missing)."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "n/a"
+        if value != 0 and abs(value) < 1e-3:
+            return f"{value:.3g}"
+        return f"{value:.4f}"
+    return str(value)
+
+
+def fmt_delta(value: Any) -> str:
+    """Signed number for differences."""
+    if value is None:
+        return "n/a"
+    return f"{float(value):+.4f}"
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value's text (quotes included)."""
+    return html.escape(str(value), quote=True)
+
+
+def badge(status: str) -> str:
+    """A coloured status badge."""
+    cls = status.replace(" ", "-")
+    return f'<span class="badge {esc(cls)}">{esc(status.upper())}</span>'
+
+
+def html_table(headers: Iterable[str], rows: Iterable[Iterable[Any]], *,
+               row_attrs: Iterable[str] | None = None, numeric: Iterable[int] = ()) -> str:
+    """An escaped HTML table; ``row_attrs`` are trusted, pre-escaped ``<tr>`` attributes."""
+    num = set(numeric)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    attrs = list(row_attrs) if row_attrs is not None else None
+    body = []
+    for i, row in enumerate(rows):
+        cells = "".join(
+            f'<td class="num">{esc(c)}</td>' if j in num else f"<td>{esc(c)}</td>"
+            for j, c in enumerate(row)
+        )
+        a = f" {attrs[i]}" if attrs else ""
+        body.append(f"<tr{a}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def html_page(title: str, body: str) -> str:
+    """A complete self-contained HTML document (inline CSS, no scripts, no external URLs)."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n"
+        "</body>\n</html>\n"
+    )
+
+
+def md_cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    """A Markdown pipe table."""
+    hs = [md_cell(h) for h in headers]
+    lines = ["| " + " | ".join(hs) + " |", "|" + "|".join("---" for _ in hs) + "|"]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ci_text(ci: Mapping[str, Any] | None) -> str:
+    if not ci or ci.get("lower") is None:
+        return "n/a"
+    level = round((1 - float(ci.get("alpha", 0.05))) * 100)
+    return f"[{fmt(ci['lower'])}, {fmt(ci['upper'])}] ({level}%)"
+
+
+def _metric_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    metrics = card.get("metrics", {})
+    cis = card.get("confidence_intervals", {})
+    diffs = card.get("baseline_differences", {})
+    headers = ["Metric", "Value", "Confidence interval"]
+    for name in diffs:
+        headers += [f"Baseline: {name}", "Δ vs baseline"]
+    rows = []
+    for name in METRIC_DIRECTIONS:
+        if name not in metrics:
+            continue
+        row = [name + (" ↑" if METRIC_DIRECTIONS[name] else " ↓"), fmt(metrics[name]),
+               _ci_text(cis.get(name))]
+        for bname in diffs:
+            d = diffs[bname].get(name)
+            if d is None:
+                row += ["n/a", "n/a"]
+            else:
+                verdict = "" if d["better"] is None else (" (better)" if d["better"]
+                                                          else " (not better)")
+                row += [fmt(d["baseline"]), fmt_delta(d["delta"]) + verdict]
+        rows.append(row)
+    return headers, rows
+
+
+def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for r in (card.get("gates") or {}).get("results", []):
+        cond = f"{r['op']} {fmt(r['threshold'])}" if r.get("op") else "n/a"
+        rows.append([r["name"], r["status"], fmt(r.get("value")), cond, r.get("detail", "")])
+    return rows
+
+
+SLICE_HEADERS = ["Slice", "Rows", "Positives", "Base rate", "Selection rate", "TPR", "FPR",
+                 "Precision", "AUC", "Judged", "Note"]
+
+
+def slice_rows(bias: Mapping[str, Any], column: str) -> list[list[str]]:
+    """Rows of the slice table of one helper column."""
+    return [
+        [s["value"], fmt(s["size"]), fmt(s["positives"]), fmt(s["base_rate"]),
+         fmt(s["selection_rate"]), fmt(s["tpr"]), fmt(s["fpr"]), fmt(s["precision"]),
+         fmt(s["auc"]), fmt(s["judged"]), s.get("note", "")]
+        for s in bias.get("slices", []) if s["column"] == column
+    ]
+
+
+def _disparity_rows(d: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for fig in ("demographic_parity_difference", "equal_opportunity_difference", "auc_gap"):
+        ext = d.get("extremes", {}).get(fig)
+        between = f"max {ext[0]} vs min {ext[1]}" if ext else d.get("notes", {}).get(fig, "")
+        rows.append([fig, fmt(d.get(fig)), between])
+    return rows
+
+
+def _summary_rows(card: Mapping[str, Any]) -> list[list[str]]:
+    rows = [["Model", card["model_name"]], ["Version", str(card["model_version"])],
+            ["Task", card["task"]], ["Status", card["status"]]]
+    gates = (card.get("gates") or {}).get("results", [])
+    if gates:
+        counts = {s: sum(1 for r in gates if r["status"] == s)
+                  for s in ("passed", "failed", "skipped")}
+        rows.append(["Gates", f"{counts['passed']} passed, {counts['failed']} failed, "
+                              f"{counts['skipped']} skipped of {len(gates)}"])
+    for k, v in card.get("evaluation", {}).items():
+        rows.append([f"Evaluation: {k}", fmt(v) if not isinstance(v, str) else v])
+    t = card.get("threshold")
+    if t:
+        rows.append(["Decision threshold", f"{fmt(t['threshold'])} ({t.get('detail', '')})"])
+    rows.append(["Scorecard created (UTC)", card.get("created_at", "")])
+    return rows
+
+
+def _flatten(prefix: str, value: Any) -> list[list[str]]:
+    if isinstance(value, Mapping) and value:
+        out: list[list[str]] = []
+        for k, v in value.items():
+            out += _flatten(f"{prefix}.{k}" if prefix else str(k), v)
+        return out
+    if isinstance(value, list):
+        return [[prefix, ", ".join(str(v) for v in value) if value else "(none)"]]
+    return [[prefix, "(none)" if value is None or value == {} else fmt(value)
+             if not isinstance(value, str) else value]]
+
+
+def _plot_order(images: Mapping[str, bytes]) -> list[str]:
+    known = [k for k in PLOT_CAPTIONS if k in images]
+    return known + sorted(k for k in images if k not in PLOT_CAPTIONS)
+
+
+def plot_caption(name: str) -> str:
+    """Caption of a named plot (``slices_<column>`` → "Slice metrics by <column>")."""
+    if name in PLOT_CAPTIONS:
+        return PLOT_CAPTIONS[name]
+    if name.startswith("slices_"):
+        return f"Slice metrics by {name[len('slices_'):]}"
+    return name.replace("_", " ")
+
+
+def figures_html(images: Mapping[str, bytes]) -> str:
+    """``<figure>`` elements with inlined PNGs, in the standard plot order."""
+    parts = []
+    for name in _plot_order(images):
+        uri = png_data_uri(images[name], name)
+        cap = plot_caption(name)
+        parts.append(f'<figure id="plot-{esc(name)}"><img src="{uri}" alt="{esc(cap)}">'
+                     f"<figcaption>{esc(cap)}</figcaption></figure>")
+    return "\n".join(parts)
+
+
+def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
+    """Render a scorecard dict (:meth:`Scorecard.to_dict`) as one self-contained HTML page."""
+    title = f"Scorecard: {card['model_name']} v{card['model_version']}"
+    out = [f"<header><h1>{esc(title)}</h1><p>{badge(card['status'])}</p>",
+           html_table(["Item", "Value"], _summary_rows(card)), "</header>"]
+
+    out.append('<section id="gates"><h2>Acceptance gates</h2>')
+    gate_rows = _gate_rows(card)
+    if gate_rows:
+        attrs = [f'class="{esc(r[1])}-row"' for r in gate_rows]
+        out.append(html_table(["Gate", "Status", "Value", "Condition", "Detail"], gate_rows,
+                              row_attrs=attrs, numeric=[2]))
+        out.append("<p>Overall status passes when every gate that is not skipped passes; a gate "
+                   "whose metric is undefined fails.</p>")
+    else:
+        out.append('<p class="todo">No acceptance gates were configured for this model.</p>')
+    out.append("</section>")
+
+    out.append('<section id="metrics"><h2>Performance</h2>')
+    headers, rows = _metric_rows(card)
+    out.append(html_table(headers, rows, numeric=[1]))
+    out.append("<p>↑ higher is better, ↓ lower is better. Intervals are percentile bootstrap "
+               "intervals over evaluation rows.</p>")
+    cm = card.get("metrics", {}).get("confusion_matrix")
+    if cm:
+        out.append("<h3>Confusion matrix at the decision threshold</h3>")
+        out.append(html_table(["", "Predicted 0", "Predicted 1"],
+                              [["Actual 0", fmt(cm["tn"]), fmt(cm["fp"])],
+                               ["Actual 1", fmt(cm["fn"]), fmt(cm["tp"])]], numeric=[1, 2]))
+    undefined = card.get("metrics", {}).get("undefined") or {}
+    if undefined:
+        out.append("<h3>Undefined metrics</h3>")
+        out.append(html_table(["Metric", "Reason"], [[k, v] for k, v in undefined.items()]))
+    out.append("</section>")
+
+    if images:
+        out.append(f'<section id="plots"><h2>Plots</h2>{figures_html(images)}</section>')
+
+    out.append('<section id="bias"><h2>Bias evaluation on helper-column slices</h2>')
+    bias = card.get("bias")
+    if bias:
+        out.append(f"<p>Slices with fewer than {esc(bias['min_slice_size'])} rows are reported "
+                   "but not judged: they are excluded from the disparity figures.</p>")
+        for d in bias.get("disparities", []):
+            col = d["column"]
+            out.append(f'<h3 id="slices-{esc(col)}">Helper column <code>{esc(col)}</code></h3>')
+            srows = slice_rows(bias, col)
+            attrs = [
+                f'class="slice-row{"" if r[9] == "yes" else " not-judged"}" '
+                f'data-column="{esc(col)}" data-slice="{esc(r[0])}"' for r in srows
+            ]
+            out.append(html_table(SLICE_HEADERS, srows, row_attrs=attrs,
+                                  numeric=list(range(1, 9))))
+            out.append(html_table(["Disparity", "Value", "Between"], _disparity_rows(d),
+                                  numeric=[1]))
+    else:
+        out.append('<p class="todo">No bias evaluation was run (no helper columns).</p>')
+    out.append("</section>")
+
+    out.append('<section id="explainability"><h2>Explainability (SHAP)</h2>')
+    ex = card.get("explanation")
+    if ex:
+        out.append(f"<p>Method: {esc(ex['method'])}; explained output: {esc(ex['output'])}; "
+                   f"{esc(ex['n_rows'])} rows explained; expected value "
+                   f"{esc(fmt(ex['expected_value']))}.{(' ' + esc(ex['note'])) if ex.get('note') else ''}</p>")
+        out.append(html_table(
+            ["Rank", "Feature", "Mean |SHAP|"],
+            [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
+             for i, g in enumerate(ex.get("global_importance", []))], numeric=[0, 2]))
+    else:
+        out.append('<p class="todo">No explanation was computed.</p>')
+    out.append("</section>")
+
+    out.append('<section id="lineage"><h2>Lineage</h2>')
+    out.append(html_table(["Item", "Value"], _flatten("", card.get("lineage", {}))))
+    out.append("<h3>Library versions</h3>")
+    out.append(html_table(["Package", "Version"],
+                          [[k, v] for k, v in card.get("library_versions", {}).items()]))
+    out.append("</section>")
+    if card.get("notes"):
+        out.append('<section id="notes"><h2>Notes</h2><ul>'
+                   + "".join(f"<li>{esc(n)}</li>" for n in card["notes"]) + "</ul></section>")
+    return html_page(title, "\n".join(out))
+
+
+def scorecard_markdown(card: Mapping[str, Any]) -> str:
+    """Render a scorecard dict (:meth:`Scorecard.to_dict`) as Markdown."""
+    out = [f"# Scorecard: {card['model_name']} v{card['model_version']}", "",
+           f"**Status: {card['status'].upper()}**", "",
+           md_table(["Item", "Value"], _summary_rows(card)), "", "## Acceptance gates", ""]
+    gate_rows = _gate_rows(card)
+    out.append(md_table(["Gate", "Status", "Value", "Condition", "Detail"], gate_rows)
+               if gate_rows else "_No acceptance gates were configured._")
+    out += ["", "## Performance", ""]
+    headers, rows = _metric_rows(card)
+    out.append(md_table(headers, rows))
+    cm = card.get("metrics", {}).get("confusion_matrix")
+    if cm:
+        out += ["", "Confusion matrix at the decision threshold:", "",
+                md_table(["", "Predicted 0", "Predicted 1"],
+                         [["Actual 0", fmt(cm["tn"]), fmt(cm["fp"])],
+                          ["Actual 1", fmt(cm["fn"]), fmt(cm["tp"])]])]
+    undefined = card.get("metrics", {}).get("undefined") or {}
+    if undefined:
+        out += ["", "Undefined metrics:", ""] + [f"- `{k}`: {v}" for k, v in undefined.items()]
+    out += ["", "## Bias evaluation on helper-column slices", ""]
+    bias = card.get("bias")
+    if bias:
+        out.append(f"Slices with fewer than {bias['min_slice_size']} rows are reported but not "
+                   "judged (excluded from disparity figures).")
+        for d in bias.get("disparities", []):
+            out += ["", f"### Helper column `{d['column']}`", "",
+                    md_table(SLICE_HEADERS, slice_rows(bias, d["column"])), "",
+                    md_table(["Disparity", "Value", "Between"], _disparity_rows(d))]
+    else:
+        out.append("_No bias evaluation was run._")
+    out += ["", "## Explainability (SHAP)", ""]
+    ex = card.get("explanation")
+    if ex:
+        out.append(f"Method: {ex['method']}; explained output: {ex['output']}; "
+                   f"{ex['n_rows']} rows explained.")
+        out += ["", md_table(["Rank", "Feature", "Mean \\|SHAP\\|"],
+                             [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
+                              for i, g in enumerate(ex.get("global_importance", []))])]
+    else:
+        out.append("_No explanation was computed._")
+    out += ["", "## Lineage", "", md_table(["Item", "Value"], _flatten("", card.get("lineage", {}))),
+            "", "### Library versions", "",
+            md_table(["Package", "Version"], list(card.get("library_versions", {}).items()))]
+    if card.get("notes"):
+        out += ["", "## Notes", ""] + [f"- {n}" for n in card["notes"]]
+    return "\n".join(out) + "\n"
