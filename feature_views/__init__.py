@@ -1,1 +1,50 @@
-"""fstrain package."""
+"""Declarative feature-view definitions, one module per shipped use case.
+
+Each module defines a :class:`UseCase`: how to build its feature view from the feature groups
+written by the feature pipeline, and the defaults the later stages start from (split, model,
+acceptance gates, bias slices). Definitions are plain Python, validated when the view is
+created (labels, helper columns and prohibited tags are checked by the feature store).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from feature_store.errors import NotFoundError, did_you_mean, listing
+
+USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud")
+
+
+@dataclass(frozen=True)
+class UseCase:
+    """A shipped use case: its feature view and the defaults of each pipeline stage."""
+
+    name: str
+    description: str
+    feature_view_name: str
+    feature_view_version: int
+    build_feature_view: Callable[[Any], Any]  # fs -> FeatureView (get or create)
+    split: dict[str, Any]  # keyword arguments of create_train_validation_test_split
+    model: dict[str, Any]  # trainer configuration (pipelines.trainers.config.TrainConfig)
+    gates: tuple[str, ...]  # acceptance gates of the model-validation pipeline
+    slice_bands: dict[str, list[float]] = field(default_factory=dict)  # numeric helpers → bands
+    model_name: str = ""
+    task: str = "classification"
+    demo: dict[str, Any] = field(default_factory=dict)  # smaller settings for `fstrain demo`
+
+    @property
+    def registry_model_name(self) -> str:
+        return self.model_name or f"{self.name}_model"
+
+
+def get_use_case(name: str) -> UseCase:
+    """The :class:`UseCase` called ``name`` (one of :data:`USE_CASES`)."""
+    if name not in USE_CASES:
+        raise NotFoundError(
+            f"use case '{name}' does not exist (use cases: {listing(USE_CASES)})."
+            f"{did_you_mean(str(name), USE_CASES)}"
+        )
+    return importlib.import_module(f"feature_views.{name}").USE_CASE

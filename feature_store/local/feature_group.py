@@ -207,6 +207,18 @@ class FeatureGroup:
         self.description = description
         return self
 
+    def update_feature_description(self, feature_name: str, description: str) -> FeatureGroup:
+        """Set the description of one feature."""
+        return self.update_feature_descriptions({feature_name: description})
+
+    def update_feature_descriptions(self, descriptions: dict[str, str]) -> FeatureGroup:
+        """Set the descriptions of several features at once."""
+        self._require_saved()
+        for name in descriptions:
+            self.get_feature(name)
+        self._store._refresh_features(self, descriptions=dict(descriptions))
+        return self
+
     def delete(self) -> None:
         """Drop the feature group: its table, metadata, tags, reports and statistics."""
         self._store._drop_feature_group(self)

@@ -17,6 +17,7 @@ from feature_store.errors import (
 from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
 from feature_store.local.feature_group import FeatureGroup, warn_default_version
+from feature_store.local.feature_view_operations import FeatureViewOperations, refuse_unsupported
 from feature_store.names import check_entity_name, check_version, normalize_feature_name
 from feature_store.timeutil import utc_now
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.writer import FeatureGroupWriter
 
 
-class FeatureStore:
+class FeatureStore(FeatureViewOperations):
     """Feature groups, feature views and training datasets of one local project."""
 
     def __init__(self, root: Path, project_name: str = "fstrain") -> None:
@@ -122,7 +123,7 @@ class FeatureStore:
         ``version=None`` takes the next free version. An existing name+version raises
         :class:`~feature_store.errors.AlreadyExistsError`.
         """
-        _refuse_unsupported(unsupported, "create_feature_group")
+        refuse_unsupported(unsupported, "create_feature_group")
         existing = self._versions(name)
         if version is None:
             version = (max(existing) + 1) if existing else 1
@@ -159,7 +160,7 @@ class FeatureStore:
     ) -> FeatureGroup:
         """Return the feature group if it exists (arguments are then ignored, as in Hopsworks),
         else a new, lazily created one."""
-        _refuse_unsupported(unsupported, "get_or_create_feature_group")
+        refuse_unsupported(unsupported, "get_or_create_feature_group")
         version = 1 if version is None else version
         row = self._fg_row(name, version)
         if row is not None:
@@ -360,10 +361,3 @@ class FeatureStore:
                 (fg_id, commit, stats["computed_at"], dumps(stats)),
             )
         return stats
-
-
-def _refuse_unsupported(options: dict[str, Any], call: str) -> None:
-    if options:
-        raise InvalidArgumentError(
-            f"{call}() got options the local backend does not support: {sorted(options)}."
-        )

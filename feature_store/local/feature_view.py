@@ -1,0 +1,615 @@
+"""Feature views of the local backend (mirrors ``hsfs.feature_view.FeatureView``).
+
+A feature view is a saved query plus the roles of its columns: ``labels`` (returned as a
+separate ``y``), ``training_helper_columns`` (returned only when asked, never features — e.g.
+``sex`` for bias tests), ``inference_helper_columns`` (never in training data) and
+model-dependent transformations whose statistics are fitted on the train split only.
+``prohibited_tags`` refuses features that come from a group or feature carrying such a tag.
+
+fstrain extension: ``label_fill_values`` fills missing labels after the join (the seed's
+"LEFT JOIN the label group, then fillna(0)" for label groups that only hold positive events),
+before splitting, so stratification and hashes see the filled values.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import InvalidArgumentError, NotFoundError, did_you_mean
+from feature_store.feature import Feature
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.query import Query
+    from feature_store.local.training_data import TrainingDataStore, TrainingDataset
+    from feature_store.transformations import TransformationFunction
+
+_SPLIT_NAMES_2 = ("train", "test")
+_SPLIT_NAMES_3 = ("train", "validation", "test")
+
+
+class FeatureView:
+    """A versioned, validated view over a query, with training-dataset versions."""
+
+    def __init__(
+        self,
+        store: FeatureStore,
+        name: str,
+        version: int,
+        query: Query,
+        *,
+        description: str = "",
+        labels: list[str] | None = None,
+        training_helper_columns: list[str] | None = None,
+        inference_helper_columns: list[str] | None = None,
+        transformation_functions: list[TransformationFunction] | None = None,
+        prohibited_tags: list[str] | None = None,
+        label_fill_values: dict[str, Any] | None = None,
+        fv_id: int | None = None,
+    ) -> None:
+        self._store = store
+        self.name = name
+        self.version = version
+        self._query_dict = query.to_dict()
+        self._query = query
+        self.description = description
+        self.labels = list(labels or [])
+        self.training_helper_columns = list(training_helper_columns or [])
+        self.inference_helper_columns = list(inference_helper_columns or [])
+        self.transformation_functions = list(transformation_functions or [])
+        self.prohibited_tags = list(prohibited_tags or [])
+        self.label_fill_values = dict(label_fill_values or {})
+        self.id = fv_id
+
+    def __repr__(self) -> str:
+        return f"FeatureView({self.name!r}, {self.version}, labels={self.labels})"
+
+    @property
+    def owner(self) -> str:
+        return f"feature view '{self.name}' v{self.version}"
+
+    # -- structure ---------------------------------------------------------------------------
+
+    @property
+    def query(self) -> Query:
+        """A fresh copy of the view's query (mutating it does not change the view)."""
+        from feature_store.local.query import Query
+
+        return Query.from_dict(self._store, self._query_dict)
+
+    @cached_property
+    def _output_features(self) -> list[Feature]:
+        return self._query.features
+
+    @property
+    def features(self) -> list[Feature]:
+        """Every column of the view's query, with its type."""
+        return list(self._output_features)
+
+    @property
+    def schema(self) -> list[dict[str, str]]:
+        """``[{"name", "type"}]`` of every query column (used by the model registry)."""
+        return [{"name": f.name, "type": f.type} for f in self._output_features]
+
+    @property
+    def root_key_columns(self) -> list[str]:
+        """Root primary key and event time: returned only with ``primary_key=``/``event_time=``."""
+        root = self._query.left_feature_group
+        selected = set(self._query_dict["left_features"])
+        keys = list(root.primary_key) + ([root.event_time] if root.event_time else [])
+        return [k for k in keys if k in selected]
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Model features: query columns that are not labels, helper columns or root keys."""
+        excluded = (set(self.labels) | set(self.training_helper_columns)
+                    | set(self.inference_helper_columns) | set(self.root_key_columns))
+        return [f.name for f in self._output_features if f.name not in excluded]
+
+    @property
+    def root_feature_group(self) -> Any:
+        return self._query.left_feature_group
+
+    def _query_for_training(self, extra_filter: Any) -> Query:
+        query = self.query
+        if extra_filter is not None:
+            query.filter(extra_filter)
+        return query
+
+    def _filter_from_dict(self, data: dict[str, Any] | None) -> Any:
+        from feature_store.local.query import _filter_from_dict
+
+        return None if data is None else _filter_from_dict(self._store, data)
+
+    # -- transformations ---------------------------------------------------------------------
+
+    def _fit_transformations(self, train: pd.DataFrame) -> dict[str, Any]:
+        if not self.transformation_functions:
+            return {}
+        from feature_store.transformations import fit_transformations
+
+        return fit_transformations(self.transformation_functions, train)
+
+    def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
+        if not self.transformation_functions:
+            return frame
+        from feature_store.transformations import apply_transformations
+
+        present = [tf for tf in self.transformation_functions if tf.feature in frame.columns]
+        return apply_transformations(present, frame, stats) if present else frame
+
+    def _label_names(self, stats: dict[str, Any]) -> list[str]:
+        """Label columns after transformation (transformed labels are renamed, as Hopsworks)."""
+        names = []
+        for label in self.labels:
+            tf = next((t for t in self.transformation_functions if t.feature == label), None)
+            names += [label] if tf is None else tf.output_names(stats[f"{tf.name}_{tf.feature}"])
+        return names
+
+    # -- shaping results ---------------------------------------------------------------------
+
+    def _key_columns(self, root_columns: dict[str, str], primary_key: bool, event_time: bool) -> list[str]:
+        root = self.root_feature_group
+        cols = []
+        if primary_key:
+            cols += [root_columns[c] for c in root.primary_key]
+        if event_time and root.event_time:
+            cols.append(root_columns[root.event_time])
+        return cols
+
+    def _shape(
+        self,
+        frame: pd.DataFrame,
+        td: TrainingDataset,
+        *,
+        primary_key: bool,
+        event_time: bool,
+        training_helper_columns: bool,
+    ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """Select and transform the columns a caller asked for; split off the labels."""
+        keep = self._key_columns(td.root_columns, primary_key, event_time)
+        keep += [c for c in self.feature_names if c not in keep]
+        if training_helper_columns:
+            keep += [c for c in self.training_helper_columns if c not in keep]
+        keep += [c for c in self.labels if c not in keep]
+        out = self._transform(frame[keep], td.transformation_statistics)
+        if not self.labels:
+            return out, None
+        labels = self._label_names(td.transformation_statistics)
+        return out.drop(columns=labels), out[labels]
+
+    # -- training data -----------------------------------------------------------------------
+
+    @cached_property
+    def _td(self) -> TrainingDataStore:
+        from feature_store.local.training_data import TrainingDataStore
+
+        return TrainingDataStore(self)
+
+    def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
+        if three_way is None:
+            return None
+        from feature_store.splits import make_split_spec
+
+        label = self.labels[0] if self.labels else None
+        group = kwargs.pop("group_column", None)
+        stratify = kwargs.pop("stratify_column", None)
+        if split == "stratified" and stratify is None:
+            stratify = label
+            if stratify is None:
+                raise InvalidArgumentError(
+                    f"{self.owner}: split='stratified' needs a label or stratify_column=."
+                )
+        columns = {f.name for f in self._output_features}
+        for role, col in (("group_column", group), ("stratify_column", stratify)):
+            if col is not None and col not in columns:
+                raise InvalidArgumentError(
+                    f"{self.owner}: {role} '{col}' is not a column of the view (columns: "
+                    f"{sorted(columns)}).{did_you_mean(col, columns)}"
+                )
+        return make_split_spec(
+            split, seed=seed, three_way=three_way, group_column=group, stratify_column=stratify,
+            **kwargs,
+        )
+
+    def _create(
+        self,
+        three_way: bool | None,
+        *,
+        materialize: bool,
+        seed: int | None,
+        split: str | None,
+        start_time: Any = None,
+        end_time: Any = None,
+        extra_filter: Any = None,
+        data_format: str = "parquet",
+        description: str = "",
+        statistics_config: Any = None,
+        **split_kwargs: Any,
+    ) -> tuple[int, dict[str, pd.DataFrame]]:
+        from feature_store.local.training_data import draw_seed
+
+        self._require_saved()
+        seed = draw_seed() if seed is None else int(seed)
+        spec = self._make_spec(three_way, seed, split, **split_kwargs)
+        return self._td.create(
+            spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
+            extra_filter=extra_filter, materialize=materialize, data_format=data_format,
+            description=description, statistics_config=statistics_config,
+        )
+
+    def create_training_data(
+        self, start_time: Any = "", end_time: Any = "", storage_connector: Any = None,
+        location: str = "", description: str = "", extra_filter: Any = None,
+        data_format: str = "parquet", coalesce: bool = False, seed: int | None = None,
+        statistics_config: Any = None, write_options: dict[str, Any] | None = None,
+        **unsupported: Any,
+    ) -> tuple[int, None]:
+        """Materialize an unsplit training dataset; returns ``(version, None)``."""
+        _refuse(unsupported, "create_training_data")
+        version, _ = self._create(
+            None, materialize=True, seed=seed, split=None, start_time=start_time,
+            end_time=end_time, extra_filter=extra_filter, data_format=data_format,
+            description=description, statistics_config=statistics_config,
+        )
+        return version, None
+
+    def create_train_test_split(
+        self, test_size: float | None = None, train_start: Any = "", train_end: Any = "",
+        test_start: Any = "", test_end: Any = "", storage_connector: Any = None,
+        location: str = "", description: str = "", extra_filter: Any = None,
+        data_format: str = "parquet", coalesce: bool = False, seed: int | None = None,
+        statistics_config: Any = None, write_options: dict[str, Any] | None = None,
+        split: str | None = None, gap: Any = None, group_column: str | None = None,
+        stratify_column: str | None = None, **unsupported: Any,
+    ) -> tuple[int, None]:
+        """Materialize a train/test split; returns ``(version, None)``.
+
+        ``split`` is ``"random"`` (default), ``"stratified"`` (on the label), ``"group"``
+        (``group_column``) or ``"time"`` (time bounds, or sizes cut in time order; ``gap``
+        drops rows after ``train_end``).
+        """
+        _refuse(unsupported, "create_train_test_split")
+        version, _ = self._create(
+            False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
+            data_format=data_format, description=description, statistics_config=statistics_config,
+            test_size=test_size, train_start=train_start or None, train_end=train_end or None,
+            test_start=test_start or None, test_end=test_end or None, gap=gap,
+            group_column=group_column, stratify_column=stratify_column,
+        )
+        return version, None
+
+    def create_train_validation_test_split(
+        self, validation_size: float | None = None, test_size: float | None = None,
+        train_start: Any = "", train_end: Any = "", validation_start: Any = "",
+        validation_end: Any = "", test_start: Any = "", test_end: Any = "",
+        storage_connector: Any = None, location: str = "", description: str = "",
+        extra_filter: Any = None, data_format: str = "parquet", coalesce: bool = False,
+        seed: int | None = None, statistics_config: Any = None,
+        write_options: dict[str, Any] | None = None, split: str | None = None,
+        gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
+        **unsupported: Any,
+    ) -> tuple[int, None]:
+        """Materialize a train/validation/test split; returns ``(version, None)``."""
+        _refuse(unsupported, "create_train_validation_test_split")
+        version, _ = self._create(
+            True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
+            data_format=data_format, description=description, statistics_config=statistics_config,
+            validation_size=validation_size, test_size=test_size,
+            train_start=train_start or None, train_end=train_end or None,
+            validation_start=validation_start or None, validation_end=validation_end or None,
+            test_start=test_start or None, test_end=test_end or None, gap=gap,
+            group_column=group_column, stratify_column=stratify_column,
+        )
+        return version, None
+
+    def _in_memory(self, three_way: bool | None, flags: dict[str, Any], **kwargs: Any) -> tuple[Any, ...]:
+        version, splits = self._create(three_way, materialize=False, **kwargs)
+        td = self._td.get(version)
+        return self._result(td, splits, **flags)
+
+    def training_data(
+        self, start_time: Any = None, end_time: Any = None, description: str = "",
+        extra_filter: Any = None, statistics_config: Any = None,
+        read_options: dict[str, Any] | None = None, primary_key: bool = False,
+        event_time: bool = False, training_helper_columns: bool = False,
+        dataframe_type: str = "default", seed: int | None = None, **unsupported: Any,
+    ) -> tuple[Any, Any]:
+        """In-memory training data ``(X, y)``; registers a new (in-memory) version."""
+        _refuse(unsupported, "training_data")
+        flags = dict(primary_key=primary_key, event_time=event_time,
+                     training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
+        return self._in_memory(None, flags, seed=seed, split=None, start_time=start_time,
+                               end_time=end_time, extra_filter=extra_filter,
+                               description=description, statistics_config=statistics_config)
+
+    def train_test_split(
+        self, test_size: float | None = None, train_start: Any = "", train_end: Any = "",
+        test_start: Any = "", test_end: Any = "", description: str = "",
+        extra_filter: Any = None, statistics_config: Any = None,
+        read_options: dict[str, Any] | None = None, primary_key: bool = False,
+        event_time: bool = False, training_helper_columns: bool = False,
+        dataframe_type: str = "default", seed: int | None = None, split: str | None = None,
+        gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
+        **unsupported: Any,
+    ) -> tuple[Any, Any, Any, Any]:
+        """In-memory ``(X_train, X_test, y_train, y_test)``; registers a new version."""
+        _refuse(unsupported, "train_test_split")
+        flags = dict(primary_key=primary_key, event_time=event_time,
+                     training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
+        return self._in_memory(
+            False, flags, seed=seed, split=split, extra_filter=extra_filter,
+            description=description, statistics_config=statistics_config, test_size=test_size,
+            train_start=train_start or None, train_end=train_end or None,
+            test_start=test_start or None, test_end=test_end or None, gap=gap,
+            group_column=group_column, stratify_column=stratify_column,
+        )
+
+    def train_validation_test_split(
+        self, validation_size: float | None = None, test_size: float | None = None,
+        train_start: Any = "", train_end: Any = "", validation_start: Any = "",
+        validation_end: Any = "", test_start: Any = "", test_end: Any = "",
+        description: str = "", extra_filter: Any = None, statistics_config: Any = None,
+        read_options: dict[str, Any] | None = None, primary_key: bool = False,
+        event_time: bool = False, training_helper_columns: bool = False,
+        dataframe_type: str = "default", seed: int | None = None, split: str | None = None,
+        gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
+        **unsupported: Any,
+    ) -> tuple[Any, ...]:
+        """In-memory ``(X_train, X_val, X_test, y_train, y_val, y_test)``; registers a version."""
+        _refuse(unsupported, "train_validation_test_split")
+        flags = dict(primary_key=primary_key, event_time=event_time,
+                     training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
+        return self._in_memory(
+            True, flags, seed=seed, split=split, extra_filter=extra_filter,
+            description=description, statistics_config=statistics_config,
+            validation_size=validation_size, test_size=test_size,
+            train_start=train_start or None, train_end=train_end or None,
+            validation_start=validation_start or None, validation_end=validation_end or None,
+            test_start=test_start or None, test_end=test_end or None, gap=gap,
+            group_column=group_column, stratify_column=stratify_column,
+        )
+
+    def _result(
+        self, td: TrainingDataset, splits: dict[str, pd.DataFrame], *, primary_key: bool,
+        event_time: bool, training_helper_columns: bool, dataframe_type: str,
+    ) -> tuple[Any, ...]:
+        from feature_store.local.feature_group import convert_result
+
+        def conv(frame: Any) -> Any:
+            if frame is None or dataframe_type in ("default", "pandas"):
+                return frame
+            import pyarrow as pa
+
+            return convert_result(pa.Table.from_pandas(frame, preserve_index=False), dataframe_type)
+
+        xs, ys = [], []
+        for name in td.splits:
+            x, y = self._shape(splits[name], td, primary_key=primary_key, event_time=event_time,
+                               training_helper_columns=training_helper_columns)
+            xs.append(conv(x))
+            ys.append(conv(y))
+        return tuple(xs + ys)
+
+    def _get(self, version: int, expected: tuple[str, ...], call: str, **flags: Any) -> tuple[Any, ...]:
+        self._require_saved()
+        td = self._td.get(version)
+        if tuple(td.splits) != expected:
+            kinds = {("train",): "get_training_data", _SPLIT_NAMES_2: "get_train_test_split",
+                     _SPLIT_NAMES_3: "get_train_validation_test_split"}
+            raise InvalidArgumentError(
+                f"{self.owner}: training dataset version {version} has splits {list(td.splits)}, "
+                f"so {call}() cannot read it. Use {kinds.get(tuple(td.splits), 'another getter')}()."
+            )
+        td, splits = self._td.read_splits(version, verify=flags.pop("verify", False))
+        return self._result(td, splits, **flags)
+
+    def get_training_data(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, Any]:
+        """``(X, y)`` of an unsplit version — the same rows, bit for bit, forever."""
+        return self._get(training_dataset_version, ("train",), "get_training_data",
+                         primary_key=primary_key, event_time=event_time,
+                         training_helper_columns=training_helper_columns,
+                         dataframe_type=dataframe_type, verify=_verify(read_options))
+
+    def get_train_test_split(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, Any, Any, Any]:
+        """``(X_train, X_test, y_train, y_test)`` of a 2-way version."""
+        return self._get(training_dataset_version, _SPLIT_NAMES_2, "get_train_test_split",
+                         primary_key=primary_key, event_time=event_time,
+                         training_helper_columns=training_helper_columns,
+                         dataframe_type=dataframe_type, verify=_verify(read_options))
+
+    def get_train_validation_test_split(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, ...]:
+        """``(X_train, X_val, X_test, y_train, y_val, y_test)`` of a 3-way version."""
+        return self._get(training_dataset_version, _SPLIT_NAMES_3, "get_train_validation_test_split",
+                         primary_key=primary_key, event_time=event_time,
+                         training_helper_columns=training_helper_columns,
+                         dataframe_type=dataframe_type, verify=_verify(read_options))
+
+    def get_training_datasets(self) -> list[TrainingDataset]:
+        """Metadata of every training-dataset version of the view."""
+        self._require_saved()
+        return self._td.all()
+
+    def get_training_dataset(self, version: int) -> TrainingDataset:
+        """Metadata of one version (commits, SQL, split spec, seed, hashes, statistics)."""
+        self._require_saved()
+        return self._td.get(version)
+
+    def get_training_dataset_statistics(self, training_dataset_version: int) -> dict[str, Any]:
+        """Per-split statistics and the train-fitted transformation statistics."""
+        td = self.get_training_dataset(training_dataset_version)
+        return {
+            "splits": {n: s["statistics"] for n, s in td.splits.items()},
+            "before_transformation": td.transformation_statistics,
+        }
+
+    def verify_training_dataset(self, training_dataset_version: int) -> None:
+        """Re-read a version and check every split against its recorded sha256."""
+        self._td.read_splits(training_dataset_version, verify=True)
+
+    def kfold(
+        self, training_dataset_version: int, k: int = 5, *, split: str = "train",
+        stratified: bool = False,
+    ) -> list[tuple[Any, Any]]:
+        """Deterministic (stratified) k-fold row indices over one split of a version."""
+        from feature_store.splits import kfold_indices
+
+        td, splits = self._td.read_splits(training_dataset_version)
+        if split not in splits:
+            raise InvalidArgumentError(
+                f"{self.owner}: version {training_dataset_version} has no split '{split}' "
+                f"(splits: {list(splits)})."
+            )
+        frame = splits[split]
+        strat = frame[self.labels[0]].to_numpy() if stratified and self.labels else None
+        return kfold_indices(len(frame), k, td.seed, stratify=strat)
+
+    def purge_training_data(self, training_dataset_version: int) -> None:
+        """Delete a version's files but keep its metadata (recreate it later)."""
+        self._require_saved()
+        self._td.purge(training_dataset_version)
+
+    def recreate_training_dataset(self, training_dataset_version: int, **unused: Any) -> None:
+        """Re-materialize a purged version from its pinned commits (hash-checked)."""
+        self._require_saved()
+        self._td.recreate(training_dataset_version)
+
+    def delete_training_dataset(self, training_dataset_version: int) -> None:
+        """Delete a version's metadata and files."""
+        self._require_saved()
+        self._td.delete(training_dataset_version)
+
+    def delete_all_training_datasets(self) -> None:
+        """Delete every version of the view."""
+        for version in self._td.versions():
+            self._td.delete(version)
+
+    # -- inference ---------------------------------------------------------------------------
+
+    def get_batch_data(
+        self, start_time: Any = None, end_time: Any = None,
+        read_options: dict[str, Any] | None = None, spine: Any = None,
+        primary_key: bool = False, event_time: bool = False,
+        inference_helper_columns: bool = False, dataframe_type: str = "default",
+        transformed: bool = True, training_dataset_version: int | None = None,
+    ) -> Any:
+        """Features for batch inference over ``[start_time, end_time)`` (no labels).
+
+        Transformations use the statistics of ``training_dataset_version`` (default: the
+        latest version of the view).
+        """
+        from feature_store.local.feature_group import convert_result, hops_window_default
+
+        self._require_saved()
+        if spine is not None:
+            raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
+        start_time, end_time = hops_window_default(start_time, end_time)
+        frame = self.query.read(start_time=start_time, end_time=end_time)
+        stats: dict[str, Any] = {}
+        if transformed and self.transformation_functions:
+            versions = self._td.versions()
+            version = training_dataset_version or (versions[-1] if versions else None)
+            if version is None:
+                raise NotFoundError(
+                    f"{self.owner} has transformation functions but no training dataset whose "
+                    "statistics they could use. Create a training dataset first."
+                )
+            stats = self._td.get(version).transformation_statistics
+        root = self.root_feature_group
+        keep = []
+        if primary_key:
+            keep += list(root.primary_key)
+        if event_time and root.event_time:
+            keep.append(root.event_time)
+        missing = [c for c in keep if c not in frame.columns]
+        if missing:
+            raise InvalidArgumentError(
+                f"{self.owner}: primary_key/event_time columns {missing} are not selected by the "
+                "view's query, so get_batch_data cannot return them. Select them in the query."
+            )
+        keep += [c for c in self.feature_names if c not in keep]
+        if inference_helper_columns:
+            keep += [c for c in self.inference_helper_columns if c not in keep]
+        frame = frame[keep]
+        if transformed and self.transformation_functions:
+            tfs = [t for t in self.transformation_functions if t.feature in frame.columns]
+            if tfs:
+                from feature_store.transformations import apply_transformations
+
+                frame = apply_transformations(tfs, frame, stats)
+        if dataframe_type in ("default", "pandas"):
+            return frame
+        import pyarrow as pa
+
+        return convert_result(pa.Table.from_pandas(frame, preserve_index=False), dataframe_type)
+
+    def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
+        """The inference helper columns for ``[start_time, end_time)``."""
+        frame = self.query.read(start_time=start_time, end_time=end_time)
+        return frame[self.inference_helper_columns]
+
+    # -- tags and lifecycle ------------------------------------------------------------------
+
+    def _require_saved(self) -> int:
+        if self.id is None:
+            raise NotFoundError(f"{self.owner} has not been saved.")
+        return self.id
+
+    def add_tag(self, name: str, value: Any) -> None:
+        """Attach a tag (any JSON value)."""
+        self._store._catalog.set_tag("fv", self._require_saved(), "", name, value)
+
+    def get_tag(self, name: str) -> Any:
+        tags = self.get_tags()
+        if name not in tags:
+            raise NotFoundError(f"{self.owner} has no tag '{name}' (tags: {sorted(tags)}).")
+        return tags[name]
+
+    def get_tags(self) -> dict[str, Any]:
+        return self._store._catalog.get_tags("fv", self._require_saved())
+
+    def delete_tag(self, name: str) -> None:
+        if not self._store._catalog.delete_tag("fv", self._require_saved(), "", name):
+            raise NotFoundError(f"{self.owner} has no tag '{name}'.")
+
+    def delete(self) -> None:
+        """Delete the view, its training datasets and tags."""
+        self._store._drop_feature_view(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The persisted specification of the view."""
+        return {
+            "query": self._query_dict,
+            "labels": self.labels,
+            "training_helper_columns": self.training_helper_columns,
+            "inference_helper_columns": self.inference_helper_columns,
+            "transformation_functions": [tf.to_dict() for tf in self.transformation_functions],
+            "prohibited_tags": self.prohibited_tags,
+            "label_fill_values": self.label_fill_values,
+        }
+
+
+def _verify(read_options: dict[str, Any] | None) -> bool:
+    return bool((read_options or {}).get("verify", False))
+
+
+def _refuse(options: dict[str, Any], call: str) -> None:
+    if options:
+        raise InvalidArgumentError(
+            f"{call}() got options the local backend does not support: {sorted(options)}."
+        )

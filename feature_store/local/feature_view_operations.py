@@ -1,0 +1,245 @@
+"""Feature-view operations of the local feature store: create, get, validate, delete.
+
+Kept apart from :mod:`feature_store.local.feature_store` so each module has one job; the
+``FeatureStore`` class inherits these methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feature_store.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    did_you_mean,
+    listing,
+)
+from feature_store.feature import Feature
+from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.feature_group import warn_default_version
+from feature_store.names import check_entity_name, check_version
+from feature_store.timeutil import utc_now
+
+
+class FeatureViewOperations:
+    """Feature-view operations of :class:`FeatureStore` (kept apart for readability)."""
+
+    _catalog: Catalog
+
+    def create_feature_view(
+        self,
+        name: str,
+        query: Any,
+        version: int | None = None,
+        description: str = "",
+        labels: list[str] | None = None,
+        inference_helper_columns: list[str] | None = None,
+        training_helper_columns: list[str] | None = None,
+        transformation_functions: list[Any] | None = None,
+        prohibited_tags: list[str] | None = None,
+        label_fill_values: dict[str, Any] | None = None,
+        logging_enabled: bool = False,
+        tags: dict[str, Any] | None = None,
+        **unsupported: Any,
+    ) -> Any:
+        """Create and save a feature view version (``version=None`` takes the next one).
+
+        Validated at creation: labels and helper columns must be query columns, a column cannot
+        be both a label and a helper, transformation inputs must exist, and no selected feature
+        may come from a group or feature tagged with one of ``prohibited_tags``.
+        """
+        from feature_store.local.feature_view import FeatureView
+        from feature_store.local.query import Query
+
+        refuse_unsupported(unsupported, "create_feature_view")
+        check_entity_name(name, "feature view")
+        if not isinstance(query, Query):
+            raise InvalidArgumentError(
+                f"feature view '{name}': query must be a Query (e.g. fg.select_all()). "
+                f"Got {type(query).__name__} instead."
+            )
+        existing = self._fv_versions(name)
+        if version is None:
+            version = (max(existing) + 1) if existing else 1
+        check_version(version, "feature view", name)
+        if version in existing:
+            raise AlreadyExistsError(
+                f"feature view '{name}' v{version} already exists (versions: {listing(existing)})."
+            )
+        fv = FeatureView(
+            self, name, version, query, description=description, labels=_as_list(labels),
+            training_helper_columns=_as_list(training_helper_columns),
+            inference_helper_columns=_as_list(inference_helper_columns),
+            transformation_functions=list(transformation_functions or []),
+            prohibited_tags=_as_list(prohibited_tags), label_fill_values=label_fill_values,
+        )
+        _validate_feature_view(fv)
+        with self._catalog.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO feature_views (name, version, description, spec, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (name, version, description or "", dumps(fv.to_dict()), utc_now().isoformat()),
+            )
+            fv.id = int(cur.lastrowid)
+            for tag, value in (tags or {}).items():
+                conn.execute(
+                    "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
+                    "VALUES ('fv', ?, '', ?, ?)",
+                    (fv.id, tag, dumps(value)),
+                )
+        return fv
+
+    def get_or_create_feature_view(self, name: str, version: int, query: Any, **kwargs: Any) -> Any:
+        """The existing view ``name``/``version``, or a new one built from the arguments."""
+        if self._fv_row(name, version) is not None:
+            return self.get_feature_view(name, version)
+        return self.create_feature_view(name, query, version=version, **kwargs)
+
+    def get_feature_view(self, name: str, version: int | None = None) -> Any:
+        """An existing feature view (``version=None`` warns and uses 1)."""
+        if version is None:
+            warn_default_version("feature view", name)
+            version = 1
+        row = self._fv_row(name, version)
+        if row is None:
+            versions = self._fv_versions(name)
+            if versions:
+                raise NotFoundError(
+                    f"feature view '{name}' has no version {version} (versions: {listing(versions)})."
+                )
+            names = [r["name"] for r in self._catalog.query("SELECT DISTINCT name FROM feature_views ORDER BY name")]
+            raise NotFoundError(
+                f"feature view '{name}' does not exist (feature views: {listing(names)})."
+                f"{did_you_mean(name, names)}"
+            )
+        return self._fv_from_row(row)
+
+    def get_feature_views(self, name: str) -> list[Any]:
+        """All versions of a feature view."""
+        rows = self._catalog.query("SELECT * FROM feature_views WHERE name=? ORDER BY version", (name,))
+        return [self._fv_from_row(r) for r in rows]
+
+    def get_transformation_function(self, name: str, version: int | None = None) -> Any:
+        """A built-in transformation function factory by name (e.g. ``"standard_scaler"``)."""
+        from feature_store.transformations import get_transformation_function
+
+        return get_transformation_function(name)
+
+    def _fv_versions(self, name: str) -> list[int]:
+        rows = self._catalog.query("SELECT version FROM feature_views WHERE name=? ORDER BY version", (name,))
+        return [r["version"] for r in rows]
+
+    def _fv_row(self, name: str, version: int) -> Any:
+        return self._catalog.query_one(
+            "SELECT * FROM feature_views WHERE name=? AND version=?", (name, version)
+        )
+
+    def _fv_from_row(self, row: Any) -> Any:
+        from feature_store.local.feature_view import FeatureView
+        from feature_store.local.query import Query
+        from feature_store.transformations import transformation_from_dict
+
+        spec = loads(row["spec"])
+        return FeatureView(
+            self, row["name"], row["version"], Query.from_dict(self, spec["query"]),
+            description=row["description"], labels=spec["labels"],
+            training_helper_columns=spec["training_helper_columns"],
+            inference_helper_columns=spec["inference_helper_columns"],
+            transformation_functions=[transformation_from_dict(t) for t in spec["transformation_functions"]],
+            prohibited_tags=spec.get("prohibited_tags", []),
+            label_fill_values=spec.get("label_fill_values", {}), fv_id=row["id"],
+        )
+
+    def _drop_feature_view(self, fv: Any) -> None:
+        fv_id = fv._require_saved()
+        fv.delete_all_training_datasets()
+        with self._catalog.transaction() as conn:
+            conn.execute("DELETE FROM tags WHERE entity_type='fv' AND entity_id=?", (fv_id,))
+            conn.execute("DELETE FROM feature_views WHERE id=?", (fv_id,))
+        fv.id = None
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _validate_feature_view(fv: Any) -> None:
+    """Refuse views whose roles or features do not fit their query (names the column)."""
+    columns = [f.name for f in fv.features]
+    owner = fv.owner
+    for role in ("labels", "training_helper_columns", "inference_helper_columns"):
+        for col in getattr(fv, role):
+            if col not in columns:
+                raise InvalidArgumentError(
+                    f"{owner}: {role[:-1] if role == 'labels' else role} '{col}' is not a column "
+                    f"of the query (columns: {columns}).{did_you_mean(col, columns)}"
+                )
+    roles = {"label": set(fv.labels), "training helper": set(fv.training_helper_columns),
+             "inference helper": set(fv.inference_helper_columns)}
+    names = list(roles)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = sorted(roles[a] & roles[b])
+            if both:
+                raise InvalidArgumentError(
+                    f"{owner}: column '{both[0]}' cannot be both a {a} and a {b} column."
+                )
+    for col in fv.label_fill_values:
+        if col not in fv.labels:
+            raise InvalidArgumentError(
+                f"{owner}: label_fill_values names '{col}', which is not a label "
+                f"(labels: {fv.labels}).{did_you_mean(col, fv.labels)}"
+            )
+    if fv.transformation_functions:
+        from feature_store.transformations import validate_transformations
+
+        validate_transformations(fv.transformation_functions, columns)
+    if fv.prohibited_tags:
+        _check_prohibited(fv)
+
+
+def _check_prohibited(fv: Any) -> None:
+    prohibited = set(fv.prohibited_tags)
+    exempt = set(fv.training_helper_columns) | set(fv.inference_helper_columns)
+    for feature in fv.features:
+        if feature.name in exempt:
+            continue
+        fg = feature.feature_group
+        source = _source_column(fv, feature)
+        group_tags = _carried(fg.get_tags())
+        feature_tags = _carried(fg.get_all_feature_tags().get(source, {}))
+        hit = sorted((group_tags | feature_tags) & prohibited)
+        if hit:
+            where = "feature group" if hit[0] in group_tags else "feature"
+            raise InvalidArgumentError(
+                f"{fv.owner}: feature '{feature.name}' comes from {where} "
+                f"'{fg.name}'{'' if where == 'feature group' else '.' + source} tagged "
+                f"'{hit[0]}', which this view prohibits. Remove it from the query or make it a "
+                "training/inference helper column (helpers never reach the model)."
+            )
+
+
+def _carried(tags: dict[str, Any]) -> set[str]:
+    """Tags a group or feature carries: present with a value other than ``False``/``None``."""
+    return {name for name, value in tags.items() if value is not False and value is not None}
+
+
+def _source_column(fv: Any, feature: Feature) -> str:
+    from feature_store.local.pit import plan
+
+    for column in plan(fv._query).columns:
+        if column.name == feature.name:
+            return column.source
+    return feature.name
+
+
+
+def refuse_unsupported(options: dict[str, Any], call: str) -> None:
+    """Refuse Hopsworks options the local backend does not implement (never ignore silently)."""
+    if options:
+        raise InvalidArgumentError(
+            f"{call}() got options the local backend does not support: {sorted(options)}."
+        )

@@ -1,0 +1,486 @@
+"""Training datasets of the local backend: immutable, versioned, reproducible bit for bit.
+
+A version pins the commit of every feature group in the feature view's query, the split
+specification and its seed, the time window, the extra filter, the query SQL, and the sha256 of
+each split's content. Re-reading a version (materialized or in-memory) therefore returns the same
+rows and values after any later insert, upsert or backfill: in-memory versions re-run the query
+at the pinned commits and check the hash; materialized versions read their files.
+
+Materialized files are written into a temporary folder and renamed into place in the same
+catalog transaction that allocates the version, so a failed or killed create leaves no version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import (
+    IntegrityError,
+    InvalidArgumentError,
+    NotFoundError,
+    listing,
+)
+from feature_store.local.catalog import dumps, loads
+from feature_store.timeutil import iso, utc_now
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
+
+    from feature_store.local.feature_view import FeatureView
+    from feature_store.splits import SplitSpec
+
+DATA_FORMATS = ("parquet", "csv", "jsonl")
+ROOT_PREFIX = "__root_"
+
+
+@dataclass
+class TrainingDataset:
+    """Metadata of one training-dataset version (what is stored for reproducibility)."""
+
+    version: int
+    feature_view_name: str
+    feature_view_version: int
+    type: str  # "IN_MEMORY" or "MATERIALIZED"
+    data_format: str | None
+    state: str  # "ok" or "purged"
+    description: str
+    seed: int
+    split_spec: dict[str, Any]
+    splits: dict[str, dict[str, Any]]
+    event_start_time: str | None
+    event_end_time: str | None
+    extra_filter: dict[str, Any] | None
+    feature_group_commits: dict[str, int]
+    query_sql: str
+    columns: list[dict[str, str]]
+    root_columns: dict[str, str]
+    transformation_statistics: dict[str, Any]
+    created_at: str
+    location: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def split_names(self) -> list[str]:
+        return list(self.splits)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able metadata (lineage for the model registry)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainingDataset:
+        # the catalog stores JSON with sorted keys: restore the canonical split order
+        order = {"train": 0, "validation": 1, "test": 2}
+        splits = dict(sorted(data["splits"].items(), key=lambda kv: order.get(kv[0], 3)))
+        return cls(**{**data, "splits": splits})
+
+
+def draw_seed() -> int:
+    """A fresh seed from the OS (the global ``random`` state is never touched)."""
+    return secrets.randbelow(2**31 - 1)
+
+
+def frame_sha256(frame: pd.DataFrame) -> str:
+    """Content hash of a frame: column names, dtypes and every value, independent of the index
+    and of ``PYTHONHASHSEED``."""
+    import pandas as pd
+
+    digest = hashlib.sha256()
+    digest.update(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode())
+    if len(frame):
+        values = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+        digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def _label_distribution(frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label in labels:
+        col = frame[label]
+        if col.nunique(dropna=True) <= 50:
+            counts = col.value_counts(dropna=False).sort_index()
+            out[label] = {str(k): int(v) for k, v in counts.items()}
+        else:
+            out[label] = {"mean": float(col.mean()), "std": float(col.std())}
+    return out
+
+
+def _split_statistics(frame: pd.DataFrame) -> dict[str, Any]:
+    import pyarrow as pa
+
+    from feature_store.local import engine
+    from feature_store.local.statistics import compute_statistics
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    con = engine.connect()
+    try:
+        con.register("split_rows", table)
+        return compute_statistics(con, "split_rows", table.schema)
+    finally:
+        con.close()
+
+
+class TrainingDataStore:
+    """Creates, lists, reads and deletes the training-dataset versions of one feature view."""
+
+    def __init__(self, fv: FeatureView) -> None:
+        self.fv = fv
+        self.catalog = fv._store._catalog
+        self.root = fv._store.root / "training_datasets" / f"{fv.name}_{fv.version}"
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    def versions(self) -> list[int]:
+        rows = self.catalog.query(
+            "SELECT version FROM training_datasets WHERE fv_id=? ORDER BY version", (self.fv.id,)
+        )
+        return [r["version"] for r in rows]
+
+    def get(self, version: int) -> TrainingDataset:
+        row = self.catalog.query_one(
+            "SELECT metadata, state FROM training_datasets WHERE fv_id=? AND version=?",
+            (self.fv.id, version),
+        )
+        if row is None:
+            raise NotFoundError(
+                f"feature view '{self.fv.name}' v{self.fv.version} has no training dataset "
+                f"version {version!r} (versions: {listing(self.versions())})."
+            )
+        td = TrainingDataset.from_dict(loads(row["metadata"]))
+        td.state = row["state"]
+        return td
+
+    def all(self) -> list[TrainingDataset]:
+        return [self.get(v) for v in self.versions()]
+
+    # -- creation ----------------------------------------------------------------------------
+
+    def compute(
+        self,
+        spec: SplitSpec | None,
+        *,
+        start_time: Any,
+        end_time: Any,
+        extra_filter: Any,
+        pins: dict[str, int] | None = None,
+    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+        """Run the (pinned) query and split it. Returns split frames and reproducibility facts."""
+        from feature_store.local import engine
+        from feature_store.local.pit import compile_query
+        from feature_store.timeutil import to_utc
+
+        query = self.fv._query_for_training(extra_filter)
+        pins = pins or query.resolve_commits()
+        pinned = query.pin_commits(pins)
+        root = query.left_feature_group
+        output = {f.name for f in pinned.features}
+        root_selected = set(query._left_features)
+        extra_cols = []
+        root_columns: dict[str, str] = {}
+        for col in root.upsert_key:
+            if col in root_selected:
+                root_columns[col] = col
+                continue
+            name = f"{ROOT_PREFIX}{col}" if col in output else col
+            extra_cols.append((col, name))
+            root_columns[col] = name
+        compiled = compile_query(
+            pinned, start_time=start_time, end_time=end_time, order_by_root_key=True,
+            extra_columns=extra_cols,
+        )
+        con = engine.connect()
+        try:
+            table = engine.fetch_arrow(con, compiled.bind(con), compiled.params)
+        finally:
+            con.close()
+        frame = _fill_labels(table.to_pandas(), self.fv.label_fill_values)
+        if spec is None:
+            assignment = None
+            splits = {"train": frame}
+        else:
+            from feature_store.splits import assign_splits
+
+            et = root_columns.get(root.event_time) if root.event_time else None
+            label = self.fv.labels[0] if self.fv.labels else None
+            assignment = assign_splits(frame, spec, event_time_column=et, label_column=label)
+            splits = {}
+            for name in spec.splits:
+                part = frame[assignment == name].reset_index(drop=True)
+                splits[name] = part
+        facts = {
+            "feature_group_commits": pins,
+            "query_sql": compiled.display_sql(),
+            "root_columns": root_columns,
+            "columns": [{"name": c, "type": str(t)} for c, t in zip(table.column_names, table.schema.types, strict=True)],
+            "event_start_time": iso(to_utc(start_time, what="start_time")),
+            "event_end_time": iso(to_utc(end_time, what="end_time")),
+        }
+        return splits, facts
+
+    def create(
+        self,
+        spec: SplitSpec | None,
+        *,
+        seed: int,
+        start_time: Any,
+        end_time: Any,
+        extra_filter: Any,
+        materialize: bool,
+        data_format: str,
+        description: str,
+        statistics_config: Any,
+    ) -> tuple[int, dict[str, pd.DataFrame]]:
+        """Create a new immutable version; returns it and its (untransformed) split frames."""
+        from feature_store.local.query import _filter_to_dict
+
+        if data_format not in DATA_FORMATS:
+            raise InvalidArgumentError(
+                f"data_format must be one of {DATA_FORMATS}. Got {data_format!r} instead."
+            )
+        splits, facts = self.compute(
+            spec, start_time=start_time, end_time=end_time, extra_filter=extra_filter
+        )
+        for name, part in splits.items():
+            if len(part) == 0:
+                raise InvalidArgumentError(
+                    f"feature view '{self.fv.name}' v{self.fv.version}: split '{name}' came out "
+                    f"empty (split spec {None if spec is None else spec.to_dict()}, window "
+                    f"[{facts['event_start_time']}, {facts['event_end_time']})). Widen the window "
+                    "or change the sizes. No training dataset was created."
+                )
+        transformation_stats = self.fv._fit_transformations(splits["train"])
+        stats_enabled = statistics_config is not False and not (
+            isinstance(statistics_config, dict) and statistics_config.get("enabled") is False
+        )
+        split_meta = {
+            name: {
+                "rows": int(len(part)),
+                "sha256": frame_sha256(part),
+                "label_distribution": _label_distribution(part, self.fv.labels),
+                "statistics": _split_statistics(part) if stats_enabled else None,
+            }
+            for name, part in splits.items()
+        }
+        metadata = {
+            "feature_view_name": self.fv.name,
+            "feature_view_version": self.fv.version,
+            "type": "MATERIALIZED" if materialize else "IN_MEMORY",
+            "data_format": data_format if materialize else None,
+            "state": "ok",
+            "description": description or "",
+            "seed": seed,
+            "split_spec": None if spec is None else spec.to_dict(),
+            "splits": split_meta,
+            "extra_filter": None if extra_filter is None else _filter_to_dict(extra_filter),
+            "transformation_statistics": transformation_stats,
+            "created_at": utc_now().isoformat(),
+            **facts,
+        }
+        staging = None
+        if materialize:
+            self.root.mkdir(parents=True, exist_ok=True)
+            staging = self.root / f".staging-{uuid.uuid4().hex}"
+            staging.mkdir()
+            try:
+                for name, part in splits.items():
+                    _write_split(part, staging / f"{name}.{data_format}", data_format)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        try:
+            with self.catalog.transaction() as conn:
+                row = conn.execute(
+                    "SELECT COALESCE(MAX(version), 0) AS v FROM training_datasets WHERE fv_id=?",
+                    (self.fv.id,),
+                ).fetchone()
+                version = int(row["v"]) + 1
+                metadata["version"] = version
+                if staging is not None:
+                    final = self.root / str(version)
+                    if final.exists():  # orphan of a create killed after its rename
+                        shutil.rmtree(final)
+                    staging.rename(final)
+                    metadata["location"] = str(final)
+                conn.execute(
+                    "INSERT INTO training_datasets (fv_id, version, state, metadata, created_at) "
+                    "VALUES (?, ?, 'ok', ?, ?)",
+                    (self.fv.id, version, dumps(metadata), metadata["created_at"]),
+                )
+        except BaseException:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+                if "location" in metadata:
+                    shutil.rmtree(metadata["location"], ignore_errors=True)
+            raise
+        return version, splits
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pd.DataFrame]]:
+        """The untransformed split frames of a version, identical to those at creation."""
+        from feature_store.splits import SplitSpec
+
+        td = self.get(version)
+        if td.type == "MATERIALIZED":
+            if td.state == "purged":
+                raise NotFoundError(
+                    f"training dataset version {version} of feature view '{self.fv.name}' "
+                    f"v{self.fv.version} was purged. Call fv.recreate_training_dataset({version})."
+                )
+            splits = {
+                name: _read_split(Path(td.location) / f"{name}.{td.data_format}", td.data_format, td.columns)
+                for name in td.splits
+            }
+        else:
+            spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
+            extra = self.fv._filter_from_dict(td.extra_filter)
+            splits, _ = self.compute(
+                spec, start_time=td.event_start_time, end_time=td.event_end_time,
+                extra_filter=extra, pins=td.feature_group_commits,
+            )
+            verify = True
+        if verify:
+            self.verify(td, splits)
+        return td, splits
+
+    def verify(self, td: TrainingDataset, splits: dict[str, pd.DataFrame]) -> None:
+        """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
+        for name, part in splits.items():
+            digest = frame_sha256(part)
+            if digest != td.splits[name]["sha256"]:
+                raise IntegrityError(
+                    f"training dataset version {td.version} of feature view '{self.fv.name}' "
+                    f"v{self.fv.version}: split '{name}' no longer matches its recorded sha256 "
+                    f"({digest[:12]}… != {td.splits[name]['sha256'][:12]}…). Its files or the "
+                    "pinned feature-group commits were changed or removed."
+                )
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def purge(self, version: int) -> None:
+        td = self.get(version)
+        if td.location:
+            shutil.rmtree(td.location, ignore_errors=True)
+        with self.catalog.transaction() as conn:
+            conn.execute(
+                "UPDATE training_datasets SET state='purged' WHERE fv_id=? AND version=?",
+                (self.fv.id, version),
+            )
+
+    def recreate(self, version: int) -> None:
+        """Re-materialize a purged version from its pinned commits; the hashes must match."""
+        from feature_store.splits import SplitSpec
+
+        td = self.get(version)
+        spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
+        splits, _ = self.compute(
+            spec, start_time=td.event_start_time, end_time=td.event_end_time,
+            extra_filter=self.fv._filter_from_dict(td.extra_filter), pins=td.feature_group_commits,
+        )
+        self.verify(td, splits)
+        if td.type != "MATERIALIZED":
+            return
+        staging = self.root / f".staging-{uuid.uuid4().hex}"
+        staging.mkdir(parents=True)
+        for name, part in splits.items():
+            _write_split(part, staging / f"{name}.{td.data_format}", td.data_format)
+        final = Path(td.location)
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+        with self.catalog.transaction() as conn:
+            conn.execute(
+                "UPDATE training_datasets SET state='ok' WHERE fv_id=? AND version=?",
+                (self.fv.id, version),
+            )
+
+    def delete(self, version: int) -> None:
+        td = self.get(version)
+        with self.catalog.transaction() as conn:
+            conn.execute(
+                "DELETE FROM training_datasets WHERE fv_id=? AND version=?", (self.fv.id, version)
+            )
+        if td.location:
+            shutil.rmtree(td.location, ignore_errors=True)
+
+
+def _fill_labels(frame: pd.DataFrame, fill_values: dict[str, Any]) -> pd.DataFrame:
+    """Fill missing labels (LEFT JOIN on a positives-only label group), keeping integer dtypes."""
+    for column, value in fill_values.items():
+        filled = frame[column].fillna(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            filled = filled.astype("int64")
+        frame[column] = filled
+    return frame
+
+
+# -- file formats -----------------------------------------------------------------------------
+
+
+def _write_split(frame: pd.DataFrame, path: Path, data_format: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if data_format == "parquet":
+        pq.write_table(table, path)
+    elif data_format == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, path)
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row, default=_json_default, allow_nan=True) + "\n")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"cannot store {type(value).__name__} in jsonl")
+
+
+def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
+    import pyarrow as pa
+
+    def parse(t: str) -> pa.DataType:
+        if t.startswith("timestamp"):
+            unit = t[t.index("[") + 1 : t.index(",") if "," in t else t.index("]")]
+            tz = "UTC" if "tz=" in t else None
+            return pa.timestamp(unit, tz=tz)
+        simple = {
+            "int64": pa.int64(), "double": pa.float64(), "string": pa.string(), "bool": pa.bool_(),
+            "date32[day]": pa.date32(), "float": pa.float32(), "int32": pa.int32(),
+            "large_string": pa.large_string(),
+        }
+        return simple.get(t, pa.string())
+
+    return pa.schema([pa.field(c["name"], parse(c["type"])) for c in columns])
+
+
+def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise IntegrityError(f"training dataset file {path} is missing.")
+    schema = _arrow_schema(columns)
+    if data_format == "parquet":
+        table = pq.read_table(path)
+    elif data_format == "csv":
+        import pyarrow.csv as pacsv
+
+        table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=schema))
+    else:
+        with open(path, encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh if line.strip()]
+        table = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+    return table.to_pandas()

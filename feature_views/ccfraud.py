@@ -1,0 +1,60 @@
+"""Credit-card fraud: is a transaction fraudulent?
+
+Root ``transactions``; the ``cc_fraud`` label group holds only frauds, so it is LEFT-joined and
+missing labels are filled with 0. Card, account, bank and merchant details are joined by their
+keys (account and bank through the card, as nested joins). The card group is tagged ``pii``:
+only the cardholder's gender and age group come from it, as training helper columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feature_views import UseCase
+
+NAME = "ccfraud_detection"
+VERSION = 1
+HELPERS = ["cardholder_gender", "cardholder_age_group"]
+
+
+def build(fs: Any) -> Any:
+    """Get or create the ``ccfraud_detection`` feature view."""
+    tx = fs.get_feature_group("transactions", 1)
+    labels = fs.get_feature_group("cc_fraud", 1)
+    cards = fs.get_feature_group("card_details", 1)
+    accounts = fs.get_feature_group("account_details", 1)
+    banks = fs.get_feature_group("bank_details", 1)
+    merchants = fs.get_feature_group("merchant_details", 1)
+    card_query = (
+        cards.select(HELPERS)
+        .join(accounts.select(["credit_limit", "debt_end_prev_month"]))
+        .join(banks.select(["credit_rating", "country"]), prefix="bank_")
+    )
+    query = (
+        tx.select_except(["cc_num", "merchant_id"])
+        .join(labels.select(["is_fraud"]))
+        .join(card_query)
+        .join(merchants.select(["category", "country"]), prefix="merchant_")
+    )
+    return fs.get_or_create_feature_view(
+        NAME, VERSION, query, labels=["is_fraud"], label_fill_values={"is_fraud": 0},
+        training_helper_columns=HELPERS, prohibited_tags=["pii"],
+        description="Card-transaction fraud; label group LEFT-joined and filled with 0.",
+    )
+
+
+USE_CASE = UseCase(
+    name="ccfraud",
+    description=__doc__.splitlines()[0],
+    feature_view_name=NAME,
+    feature_view_version=VERSION,
+    build_feature_view=build,
+    split={"split": "time", "train_start": "2024-01-01", "train_end": "2024-04-15",
+           "validation_start": "2024-04-15", "validation_end": "2024-05-20",
+           "test_start": "2024-05-20", "test_end": "2024-07-01"},
+    model={"model": "xgboost", "imbalance": "scale_pos_weight",
+           "params": {"n_estimators": 300, "max_depth": 5, "learning_rate": 0.1}},
+    gates=("roc_auc >= 0.8", "pr_auc >= 0.2", "better_than_baseline"),
+    model_name="ccfraud_xgb",
+    demo={"n_transactions": 100_000, "model": {"params": {"n_estimators": 150}}},
+)

@@ -1,0 +1,55 @@
+"""Flights (nycflights13): will a flight arrive more than 15 minutes late?
+
+Root ``flights`` (event time = scheduled departure). ``weather`` is joined point-in-time on
+``origin`` (the latest hourly observation at or before the scheduled departure), ``planes`` on
+``tailnum`` and ``airlines`` on ``carrier`` (plain joins: they have no event time).
+``arr_delay`` is the label's source, so it is never a feature. Time-series split with a gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feature_views import UseCase
+
+NAME = "flights_delay"
+VERSION = 1
+
+
+def build(fs: Any) -> Any:
+    """Get or create the ``flights_delay`` feature view."""
+    flights = fs.get_feature_group("flights", 1)
+    weather = fs.get_feature_group("weather", 1)
+    planes = fs.get_feature_group("planes", 1)
+    airlines = fs.get_feature_group("airlines", 1)
+    query = (
+        flights.select_except(["arr_delay", "flight"])
+        .join(weather.select_features())
+        .join(planes.select_features())
+        .join(airlines.select(["name"]), prefix="airline_")
+    )
+    return fs.get_or_create_feature_view(
+        NAME, VERSION, query, labels=["is_delayed"],
+        description="Flight arrival delay > 15 min; weather joined point-in-time by origin.",
+    )
+
+
+USE_CASE = UseCase(
+    name="flights",
+    description=__doc__.splitlines()[0],
+    feature_view_name=NAME,
+    feature_view_version=VERSION,
+    build_feature_view=build,
+    split={
+        "split": "time",
+        "train_start": "2013-01-01", "train_end": "2013-09-01",
+        "validation_start": "2013-09-02", "validation_end": "2013-11-01",
+        "test_start": "2013-11-02", "test_end": "2014-01-01",
+        "gap": "1D",
+    },
+    model={"model": "xgboost", "imbalance": "scale_pos_weight",
+           "params": {"n_estimators": 300, "max_depth": 6, "learning_rate": 0.1}},
+    gates=("roc_auc >= 0.65", "better_than_baseline"),
+    model_name="flights_delay",
+    demo={"sample": 60_000, "model": {"params": {"n_estimators": 120}}},
+)

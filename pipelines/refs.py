@@ -1,0 +1,77 @@
+"""The small frozen values the pipelines hand to each other (and print): nothing else passes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class FeatureGroupRef:
+    """A feature group version at one commit."""
+
+    name: str
+    version: int
+    commit: int
+    rows_inserted: int = 0
+    rows_updated: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version} @ commit {self.commit}"
+
+
+@dataclass(frozen=True)
+class FeaturePipelineRef:
+    """What one run of the feature pipeline wrote."""
+
+    use_case: str
+    feature_groups: tuple[FeatureGroupRef, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainingDatasetRef:
+    """A training-dataset version of a feature view."""
+
+    feature_view: str
+    feature_view_version: int
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.feature_view} v{self.feature_view_version} / training dataset v{self.version}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model version in the registry."""
+
+    name: str
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.version}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ValidationRef:
+    """The outcome of validating one model version."""
+
+    model: ModelRef
+    status: str  # "passed" or "failed"
+    key_metric: str
+    key_value: float | None
+    scorecard_html: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_dict(self) -> dict:
+        return asdict(self)

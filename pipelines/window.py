@@ -1,0 +1,43 @@
+"""The scheduled-run window contract shared by every stage (Hopsworks 5 jobs).
+
+A run covers ``[start, end)``. Explicit arguments win; otherwise ``HOPS_START_TIME`` and
+``HOPS_END_TIME`` from the environment (set by Hopsworks for each scheduled run) are used;
+otherwise the run covers everything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from feature_store.errors import InvalidArgumentError
+from feature_store.timeutil import to_utc
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open time window; ``None`` bounds are open."""
+
+    start: Any = None  # pandas.Timestamp (UTC) or None
+    end: Any = None
+
+    def __post_init__(self) -> None:
+        if self.start is not None and self.end is not None and self.start >= self.end:
+            raise InvalidArgumentError(
+                f"window start must be before its end ([start, end)). Got {self.start} and "
+                f"{self.end} instead."
+            )
+
+    def describe(self) -> str:
+        start = self.start.isoformat() if self.start is not None else "-inf"
+        end = self.end.isoformat() if self.end is not None else "+inf"
+        return f"[{start}, {end})"
+
+
+def resolve_window(start: Any = None, end: Any = None, *, environ: dict[str, str] | None = None) -> Window:
+    """The run window: arguments, else ``HOPS_START_TIME``/``HOPS_END_TIME``, else unbounded."""
+    env = os.environ if environ is None else environ
+    if start in (None, "") and end in (None, ""):
+        start, end = env.get("HOPS_START_TIME") or None, env.get("HOPS_END_TIME") or None
+    return Window(to_utc(start, what="start"), to_utc(end, what="end"))
