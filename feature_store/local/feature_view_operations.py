@@ -213,10 +213,10 @@ def _check_prohibited(fv: Any) -> None:
         feature_tags = _carried(fg.get_all_feature_tags().get(source, {}))
         hit = sorted((group_tags | feature_tags) & prohibited)
         if hit:
-            where = "feature group" if hit[0] in group_tags else "feature"
+            where = (f"feature group '{fg.name}'" if hit[0] in group_tags
+                     else f"feature '{fg.name}.{source}'")
             raise InvalidArgumentError(
-                f"{fv.owner}: feature '{feature.name}' comes from {where} "
-                f"'{fg.name}'{'' if where == 'feature group' else '.' + source} tagged "
+                f"{fv.owner}: feature '{feature.name}' comes from {where} tagged "
                 f"'{hit[0]}', which this view prohibits. Remove it from the query or make it a "
                 "training/inference helper column (helpers never reach the model)."
             )

@@ -1,0 +1,653 @@
+"""Split strategies for training datasets (``create_train_test_split`` and friends).
+
+A :class:`SplitSpec` is built and validated by :func:`make_split_spec`, stored with the training
+dataset version (:meth:`SplitSpec.to_dict`) and applied by :func:`assign_splits`, which returns the
+split name of every row. Split names are ``train``, ``validation`` and ``test`` (Hopsworks).
+
+Strategies:
+
+* ``random`` — rows are shuffled with ``numpy.random.default_rng(seed)``; ``int(n*test_size)``
+  rows go to test, ``int(n*validation_size)`` to validation, the remainder to train.
+* ``stratified`` — the same per class of the label (or ``stratify_column``): each class is split
+  in the same proportions, with per-class counts rounded by largest remainder so the totals are
+  ``int(n*size)``. Every class gets at least one row in every split, so a class with fewer rows
+  than splits is refused (and the totals may then exceed ``int(n*size)`` by a few rows).
+* ``group`` — the unique values of ``group_column`` are shuffled by seed and whole groups fill
+  test, then validation, until each reaches ``int(n*size)`` rows (it may overshoot by less than
+  one group); the remaining groups go to train. No group is in two splits.
+* ``time`` — half-open windows ``[start, end)`` on the event time (UTC; naive = UTC). A ``None``
+  start or end is unbounded. With sizes instead of bounds, the cut points are event-time
+  quantiles: train is the earliest part, test the latest, and rows that share the cut timestamp
+  all go to the later split. Rows with a null event time or outside every window get ``None``.
+
+**Gap.** With ``gap`` (time strategy only), rows whose event time is in
+``[train_end, train_end + gap)`` — and for three-way splits also in
+``[validation_end, validation_end + gap)`` — are dropped (split ``None``), so rolling aggregates
+computed up to the cut cannot leak into the next split.
+
+Time bounds take priority over sizes, as in Hopsworks: sizes passed together with bounds are
+ignored (and dropped from the spec). The result depends only on the row order, the values and the
+seed; the caller sorts the frame deterministically first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feature_store.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    did_you_mean,
+)
+from feature_store.timeutil import to_utc
+
+__all__ = [
+    "SPLIT_NAMES",
+    "STRATEGIES",
+    "SplitSpec",
+    "assign_splits",
+    "kfold_indices",
+    "make_split_spec",
+    "resolve_time_bounds",
+]
+
+STRATEGIES = ("random", "stratified", "group", "time")
+SPLIT_NAMES = ("train", "validation", "test")
+_BOUNDS = ("train_start", "train_end", "validation_start", "validation_end", "test_start", "test_end")
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """A validated split definition; build it with :func:`make_split_spec`.
+
+    Attributes:
+        strategy: ``"random"``, ``"stratified"``, ``"group"`` or ``"time"``.
+        seed: seed of ``numpy.random.default_rng`` (the caller draws one if the user gave none).
+        test_size, validation_size: fractions in (0, 1); ``validation_size`` is ``None`` for a
+            two-way split; both ``None`` for a time split with explicit bounds.
+        train_start … test_end: UTC window bounds of a time split (``None`` = unbounded).
+        gap: rows in ``[train_end, train_end+gap)`` (and ``[validation_end, …+gap)``) are dropped.
+        group_column: column whose values must not straddle splits (``group`` strategy).
+        stratify_column: column to stratify on (``stratified``; defaults to the label).
+    """
+
+    strategy: str
+    seed: int
+    test_size: float | None = None
+    validation_size: float | None = None
+    train_start: pd.Timestamp | None = None
+    train_end: pd.Timestamp | None = None
+    validation_start: pd.Timestamp | None = None
+    validation_end: pd.Timestamp | None = None
+    test_start: pd.Timestamp | None = None
+    test_end: pd.Timestamp | None = None
+    gap: pd.Timedelta | None = None
+    group_column: str | None = None
+    stratify_column: str | None = None
+    three_way: bool = False
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """``("train", "test")`` or ``("train", "validation", "test")``."""
+        return SPLIT_NAMES if self.three_way else ("train", "test")
+
+    @property
+    def has_time_bounds(self) -> bool:
+        """Whether windows are explicit (as opposed to size-based cuts)."""
+        return any(getattr(self, b) is not None for b in _BOUNDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (ISO-8601 times, ISO-8601 duration for ``gap``)."""
+        d = asdict(self)
+        for b in _BOUNDS:
+            d[b] = None if d[b] is None else d[b].isoformat()
+        d["gap"] = None if self.gap is None else self.gap.isoformat()
+        d["splits"] = list(self.splits)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SplitSpec:
+        """Rebuild (and re-validate) a spec stored with :meth:`to_dict`."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"A stored split spec must be a dict. Got {type(d).__name__} instead.")
+        known = {f for f in cls.__dataclass_fields__} | {"splits"}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(
+                f"Stored split spec {dict(d)!r} has unknown keys {unknown}; expected a subset of "
+                f"{sorted(known)}."
+            )
+        if "seed" not in d or "strategy" not in d:
+            raise ConfigError(
+                f"Stored split spec {dict(d)!r} must have 'strategy' and 'seed'. Got keys "
+                f"{sorted(d)} instead."
+            )
+        kwargs = {k: v for k, v in d.items() if k not in ("splits", "three_way")}
+        three_way = bool(d.get("three_way", len(d.get("splits") or ()) == 3))
+        try:
+            return make_split_spec(three_way=three_way, **kwargs)
+        except InvalidArgumentError as exc:
+            raise ConfigError(f"Stored split spec is invalid: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- construction
+
+
+def _size(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidArgumentError(
+            f"{what} must be a float in the open interval (0, 1). Got {value!r} instead."
+        )
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise InvalidArgumentError(
+            f"{what} must be a float in the open interval (0, 1). Got {value!r} instead."
+        )
+    return v
+
+
+def _gap(value: Any) -> pd.Timedelta | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or isinstance(value, (int, float)):
+            raise TypeError("bare number")
+        gap = pd.Timedelta(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            "gap must be a pandas.Timedelta, a datetime.timedelta or a duration string such as "
+            f"'1D'. Got {value!r} instead."
+        ) from exc
+    if gap is pd.NaT or gap < pd.Timedelta(0):
+        raise InvalidArgumentError(f"gap must be a non-negative duration. Got {value!r} instead.")
+    return gap
+
+
+def _window(name: str, start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
+    lo = "-inf" if start is None else start.isoformat()
+    hi = "+inf" if end is None else end.isoformat()
+    return f"{name} window [{lo}, {hi})"
+
+
+def make_split_spec(
+    strategy: str | None = None,
+    *,
+    seed: int,
+    three_way: bool = False,
+    test_size: float | None = None,
+    validation_size: float | None = None,
+    train_start: Any = None,
+    train_end: Any = None,
+    validation_start: Any = None,
+    validation_end: Any = None,
+    test_start: Any = None,
+    test_end: Any = None,
+    gap: Any = None,
+    group_column: str | None = None,
+    stratify_column: str | None = None,
+) -> SplitSpec:
+    """Validate split arguments and return a :class:`SplitSpec`.
+
+    ``strategy=None`` is inferred: any time bound → ``"time"``; else ``group_column`` →
+    ``"group"``; else ``stratify_column`` → ``"stratified"``; else ``"random"``. Time bounds
+    (str, datetime, ``pandas.Timestamp`` or epoch ms; naive = UTC) take priority over sizes:
+    sizes given with bounds are ignored with a ``UserWarning``. Missing inner bounds are filled as
+    Hopsworks does: ``train_end = train_end or validation_start or test_start`` (two-way:
+    ``or test_start``), ``validation_start = validation_start or train_end``,
+    ``validation_end = validation_end or test_start``, ``test_start = test_start or
+    validation_end`` (two-way: ``or train_end``).
+
+    Raises:
+        InvalidArgumentError: unknown strategy (did-you-mean), sizes outside (0, 1) or summing to
+            1 or more, missing sizes/bounds, empty, reversed or overlapping windows, a gap outside
+            the time strategy, ``group`` without ``group_column``, a bad seed.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(
+            f"seed must be a non-negative integer. Got {seed!r} instead. Draw one with "
+            "numpy.random.default_rng().integers(2**31) when the user passes None."
+        )
+    if strategy is not None and strategy not in STRATEGIES:
+        raise InvalidArgumentError(
+            f"strategy must be one of {STRATEGIES}. Got {strategy!r} instead."
+            f"{did_you_mean(str(strategy), STRATEGIES)}"
+        )
+    bounds = {b: to_utc(v, what=b) for b, v in zip(_BOUNDS, (
+        train_start, train_end, validation_start, validation_end, test_start, test_end))}
+    has_bounds = any(v is not None for v in bounds.values())
+    test = _size(test_size, "test_size")
+    val = _size(validation_size, "validation_size")
+    gap_td = _gap(gap)
+
+    if strategy is None:
+        if has_bounds:
+            strategy = "time"
+        elif group_column is not None:
+            strategy = "group"
+        elif stratify_column is not None:
+            strategy = "stratified"
+        else:
+            strategy = "random"
+    if has_bounds and strategy != "time":
+        given = [b for b, v in bounds.items() if v is not None]
+        raise InvalidArgumentError(
+            f"Time bounds {given} only apply to strategy='time'. Got strategy={strategy!r} "
+            "instead. Drop the bounds or use strategy='time'."
+        )
+    if group_column is not None and strategy != "group":
+        raise InvalidArgumentError(
+            f"group_column={group_column!r} only applies to strategy='group'. Got "
+            f"strategy={strategy!r} instead."
+        )
+    if stratify_column is not None and strategy != "stratified":
+        raise InvalidArgumentError(
+            f"stratify_column={stratify_column!r} only applies to strategy='stratified'. Got "
+            f"strategy={strategy!r} instead."
+        )
+    if strategy == "group" and not (isinstance(group_column, str) and group_column):
+        raise InvalidArgumentError(
+            f"strategy='group' needs group_column, the column whose values must not straddle "
+            f"splits. Got group_column={group_column!r} instead."
+        )
+    if gap_td is not None and strategy != "time":
+        raise InvalidArgumentError(
+            f"gap only applies to strategy='time'. Got strategy={strategy!r} with gap={gap!r} "
+            "instead."
+        )
+
+    if strategy == "time" and has_bounds:
+        if test is not None or val is not None:
+            warnings.warn(
+                "Time bounds take priority over sizes: test_size/validation_size are ignored.",
+                UserWarning,
+                stacklevel=2,
+            )
+        test = val = None
+        bounds = _fill_bounds(bounds, three_way)
+        _check_windows(bounds, three_way)
+    else:
+        if test is None:
+            extra = " or time bounds (train_end/test_start)" if strategy == "time" else ""
+            raise InvalidArgumentError(
+                f"A {strategy} split needs test_size{extra}. Got test_size=None instead."
+            )
+        if three_way and val is None:
+            raise InvalidArgumentError(
+                "A train/validation/test split needs validation_size in (0, 1). "
+                "Got validation_size=None instead."
+            )
+        if not three_way and val is not None:
+            raise InvalidArgumentError(
+                f"validation_size is only for train/validation/test splits. Got "
+                f"validation_size={val!r} for a train/test split instead."
+            )
+        total = test + (val or 0.0)
+        if total >= 1.0:
+            raise InvalidArgumentError(
+                f"test_size + validation_size must be below 1 so train keeps rows. Got "
+                f"{test!r} + {val or 0.0!r} = {total!r} instead."
+            )
+    return SplitSpec(
+        strategy=strategy,
+        seed=int(seed),
+        test_size=test,
+        validation_size=val,
+        gap=gap_td,
+        group_column=group_column,
+        stratify_column=stratify_column,
+        three_way=bool(three_way),
+        **bounds,
+    )
+
+
+def _first(*values: pd.Timestamp | None) -> pd.Timestamp | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _fill_bounds(b: dict[str, pd.Timestamp | None], three_way: bool) -> dict[str, pd.Timestamp | None]:
+    b = dict(b)
+    if three_way:
+        b["train_end"] = _first(b["train_end"], b["validation_start"], b["test_start"])
+        b["validation_start"] = _first(b["validation_start"], b["train_end"])
+        b["validation_end"] = _first(b["validation_end"], b["test_start"])
+        b["test_start"] = _first(b["test_start"], b["validation_end"])
+        need = ("train_end", "validation_start", "validation_end", "test_start")
+    else:
+        if b["validation_start"] is not None or b["validation_end"] is not None:
+            raise InvalidArgumentError(
+                "validation_start/validation_end are only for train/validation/test splits. "
+                f"Got validation_start={b['validation_start']}, validation_end="
+                f"{b['validation_end']} for a train/test split instead."
+            )
+        b["train_end"] = _first(b["train_end"], b["test_start"])
+        b["test_start"] = _first(b["test_start"], b["train_end"])
+        need = ("train_end", "test_start")
+    missing = [k for k in need if b[k] is None]
+    if missing:
+        raise InvalidArgumentError(
+            f"A time split needs the inner bounds {list(need)}; could not derive {missing} from "
+            f"the given bounds ({ {k: str(v) for k, v in b.items() if v is not None} }). Pass "
+            "train_end and test_start (and validation_start/validation_end for three-way)."
+        )
+    return b
+
+
+def _check_windows(b: dict[str, pd.Timestamp | None], three_way: bool) -> None:
+    names = SPLIT_NAMES if three_way else ("train", "test")
+    windows = [(n, b[f"{n}_start"], b[f"{n}_end"]) for n in names]
+    for name, start, end in windows:
+        if start is not None and end is not None and not start < end:
+            raise InvalidArgumentError(
+                f"The {_window(name, start, end)} is empty or reversed: {name}_start must be "
+                f"before {name}_end. Got {name}_start={start.isoformat()} and "
+                f"{name}_end={end.isoformat()} instead."
+            )
+    for (n1, _s1, e1), (n2, s2, _e2) in zip(windows, windows[1:]):
+        if e1 is not None and s2 is not None and s2 < e1:
+            raise InvalidArgumentError(
+                f"The {_window(n1, _s1, e1)} overlaps the {_window(n2, s2, _e2)}: windows must be "
+                f"in time order ({' < '.join(names)}) and must not overlap. Got {n2}_start="
+                f"{s2.isoformat()} before {n1}_end={e1.isoformat()} instead."
+            )
+
+
+# --------------------------------------------------------------------------- assignment
+
+
+def _column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
+    if column not in frame.columns:
+        cols = [str(c) for c in frame.columns]
+        raise SchemaMismatchError(
+            f"{what} column '{column}' is not in the frame (columns: {', '.join(cols)})."
+            f"{did_you_mean(str(column), cols)}"
+        )
+    return frame[column]
+
+
+def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | None) -> pd.Series:
+    if event_time_column is None:
+        raise InvalidArgumentError(
+            f"A time split needs the event time: event_time_column must name a column. Got None "
+            f"instead (spec: {spec.to_dict()}). Give the root feature group an event_time."
+        )
+    col = _column(frame, event_time_column, "Event time")
+    try:
+        return pd.to_datetime(col, utc=True)
+    except (TypeError, ValueError) as exc:
+        raise SchemaMismatchError(
+            f"Event time column '{event_time_column}' must hold timestamps. Got dtype {col.dtype} "
+            "instead."
+        ) from exc
+
+
+def resolve_time_bounds(
+    frame: pd.DataFrame, spec: SplitSpec, *, event_time_column: str
+) -> SplitSpec:
+    """Turn a size-based time spec into explicit windows (to store with the dataset version).
+
+    The cut points are event times at the sorted positions ``m - n_test`` (and
+    ``m - n_test - n_validation``), ``m`` the number of non-null event times and
+    ``n_x = int(m * x_size)``. A spec that already has bounds is returned unchanged.
+    """
+    if spec.strategy != "time":
+        raise InvalidArgumentError(
+            f"resolve_time_bounds needs strategy='time'. Got strategy={spec.strategy!r} instead."
+        )
+    if spec.has_time_bounds:
+        return spec
+    assert spec.test_size is not None
+    times = _event_times(frame, spec, event_time_column).dropna().sort_values(kind="mergesort")
+    m = len(times)
+    n_test = int(m * spec.test_size)
+    n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
+    if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
+        raise InvalidArgumentError(
+            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
+            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
+        )
+    test_start = pd.Timestamp(times.iloc[m - n_test])
+    if spec.three_way:
+        val_start = pd.Timestamp(times.iloc[m - n_test - n_val])
+        return replace(
+            spec, test_size=None, validation_size=None, train_end=val_start,
+            validation_start=val_start, validation_end=test_start, test_start=test_start,
+        )
+    return replace(spec, test_size=None, validation_size=None, train_end=test_start,
+                   test_start=test_start)
+
+
+def _time_assign(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | None) -> np.ndarray:
+    t = _event_times(frame, spec, event_time_column)
+    if not spec.has_time_bounds:
+        spec = resolve_time_bounds(frame, spec, event_time_column=event_time_column or "")
+    out = np.full(len(frame), None, dtype=object)
+    valid = t.notna().to_numpy()
+    for name in spec.splits:
+        start, end = getattr(spec, f"{name}_start"), getattr(spec, f"{name}_end")
+        mask = valid.copy()
+        if start is not None:
+            mask &= (t >= start).to_numpy()
+        if end is not None:
+            mask &= (t < end).to_numpy()
+        out[mask] = name
+    if spec.gap is not None and spec.gap > pd.Timedelta(0):
+        edges = [spec.train_end] + ([spec.validation_end] if spec.three_way else [])
+        for edge in edges:
+            if edge is not None:
+                out[(valid & (t >= edge).to_numpy() & (t < edge + spec.gap).to_numpy())] = None
+    return out
+
+
+def _random_assign(n: int, spec: SplitSpec) -> np.ndarray:
+    rng = np.random.default_rng(spec.seed)
+    perm = rng.permutation(n)
+    n_test = int(n * (spec.test_size or 0.0))
+    n_val = int(n * (spec.validation_size or 0.0)) if spec.three_way else 0
+    out = np.full(n, "train", dtype=object)
+    out[perm[:n_test]] = "test"
+    out[perm[n_test:n_test + n_val]] = "validation"
+    return out
+
+
+def _allocate(counts: np.ndarray, size: float, capacity: np.ndarray) -> np.ndarray:
+    """Per-class rows for one split: ≥1 each, totals ``int(sum(counts)*size)`` by largest remainder."""
+    desired = counts * size
+    alloc = np.maximum(np.floor(desired).astype(np.int64), 1)
+    alloc = np.minimum(alloc, capacity)
+    target = int(counts.sum() * size)
+    remainder = desired - np.floor(desired)
+    order = np.lexsort((np.arange(len(counts)), -remainder))  # largest remainder first, stable
+    deficit = target - int(alloc.sum())
+    while deficit > 0:
+        progressed = False
+        for k in order:
+            if deficit == 0:
+                break
+            if alloc[k] < capacity[k]:
+                alloc[k] += 1
+                deficit -= 1
+                progressed = True
+        if not progressed:
+            break
+    return alloc
+
+
+def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.ndarray:
+    n = len(labels)
+    try:
+        codes, uniques = pd.factorize(labels, sort=True, use_na_sentinel=False)
+    except TypeError:
+        codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=False)
+    counts = np.bincount(codes, minlength=len(uniques))
+    n_splits = len(spec.splits)
+    small = np.flatnonzero(counts < n_splits)
+    if small.size:
+        k = small[0]
+        raise InvalidArgumentError(
+            f"Stratified split on '{column}': class {uniques[k]!r} has {counts[k]} row(s), fewer "
+            f"than the {n_splits} splits {spec.splits}; every class needs at least one row per "
+            "split. Merge rare classes, drop them or use strategy='random'."
+        )
+    # each split must leave >= 1 row per class for the splits still to fill
+    n_test = _allocate(counts, spec.test_size or 0.0, counts - (n_splits - 1))
+    if spec.three_way:
+        n_val = _allocate(counts, spec.validation_size or 0.0, counts - n_test - 1)
+    else:
+        n_val = np.zeros_like(counts)
+    rng = np.random.default_rng(spec.seed)
+    out = np.full(n, "train", dtype=object)
+    order = np.argsort(codes, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    for k in range(len(uniques)):
+        rows = order[starts[k]:starts[k] + counts[k]]
+        rows = rows[rng.permutation(len(rows))]
+        out[rows[:n_test[k]]] = "test"
+        out[rows[n_test[k]:n_test[k] + n_val[k]]] = "validation"
+    return out
+
+
+def _group_assign(groups: pd.Series, spec: SplitSpec) -> np.ndarray:
+    n = len(groups)
+    nulls = int(groups.isna().sum())
+    if nulls:
+        raise InvalidArgumentError(
+            f"Group split on '{spec.group_column}': the group column must not be null. Got "
+            f"{nulls} null row(s) instead. Fill or drop them first."
+        )
+    try:
+        codes, uniques = pd.factorize(groups, sort=True)
+    except TypeError:
+        codes, uniques = pd.factorize(groups, sort=False)
+    sizes = np.bincount(codes, minlength=len(uniques))
+    rng = np.random.default_rng(spec.seed)
+    perm = rng.permutation(len(uniques))
+    targets = [("test", int(n * (spec.test_size or 0.0)))]
+    if spec.three_way:
+        targets.append(("validation", int(n * (spec.validation_size or 0.0))))
+    group_split = np.full(len(uniques), "train", dtype=object)
+    i = 0
+    for name, target in targets:
+        filled = 0
+        while filled < target and i < len(perm):
+            group_split[perm[i]] = name
+            filled += sizes[perm[i]]
+            i += 1
+    return group_split[codes]
+
+
+def assign_splits(
+    frame: pd.DataFrame,
+    spec: SplitSpec,
+    *,
+    event_time_column: str | None = None,
+    label_column: str | None = None,
+) -> np.ndarray:
+    """The split name of every row of ``frame`` (``None`` for rows dropped by a gap or window).
+
+    Args:
+        frame: rows already sorted deterministically by the caller.
+        spec: from :func:`make_split_spec`.
+        event_time_column: the root feature group's event time (``time`` strategy).
+        label_column: stratification column when ``spec.stratify_column`` is ``None``.
+
+    Returns:
+        An object array of ``"train"``/``"validation"``/``"test"``/``None``, one per row.
+
+    Raises:
+        InvalidArgumentError: a split comes out empty, a class is too small to stratify, the
+            event time or stratification column is not given.
+        SchemaMismatchError: a named column is not in ``frame``.
+    """
+    if not isinstance(spec, SplitSpec):
+        raise InvalidArgumentError(
+            f"spec must be a SplitSpec from make_split_spec(). Got {type(spec).__name__} instead."
+        )
+    if spec.strategy == "time":
+        out = _time_assign(frame, spec, event_time_column)
+    elif spec.strategy == "random":
+        out = _random_assign(len(frame), spec)
+    elif spec.strategy == "stratified":
+        column = spec.stratify_column or label_column
+        if column is None:
+            raise InvalidArgumentError(
+                "A stratified split needs a column: pass label_column or stratify_column. "
+                "Got neither instead."
+            )
+        out = _stratified_assign(_column(frame, column, "Stratification"), spec, column)
+    elif spec.strategy == "group":
+        assert spec.group_column is not None
+        out = _group_assign(_column(frame, spec.group_column, "Group"), spec)
+    else:  # pragma: no cover - make_split_spec rejects it
+        raise InvalidArgumentError(f"Unknown split strategy {spec.strategy!r}.")
+    for name in spec.splits:
+        if not (out == name).any():
+            raise InvalidArgumentError(
+                f"Split '{name}' is empty for {len(frame)} row(s) with spec {spec.to_dict()}. "
+                "Widen its window, raise its size or use more data."
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- k-fold
+
+
+def kfold_indices(
+    n_rows: int, k: int, seed: int, stratify: Sequence[Any] | np.ndarray | pd.Series | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Deterministic (stratified) k-fold: ``k`` pairs ``(train_idx, val_idx)`` of sorted indices.
+
+    Every row is in exactly one validation fold; fold sizes differ by at most one. With
+    ``stratify`` the rows of each class are shuffled and dealt round-robin over the folds, so every
+    fold holds each class's count ``±1``; a class with fewer than ``k`` rows is refused.
+    """
+    if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0:
+        raise InvalidArgumentError(f"n_rows must be a non-negative integer. Got {n_rows!r} instead.")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise InvalidArgumentError(f"k must be an integer of at least 2. Got {k!r} instead.")
+    if k > n_rows:
+        raise InvalidArgumentError(
+            f"k must be at most the number of rows ({n_rows}) so no fold is empty. Got {k} instead."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(f"seed must be a non-negative integer. Got {seed!r} instead.")
+    rng = np.random.default_rng(seed)
+    fold = np.empty(n_rows, dtype=np.int64)
+    if stratify is None:
+        perm = rng.permutation(n_rows)
+        fold[perm] = np.arange(n_rows) % k
+    else:
+        labels = pd.Series(np.asarray(stratify, dtype=object) if not isinstance(stratify, pd.Series)
+                           else stratify.to_numpy())
+        if len(labels) != n_rows:
+            raise InvalidArgumentError(
+                f"stratify must have one value per row ({n_rows}). Got {len(labels)} instead."
+            )
+        try:
+            codes, uniques = pd.factorize(labels, sort=True, use_na_sentinel=False)
+        except TypeError:
+            codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=False)
+        counts = np.bincount(codes, minlength=len(uniques))
+        small = np.flatnonzero(counts < k)
+        if small.size:
+            c = small[0]
+            raise InvalidArgumentError(
+                f"Stratified k-fold: class {uniques[c]!r} has {counts[c]} row(s), fewer than "
+                f"k={k}; every class must appear in every fold. Lower k or merge rare classes."
+            )
+        order = np.argsort(codes, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        dealt = np.concatenate([
+            rng.permutation(order[starts[c]:starts[c] + counts[c]]) for c in range(len(uniques))
+        ])
+        fold[dealt] = np.arange(n_rows) % k
+    idx = np.arange(n_rows)
+    return [(idx[fold != f], idx[fold == f]) for f in range(k)]
