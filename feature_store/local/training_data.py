@@ -482,5 +482,9 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> 
     else:
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
-        table = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+        if not rows:
+            table = schema.empty_table()
+        else:  # timestamps travel as ISO strings: build loosely typed, then cast to the schema
+            loose = pa.Table.from_pylist(rows)
+            table = pa.table([loose.column(f.name).cast(f.type) for f in schema], schema=schema)
     return table.to_pandas()
