@@ -1,0 +1,146 @@
+"""Training pipeline: a training-dataset version → a model version in the registry.
+
+``run(project, config)`` reads the train and validation splits of one training-dataset version
+(never the test split), trains the configured model (the use case's default, overridden by the
+config), and registers it with its validation metrics, hyperparameters, training config and
+lineage (feature view + training-dataset version → feature-group commits). The model starts with
+``validation_status = "pending"``; only the model-validation pipeline changes that.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines.refs import ModelRef
+
+_FRAMEWORKS = {"xgboost": "python", "sklearn_logreg": "sklearn", "sklearn_rf": "sklearn",
+               "mlp": "torch", "cnn": "torch"}
+
+
+class TrainingPipelineConfig(BaseModel):
+    """Configuration of one training-pipeline run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    use_case: str
+    training_dataset_version: int = Field(ge=1)
+    model: dict[str, Any] = Field(default_factory=dict)  # overrides of the use case's trainer config
+    model_name: str | None = None
+    tune: bool = False
+    ray_address: str | None = None
+    num_cpus: int = 2
+    resume: bool = False
+    description: str = ""
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` merged into ``base`` (nested dicts merged, everything else replaced)."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
+    """The validated trainer config of a run (raises ConfigError naming a bad option)."""
+    from pipelines.trainers.config import load_config
+
+    return load_config(deep_merge(use_case.model, overrides))
+
+
+def read_splits(project: Any, use_case: Any, version: int) -> tuple[Any, tuple[Any, ...]]:
+    """The feature view and ``(X_train, X_val, y_train, y_val)`` of a version (no test split)."""
+    fs = project.get_feature_store()
+    fv = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
+    return fv, (X_tr, X_va, y_tr, y_va)
+
+
+def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
+    """Train on a training-dataset version and register the model (status ``pending``)."""
+    import pandas as pd
+
+    from feature_views import get_use_case
+    from pipelines.trainers import train
+
+    use_case = get_use_case(config.use_case)
+    cfg = trainer_config(use_case, config.model)
+    fv, (X_tr, X_va, y_tr, y_va) = read_splits(project, use_case, config.training_dataset_version)
+    name = config.model_name or use_case.registry_model_name
+    workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
+    lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
+               "training_dataset_version": config.training_dataset_version}
+    tuning: dict[str, Any] | None = None
+    if config.tune:
+        from pipelines.trainers.tuning import tune
+
+        tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
+                     ray_address=config.ray_address, num_cpus=config.num_cpus)
+        cfg = tuned.best_config
+        tuning = {
+            "best_params": tuned.best_params, "metric": tuned.metric, "mode": tuned.mode,
+            "best_metric": tuned.best_metric, "max_t": tuned.max_t, "notes": list(tuned.notes),
+            "trials": tuned.trials.to_dict(orient="records"),
+        }
+        # the best configuration is refitted on train + validation; its number of rounds is
+        # the one the best trial ran, so no early-stopping split is needed
+        X_fit = pd.concat([X_tr, X_va], ignore_index=True)
+        y_fit = pd.concat([y_tr, y_va], ignore_index=True)
+        final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
+        result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
+                       lineage=lineage)
+        metrics = {f"tuned_val_{tuned.metric}": tuned.best_metric}
+    else:
+        result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
+                       resume=config.resume)
+        metrics = dict(result.metrics)
+
+    with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
+        model_dir = Path(tmp) / "model"
+        model_dir.mkdir()
+        result.model.save(model_dir)
+        registry = project.get_model_registry()
+        flavor = getattr(registry, _FRAMEWORKS[cfg.model])
+        model = flavor.create_model(
+            name,
+            metrics={k: float(v) for k, v in metrics.items() if _finite(v)},
+            description=config.description or f"{cfg.model} trained on {fv.name} v{fv.version} "
+                                              f"training dataset v{config.training_dataset_version}",
+            input_example=_input_example(X_tr),
+            feature_view=fv,
+            training_dataset_version=config.training_dataset_version,
+            hyperparameters=result.params,
+            training_config={
+                "trainer": cfg.model_dump(mode="json"),
+                "imbalance": result.imbalance,
+                "nondeterminism": list(result.nondeterminism),
+                "best_iteration": getattr(result, "best_iteration", None),
+                "device": getattr(result, "device", None),
+                "tuning": tuning,
+            },
+        )
+        model.save(str(model_dir))
+    if workdir.exists() and not cfg.is_torch:
+        shutil.rmtree(workdir, ignore_errors=True)  # torch keeps checkpoints for --resume
+    return ModelRef(name, model.version)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _input_example(X: Any) -> dict[str, Any]:
+    row = X.head(1).to_dict(orient="records")
+    if not row:
+        return {}
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else (None if v != v else v))
+            for k, v in row[0].items()}
