@@ -134,6 +134,70 @@ def summarize_scorecard(scorecard: Any) -> dict[str, Any]:
     return summary
 
 
+@registry_app.command("report")
+def report_command(
+    root: RootOpt = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open index.html in a browser.")] = False,
+) -> None:
+    """Write ``index.html`` listing every model version with status, key metrics and links to
+    each version's ``scorecard.html`` (for a compliance reviewer)."""
+    from validation.report_site import render_index
+
+    try:
+        registry = _open(root)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if registry is None:
+        _fail(InvalidArgumentError("No model registry under the store root yet: run a pipeline first."))
+    entries = []
+    for model in registry.list_models():
+        card = _read_scorecard(model.model_path / "scorecard.json")
+        href = f"{model.name}/{model.version}/scorecard.html"
+        if isinstance(card, dict) and "metrics" in card:
+            entries.append({**card, "status": model.validation_status, "href": href})
+        else:
+            entries.append({"name": model.name, "version": model.version,
+                            "status": model.validation_status, "metrics": model.training_metrics,
+                            "created_at": model.created, "href": href})
+    index = registry.root / "index.html"
+    index.write_text(render_index(entries), encoding="utf-8")
+    typer.echo(str(index))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(index.as_uri())
+
+
+@registry_app.command("diff")
+def diff_command(
+    first: Annotated[str, typer.Argument(metavar="NAME:V1")],
+    second: Annotated[str, typer.Argument(metavar="NAME:V2")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare two validated versions' scorecards: metrics, gates, slice figures, features."""
+    from validation.report_site import diff_scorecards, diff_to_markdown
+
+    try:
+        cards = []
+        for ref in (first, second):
+            model = _resolve(root, ref)
+            card = _read_scorecard(model.model_path / "scorecard.json")
+            if not isinstance(card, dict) or "metrics" not in card:
+                raise InvalidArgumentError(
+                    f"model {model.name}:{model.version} has no scorecard yet. Run "
+                    f"'fstrain validate {model.name}:{model.version}' first."
+                )
+            cards.append(card)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    diff = diff_scorecards(cards[0], cards[1])
+    if as_json:
+        typer.echo(json.dumps(diff, indent=2, default=str))
+    else:
+        typer.echo(diff_to_markdown(diff))
+
+
 # ---------------------------------------------------------------------------------- helpers
 
 

@@ -1,0 +1,371 @@
+"""``fstrain``: the command line of the four pipelines (parses, connects, calls ``run``).
+
+Every command takes ``--root`` (default ``$FSTRAIN_HOME``, else ``./.fstrain``), ``--backend``
+(``local`` or ``hopsworks``), ``--json`` and ``--debug``. User errors print one clean message
+and exit 2; ``fstrain validate`` exits 0 when the model passed its gates and 3 when it failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from model_registry.cli import registry_app
+
+app = typer.Typer(
+    help="fstrain: feature-store-backed training pipelines (feature → training dataset → "
+    "training → model validation).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(registry_app, name="registry")
+
+EXIT_USER_ERROR = 2
+EXIT_VALIDATION_FAILED = 3
+
+
+class Options:
+    """Global options shared by every command."""
+
+    root: Path | None = None
+    backend: str = "local"
+    as_json: bool = False
+    debug: bool = False
+
+
+OPTIONS = Options()
+RootOpt = Annotated[Path | None, typer.Option("--root", envvar="FSTRAIN_HOME",
+                                              help="Store root (default ./.fstrain).")]
+BackendOpt = Annotated[str, typer.Option("--backend", envvar="FSTRAIN_BACKEND",
+                                         help="local (embedded store) or hopsworks.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
+    OPTIONS.root, OPTIONS.backend, OPTIONS.as_json, OPTIONS.debug = root, backend, as_json, debug
+
+
+def _project() -> Any:
+    import feature_store
+
+    if OPTIONS.backend == "local":
+        return feature_store.login(backend="local", root=OPTIONS.root)
+    return feature_store.login(backend=OPTIONS.backend)
+
+
+@contextmanager
+def _step(title: str) -> Any:
+    """A spinner on stderr while a long step runs (silent in --json mode)."""
+    if OPTIONS.as_json:
+        yield
+        return
+    with _console().status(f"[bold]{title}[/bold]…"):
+        yield
+
+
+def _guard(func: Callable[[], Any]) -> Any:
+    """Run a command body; user errors become one line on stderr and exit code 2."""
+    from pydantic import ValidationError
+
+    from feature_store.errors import FeatureStoreError
+
+    try:
+        return func()
+    except (FeatureStoreError, ValidationError) as exc:
+        if OPTIONS.debug:
+            raise
+        _console().print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_USER_ERROR) from None
+
+
+def _emit(payload: dict[str, Any], human: str) -> None:
+    if OPTIONS.as_json:
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        typer.echo(human)
+
+
+def _parse_params(values: list[str] | None) -> dict[str, Any]:
+    from feature_store.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in values or []:
+        if "=" not in item:
+            raise ConfigError(f"--param must look like name=value. Got {item!r} instead.")
+        key, raw = item.split("=", 1)
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+# -- the four stages ----------------------------------------------------------------------------
+
+
+@app.command()
+def features(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    start: Annotated[str | None, typer.Option(help="Window start (ISO-8601; default $HOPS_START_TIME).")] = None,
+    end: Annotated[str | None, typer.Option(help="Window end, exclusive (default $HOPS_END_TIME).")] = None,
+    policy: Annotated[str, typer.Option(help="Ingestion policy of the expectation suites: strict or always.")] = "strict",
+    sample: Annotated[int | None, typer.Option(help="Deterministic subsample of the root rows.")] = None,
+    n_transactions: Annotated[int, typer.Option(help="ccfraud: transactions to generate.")] = 100_000,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Feature pipeline: source data → validated feature groups (upsert; re-runs change nothing)."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> None:
+        from pipelines import feature
+
+        config = feature.FeaturePipelineConfig(
+            use_case=use_case, start=start, end=end, ingestion_policy=policy, sample=sample,
+            n_transactions=n_transactions,
+        )
+        with _step(f"feature pipeline: {use_case}"):
+            ref = feature.run(_project(), config)
+        _emit(ref.to_dict(), "\n".join(f"feature group {r}" for r in ref.feature_groups))
+
+    _guard(body)
+
+
+@app.command()
+def dataset(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    split: Annotated[str | None, typer.Option(help="random, stratified, group or time (default: the use case's).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Split seed (default: the use case's, else drawn and recorded).")] = None,
+    validation_size: Annotated[float | None, typer.Option(help="Fraction for validation.")] = None,
+    test_size: Annotated[float | None, typer.Option(help="Fraction for test.")] = None,
+    group_column: Annotated[str | None, typer.Option(help="Group split: column whose groups stay together.")] = None,
+    gap: Annotated[str | None, typer.Option(help="Time split: gap after train_end, e.g. 1D.")] = None,
+    data_format: Annotated[str, typer.Option(help="parquet, csv or jsonl.")] = "parquet",
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Training-dataset pipeline: feature view + split → a new immutable version."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> None:
+        from pipelines import training_dataset
+
+        config = training_dataset.TrainingDatasetConfig(
+            use_case=use_case, split=split, seed=seed, validation_size=validation_size,
+            test_size=test_size, group_column=group_column, gap=gap, data_format=data_format,
+        )
+        with _step(f"training-dataset pipeline: {use_case}"):
+            ref = training_dataset.run(_project(), config)
+        _emit(ref.to_dict(), f"training dataset {ref}")
+
+    _guard(body)
+
+
+@app.command()
+def train(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version to train on.")],
+    model: Annotated[str | None, typer.Option(help="xgboost, sklearn_logreg, sklearn_rf, mlp or cnn.")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
+    model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
+    tune: Annotated[bool, typer.Option("--tune", help="Ray Tune (ASHA + Optuna), then refit the best.")] = False,
+    ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Training pipeline: a training-dataset version → a model version (status pending)."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> None:
+        from pipelines import training
+
+        overrides: dict[str, Any] = {}
+        if config is not None:
+            import yaml
+
+            overrides = yaml.safe_load(config.read_text()) or {}
+        if model is not None:
+            overrides["model"] = model
+            overrides.setdefault("params", {})
+        if param:
+            overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
+        cfg = training.TrainingPipelineConfig(
+            use_case=use_case, training_dataset_version=training_dataset_version, model=overrides,
+            model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
+        )
+        project = _project()
+        if smoke:
+            _smoke(project, cfg)
+            return
+        with _step(f"training pipeline: {use_case} on training dataset v{training_dataset_version}"):
+            ref = training.run(project, cfg)
+        _emit(ref.to_dict(), f"model {ref} (validation_status: pending)")
+
+    _guard(body)
+
+
+def _smoke(project: Any, cfg: Any) -> None:
+    from feature_views import get_use_case
+    from pipelines import training
+    from pipelines.trainers import SmokeCheckError, smoke_check
+
+    use_case = get_use_case(cfg.use_case)
+    trainer_cfg = training.trainer_config(use_case, cfg.model)
+    _, (X_tr, _X_va, y_tr, _y_va) = training.read_splits(project, use_case, cfg.training_dataset_version)
+    try:
+        with _step("smoke check: overfitting one batch"):
+            result = smoke_check(trainer_cfg, X_tr, y_tr)
+    except SmokeCheckError as exc:
+        _console().print(f"[red]smoke check failed:[/red] {exc}")
+        raise typer.Exit(1) from None
+    _emit({"model": result.model, "initial_loss": result.initial_loss,
+           "final_loss": result.final_loss, "steps": result.steps},
+          f"smoke check passed: loss {result.initial_loss:.4f} → {result.final_loss:.4f} "
+          f"in {result.steps} steps on {result.batch_size} rows")
+
+
+@app.command()
+def validate(
+    model_ref: Annotated[str, typer.Argument(metavar="NAME[:VERSION]", help="Model (latest version if none).")],
+    gate: Annotated[list[str] | None, typer.Option(help="Acceptance gate, e.g. 'roc_auc >= 0.85' (repeatable; default: the use case's).")] = None,
+    threshold_strategy: Annotated[str, typer.Option(help="f1, youden or a fixed number.")] = "f1",
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Model-validation pipeline: scorecard + model card; exit 0 passed, 3 failed."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> Any:
+        from pipelines import model_validation
+
+        name, _, version = model_ref.partition(":")
+        config = model_validation.ModelValidationConfig(
+            model_name=name, version=int(version) if version else None, gates=gate,
+            threshold_strategy=threshold_strategy,
+        )
+        with _step(f"model-validation pipeline: {model_ref}"):
+            ref = model_validation.run(_project(), config)
+        _emit(ref.to_dict(), f"model {ref.model}: {ref.status.upper()} ({ref.key_metric} = "
+                             f"{ref.key_value if ref.key_value is None else round(ref.key_value, 4)})\n"
+                             f"scorecard: {ref.scorecard_html}")
+        return ref
+
+    ref = _guard(body)
+    if not ref.passed:
+        raise typer.Exit(EXIT_VALIDATION_FAILED)
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+
+def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str, Any]:
+    """All four stages of one use case; returns a summary row."""
+    from feature_views import get_use_case
+    from pipelines import feature, model_validation, training, training_dataset
+    from pipelines.training import deep_merge
+
+    uc = get_use_case(use_case)
+    settings = uc.demo if demo else {}
+    started = time.perf_counter()
+    feature_args = {k: v for k, v in settings.items() if k in ("sample", "n_transactions")}
+    with _step(f"{use_case}: feature pipeline"):
+        fref = feature.run(project, feature.FeaturePipelineConfig(use_case=use_case, **feature_args))
+    with _step(f"{use_case}: training-dataset pipeline"):
+        tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case=use_case))
+    with _step(f"{use_case}: training pipeline"):
+        mref = training.run(project, training.TrainingPipelineConfig(
+            use_case=use_case, training_dataset_version=tref.version,
+            model=deep_merge({}, settings.get("model", {}))))
+    with _step(f"{use_case}: model-validation pipeline"):
+        vref = model_validation.run(project, model_validation.ModelValidationConfig(
+            model_name=mref.name, version=mref.version))
+    return {
+        "use_case": use_case,
+        "feature_groups": [str(r) for r in fref.feature_groups],
+        "training_dataset_version": tref.version,
+        "model": str(mref),
+        "key_metric": vref.key_metric,
+        "key_value": vref.key_value,
+        "status": vref.status,
+        "scorecard": vref.scorecard_html,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _summary(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="fstrain: four pipelines per use case")
+    for column in ("use case", "TD version", "model", "key metric", "status", "seconds"):
+        table.add_column(column)
+    for r in rows:
+        value = "n/a" if r["key_value"] is None else f"{r['key_metric']} {r['key_value']:.3f}"
+        style = "green" if r["status"] == "passed" else "red"
+        table.add_row(r["use_case"], str(r["training_dataset_version"]), r["model"], value,
+                      f"[{style}]{r['status']}[/{style}]", str(r["seconds"]))
+    console = Console(width=max(100, Console().width))
+    console.print(table)
+    for r in rows:
+        console.print(f"scorecard ({r['use_case']}): {r['scorecard']}", highlight=False, soft_wrap=True)
+
+
+@app.command("run")
+def run_command(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """All four pipelines of one use case, printing each ref."""
+    _set(root, backend, as_json, debug)
+    row = _guard(lambda: run_use_case(_project(), use_case))
+    if as_json:
+        typer.echo(json.dumps(row, indent=2))
+    else:
+        _summary([row])
+
+
+@app.command()
+def demo(
+    use_cases: Annotated[list[str] | None, typer.Argument(help="Default: all four.")] = None,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """The main job: every use case end to end on the embedded store, then a summary table."""
+    from feature_views import USE_CASES
+
+    _set(root, backend, as_json, debug)
+    chosen = list(use_cases or USE_CASES)
+
+    def body() -> list[dict[str, Any]]:
+        project = _project()
+        return [run_use_case(project, uc, demo=True) for uc in chosen]
+
+    started = time.perf_counter()
+    rows = _guard(body)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        _summary(rows)
+        typer.echo(f"store: {_project().root}   total: {time.perf_counter() - started:.0f} s   "
+                   "browse: fstrain registry report")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="fstrain")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
