@@ -154,7 +154,9 @@ def infer_model_schema(feature_view: Any) -> ModelSchema:
 
     ``feature_view`` is duck-typed: ``labels``, ``training_helper_columns``,
     ``inference_helper_columns`` (lists of names) and ``schema`` (a list of ``{"name", "type"}``
-    dicts, or of objects with ``name`` and ``type`` attributes).
+    dicts, or of objects with ``name`` and ``type`` attributes). When it also has
+    ``feature_names`` (the model features, e.g. without the root primary key and event time),
+    the input schema is exactly those columns.
     """
     columns = [_column(c) for c in (getattr(feature_view, "schema", None) or [])]
     labels = list(getattr(feature_view, "labels", None) or [])
@@ -163,6 +165,10 @@ def infer_model_schema(feature_view: Any) -> ModelSchema:
     )
     by_name = {c["name"]: c for c in columns}
     inputs = [c for c in columns if c["name"] not in helpers and c["name"] not in labels]
+    feature_names = getattr(feature_view, "feature_names", None)
+    if feature_names is not None:
+        chosen = set(feature_names)
+        inputs = [c for c in inputs if c["name"] in chosen]
     outputs = [by_name.get(label, {"name": label, "type": None}) for label in labels]
     return ModelSchema(Schema(inputs), Schema(outputs) if outputs else None)
 

@@ -177,6 +177,7 @@ def _multiclass(card: Any, config: ModelValidationConfig, predictor: Any, X_te: 
     from validation.plots import shap_importance_png
 
     proba = np.asarray(predictor.predict_proba(X_te), dtype=float)
+    proba = proba / proba.sum(axis=1, keepdims=True)  # float32 softmax rows sum to 1 ± 1e-7
     classes = list(predictor.explain_target.classes)
     predicted = np.asarray(classes)[proba.argmax(axis=1)]
     truth = y_te.to_numpy()

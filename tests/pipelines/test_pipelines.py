@@ -1,0 +1,167 @@
+"""The four pipelines, alone and end to end, on small slices of the real use-case data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from feature_store.errors import ConfigError, DataValidationError, NotFoundError
+from pipelines import feature, model_validation, training, training_dataset
+from pipelines.cli import app
+from pipelines.window import resolve_window
+
+SMALL = {
+    "adult": {"sample": 3000},
+    "flights": {"sample": 8000},
+    "ccfraud": {"n_transactions": 20000},
+    "mnist": {"sample": 600},
+}
+FAST_MODEL = {
+    "adult": {"params": {"n_estimators": 60}},
+    "flights": {"params": {"n_estimators": 60}},
+    "ccfraud": {"params": {"n_estimators": 60}},
+    "mnist": {"torch": {"epochs": 2}},
+}
+
+
+def _features(project, use_case, **extra):
+    return feature.run(project, feature.FeaturePipelineConfig(use_case=use_case, **{**SMALL[use_case], **extra}))
+
+
+def test_feature_pipeline_is_idempotent(project):
+    first = _features(project, "adult")
+    fs = project.get_feature_store()
+    before = fs.get_feature_group("adult_employment", 1).read().sort_values("person_id").reset_index(drop=True)
+    second = _features(project, "adult")
+    after = fs.get_feature_group("adult_employment", 1).read().sort_values("person_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(before, after)
+    assert {r.name for r in first.feature_groups} == {"adult_demographics", "adult_employment"}
+    employment = next(r for r in second.feature_groups if r.name == "adult_employment")
+    assert employment.rows_inserted == 0 and employment.rows_updated == 3000
+    fg = fs.get_feature_group("adult_demographics", 1)
+    assert fg.get_tag("pii") is True and fg.get_feature_tags("sex")["pii"] is True
+    assert fg.get_feature("age").description  # descriptions from the source spec
+    assert fg.expectation_suite is not None and fg.validation_ingestion_policy == "STRICT"
+
+
+def test_window_contract(project, monkeypatch):
+    assert resolve_window().start is None
+    monkeypatch.setenv("HOPS_START_TIME", "2024-03-01T00:00:00Z")
+    monkeypatch.setenv("HOPS_END_TIME", "2024-03-08T00:00:00Z")
+    window = resolve_window()
+    assert window.start == pd.Timestamp("2024-03-01", tz="UTC")
+    explicit = resolve_window("2024-01-01", "2024-01-02")
+    assert explicit.end == pd.Timestamp("2024-01-02", tz="UTC")  # arguments win
+    _features(project, "ccfraud")
+    tx = project.get_feature_store().get_feature_group("transactions", 1).read(start_time=None, end_time=None)
+    monkeypatch.delenv("HOPS_START_TIME")
+    monkeypatch.delenv("HOPS_END_TIME")
+    times = project.get_feature_store().get_feature_group("transactions", 1).read()["event_time"]
+    assert len(times) == len(tx)
+    assert times.min() >= pd.Timestamp("2024-03-01", tz="UTC")
+    assert times.max() < pd.Timestamp("2024-03-08", tz="UTC")
+
+
+def test_mnist_feature_pipeline_checks_paths(project, tmp_path):
+    image_dir = tmp_path / "images"
+    _features(project, "mnist", image_dir=str(image_dir))
+    frame = project.get_feature_store().get_feature_group("mnist_images", 1).read()
+    assert len(frame) == 600 and all(Path(p).exists() for p in frame["image_path"])
+    from pipelines.sources import mnist
+
+    missing = mnist.check_paths(frame.assign(image_path=frame["image_path"] + ".moved"))
+    assert len(missing) == 600
+
+
+def test_dataset_training_and_validation_stages(project):
+    _features(project, "adult")
+    ref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
+    again = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
+    assert (ref.version, again.version) == (1, 2)
+    model_ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=2, model=FAST_MODEL["adult"]))
+    model = project.get_model_registry().get_model(model_ref.name, model_ref.version)
+    assert model.validation_status == "pending"
+    assert model.training_dataset_version == 2 and model.feature_view_name == "adult_income"
+    assert model.manifest["lineage"]["training_dataset"]["feature_group_commits"]
+    inputs = [c["name"] for c in model.manifest["model_schema"]["input_schema"]["columnar_schema"]]
+    assert "sex" not in inputs and "person_id" not in inputs and "workclass" in inputs
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=model_ref.name, gates=["roc_auc >= 0.6"], bootstrap_resamples=20, shap_samples=30))
+    assert result.status == "passed"
+    card = json.loads((Path(model.model_path) / "scorecard.json").read_text())
+    assert {s["column"] for s in card["bias"]["slices"]} == {"sex", "race", "age"}
+    assert card["threshold"]["chosen_on"] == "validation"
+    assert (Path(model.model_path) / "images" / "roc.png").exists()
+    assert project.get_model_registry().get_model(model_ref.name, model_ref.version).validation_status == "passed"
+    failed = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=model_ref.name, version=model_ref.version, gates=["roc_auc >= 0.999"],
+        bootstrap_resamples=20, shap_samples=10))
+    assert failed.status == "failed"
+
+
+def test_config_errors_are_clear(project):
+    with pytest.raises(NotFoundError, match="Did you mean 'adult'"):
+        feature.run(project, feature.FeaturePipelineConfig(use_case="adlt"))
+    _features(project, "adult")
+    training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=1))
+    with pytest.raises(ConfigError, match="xgbost"):
+        training.run(project, training.TrainingPipelineConfig(
+            use_case="adult", training_dataset_version=1, model={"model": "xgbost"}))
+
+
+def test_strict_policy_stops_bad_data(project, monkeypatch):
+    from pipelines.sources import adult
+
+    real = adult.load
+
+    def broken(**kwargs):
+        frames = real(**kwargs)
+        frames["adult_employment"].loc[0, "hours_per_week"] = -5
+        return frames
+
+    monkeypatch.setattr(adult, "load", broken)
+    with pytest.raises(DataValidationError, match="hours_per_week"):
+        _features(project, "adult")
+
+
+def _cli(root, *args):
+    return CliRunner().invoke(app, [*args, "--root", str(root)])
+
+
+def test_cli_exit_codes_and_json(tmp_path):
+    root = tmp_path / "cli"
+    assert _cli(root, "features", "adult", "--sample", "2000").exit_code == 0
+    out = _cli(root, "dataset", "adult", "--seed", "1", "--json")
+    assert out.exit_code == 0 and json.loads(out.stdout)["version"] == 1
+    out = _cli(root, "train", "adult", "-t", "1", "--param", "n_estimators=40", "--json")
+    assert out.exit_code == 0, out.output
+    name = json.loads(out.stdout)["name"]
+    assert _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.5").exit_code == 0
+    assert _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.9999").exit_code == 3
+    bad = _cli(root, "train", "adult", "-t", "7")
+    assert bad.exit_code == 2 and "Traceback" not in bad.output and "version 7" in bad.output
+    assert _cli(root, "features", "nope").exit_code == 2
+    listing = _cli(root, "registry", "list", "--json")
+    assert json.loads(listing.stdout)[0]["validation_status"] == "failed"
+    report = _cli(root, "registry", "report")
+    assert report.exit_code == 0 and Path(report.stdout.strip()).exists()
+
+
+@pytest.mark.parametrize("use_case", ["flights", "ccfraud", pytest.param("mnist", marks=pytest.mark.slow)])
+def test_end_to_end_on_a_small_slice(project, use_case):
+    _features(project, use_case)
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case=use_case))
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case=use_case, training_dataset_version=td.version, model=FAST_MODEL[use_case]))
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=ref.name, bootstrap_resamples=20, shap_samples=20))
+    assert result.status in ("passed", "failed")
+    assert result.key_value is not None and result.key_value > (0.55 if use_case != "mnist" else 0.5)
+    assert Path(result.scorecard_html).exists()
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    assert model.validation_status == result.status
