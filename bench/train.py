@@ -1,0 +1,148 @@
+"""Trainer overhead benchmark: our trainers vs the bare library, same data, same process.
+
+1. XGBoost: ``pipelines.trainers.train`` (preprocessing fitted on train, QuantileDMatrix,
+   history callback, validation metrics) vs a bare ``xgboost.train`` on the same float32
+   arrays with the same parameters and evaluation set.
+2. PyTorch: our loop (``pipelines.trainers.loop.fit``: DataLoader, autocast/scaler plumbing,
+   scheduler, per-epoch validation, no checkpoints) vs a minimal hand-written loop (randperm
+   + slicing + AdamW), both on the same MLP and data.
+
+Prints medians over ``--repeats`` runs and the ratio ours/bare (target: overhead ≤ 10%).
+
+    python bench/train.py [--rows 100000] [--features 20] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def make_data(rows: int, features: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, features)).astype(np.float32)
+    w = rng.normal(size=features)
+    y = (X @ w + rng.normal(scale=2.0, size=rows) > 0).astype(np.int64)
+    return X, y
+
+
+def bench_xgboost(X: np.ndarray, y: np.ndarray, repeats: int, rounds: int) -> dict[str, float]:
+    import xgboost as xgb
+
+    from pipelines.trainers import train
+
+    cut = int(len(X) * 0.8)
+    cols = [f"f{i}" for i in range(X.shape[1])]
+    Xtr, Xva = pd.DataFrame(X[:cut], columns=cols), pd.DataFrame(X[cut:], columns=cols)
+    ytr, yva = pd.DataFrame({"label": y[:cut]}), pd.DataFrame({"label": y[cut:]})
+    nthread = os.cpu_count() or 1
+    config = {"model": "xgboost", "early_stopping_rounds": None, "device": "cpu",
+              "params": {"n_estimators": rounds, "max_depth": 6, "learning_rate": 0.1,
+                         "nthread": nthread}}
+    params = {"tree_method": "hist", "device": "cpu", "max_depth": 6, "learning_rate": 0.1,
+              "objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "seed": 42,
+              "nthread": nthread, "verbosity": 0}
+    ours, bare, booster_only = [], [], []
+    workdir = Path(tempfile.mkdtemp(prefix="fst-bench-"))
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dtrain = xgb.DMatrix(X[:cut], label=y[:cut])
+        dval = xgb.DMatrix(X[cut:], label=y[cut:])
+        booster = xgb.train(params, dtrain, rounds, evals=[(dval, "val")], verbose_eval=False)
+        booster.predict(dval)
+        bare.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        result = train(config, Xtr, ytr, Xva, yva, workdir=workdir)
+        ours.append(time.perf_counter() - t0)
+        booster_only.append(result.extra["booster_seconds"])
+    return {"ours_s": statistics.median(ours), "bare_s": statistics.median(bare),
+            "ours_booster_s": statistics.median(booster_only),
+            "rows_per_s_ours": cut * rounds / statistics.median(ours),
+            "rows_per_s_bare": cut * rounds / statistics.median(bare)}
+
+
+def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
+                batch: int) -> dict[str, float]:
+    import torch
+
+    from pipelines.trainers.config import TorchOptions
+    from pipelines.trainers.loop import ArrayDataset, LoopSpec, fit
+    from pipelines.trainers.nets import MLP
+
+    val_rows = min(2000, len(X) // 10)
+    Xtr, ytr, Xva, yva = X[val_rows:], y[val_rows:], X[:val_rows], y[:val_rows]
+    opts = TorchOptions(epochs=epochs, batch_size=batch, lr=1e-3, scheduler="none",
+                        amp="off", grad_clip=None, patience=None, checkpoint=False, device="cpu")
+    ours, bare = [], []
+    for _ in range(repeats):
+        torch.manual_seed(0)
+        net = MLP(X.shape[1], 2, hidden_sizes=[128, 64], dropout=0.1, norm="layer")
+        t0 = time.perf_counter()
+        fit(LoopSpec(model=net, train_set=ArrayDataset(Xtr, ytr), val_set=ArrayDataset(Xva, yva),
+                     n_classes=2, options=opts, seed=0, metric="auc", mode="max"))
+        ours.append(time.perf_counter() - t0)
+
+        torch.manual_seed(0)
+        net = MLP(X.shape[1], 2, hidden_sizes=[128, 64], dropout=0.1, norm="layer")
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        xt, yt = torch.from_numpy(Xtr), torch.from_numpy(ytr)
+        gen = torch.Generator().manual_seed(0)
+        t0 = time.perf_counter()
+        net.train()
+        for _epoch in range(epochs):
+            perm = torch.randperm(len(xt), generator=gen)
+            for start in range(0, len(xt), batch):
+                idx = perm[start:start + batch]
+                loss = loss_fn(net(xt[idx]), yt[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        bare.append(time.perf_counter() - t0)
+    n = len(Xtr) * epochs
+    return {"ours_s": statistics.median(ours), "bare_s": statistics.median(bare),
+            "samples_per_s_ours": n / statistics.median(ours),
+            "samples_per_s_bare": n / statistics.median(bare)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=256)
+    args = parser.parse_args()
+    X, y = make_data(args.rows, args.features)
+    print(f"data: {args.rows} rows x {args.features} features, {args.repeats} repeats (medians)")
+    # torch first: XGBoost's OpenMP worker threads keep spinning after training and slow any
+    # torch CPU work that follows in the same process (two OpenMP runtimes on 2 cores).
+    t_res = bench_torch(X, y, args.repeats, args.epochs, args.batch_size)
+    xgb_res = bench_xgboost(X, y, args.repeats, args.rounds)
+    ratio = xgb_res["ours_s"] / xgb_res["bare_s"]
+    ratio_b = xgb_res["ours_booster_s"] / xgb_res["bare_s"]
+    print(f"xgboost  {args.rounds} rounds: ours end-to-end {xgb_res['ours_s']:.3f}s (ratio "
+          f"{ratio:.3f}, {100 * (ratio - 1):+.1f}%; includes fitting imputer+scaler on train, "
+          f"validation metrics)  ours DMatrix+boosting {xgb_res['ours_booster_s']:.3f}s (ratio "
+          f"{ratio_b:.3f}, {100 * (ratio_b - 1):+.1f}%)  bare DMatrix+xgboost.train+predict "
+          f"{xgb_res['bare_s']:.3f}s")
+    ratio_t = t_res["samples_per_s_bare"] / t_res["samples_per_s_ours"]
+    print(f"torch    MLP {args.epochs} epochs bs={args.batch_size}: ours "
+          f"{t_res['samples_per_s_ours']:,.0f} samples/s  minimal loop "
+          f"{t_res['samples_per_s_bare']:,.0f} samples/s  time ratio {ratio_t:.3f}  "
+          f"(overhead {100 * (ratio_t - 1):+.1f}%, ours includes per-epoch validation)")
+
+
+if __name__ == "__main__":
+    main()

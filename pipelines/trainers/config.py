@@ -1,0 +1,319 @@
+"""Training configuration: one pydantic model, built from a dict or YAML, validated up front.
+
+``import pipelines.trainers.config`` is cheap (pydantic and the standard library only): no
+torch, XGBoost or Ray is imported here.
+
+A config names the ``model`` and its ``params`` (model hyperparameters), the ``seed``, the
+class-imbalance strategy, early stopping, the PyTorch loop options (``torch``) and the tuning
+options (``tune``)::
+
+    model: xgboost
+    seed: 7
+    imbalance: scale_pos_weight
+    early_stopping_rounds: 20
+    params: {max_depth: 6, learning_rate: 0.1, n_estimators: 300}
+    tune:
+      num_samples: 16
+      search_space:
+        max_depth: {type: randint, low: 2, high: 10}
+        learning_rate: {type: loguniform, low: 0.001, high: 0.3}
+
+Every mistake raises :class:`feature_store.errors.ConfigError` naming the option and the value
+(with a "did you mean" for unknown names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from feature_store.errors import ConfigError, did_you_mean
+
+ModelKind = Literal["xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
+MODEL_KINDS: tuple[str, ...] = ("xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn")
+TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
+TABULAR_MODELS: frozenset[str] = frozenset({"xgboost", "sklearn_logreg", "sklearn_rf", "mlp"})
+
+#: Metric names understood everywhere (history uses ``val_<name>``); ``mode`` derives from them.
+METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min"}
+
+#: Hyperparameters each model accepts in ``params`` (sklearn-style names for XGBoost; the native
+#: aliases are accepted too).
+MODEL_PARAMS: dict[str, frozenset[str]] = {
+    "xgboost": frozenset(
+        {
+            "n_estimators", "num_boost_round", "learning_rate", "eta", "max_depth", "max_leaves",
+            "min_child_weight", "subsample", "colsample_bytree", "colsample_bylevel",
+            "colsample_bynode", "gamma", "min_split_loss", "reg_lambda", "lambda", "reg_alpha",
+            "alpha", "max_bin", "max_delta_step", "grow_policy", "sampling_method",
+            "num_parallel_tree", "base_score", "max_cat_to_onehot", "max_cat_threshold",
+            "monotone_constraints", "interaction_constraints", "nthread", "n_jobs",
+            "tree_method", "booster",
+        }
+    ),
+    "sklearn_logreg": frozenset(
+        {"C", "l1_ratio", "max_iter", "tol", "solver", "fit_intercept", "intercept_scaling",
+         "penalty", "n_jobs"}
+    ),
+    "sklearn_rf": frozenset(
+        {"n_estimators", "max_depth", "min_samples_split", "min_samples_leaf", "max_features",
+         "max_leaf_nodes", "min_impurity_decrease", "bootstrap", "max_samples", "criterion",
+         "ccp_alpha", "n_jobs", "min_weight_fraction_leaf"}
+    ),
+    "mlp": frozenset({"hidden_sizes", "dropout", "norm", "activation"}),
+    "cnn": frozenset({"channels", "hidden", "dropout", "image_size", "in_channels"}),
+}
+
+#: Distribution types of a declarative ``tune.search_space`` entry.
+SEARCH_SPACE_TYPES: tuple[str, ...] = (
+    "uniform", "loguniform", "quniform", "randint", "lograndint", "qrandint", "choice",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class TorchOptions(_Strict):
+    """Options of the PyTorch loop (used by ``mlp`` and ``cnn``)."""
+
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1, description="per-worker micro-batch size")
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(0.01, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    scheduler: Literal["warmup_cosine", "one_cycle", "plateau", "none"] = "warmup_cosine"
+    warmup_steps: int = Field(0, ge=0, description="optimizer steps of linear warm-up")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1)
+    amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
+    grad_accum_steps: int = Field(1, ge=1)
+    grad_clip: float | None = Field(1.0, gt=0)
+    deterministic: bool = False
+    num_workers: int = Field(0, ge=0)
+    checkpoint_every_steps: int | None = Field(None, ge=1)
+    checkpoint: bool = True
+    patience: int | None = Field(5, ge=1, description="early-stopping patience in epochs")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    label_smoothing: float = Field(0.0, ge=0, lt=1)
+
+
+class TuneOptions(_Strict):
+    """Options of hyperparameter tuning (Ray Tune, ASHA + Optuna)."""
+
+    num_samples: int = Field(8, ge=1)
+    max_concurrent: int = Field(2, ge=1)
+    search_space: dict[str, Any] | None = None
+    metric: str | None = Field(None, description="defaults to val_<config.metric>")
+    mode: Literal["min", "max"] | None = None
+    grace_period: int = Field(1, ge=1)
+    reduction_factor: int = Field(2, ge=2)
+    max_t: int | None = Field(None, ge=1, description="rounds/epochs; defaults to the config's")
+    cpus_per_trial: float = Field(1.0, gt=0)
+    gpus_per_trial: float = Field(0.0, ge=0)
+
+
+class TrainConfig(_Strict):
+    """Everything that decides a training run (and nothing that does not)."""
+
+    model: ModelKind
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 42
+    task: Literal["auto", "binary", "multiclass"] = "auto"
+    metric: Literal["auto", "auc", "pr_auc", "accuracy", "logloss"] = "auto"
+    imbalance: Literal["none", "scale_pos_weight", "class_weight", "oversample", "undersample"] = (
+        "none"
+    )
+    early_stopping_rounds: int | None = Field(20, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    max_categories: int | None = Field(50, ge=2, description="one-hot cap per categorical column")
+    image_column: str = "image_path"
+    torch: TorchOptions = Field(default_factory=TorchOptions)
+    tune: TuneOptions = Field(default_factory=TuneOptions)
+    resume: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_model_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" in data and data["model"] not in MODEL_KINDS:
+            raise ValueError(
+                f"model must be one of {', '.join(MODEL_KINDS)}; got {data['model']!r}."
+                + did_you_mean(str(data["model"]), MODEL_KINDS)
+            )
+        return data
+
+    @field_validator("params")
+    @classmethod
+    def _plain_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        json.dumps(value)  # params must be JSON-able (they are recorded in the model manifest)
+        return value
+
+    @model_validator(mode="after")
+    def _check_params(self) -> TrainConfig:
+        allowed = MODEL_PARAMS[self.model]
+        for key in self.params:
+            if key not in allowed:
+                raise ValueError(
+                    f"params.{key} is not a hyperparameter of model {self.model!r}."
+                    + did_you_mean(key, allowed)
+                    + f" Accepted: {', '.join(sorted(allowed))}."
+                )
+        if self.tune.search_space is not None:
+            validate_search_space(self.tune.search_space, self.model)
+        return self
+
+    # ----------------------------------------------------------------------------------------
+    @property
+    def is_torch(self) -> bool:
+        """Whether this model trains through the PyTorch loop."""
+        return self.model in TORCH_MODELS
+
+    def fingerprint_dict(self) -> dict[str, Any]:
+        """The config as a dict, minus options that do not change the result (``resume``)."""
+        data = self.model_dump(mode="json")
+        data.pop("resume", None)
+        data.pop("tune", None)
+        data["torch"].pop("num_workers", None)
+        data["torch"].pop("checkpoint", None)
+        return data
+
+    def fingerprint(self) -> str:
+        """sha256 of :meth:`fingerprint_dict` (canonical JSON)."""
+        blob = json.dumps(self.fingerprint_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def with_overrides(self, overrides: dict[str, Any]) -> TrainConfig:
+        """Return a copy with flat overrides applied (as sampled by tuning).
+
+        A key that names a :class:`TorchOptions` field (``lr``, ``batch_size``, ...) or is
+        written ``torch.<field>`` sets that field; ``seed``/``imbalance`` set the top level; any
+        other key is a model hyperparameter in ``params``.
+        """
+        data = self.model_dump(mode="python")
+        for key, value in overrides.items():
+            if key.startswith("torch."):
+                data["torch"][key.split(".", 1)[1]] = value
+            elif key.startswith("params."):
+                data["params"][key.split(".", 1)[1]] = value
+            elif key in TorchOptions.model_fields and key not in MODEL_PARAMS[self.model]:
+                data["torch"][key] = value
+            elif key in ("seed", "imbalance", "early_stopping_rounds", "metric"):
+                data[key] = value
+            else:
+                data["params"][key] = _plain(value)
+        return load_config(data)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars/tuples (as sampled by Optuna) → plain JSON-able Python values."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def validate_search_space(space: dict[str, Any], model: str) -> None:
+    """Check a declarative search space; raise :class:`ValueError` naming the bad entry.
+
+    Each entry is ``{type: uniform|loguniform|quniform|randint|lograndint|qrandint, low, high
+    [, q]}`` or ``{type: choice, values: [...]}``; keys are hyperparameters of ``model`` or
+    :class:`TorchOptions` fields (``lr``, ``weight_decay``, ``batch_size``, ...).
+    """
+    if not isinstance(space, dict) or not space:
+        raise ValueError("tune.search_space must be a non-empty mapping of name -> distribution.")
+    accepted = set(MODEL_PARAMS[model])
+    if model in TORCH_MODELS:
+        accepted |= set(TorchOptions.model_fields)
+    for name, spec in space.items():
+        where = f"tune.search_space.{name}"
+        bare = name.split(".", 1)[1] if name.startswith(("torch.", "params.")) else name
+        if bare not in accepted:
+            raise ValueError(
+                f"{where}: {bare!r} is not a tunable option of model {model!r}."
+                + did_you_mean(bare, accepted)
+            )
+        if not isinstance(spec, dict) or "type" not in spec:
+            raise ValueError(f"{where} must be a mapping with a 'type'; got {spec!r}.")
+        kind = spec["type"]
+        if kind not in SEARCH_SPACE_TYPES:
+            raise ValueError(
+                f"{where}.type must be one of {', '.join(SEARCH_SPACE_TYPES)}; got {kind!r}."
+                + did_you_mean(str(kind), SEARCH_SPACE_TYPES)
+            )
+        if kind == "choice":
+            values = spec.get("values")
+            if not isinstance(values, list) or not values:
+                raise ValueError(f"{where}.values must be a non-empty list; got {values!r}.")
+            extra = set(spec) - {"type", "values"}
+        else:
+            for bound in ("low", "high"):
+                if not isinstance(spec.get(bound), (int, float)) or isinstance(
+                    spec.get(bound), bool
+                ):
+                    raise ValueError(f"{where}.{bound} must be a number; got {spec.get(bound)!r}.")
+            if not spec["low"] < spec["high"]:
+                raise ValueError(
+                    f"{where}: low must be < high; got low={spec['low']!r}, high={spec['high']!r}."
+                )
+            if kind.startswith("log") and spec["low"] <= 0:
+                raise ValueError(f"{where}: {kind} needs low > 0; got low={spec['low']!r}.")
+            if kind.endswith("randint") and not all(
+                isinstance(spec[b], int) for b in ("low", "high")
+            ):
+                raise ValueError(f"{where}: {kind} needs integer bounds; got {spec!r}.")
+            q = spec.get("q")
+            if kind.startswith("q") and not (isinstance(q, (int, float)) and q > 0):
+                raise ValueError(f"{where}: {kind} needs q > 0; got q={spec.get('q')!r}.")
+            extra = set(spec) - {"type", "low", "high", "q"}
+        if extra:
+            raise ValueError(f"{where}: unknown key(s) {sorted(extra)} for type {kind!r}.")
+
+
+def load_config(source: TrainConfig | dict[str, Any] | str | Path) -> TrainConfig:
+    """Build a :class:`TrainConfig` from a dict, a YAML file path, or return it unchanged.
+
+    Raises:
+        ConfigError: naming the first invalid option and its value.
+    """
+    if isinstance(source, TrainConfig):
+        return source
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"Training config file {str(path)!r} does not exist.")
+        import yaml
+
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict):
+            raise ConfigError(f"Training config file {str(path)!r} must hold a mapping.")
+        source = data
+    if not isinstance(source, dict):
+        raise ConfigError(f"A training config must be a mapping; got {type(source).__name__}.")
+    try:
+        return TrainConfig.model_validate(source)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, source)) from None
+
+
+def _explain(exc: ValidationError, source: dict[str, Any]) -> str:
+    """Turn pydantic's error list into one fstrain-style message."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            name = str(err["loc"][-1])
+            section = TrainConfig
+            if len(err["loc"]) > 1 and err["loc"][0] in ("torch", "tune"):
+                section = TorchOptions if err["loc"][0] == "torch" else TuneOptions
+            msg = f"unknown option {name!r}." + did_you_mean(name, section.model_fields)
+        elif "input" in err and err["type"] not in ("value_error", "assertion_error"):
+            msg = f"{msg}; got {err['input']!r}"
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "Invalid training config: " + " | ".join(parts)

@@ -1,0 +1,116 @@
+"""Class imbalance: weights or resampling of the **train split only** (never before the split).
+
+The validation split is never touched; the returned record says what was applied and the class
+counts before and after, so the choice ends up in the model's training record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from feature_store.errors import ConfigError
+
+
+@dataclass
+class ImbalancePlan:
+    """What an imbalance strategy does to the train split.
+
+    ``indices`` selects (with repetition for oversampling) train rows; ``sample_weight`` and
+    ``class_weight`` are per-row / per-class weights; ``scale_pos_weight`` is XGBoost's knob.
+    """
+
+    strategy: str
+    indices: np.ndarray | None = None
+    class_weight: np.ndarray | None = None
+    scale_pos_weight: float | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def sample_weight(self, y: np.ndarray) -> np.ndarray | None:
+        """Per-row weights for the (possibly resampled) train labels ``y``."""
+        if self.class_weight is None:
+            return None
+        return self.class_weight[np.asarray(y, dtype=np.int64)].astype(np.float32)
+
+
+def _counts(y: np.ndarray, classes: tuple[Any, ...]) -> dict[str, int]:
+    bins = np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes))
+    return {str(c): int(n) for c, n in zip(classes, bins, strict=True)}
+
+
+def plan_imbalance(
+    strategy: str,
+    y_train: np.ndarray,
+    classes: tuple[Any, ...],
+    *,
+    seed: int,
+    y_val: np.ndarray | None = None,
+    framework: str = "xgboost",
+) -> ImbalancePlan:
+    """Decide how to counter class imbalance on the train split.
+
+    Args:
+        strategy: ``none``, ``scale_pos_weight`` (binary: weight of the positive class =
+            negatives/positives), ``class_weight`` (``n / (K * count_k)`` per class),
+            ``oversample`` (repeat minority rows up to the majority count) or ``undersample``
+            (drop majority rows down to the minority count).
+        y_train: class indices of the train split.
+        classes: class labels, for the record.
+        seed: resampling seed (a dedicated numpy Generator; no global RNG).
+        y_val: class indices of the validation split, only to record that it is untouched.
+        framework: ``xgboost`` (uses its ``scale_pos_weight``) or any other (class weights).
+    """
+    y_train = np.asarray(y_train, dtype=np.int64)
+    k = len(classes)
+    before = _counts(y_train, classes)
+    plan = ImbalancePlan(strategy=strategy)
+    rec: dict[str, Any] = {"strategy": strategy, "train_counts_before": before}
+    counts = np.bincount(y_train, minlength=k).astype(np.float64)
+    if strategy == "none":
+        pass
+    elif strategy == "scale_pos_weight":
+        if k != 2:
+            raise ConfigError(
+                f"imbalance='scale_pos_weight' needs a binary label; this one has {k} classes "
+                f"({', '.join(map(str, classes))}). Use imbalance='class_weight'."
+            )
+        spw = float(counts[0] / max(counts[1], 1.0))
+        plan.scale_pos_weight = spw
+        rec["scale_pos_weight"] = spw
+        if framework != "xgboost":
+            plan.class_weight = np.array([1.0, spw])
+            rec["class_weight"] = {str(classes[0]): 1.0, str(classes[1]): spw}
+    elif strategy == "class_weight":
+        weights = len(y_train) / (k * np.maximum(counts, 1.0))
+        plan.class_weight = weights
+        rec["class_weight"] = {str(c): float(w) for c, w in zip(classes, weights, strict=True)}
+    elif strategy in ("oversample", "undersample"):
+        rng = np.random.default_rng(seed)
+        target = int(counts.max() if strategy == "oversample" else counts[counts > 0].min())
+        parts = []
+        for cls in range(k):
+            idx = np.flatnonzero(y_train == cls)
+            if len(idx) == 0:
+                continue
+            if strategy == "oversample" and len(idx) < target:
+                extra = rng.choice(idx, size=target - len(idx), replace=True)
+                idx = np.concatenate([idx, extra])
+            elif strategy == "undersample" and len(idx) > target:
+                idx = rng.choice(idx, size=target, replace=False)
+            parts.append(np.sort(idx))
+        indices = np.concatenate(parts)
+        rng.shuffle(indices)
+        plan.indices = indices
+        rec["train_counts_after"] = _counts(y_train[indices], classes)
+        rec["seed"] = seed
+    else:  # pragma: no cover - the config validates the strategy
+        raise ConfigError(f"Unknown imbalance strategy {strategy!r}.")
+    rec.setdefault("train_counts_after", before)
+    rec["applied_to"] = "train"
+    if y_val is not None:
+        rec["val_counts"] = _counts(np.asarray(y_val, dtype=np.int64), classes)
+        rec["val_untouched"] = True
+    plan.record = rec
+    return plan

@@ -1,0 +1,522 @@
+"""The PyTorch training loop, one function for every net (MLP, CNN; single process or DDP).
+
+Per micro-batch: forward under autocast → loss (in fp32) → scaled backward. Every
+``grad_accum_steps`` micro-batches (and at the end of an epoch): unscale → clip the gradient
+norm → optimizer step → scaler update → ``zero_grad(set_to_none=True)`` → per-step scheduler
+step. Per epoch: validation metrics, plateau scheduler step, early stopping on the validation
+metric, ``best``/``last`` checkpoints; every ``checkpoint_every_steps`` optimizer steps, a
+mid-epoch ``last`` checkpoint. ``resume=True`` continues from ``last`` exactly where it stopped:
+same batch order (the epoch's shuffle is a function of ``seed`` and ``epoch``), same RNG states,
+same optimizer/scheduler/scaler states — on CPU with ``deterministic=True`` a killed and resumed
+run ends with bitwise the same weights as an uninterrupted one.
+
+AMP: ``auto`` is bf16 on GPUs that support it, fp16 with a ``GradScaler`` on older GPUs, and off
+on CPU; ``bf16``/``fp16`` force a dtype (CPU autocast included); ``off`` disables it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from feature_store.errors import ConfigError, InvalidArgumentError
+from pipelines.trainers import checkpoint as ckpt
+from pipelines.trainers.config import TorchOptions
+from pipelines.trainers.metrics import classification_metrics, is_better
+from pipelines.trainers.seeding import (
+    numpy_rng_state,
+    python_rng_state,
+    set_numpy_rng_state,
+    set_python_rng_state,
+    set_torch_rng_tensors,
+    torch_generator,
+    torch_rng_tensors,
+    worker_init_fn,
+)
+
+_NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.LocalResponseNorm)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+class ArrayDataset(torch.utils.data.Dataset):
+    """In-memory features/labels; a whole batch is fetched with one fancy index."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.X = torch.from_numpy(np.ascontiguousarray(X))
+        self.y = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.X[index], self.y[index]
+
+    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        idx = torch.as_tensor(indices, dtype=torch.long)
+        return self.X[idx], self.y[idx]
+
+
+def collate(batch: Any) -> Any:
+    """Pass through batches already built by ``__getitems__``; default-collate the rest."""
+    if isinstance(batch, tuple):
+        return batch
+    return torch.utils.data.default_collate(batch)
+
+
+class _IndexSampler(torch.utils.data.Sampler):
+    """Yields the indices set for the current (part of the) epoch."""
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def epoch_indices(
+    n: int, *, seed: int, epoch: int, rank: int = 0, world_size: int = 1
+) -> list[int]:
+    """This rank's shuffled indices for ``epoch`` (``DistributedSampler`` order, padded)."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampler = DistributedSampler(
+        range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed, drop_last=False
+    )
+    sampler.set_epoch(epoch)
+    return list(sampler)
+
+
+# --------------------------------------------------------------------------------------------
+# Optimizer, scheduler, AMP
+# --------------------------------------------------------------------------------------------
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: weight decay on weight matrices/kernels, none on biases and norm params."""
+    decay, no_decay = [], []
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad:
+                continue
+            if isinstance(module, _NORM_TYPES) or name.endswith("bias") or param.ndim < 2:
+                no_decay.append(param)
+            else:
+                decay.append(param)
+    if not decay and not no_decay:
+        raise InvalidArgumentError(
+            "The model has no trainable parameters (every parameter has requires_grad=False): "
+            "unfreeze at least the head before training."
+        )
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def make_optimizer(model: nn.Module, opts: TorchOptions) -> torch.optim.Optimizer:
+    """AdamW with decoupled weight decay (not on biases/norms)."""
+    return torch.optim.AdamW(
+        param_groups(model, opts.weight_decay), lr=opts.lr, betas=tuple(opts.betas)
+    )
+
+
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, opts: TorchOptions, total_steps: int, mode: str
+) -> tuple[Any, bool]:
+    """The LR scheduler and whether it steps per optimizer step (else per epoch on the metric)."""
+    total_steps = max(total_steps, 1)
+    if opts.scheduler == "warmup_cosine":
+        warmup, floor = opts.warmup_steps, opts.min_lr_ratio
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+            return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, factor), True
+    if opts.scheduler == "one_cycle":
+        pct = opts.warmup_steps / total_steps if opts.warmup_steps else 0.3
+        return (
+            torch.optim.lr_scheduler.OneCycleLR(
+                optimizer, max_lr=opts.lr, total_steps=total_steps,
+                pct_start=min(max(pct, 0.01), 0.99),
+            ),
+            True,
+        )
+    if opts.scheduler == "plateau":
+        patience = max(1, (opts.patience or 4) // 2)
+        return (
+            torch.optim.lr_scheduler.ReduceLROnPlateau(
+                optimizer, mode=mode, factor=0.5, patience=patience
+            ),
+            False,
+        )
+    return None, True
+
+
+def resolve_device(requested: str) -> torch.device:
+    """``auto`` → CUDA when available, else CPU."""
+    if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ConfigError("torch.device='cuda' but no CUDA device is available; use auto/cpu.")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def resolve_amp(amp: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
+    """The autocast dtype (None = off) and whether a GradScaler is needed (fp16)."""
+    if amp == "off" or (amp == "auto" and device.type != "cuda"):
+        return None, False
+    if amp == "auto":
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16, False
+        return torch.float16, True
+    if amp == "bf16":
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError("torch.amp='bf16' but this GPU lacks bf16; use amp: fp16 or auto.")
+        return torch.bfloat16, False
+    return torch.float16, True
+
+
+# --------------------------------------------------------------------------------------------
+# Distributed hooks (filled in by pipelines.trainers.distributed)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DistContext:
+    """What the loop needs from a process group; single-process defaults."""
+
+    rank: int = 0
+    world_size: int = 1
+    device: torch.device | None = None
+    wrap: Callable[[nn.Module], nn.Module] | None = None
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 writes checkpoints."""
+        return self.rank == 0
+
+    def all_reduce_mean(self, value: float) -> float:
+        """Mean of ``value`` over ranks."""
+        if self.world_size == 1:
+            return value
+        import torch.distributed as dist
+
+        t = torch.tensor([value], dtype=torch.float64, device=self._comm_device())
+        dist.all_reduce(t)
+        return float(t.item()) / self.world_size
+
+    def all_gather(self, obj: Any) -> list[Any]:
+        """``obj`` from every rank, in rank order."""
+        if self.world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def _comm_device(self) -> torch.device:
+        import torch.distributed as dist
+
+        return self.device if dist.get_backend() == "nccl" and self.device else torch.device("cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoopSpec:
+    """Inputs of :func:`fit`."""
+
+    model: nn.Module
+    train_set: torch.utils.data.Dataset
+    val_set: torch.utils.data.Dataset
+    n_classes: int
+    options: TorchOptions
+    seed: int
+    metric: str
+    mode: str
+    class_weight: np.ndarray | None = None
+    checkpoint_dir: Path | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    lineage: dict[str, Any] | None = None
+    resume: bool = False
+    report: Callable[[dict[str, Any]], None] | None = None
+    on_step: Callable[[int], None] | None = None
+    on_checkpoint: Callable[[Path, dict[str, Any]], None] | None = None
+    dist: DistContext = field(default_factory=DistContext)
+
+
+@dataclass
+class LoopResult:
+    """Outputs of :func:`fit`; ``model`` holds the best epoch's weights (unwrapped)."""
+
+    model: nn.Module
+    history: list[dict[str, Any]]
+    best_metric: float | None
+    best_epoch: int
+    metrics: dict[str, float]
+    device: str
+    amp: str
+    global_step: int
+    resumed_from: dict[str, Any] | None
+    notes: list[str]
+
+
+def _clone_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
+@torch.inference_mode()
+def evaluate(
+    model: nn.Module,
+    loader: torch.utils.data.DataLoader,
+    device: torch.device,
+    amp_dtype: torch.dtype | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Class probabilities (fp32 softmax) and labels over ``loader``."""
+    was_training = model.training
+    model.eval()
+    probs, labels = [], []
+    for xb, yb in loader:
+        xb = xb.to(device, non_blocking=True)
+        with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32,
+                            enabled=amp_dtype is not None):
+            logits = model(xb)
+        probs.append(torch.softmax(logits.float(), dim=1).cpu().numpy())
+        labels.append(yb.numpy())
+    model.train(was_training)
+    if not probs:
+        return np.zeros((0, 0)), np.zeros((0,), dtype=np.int64)
+    return np.concatenate(probs), np.concatenate(labels)
+
+
+def fit(spec: LoopSpec) -> LoopResult:
+    """Train ``spec.model``; see the module docstring for the exact step order."""
+    opts, dist = spec.options, spec.dist
+    device = dist.device or resolve_device(opts.device)
+    amp_dtype, use_scaler = resolve_amp(opts.amp, device)
+    raw_model = spec.model.to(device)
+    model = dist.wrap(raw_model) if dist.wrap else raw_model
+    optimizer = make_optimizer(raw_model, opts)
+    bs, accum = opts.batch_size, opts.grad_accum_steps
+    n_train = len(spec.train_set)
+    per_rank = len(epoch_indices(n_train, seed=spec.seed, epoch=0, rank=dist.rank,
+                                 world_size=dist.world_size))
+    n_batches = max(1, math.ceil(per_rank / bs))
+    opt_steps_per_epoch = math.ceil(n_batches / accum)
+    scheduler, per_step = make_scheduler(
+        optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=use_scaler)
+    weight = None
+    if spec.class_weight is not None:
+        weight = torch.as_tensor(spec.class_weight, dtype=torch.float32, device=device)
+    loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=opts.label_smoothing)
+
+    generator = torch_generator(spec.seed)
+    sampler = _IndexSampler()
+    loader_kwargs: dict[str, Any] = {
+        "batch_size": bs, "num_workers": opts.num_workers, "collate_fn": collate,
+        "pin_memory": device.type == "cuda", "worker_init_fn": worker_init_fn,
+        "generator": generator,
+    }
+    if opts.num_workers > 0:
+        loader_kwargs["persistent_workers"] = True
+    train_loader = torch.utils.data.DataLoader(spec.train_set, sampler=sampler, **loader_kwargs)
+    val_indices = list(range(dist.rank, len(spec.val_set), dist.world_size))
+    val_loader = torch.utils.data.DataLoader(
+        torch.utils.data.Subset(spec.val_set, val_indices),
+        batch_size=max(bs, 256), shuffle=False, num_workers=0, collate_fn=collate,
+    )
+
+    state: dict[str, Any] = {
+        "epoch": 0, "batch_in_epoch": 0, "global_step": 0, "best_metric": None,
+        "best_epoch": -1, "bad_epochs": 0, "history": [], "epoch_loss_sum": 0.0,
+        "epoch_batches": 0, "stopped_early": False,
+    }
+    best_state: dict[str, torch.Tensor] | None = None
+    resumed_from = None
+    ckdir = spec.checkpoint_dir if opts.checkpoint else None
+    if spec.resume:
+        if ckdir is None:
+            raise ConfigError(
+                "resume=True needs checkpoints (torch.checkpoint: true and a workdir)."
+            )
+        if ckpt.locate(ckdir, "last") is not None:
+            model_state, tensors, meta = ckpt.read(ckdir, "last")
+            ckpt.check_compatible(meta, spec.config, spec.lineage)
+            raw_model.load_state_dict(model_state)
+            optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
+            if scheduler is not None and meta.get("scheduler") is not None:
+                scheduler.load_state_dict(ckpt.unflatten(meta["scheduler"], tensors))
+            if meta.get("scaler"):
+                scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
+            set_python_rng_state(meta["rng"]["python"])
+            set_numpy_rng_state(meta["rng"]["numpy"])
+            set_torch_rng_tensors(tensors, generator)
+            state.update(meta["loop"])
+            if ckpt.locate(ckdir, "best") is not None:
+                best_state = ckpt.read(ckdir, "best")[0]
+            resumed_from = {"epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
+                            "global_step": state["global_step"]}
+
+    def save(name: str) -> None:
+        if ckdir is None or not dist.is_main:
+            return
+        tensors = torch_rng_tensors(generator)
+        meta = {
+            "loop": state,
+            "optimizer": ckpt.flatten(optimizer.state_dict(), tensors, "optimizer"),
+            "scheduler": (ckpt.flatten(scheduler.state_dict(), tensors, "scheduler")
+                          if scheduler is not None else None),
+            "scaler": ckpt.flatten(scaler.state_dict(), tensors, "scaler") if use_scaler else None,
+            "rng": {"python": python_rng_state(), "numpy": numpy_rng_state()},
+            "config": spec.config,
+            "lineage": spec.lineage,
+            "torch_version": torch.__version__,
+            "world_size": dist.world_size,
+        }
+        path = ckpt.write(ckdir, name, model_state=raw_model.state_dict(),
+                          state_tensors=tensors, meta=meta)
+        if spec.on_checkpoint is not None:
+            spec.on_checkpoint(path, meta)
+
+    t_start = time.perf_counter()
+    samples_seen = 0
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    while state["epoch"] < opts.epochs and not state["stopped_early"]:
+        epoch = state["epoch"]
+        t_epoch = time.perf_counter()
+        indices = epoch_indices(n_train, seed=spec.seed, epoch=epoch, rank=dist.rank,
+                                world_size=dist.world_size)
+        start = state["batch_in_epoch"]
+        sampler.indices = indices[start * bs:]
+        loss_sum.fill_(state["epoch_loss_sum"])
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        for i, (xb, yb) in enumerate(train_loader, start=start):
+            xb = xb.to(device, non_blocking=True)
+            yb = yb.to(device, non_blocking=True)
+            group_start = (i // accum) * accum
+            group_size = min(accum, n_batches - group_start)
+            boundary = (i + 1) % accum == 0 or i + 1 == n_batches
+            sync_ctx = model.no_sync() if (not boundary and hasattr(model, "no_sync")) else _null()
+            with sync_ctx:
+                with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32,
+                                    enabled=amp_dtype is not None):
+                    logits = model(xb)
+                loss = loss_fn(logits.float(), yb)
+                scaler.scale(loss / group_size).backward()
+            loss_sum += loss.detach()
+            state["epoch_batches"] += 1
+            samples_seen += len(yb)
+            if boundary:
+                if opts.grad_clip is not None:
+                    scaler.unscale_(optimizer)
+                    nn.utils.clip_grad_norm_(raw_model.parameters(), opts.grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=True)
+                if scheduler is not None and per_step:
+                    scheduler.step()
+                state["global_step"] += 1
+                if (
+                    opts.checkpoint_every_steps
+                    and state["global_step"] % opts.checkpoint_every_steps == 0
+                    and i + 1 < n_batches
+                ):
+                    state["batch_in_epoch"] = i + 1
+                    state["epoch_loss_sum"] = float(loss_sum.item())
+                    save("last")
+                if spec.on_step is not None:
+                    spec.on_step(state["global_step"])
+        # ---- end of epoch: metrics, schedulers, early stopping, checkpoints ----
+        train_loss = dist.all_reduce_mean(float(loss_sum.item()) / max(state["epoch_batches"], 1))
+        probs, labels = evaluate(model, val_loader, device, amp_dtype)
+        gathered = dist.all_gather((probs, labels))
+        probs = np.concatenate([g[0] for g in gathered if len(g[1])])
+        labels = np.concatenate([g[1] for g in gathered if len(g[1])])
+        val = classification_metrics(labels, probs, spec.n_classes)
+        value = val[spec.metric]
+        if scheduler is not None and not per_step:
+            scheduler.step(value)
+        row = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            **{f"val_{k}": v for k, v in val.items() if k != "n"},
+            "lr": optimizer.param_groups[0]["lr"],
+            "global_step": state["global_step"],
+            "epoch_seconds": time.perf_counter() - t_epoch,
+        }
+        state["history"].append(row)
+        improved = is_better(value, state["best_metric"], spec.mode)
+        if improved:
+            state["best_metric"], state["best_epoch"], state["bad_epochs"] = value, epoch, 0
+            best_state = _clone_state(raw_model)
+        else:
+            state["bad_epochs"] += 1
+            if opts.patience is not None and state["bad_epochs"] >= opts.patience:
+                state["stopped_early"] = True
+        state["epoch"] = epoch + 1
+        state["batch_in_epoch"] = 0
+        state["epoch_loss_sum"] = 0.0
+        state["epoch_batches"] = 0
+        save("last")
+        if improved and ckdir is not None and dist.is_main:
+            ckpt.copy(ckdir, "last", "best")
+        if spec.report is not None:
+            spec.report(dict(row))
+    if best_state is not None:
+        raw_model.load_state_dict(best_state)
+    raw_model.eval()
+    elapsed = time.perf_counter() - t_start
+    best_row = next((r for r in state["history"] if r["epoch"] == state["best_epoch"]), None)
+    metrics = {k[4:]: v for k, v in (best_row or {}).items() if k.startswith("val_")}
+    notes = []
+    if amp_dtype is not None:
+        notes.append(f"AMP {str(amp_dtype).removeprefix('torch.')} on {device.type}: low-precision "
+                     "matmuls; bitwise results depend on the kernel selection of the device")
+    if dist.world_size > 1:
+        notes.append(
+            f"DDP over {dist.world_size} ranks: gradient all-reduce sums in bucket order; RNG "
+            "states in checkpoints are rank 0's, so a resumed multi-rank run matches an "
+            "uninterrupted one only up to dropout masks on ranks > 0"
+        )
+    if opts.num_workers > 0:
+        notes.append(f"DataLoader workers={opts.num_workers}: seeded from the loader generator")
+    return LoopResult(
+        model=raw_model, history=state["history"], best_metric=state["best_metric"],
+        best_epoch=state["best_epoch"], metrics=metrics, device=device.type,
+        amp=str(amp_dtype).removeprefix("torch.") if amp_dtype else "off",
+        global_step=state["global_step"], resumed_from=resumed_from,
+        notes=notes + [f"throughput: {samples_seen / max(elapsed, 1e-9):.0f} samples/s"],
+    )
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

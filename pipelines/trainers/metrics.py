@@ -1,0 +1,66 @@
+"""Validation metrics for classifiers, computed the same way for every trainer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.trainers.config import METRIC_MODES, TrainConfig
+
+
+def resolve_metric(config: TrainConfig, n_classes: int) -> tuple[str, str]:
+    """The selection metric and its mode: ``auto`` → ``auc`` (binary) / ``logloss`` (multi)."""
+    metric = config.metric
+    if metric == "auto":
+        metric = "auc" if n_classes == 2 else "logloss"
+    if metric == "pr_auc" and n_classes != 2:
+        metric = "logloss"
+    return metric, METRIC_MODES[metric]
+
+
+def as_matrix(proba: np.ndarray, n_classes: int) -> np.ndarray:
+    """Positive-class vector (binary) → ``(n, 2)`` matrix; matrices pass through."""
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim == 1:
+        return np.column_stack([1.0 - proba, proba])
+    return proba
+
+
+def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> dict[str, float]:
+    """``auc``, ``pr_auc`` (binary), ``logloss``, ``accuracy`` and ``n`` for class indices ``y``.
+
+    ``proba`` is the positive-class probability (binary) or the ``(n, K)`` class probabilities.
+    AUC for multi-class is one-vs-rest macro; it is NaN when a class is absent from ``y``.
+    """
+    from sklearn.metrics import average_precision_score, log_loss, roc_auc_score
+
+    y = np.asarray(y, dtype=np.int64)
+    mat = as_matrix(proba, n_classes)
+    mat = np.clip(mat, 1e-15, 1.0)
+    mat = mat / mat.sum(axis=1, keepdims=True)
+    out: dict[str, float] = {
+        "logloss": float(log_loss(y, mat, labels=list(range(n_classes)))),
+        "accuracy": float((mat.argmax(axis=1) == y).mean()),
+        "n": float(len(y)),
+    }
+    present = np.unique(y)
+    if n_classes == 2:
+        if len(present) == 2:
+            out["auc"] = float(roc_auc_score(y, mat[:, 1]))
+            out["pr_auc"] = float(average_precision_score(y, mat[:, 1]))
+        else:
+            out["auc"] = out["pr_auc"] = float("nan")
+    else:
+        if len(present) == n_classes:
+            out["auc"] = float(roc_auc_score(y, mat, multi_class="ovr", average="macro"))
+        else:
+            out["auc"] = float("nan")
+    return out
+
+
+def is_better(value: float, best: float | None, mode: str, min_delta: float = 0.0) -> bool:
+    """Whether ``value`` improves on ``best`` under ``mode``."""
+    if best is None or np.isnan(best):
+        return not np.isnan(value)
+    if np.isnan(value):
+        return False
+    return value > best + min_delta if mode == "max" else value < best - min_delta

@@ -1,0 +1,116 @@
+"""The two networks: a feed-forward net for tabular features and a small CNN for 28×28 images.
+
+Each is rebuilt from a JSON-able ``arch`` dict (saved next to the safetensors weights), so a
+saved model never needs pickle: ``build_net(arch)`` + ``load_state_dict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh}
+
+
+class MLP(nn.Module):
+    """Linear → norm → activation → dropout blocks, then a linear head of ``n_classes``."""
+
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int,
+        hidden_sizes: list[int] | tuple[int, ...] = (64, 32),
+        dropout: float = 0.1,
+        norm: str = "layer",
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width = n_features
+        for size in hidden_sizes:
+            layers.append(nn.Linear(width, int(size)))
+            if norm == "layer":
+                layers.append(nn.LayerNorm(int(size)))
+            elif norm == "batch":
+                layers.append(nn.BatchNorm1d(int(size)))
+            layers.append(_ACTIVATIONS[activation]())
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
+            width = int(size)
+        layers.append(nn.Linear(width, n_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(batch, n_classes)``."""
+        return self.net(x)
+
+
+class SmallCNN(nn.Module):
+    """Two conv blocks (conv 3×3 → ReLU → max-pool 2) and a two-layer head."""
+
+    def __init__(
+        self,
+        n_classes: int,
+        channels: list[int] | tuple[int, ...] = (16, 32),
+        hidden: int = 64,
+        dropout: float = 0.1,
+        image_size: int = 28,
+        in_channels: int = 1,
+    ) -> None:
+        super().__init__()
+        blocks: list[nn.Module] = []
+        width, size = in_channels, image_size
+        for ch in channels:
+            blocks += [nn.Conv2d(width, int(ch), 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+            width, size = int(ch), size // 2
+        self.features = nn.Sequential(*blocks)
+        self.head = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(width * size * size, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, n_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(batch, n_classes)`` for images ``(batch, C, H, W)``."""
+        return self.head(self.features(x))
+
+
+def mlp_arch(params: dict[str, Any], n_features: int, n_classes: int) -> dict[str, Any]:
+    """The JSON arch dict of an MLP from config ``params``."""
+    return {
+        "net": "mlp",
+        "n_features": int(n_features),
+        "n_classes": int(n_classes),
+        "hidden_sizes": [int(h) for h in params.get("hidden_sizes", [64, 32])],
+        "dropout": float(params.get("dropout", 0.1)),
+        "norm": str(params.get("norm", "layer")),
+        "activation": str(params.get("activation", "relu")),
+    }
+
+
+def cnn_arch(params: dict[str, Any], n_classes: int) -> dict[str, Any]:
+    """The JSON arch dict of the CNN from config ``params``."""
+    return {
+        "net": "cnn",
+        "n_classes": int(n_classes),
+        "channels": [int(c) for c in params.get("channels", [16, 32])],
+        "hidden": int(params.get("hidden", 64)),
+        "dropout": float(params.get("dropout", 0.1)),
+        "image_size": int(params.get("image_size", 28)),
+        "in_channels": int(params.get("in_channels", 1)),
+    }
+
+
+def build_net(arch: dict[str, Any]) -> nn.Module:
+    """Instantiate a network from its arch dict."""
+    spec = dict(arch)
+    kind = spec.pop("net")
+    if kind == "mlp":
+        return MLP(**spec)
+    if kind == "cnn":
+        return SmallCNN(**spec)
+    raise ValueError(f"Unknown net {kind!r} in arch {arch}.")

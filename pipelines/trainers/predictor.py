@@ -1,0 +1,325 @@
+"""Fitted models behind one small interface, saved in safe formats and rebuilt without pickle.
+
+Every predictor takes a pandas DataFrame of raw features (the same columns as at training time;
+``image_path`` for the CNN) and returns class probabilities. ``save(directory)`` writes:
+
+- ``predictor.json``: kind, framework, feature names/dtypes, label classes, file list;
+- ``preprocessor/``: the fitted ``ColumnTransformer`` via skops (tabular kinds);
+- ``model/``: XGBoost JSON, skops (scikit-learn) or safetensors + ``config.json`` (torch).
+
+:func:`load_predictor` rebuilds any kind from those files (the model-validation pipeline uses
+it). :attr:`Predictor.explain_target` exposes the underlying booster/estimator/module and the
+function that turns a DataFrame into its input matrix, for SHAP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from feature_store.errors import InvalidArgumentError, NotFoundError
+from pipelines.trainers.data import FeatureSchema, LabelInfo
+
+FORMAT_VERSION = 1
+PREDICTOR_FILE = "predictor.json"
+
+
+@dataclass(frozen=True)
+class ExplainTarget:
+    """What SHAP needs: the raw model and how a DataFrame becomes its input.
+
+    Attributes:
+        kind: ``xgboost``, ``sklearn_logreg``, ``sklearn_rf``, ``mlp`` or ``cnn``.
+        model: ``xgboost.Booster``, a scikit-learn estimator or a ``torch.nn.Module`` (eval mode;
+            outputs logits).
+        transform: DataFrame → model input (float32 matrix, or ``(N, 1, H, W)`` images).
+        feature_names: names of the transformed columns (tabular) or ``["pixels"]``.
+        classes: label classes, in probability-column order.
+    """
+
+    kind: str
+    model: Any
+    transform: Callable[[pd.DataFrame], np.ndarray]
+    feature_names: list[str]
+    classes: tuple[Any, ...]
+
+
+@runtime_checkable
+class Predictor(Protocol):
+    """A fitted classifier over raw feature DataFrames."""
+
+    kind: str
+    labels: LabelInfo
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """Positive-class probability ``(n,)`` (binary) or ``(n, K)`` class probabilities."""
+        ...
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Predicted labels (original label values)."""
+        ...
+
+    def save(self, directory: Path) -> dict[str, Any]:
+        """Write safe-format files + ``predictor.json``; return ``{framework, files, ...}``."""
+        ...
+
+    @property
+    def explain_target(self) -> ExplainTarget:
+        """The underlying model and its input transform (for SHAP)."""
+        ...
+
+
+class _Base:
+    kind: str
+    labels: LabelInfo
+    framework: str
+
+    def predict_proba_matrix(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """Positive-class probability ``(n,)`` (binary) or ``(n, K)`` class probabilities."""
+        mat = self.predict_proba_matrix(self._input(X))
+        return mat[:, 1] if self.labels.n_classes == 2 else mat
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Predicted labels (argmax; 0.5 threshold for binary)."""
+        mat = self.predict_proba_matrix(self._input(X))
+        return self.labels.decode(mat.argmax(axis=1))
+
+    def _input(self, X: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _write_manifest(self, directory: Path, body: dict[str, Any], files: list[Path]) -> dict:
+        rel = sorted(str(Path(f).resolve().relative_to(directory.resolve())) for f in files)
+        info = {
+            "format_version": FORMAT_VERSION,
+            "kind": self.kind,
+            "framework": self.framework,
+            "labels": self.labels.to_json(),
+            "files": rel,
+            **body,
+        }
+        (directory / PREDICTOR_FILE).write_text(json.dumps(info, indent=2, sort_keys=True))
+        return {"framework": self.framework, "kind": self.kind, "files": rel + [PREDICTOR_FILE]}
+
+
+class TabularPredictor(_Base):
+    """Preprocessing ``ColumnTransformer`` + XGBoost booster or scikit-learn estimator."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        schema: FeatureSchema,
+        preprocessor: Any,
+        model: Any,
+        labels: LabelInfo,
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.framework = "xgboost" if kind == "xgboost" else "sklearn"
+        self.schema = schema
+        self.preprocessor = preprocessor
+        self.model = model
+        self.labels = labels
+        self.params = params or {}
+
+    def _input(self, X: pd.DataFrame) -> np.ndarray:
+        from pipelines.trainers.preprocessing import transform
+
+        return transform(self.preprocessor, self.schema, X)
+
+    def predict_proba_matrix(self, X: np.ndarray) -> np.ndarray:
+        """Class-probability matrix ``(n, K)`` for an already transformed matrix."""
+        if self.kind == "xgboost":
+            import xgboost as xgb
+
+            out = self.model.predict(xgb.DMatrix(X))
+        else:
+            out = self.model.predict_proba(X)
+        out = np.asarray(out, dtype=np.float64)
+        return np.column_stack([1.0 - out, out]) if out.ndim == 1 else out
+
+    @property
+    def explain_target(self) -> ExplainTarget:
+        """Booster/estimator + the preprocessing transform."""
+        from pipelines.trainers.preprocessing import feature_names_out
+
+        return ExplainTarget(
+            kind=self.kind, model=self.model, transform=self._input,
+            feature_names=feature_names_out(self.preprocessor), classes=self.labels.classes,
+        )
+
+    def save(self, directory: Path) -> dict[str, Any]:
+        """skops preprocessor + XGBoost JSON booster (or skops estimator) + predictor.json."""
+        from model_registry import formats
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        files = list(formats.save_sklearn(self.preprocessor, directory / "preprocessor"))
+        if self.kind == "xgboost":
+            files += formats.save_xgboost(self.model, directory / "model", fmt="json")
+        else:
+            files += formats.save_sklearn(self.model, directory / "model")
+        body = {"features": self.schema.to_json(), "params": _jsonable(self.params)}
+        return self._write_manifest(directory, body, files)
+
+
+class TorchPredictor(_Base):
+    """A torch module (``mlp`` over preprocessed features, ``cnn`` over image paths)."""
+
+    framework = "torch"
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        module: Any,
+        arch: dict[str, Any],
+        labels: LabelInfo,
+        schema: FeatureSchema | None = None,
+        preprocessor: Any = None,
+        image_column: str = "image_path",
+        image_loader: Callable[[str], np.ndarray] | None = None,
+        batch_size: int = 1024,
+    ) -> None:
+        self.kind = kind
+        self.module = module.eval()
+        self.arch = arch
+        self.labels = labels
+        self.schema = schema
+        self.preprocessor = preprocessor
+        self.image_column = image_column
+        self.image_loader = image_loader
+        self.batch_size = batch_size
+
+    def _input(self, X: pd.DataFrame) -> np.ndarray:
+        if self.kind == "cnn":
+            from pipelines.trainers.images import load_images
+
+            if self.image_column not in X.columns:
+                raise InvalidArgumentError(
+                    f"The cnn model reads images from column {self.image_column!r}, which X "
+                    f"lacks (columns: {list(X.columns)})."
+                )
+            return load_images(X[self.image_column].astype(str).tolist(), self.image_loader)
+        from pipelines.trainers.preprocessing import transform
+
+        return transform(self.preprocessor, self.schema, X)
+
+    def predict_proba_matrix(self, X: np.ndarray) -> np.ndarray:
+        """Softmax of the module's logits, in fp32, batched, on the module's device."""
+        import torch
+
+        device = next(self.module.parameters()).device
+        outs = []
+        with torch.inference_mode():
+            for start in range(0, len(X), self.batch_size):
+                xb = torch.from_numpy(np.ascontiguousarray(X[start : start + self.batch_size]))
+                logits = self.module(xb.to(device)).float()
+                outs.append(torch.softmax(logits, dim=1).cpu().numpy())
+        if not outs:
+            return np.zeros((0, self.labels.n_classes))
+        return np.concatenate(outs).astype(np.float64)
+
+    @property
+    def explain_target(self) -> ExplainTarget:
+        """The module (logits) + DataFrame → input transform."""
+        if self.kind == "cnn":
+            names = ["pixels"]
+        else:
+            from pipelines.trainers.preprocessing import feature_names_out
+
+            names = feature_names_out(self.preprocessor)
+        return ExplainTarget(
+            kind=self.kind, model=self.module, transform=self._input, feature_names=names,
+            classes=self.labels.classes,
+        )
+
+    def save(self, directory: Path) -> dict[str, Any]:
+        """safetensors weights + JSON arch (+ skops preprocessor for ``mlp``) + predictor.json."""
+        from model_registry import formats
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        files: list[Path] = []
+        if self.preprocessor is not None:
+            files += formats.save_sklearn(self.preprocessor, directory / "preprocessor")
+        state = {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+        files += formats.save_torch(state, directory / "model", self.arch)
+        body: dict[str, Any] = {"arch": self.arch, "image_column": self.image_column}
+        if self.schema is not None:
+            body["features"] = self.schema.to_json()
+        return self._write_manifest(directory, body, files)
+
+
+def load_predictor(
+    directory: Path,
+    *,
+    image_loader: Callable[[str], np.ndarray] | None = None,
+    device: str = "cpu",
+) -> Predictor:
+    """Rebuild a predictor saved by ``Predictor.save`` (any kind), without pickle.
+
+    Raises:
+        NotFoundError: ``predictor.json`` is missing.
+    """
+    directory = Path(directory)
+    manifest_path = directory / PREDICTOR_FILE
+    if not manifest_path.is_file():
+        raise NotFoundError(
+            f"No {PREDICTOR_FILE} in {str(directory)!r}: not a directory written by "
+            "Predictor.save()."
+        )
+    from model_registry import formats
+
+    info = json.loads(manifest_path.read_text())
+    kind = info["kind"]
+    labels = LabelInfo.from_json(info["labels"])
+    schema = FeatureSchema.from_json(info["features"]) if "features" in info else None
+    preprocessor = None
+    if (directory / "preprocessor").is_dir():
+        preprocessor = formats.load_sklearn(directory / "preprocessor")
+    if kind == "xgboost":
+        model = formats.load_xgboost(directory / "model")
+        return TabularPredictor(
+            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
+            params=info.get("params"),
+        )
+    if kind in ("sklearn_logreg", "sklearn_rf"):
+        model = formats.load_sklearn(directory / "model")
+        return TabularPredictor(
+            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
+            params=info.get("params"),
+        )
+    if kind in ("mlp", "cnn"):
+        from pipelines.trainers.nets import build_net
+
+        state, arch = formats.load_torch_state(directory / "model")
+        module = build_net(arch)
+        module.load_state_dict(state)
+        module.to(device)
+        return TorchPredictor(
+            kind=kind, module=module, arch=arch, labels=labels, schema=schema,
+            preprocessor=preprocessor, image_column=info.get("image_column", "image_path"),
+            image_loader=image_loader,
+        )
+    raise InvalidArgumentError(f"{PREDICTOR_FILE} in {str(directory)!r} has unknown kind {kind!r}.")
+
+
+def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in params.items():
+        try:
+            json.dumps(value)
+            out[key] = value
+        except TypeError:
+            out[key] = repr(value)
+    return out

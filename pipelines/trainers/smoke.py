@@ -1,0 +1,246 @@
+""""Overfit one batch first": train on one small batch until the loss is near zero.
+
+A model that cannot memorise 32 rows has a bug, not a tuning problem: frozen parameters, a
+loss/activation mismatch (softmax fed to ``CrossEntropyLoss``), an output layer of the wrong
+width, labels that contradict each other, a broken input pipeline. :func:`smoke_check` runs
+before the full training and raises :class:`SmokeCheckError` with a diagnosis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feature_store.errors import FeatureStoreError
+from pipelines.trainers.config import TrainConfig, load_config
+
+
+class SmokeCheckError(FeatureStoreError):
+    """The model could not overfit a single batch; ``diagnostics`` says what was seen."""
+
+    def __init__(self, message: str, diagnostics: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or {}
+
+
+@dataclass
+class SmokeResult:
+    """Loss before/after, steps taken and any warnings."""
+
+    model: str
+    initial_loss: float
+    final_loss: float
+    steps: int
+    batch_size: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def smoke_check(
+    config: TrainConfig | dict[str, Any],
+    X: pd.DataFrame,
+    y: pd.DataFrame,
+    *,
+    batch_size: int = 32,
+    max_steps: int = 300,
+    target_loss: float = 0.05,
+    lr: float = 1e-2,
+    image_loader: Callable[[str], np.ndarray] | None = None,
+    model: Any = None,
+    loss_fn: Any = None,
+) -> SmokeResult:
+    """Train the configured model on the first ``batch_size`` rows until loss < ``target_loss``.
+
+    Args:
+        config: the training config (dropout/regularisation are switched off for the check).
+        X, y: any split (usually train); only the first ``batch_size`` rows are used.
+        model / loss_fn: torch only — check this module / loss instead of the configured ones
+            (e.g. a model being debugged). ``model`` is a module or a factory called with the
+            arch dict (``n_features``, ``n_classes``, ...); it must output logits
+            ``(batch, n_classes)``.
+
+    Raises:
+        SmokeCheckError: the loss did not get near zero, with the likely cause.
+    """
+    cfg = load_config(config)
+    Xb, yb = X.iloc[:batch_size], y.iloc[:batch_size]
+    if cfg.is_torch:
+        return _smoke_torch(cfg, Xb, yb, max_steps, target_loss, lr, image_loader, model, loss_fn)
+    return _smoke_tabular(cfg, Xb, yb, target_loss)
+
+
+def _smoke_torch(
+    cfg: TrainConfig,
+    X: pd.DataFrame,
+    y: pd.DataFrame,
+    max_steps: int,
+    target_loss: float,
+    lr: float,
+    image_loader: Any,
+    model: Any,
+    loss_fn: Any,
+) -> SmokeResult:
+    import torch
+    from torch import nn
+
+    from pipelines.trainers.nets import build_net
+    from pipelines.trainers.seeding import seed_everything
+    from pipelines.trainers.torch_models import prepare_torch_data
+
+    cfg = cfg.with_overrides({"dropout": 0.0}) if "dropout" in _arch_keys(cfg) else cfg
+    cfg = cfg.model_copy(update={"imbalance": "none"})
+    data = prepare_torch_data(cfg, X, y, X, y, image_loader=image_loader)
+    k = data.labels.n_classes
+    seed_everything(cfg.seed)
+    if model is None:
+        net = build_net(data.arch)
+    elif isinstance(model, nn.Module):
+        net = model
+    else:  # a factory: arch dict -> module (knows the input width of this batch)
+        net = model(data.arch)
+    loss_fn = loss_fn if loss_fn is not None else nn.CrossEntropyLoss()
+    xb, yb = data.train_set.__getitems__(list(range(len(data.train_set))))
+    diagnostics: dict[str, Any] = {"batch_size": len(yb), "n_classes": k}
+    warnings: list[str] = []
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    frozen = [n for n, p in net.named_parameters() if not p.requires_grad]
+    diagnostics["frozen_parameters"] = frozen
+    if not trainable:
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: every parameter is frozen "
+            f"(requires_grad=False: {', '.join(frozen[:6])}{'...' if len(frozen) > 6 else ''}); "
+            "the loss cannot go down. Unfreeze the parameters that should learn.",
+            diagnostics,
+        )
+    flat = xb.reshape(len(xb), -1)
+    _, groups = torch.unique(flat, dim=0, return_inverse=True)
+    conflicting = sum(
+        int(len(torch.unique(yb[groups == g])) > 1) for g in torch.unique(groups).tolist()
+    )
+    if conflicting:
+        diagnostics["conflicting_duplicate_inputs"] = conflicting
+        warnings.append(
+            f"{conflicting} group(s) of identical inputs carry different labels (broken labels "
+            "or a join that duplicated rows)"
+        )
+    if frozen:
+        warnings.append(f"{len(frozen)} frozen parameter tensor(s): {', '.join(frozen[:6])}")
+    net.train()
+    try:
+        with torch.no_grad():
+            out = net(xb)
+    except RuntimeError as exc:
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: the forward pass fails on a batch of "
+            f"shape {tuple(xb.shape)}: {exc}",
+            diagnostics,
+        ) from exc
+    if out.ndim != 2 or out.shape[1] != k:
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: the net outputs shape "
+            f"{tuple(out.shape)} but the label has {k} classes; the head must output "
+            f"(batch, {k}) logits.",
+            diagnostics,
+        )
+    if bool(((out >= 0) & (out <= 1)).all()) and torch.allclose(
+        out.sum(dim=1), torch.ones(len(out)), atol=1e-4
+    ):
+        warnings.append(
+            "outputs look like probabilities (rows in [0,1] summing to 1): CrossEntropyLoss "
+            "expects raw logits — remove the final softmax"
+        )
+    opt = torch.optim.Adam(trainable, lr=lr)
+    losses: list[float] = []
+    for step in range(max_steps):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(xb), yb)
+        if not loss.requires_grad:
+            raise SmokeCheckError(
+                f"Smoke check failed for model {cfg.model!r}: the loss does not depend on any "
+                "trainable parameter (frozen parameters or a detached forward pass).",
+                diagnostics,
+            )
+        loss.backward()
+        if step == 0:
+            no_grad = [n for n, p in net.named_parameters()
+                       if p.requires_grad and (p.grad is None or not bool(p.grad.abs().sum() > 0))]
+            diagnostics["parameters_without_gradient"] = no_grad
+            if len(no_grad) == len(trainable):
+                raise SmokeCheckError(
+                    f"Smoke check failed for model {cfg.model!r}: no parameter received a "
+                    "gradient (dead activations, a detached tensor, or frozen layers).",
+                    diagnostics,
+                )
+        opt.step()
+        value = float(loss.detach())
+        losses.append(value)
+        if not math.isfinite(value):
+            raise SmokeCheckError(
+                f"Smoke check failed for model {cfg.model!r}: the loss became {value} at step "
+                f"{step} (learning rate too high, invalid inputs, or fp16 overflow).",
+                diagnostics,
+            )
+        if value < target_loss:
+            break
+    diagnostics["losses"] = losses[:: max(1, len(losses) // 20)]
+    if losses[-1] >= target_loss:
+        hint = _hint(losses, warnings)
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: after {len(losses)} steps on one batch "
+            f"of {len(yb)} rows the loss is {losses[-1]:.4f} (started at {losses[0]:.4f}; "
+            f"target < {target_loss}). {hint}",
+            diagnostics,
+        )
+    return SmokeResult(cfg.model, losses[0], losses[-1], len(losses), len(yb), warnings)
+
+
+def _arch_keys(cfg: TrainConfig) -> set[str]:
+    from pipelines.trainers.config import MODEL_PARAMS
+
+    return set(MODEL_PARAMS[cfg.model])
+
+
+def _hint(losses: list[float], warnings: list[str]) -> str:
+    if warnings:
+        return "Likely cause: " + "; ".join(warnings) + "."
+    if losses[-1] > 0.9 * losses[0]:
+        return ("The loss barely moved: check for frozen parameters, a wrong loss/activation "
+                "pair, labels that do not match the inputs, or a learning rate of ~0.")
+    return ("The loss went down but not to ~0: check for duplicated inputs with different "
+            "labels (broken labels), too little capacity, or too strong regularisation.")
+
+
+def _smoke_tabular(
+    cfg: TrainConfig, X: pd.DataFrame, y: pd.DataFrame, target_loss: float
+) -> SmokeResult:
+    from pipelines.trainers.metrics import classification_metrics
+    from pipelines.trainers.tabular import Prepared, train_sklearn, train_xgboost
+
+    unregularised = {
+        "xgboost": {"n_estimators": 300, "learning_rate": 0.3, "max_depth": 6,
+                    "min_child_weight": 0, "reg_lambda": 0.0, "subsample": 1.0,
+                    "colsample_bytree": 1.0},
+        "sklearn_rf": {"n_estimators": 50, "min_samples_leaf": 1, "bootstrap": False},
+        "sklearn_logreg": {"C": 1e4},
+    }[cfg.model]
+    smoke_cfg = cfg.model_copy(update={"params": unregularised, "early_stopping_rounds": None,
+                                       "imbalance": "none"})
+    trainer = train_xgboost if cfg.model == "xgboost" else train_sklearn
+    result = trainer(smoke_cfg, X, y, X, y)
+    data = Prepared(smoke_cfg, X, y, X, y, framework="sklearn")
+    proba = result.model.predict_proba(X)
+    logloss = classification_metrics(data.y_val, proba, data.labels.n_classes)["logloss"]
+    start = math.log(data.labels.n_classes)
+    threshold = target_loss if cfg.model != "sklearn_logreg" else max(target_loss, 0.3)
+    if logloss >= threshold:
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: on one batch of {len(X)} rows the "
+            f"training log loss is {logloss:.4f} (target < {threshold}). Check for identical "
+            "feature rows with different labels (broken labels) or constant features.",
+            {"logloss": logloss},
+        )
+    return SmokeResult(cfg.model, start, logloss, 1, len(X))

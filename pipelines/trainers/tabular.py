@@ -1,0 +1,290 @@
+"""Tabular trainers: preprocessing (fitted on train only) + XGBoost or a scikit-learn estimator.
+
+XGBoost uses ``tree_method="hist"``, ``device="cuda"`` when a GPU and a CUDA build of XGBoost
+are present (or the config asks), and early stopping on the validation split, whose features go
+through the preprocessor fitted on the train split. Imbalance handling touches the train split
+only (see :mod:`pipelines.trainers.imbalance`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feature_store.errors import ConfigError
+from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
+from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance
+from pipelines.trainers.metrics import classification_metrics, resolve_metric
+from pipelines.trainers.preprocessing import fit_transform, transform
+from pipelines.trainers.result import TrainResult
+
+Reporter = Callable[[dict[str, Any]], None]
+
+# our metric name -> (xgboost eval_metric binary, multiclass)
+_XGB_METRIC = {
+    "auc": ("auc", "auc"),
+    "pr_auc": ("aucpr", "aucpr"),
+    "logloss": ("logloss", "mlogloss"),
+    "accuracy": ("error", "merror"),
+}
+
+
+def xgboost_device(requested: str) -> tuple[str, list[str]]:
+    """Resolve ``auto|cpu|cuda`` for XGBoost; returns the device and notes for the record."""
+    import xgboost as xgb
+
+    cuda_build = bool(xgb.build_info().get("USE_CUDA", False))
+    if requested == "cpu":
+        return "cpu", []
+    if requested == "cuda":
+        if not cuda_build:
+            raise ConfigError(
+                "device='cuda' but the installed XGBoost has no CUDA support (xgboost-cpu); "
+                "install the 'xgboost' wheel or set device: auto/cpu."
+            )
+        return "cuda", []
+    if not cuda_build:
+        return "cpu", []
+    import torch
+
+    return ("cuda", []) if torch.cuda.is_available() else ("cpu", [])
+
+
+class Prepared:
+    """Train/validation matrices after label encoding, preprocessing and imbalance handling."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        X_train: pd.DataFrame,
+        y_train: pd.DataFrame,
+        X_val: pd.DataFrame,
+        y_val: pd.DataFrame,
+        *,
+        framework: str,
+    ) -> None:
+        self.labels: LabelInfo = label_info(y_train, config.task)
+        self.y_train_raw = self.labels.encode(y_train, split="train")
+        self.y_val = self.labels.encode(y_val, split="validation")
+        self.schema = FeatureSchema.infer(X_train)
+        # Fit on the original train rows (unbiased imputation/scaling), resample afterwards.
+        self.preprocessor, x_train = fit_transform(
+            self.schema, X_train, max_categories=config.max_categories
+        )
+        self.X_val = transform(self.preprocessor, self.schema, X_val)
+        self.plan: ImbalancePlan = plan_imbalance(
+            config.imbalance,
+            self.y_train_raw,
+            self.labels.classes,
+            seed=config.seed,
+            y_val=self.y_val,
+            framework=framework,
+        )
+        if self.plan.indices is not None:
+            self.X_train = x_train[self.plan.indices]
+            self.y_train = self.y_train_raw[self.plan.indices]
+        else:
+            self.X_train, self.y_train = x_train, self.y_train_raw
+        self.sample_weight = self.plan.sample_weight(self.y_train)
+
+
+def xgboost_params(
+    config: TrainConfig, n_classes: int, metric: str, device: str
+) -> tuple[dict[str, Any], int]:
+    """Native XGBoost params and number of rounds from the config."""
+    user = dict(config.params)
+    rounds = int(user.pop("n_estimators", user.pop("num_boost_round", 200)))
+    if "n_jobs" in user:
+        user["nthread"] = user.pop("n_jobs")
+    params: dict[str, Any] = {
+        "tree_method": "hist",
+        "device": device,
+        "seed": config.seed,
+        "learning_rate": 0.1,
+        "max_depth": 6,
+        "verbosity": 0,
+    }
+    eval_metrics = ["logloss" if n_classes == 2 else "mlogloss"]
+    xgb_metric = _XGB_METRIC[metric][0 if n_classes == 2 else 1]
+    if xgb_metric not in eval_metrics:
+        eval_metrics.append(xgb_metric)  # the last one drives early stopping
+    if n_classes == 2:
+        params["objective"] = "binary:logistic"
+    else:
+        params.update(objective="multi:softprob", num_class=n_classes)
+    params["eval_metric"] = eval_metrics
+    params.update(user)
+    return params, rounds
+
+
+def _history_row(round_: int, evals_log: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"round": round_}
+    for name, values in evals_log.get("val", {}).items():
+        value = float(values[-1])
+        if name in ("error", "merror"):
+            row["val_accuracy"] = 1.0 - value
+        elif name in ("logloss", "mlogloss"):
+            row["val_logloss"] = value
+        elif name == "aucpr":
+            row["val_pr_auc"] = value
+        else:
+            row[f"val_{name}"] = value
+    return row
+
+
+def train_xgboost(
+    config: TrainConfig,
+    X_train: pd.DataFrame,
+    y_train: pd.DataFrame,
+    X_val: pd.DataFrame,
+    y_val: pd.DataFrame,
+    *,
+    workdir: Path | None = None,
+    report: Reporter | None = None,
+    nthread: int | None = None,
+) -> TrainResult:
+    """Fit preprocessing + an XGBoost booster with early stopping on the validation split.
+
+    ``report`` is called after every boosting round with the history row (Ray Tune uses it so
+    ASHA can stop a trial early).
+    """
+    import xgboost as xgb
+
+    from pipelines.trainers.predictor import TabularPredictor
+
+    t0 = time.perf_counter()
+    data = Prepared(config, X_train, y_train, X_val, y_val, framework="xgboost")
+    t_prep = time.perf_counter()
+    k = data.labels.n_classes
+    metric, mode = resolve_metric(config, k)
+    device, notes = xgboost_device(config.device)
+    params, rounds = xgboost_params(config, k, metric, device)
+    if data.plan.scale_pos_weight is not None:
+        params["scale_pos_weight"] = data.plan.scale_pos_weight
+    if nthread is not None:
+        params["nthread"] = nthread
+    dtrain = xgb.QuantileDMatrix(
+        data.X_train, label=data.y_train, weight=data.sample_weight,
+        max_bin=params.get("max_bin", 256),
+    )
+    dval = xgb.QuantileDMatrix(data.X_val, label=data.y_val, ref=dtrain)
+    history: list[dict[str, Any]] = []
+
+    class _Record(xgb.callback.TrainingCallback):
+        def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
+            row = _history_row(epoch, evals_log)
+            history.append(row)
+            if report is not None:
+                report(row)
+            return False
+
+    callbacks: list[Any] = [_Record()]
+    if config.early_stopping_rounds:
+        callbacks.append(
+            xgb.callback.EarlyStopping(
+                rounds=config.early_stopping_rounds,
+                metric_name=params["eval_metric"][-1],
+                data_name="val",
+                maximize=params["eval_metric"][-1] in ("auc", "aucpr"),
+                save_best=True,
+            )
+        )
+    booster = xgb.train(
+        params, dtrain, num_boost_round=rounds, evals=[(dval, "val")], callbacks=callbacks,
+        verbose_eval=False,
+    )
+    t_fit = time.perf_counter()
+    best = int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
+    predictor = TabularPredictor(
+        kind="xgboost", schema=data.schema, preprocessor=data.preprocessor, model=booster,
+        labels=data.labels, params=params,
+    )
+    proba = predictor.predict_proba_matrix(data.X_val)
+    metrics = classification_metrics(data.y_val, proba, k)
+    notes += [
+        f"XGBoost hist on {device}: deterministic for a fixed seed, data and nthread on CPU; "
+        "GPU histogram sums use atomics and can differ in the last bits",
+    ]
+    final = {**params, "n_estimators": booster.num_boosted_rounds(), "requested_rounds": rounds}
+    return TrainResult(
+        model=predictor, metrics=metrics, history=history, params=final,
+        imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric,
+        mode=mode, best_iteration=best, device=device,
+        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
+               "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep},
+    )
+
+
+def sklearn_estimator(config: TrainConfig) -> Any:
+    """The unfitted scikit-learn estimator for ``sklearn_logreg`` / ``sklearn_rf``."""
+    params = dict(config.params)
+    if config.model == "sklearn_logreg":
+        from sklearn.linear_model import LogisticRegression
+
+        params.setdefault("max_iter", 1000)
+        return LogisticRegression(random_state=config.seed, **params)
+    from sklearn.ensemble import RandomForestClassifier
+
+    params.setdefault("n_estimators", 200)
+    params.setdefault("n_jobs", 1)
+    return RandomForestClassifier(random_state=config.seed, **params)
+
+
+def train_sklearn(
+    config: TrainConfig,
+    X_train: pd.DataFrame,
+    y_train: pd.DataFrame,
+    X_val: pd.DataFrame,
+    y_val: pd.DataFrame,
+    *,
+    workdir: Path | None = None,
+    report: Reporter | None = None,
+) -> TrainResult:
+    """Fit preprocessing + logistic regression or a random forest (class weights as sample
+    weights, so every imbalance strategy works the same way)."""
+    from pipelines.trainers.predictor import TabularPredictor
+
+    t0 = time.perf_counter()
+    data = Prepared(config, X_train, y_train, X_val, y_val, framework="sklearn")
+    k = data.labels.n_classes
+    metric, mode = resolve_metric(config, k)
+    estimator = sklearn_estimator(config)
+    try:
+        estimator.fit(data.X_train, data.y_train, sample_weight=data.sample_weight)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"model {config.model!r} rejected params {config.params}: {exc}") from exc
+    predictor = TabularPredictor(
+        kind=config.model, schema=data.schema, preprocessor=data.preprocessor, model=estimator,
+        labels=data.labels, params=estimator.get_params(),
+    )
+    proba = predictor.predict_proba_matrix(data.X_val)
+    metrics = classification_metrics(data.y_val, proba, k)
+    row = {"round": 0, **{f"val_{k_}": v for k_, v in metrics.items() if k_ != "n"}}
+    if report is not None:
+        report(row)
+    params = {k_: v for k_, v in estimator.get_params().items() if _jsonable(v)}
+    return TrainResult(
+        model=predictor, metrics=metrics, history=[row], params=params,
+        imbalance=data.plan.record,
+        nondeterminism=[
+            f"scikit-learn {config.model}: deterministic for a fixed random_state "
+            f"({config.seed}) and n_jobs"
+        ],
+        config=config, metric=metric, mode=mode, best_iteration=0, device="cpu",
+        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train)},
+    )
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str, list, dict))
+
+
+def matrix_for(predictor: Any, X: pd.DataFrame) -> np.ndarray:
+    """The transformed feature matrix a tabular predictor feeds its model."""
+    return transform(predictor.preprocessor, predictor.schema, X)

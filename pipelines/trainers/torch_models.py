@@ -1,0 +1,136 @@
+"""``mlp`` and ``cnn`` training: data → datasets → net → :func:`pipelines.trainers.loop.fit`.
+
+The MLP consumes the same preprocessing as the tabular trainers (numeric scaled, categoricals
+one-hot, fitted on train only); the CNN reads images from the ``image_path`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from feature_store.errors import InvalidArgumentError
+from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
+from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance
+from pipelines.trainers.metrics import resolve_metric
+from pipelines.trainers.result import TrainResult
+
+
+@dataclass
+class TorchData:
+    """Datasets, net architecture and everything the predictor needs afterwards."""
+
+    train_set: Any
+    val_set: Any
+    labels: LabelInfo
+    arch: dict[str, Any]
+    plan: ImbalancePlan
+    schema: FeatureSchema | None = None
+    preprocessor: Any = None
+
+
+def prepare_torch_data(
+    config: TrainConfig,
+    X_train: pd.DataFrame,
+    y_train: pd.DataFrame,
+    X_val: pd.DataFrame,
+    y_val: pd.DataFrame,
+    *,
+    image_loader: Callable[[str], np.ndarray] | None = None,
+) -> TorchData:
+    """Encode labels, fit preprocessing (train only), resample train, build the datasets."""
+    from pipelines.trainers.loop import ArrayDataset
+    from pipelines.trainers.nets import cnn_arch, mlp_arch
+
+    labels = label_info(y_train, config.task)
+    y_tr = labels.encode(y_train, split="train")
+    y_va = labels.encode(y_val, split="validation")
+    plan = plan_imbalance(config.imbalance, y_tr, labels.classes, seed=config.seed, y_val=y_va,
+                          framework="torch")
+    rows = plan.indices if plan.indices is not None else np.arange(len(y_tr))
+    if config.model == "cnn":
+        from pipelines.trainers.images import ImagePathDataset
+
+        col = config.image_column
+        for split, frame in (("train", X_train), ("validation", X_val)):
+            if col not in frame.columns:
+                raise InvalidArgumentError(
+                    f"model 'cnn' reads images from column {col!r}, which the {split} split "
+                    f"lacks (columns: {list(frame.columns)}). Set image_column in the config."
+                )
+        paths = X_train[col].astype(str).to_numpy()
+        train_set = ImagePathDataset(paths[rows], y_tr[rows], loader=image_loader)
+        val_set = ImagePathDataset(X_val[col].astype(str).tolist(), y_va, loader=image_loader)
+        arch = cnn_arch(config.params, labels.n_classes)
+        return TorchData(train_set, val_set, labels, arch, plan)
+    from pipelines.trainers.preprocessing import fit_transform, transform
+
+    schema = FeatureSchema.infer(X_train)
+    pre, x_tr = fit_transform(schema, X_train, max_categories=config.max_categories)
+    x_va = transform(pre, schema, X_val)
+    train_set = ArrayDataset(x_tr[rows], y_tr[rows])
+    val_set = ArrayDataset(x_va, y_va)
+    arch = mlp_arch(config.params, x_tr.shape[1], labels.n_classes)
+    return TorchData(train_set, val_set, labels, arch, plan, schema, pre)
+
+
+def train_torch(
+    config: TrainConfig,
+    X_train: pd.DataFrame,
+    y_train: pd.DataFrame,
+    X_val: pd.DataFrame,
+    y_val: pd.DataFrame,
+    *,
+    workdir: Path | None,
+    image_loader: Callable[[str], np.ndarray] | None = None,
+    lineage: dict[str, Any] | None = None,
+    resume: bool | None = None,
+    report: Callable[[dict[str, Any]], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> TrainResult:
+    """Train an ``mlp`` or ``cnn`` in this process (CPU or one GPU)."""
+    import torch
+
+    from pipelines.trainers.loop import LoopSpec, fit
+    from pipelines.trainers.nets import build_net
+    from pipelines.trainers.predictor import TorchPredictor
+    from pipelines.trainers.seeding import deterministic_mode, seed_everything
+
+    data = prepare_torch_data(config, X_train, y_train, X_val, y_val, image_loader=image_loader)
+    metric, mode = resolve_metric(config, data.labels.n_classes)
+    with deterministic_mode(config.torch.deterministic) as notes:
+        seed_everything(config.seed)
+        net = build_net(data.arch)  # initial weights drawn from the freshly seeded torch RNG
+        out = fit(
+            LoopSpec(
+                model=net, train_set=data.train_set, val_set=data.val_set,
+                n_classes=data.labels.n_classes, options=config.torch, seed=config.seed,
+                metric=metric, mode=mode, class_weight=data.plan.class_weight,
+                checkpoint_dir=(Path(workdir) / "checkpoints") if workdir is not None else None,
+                config=config.fingerprint_dict(), lineage=lineage,
+                resume=config.resume if resume is None else resume, report=report,
+                on_step=on_step,
+            )
+        )
+    module = out.model.to("cpu") if out.device != "cpu" else out.model
+    predictor = TorchPredictor(
+        kind=config.model, module=module, arch=data.arch, labels=data.labels,
+        schema=data.schema, preprocessor=data.preprocessor, image_column=config.image_column,
+        image_loader=image_loader,
+    )
+    params = {**data.arch, **config.torch.model_dump(mode="json")}
+    return TrainResult(
+        model=predictor, metrics=out.metrics, history=out.history, params=params,
+        imbalance=data.plan.record, nondeterminism=notes + out.notes, config=config,
+        metric=metric, mode=mode, best_iteration=out.best_epoch, device=out.device,
+        checkpoint_dir=(Path(workdir) / "checkpoints") if workdir is not None else None,
+        extra={"amp": out.amp, "global_step": out.global_step, "resumed_from": out.resumed_from,
+               "torch_version": torch.__version__, "world_size": 1,
+               "global_batch": config.torch.batch_size * config.torch.grad_accum_steps},
+    )
