@@ -21,6 +21,7 @@ from feature_store.feature import Feature
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+    import pyarrow as pa
 
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
@@ -126,12 +127,13 @@ class FeatureView:
 
     # -- transformations ---------------------------------------------------------------------
 
-    def _fit_transformations(self, train: pd.DataFrame) -> dict[str, Any]:
+    def _fit_transformations(self, train: pa.Table) -> dict[str, Any]:
         if not self.transformation_functions:
             return {}
         from feature_store.transformations import fit_transformations
 
-        return fit_transformations(self.transformation_functions, train)
+        inputs = list(dict.fromkeys(tf.feature for tf in self.transformation_functions))
+        return fit_transformations(self.transformation_functions, train.select(inputs).to_pandas())
 
     def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
         if not self.transformation_functions:
@@ -162,7 +164,7 @@ class FeatureView:
 
     def _shape(
         self,
-        frame: pd.DataFrame,
+        table: pa.Table,
         td: TrainingDataset,
         *,
         primary_key: bool,
@@ -174,8 +176,11 @@ class FeatureView:
         keep += [c for c in self.feature_names if c not in keep]
         if training_helper_columns:
             keep += [c for c in self.training_helper_columns if c not in keep]
+        if not self.transformation_functions:  # select in Arrow: no pandas copies
+            X = table.select(keep).to_pandas()
+            return X, (table.select(self.labels).to_pandas() if self.labels else None)
         keep += [c for c in self.labels if c not in keep]
-        out = self._transform(frame[keep], td.transformation_statistics)
+        out = self._transform(table.select(keep).to_pandas(), td.transformation_statistics)
         if not self.labels:
             return out, None
         labels = self._label_names(td.transformation_statistics)
@@ -374,7 +379,7 @@ class FeatureView:
         )
 
     def _result(
-        self, td: TrainingDataset, splits: dict[str, pd.DataFrame], *, primary_key: bool,
+        self, td: TrainingDataset, splits: dict[str, pa.Table], *, primary_key: bool,
         event_time: bool, training_helper_columns: bool, dataframe_type: str,
     ) -> tuple[Any, ...]:
         from feature_store.local.feature_group import convert_result
@@ -475,9 +480,9 @@ class FeatureView:
                 f"{self.owner}: version {training_dataset_version} has no split '{split}' "
                 f"(splits: {list(splits)})."
             )
-        frame = splits[split]
-        strat = frame[self.labels[0]].to_numpy() if stratified and self.labels else None
-        return kfold_indices(len(frame), k, td.seed, stratify=strat)
+        table = splits[split]
+        strat = table.column(self.labels[0]).to_numpy() if stratified and self.labels else None
+        return kfold_indices(table.num_rows, k, td.seed, stratify=strat)
 
     def purge_training_data(self, training_dataset_version: int) -> None:
         """Delete a version's files but keep its metadata (recreate it later)."""

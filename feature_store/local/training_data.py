@@ -101,8 +101,34 @@ def frame_sha256(frame: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def _label_distribution(frame: pd.DataFrame, labels: list[str]) -> dict[str, Any]:
+def table_sha256(table: pa.Table) -> str:
+    """Content hash of an Arrow table: column names, types and every value, in row order.
+
+    Each column is hashed value by value (``pandas.util.hash_array``; numeric columns without
+    nulls in place), the per-row hashes of all columns are mixed into one 64-bit hash per row,
+    and sha256 runs over those. Independent of chunking, of the storage format the table was
+    read from and of ``PYTHONHASHSEED``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    digest = hashlib.sha256()
+    digest.update(json.dumps([[f.name, str(f.type)] for f in table.schema]).encode())
+    digest.update(str(table.num_rows).encode())
+    if table.num_rows:
+        rows = np.zeros(table.num_rows, dtype=np.uint64)
+        multiplier = np.uint64(1_000_003)
+        with np.errstate(over="ignore"):
+            for column in table.columns:
+                values = column.to_numpy(zero_copy_only=False)
+                rows = rows * multiplier ^ pd.util.hash_array(values, categorize=False)
+        digest.update(rows.tobytes())
+    return digest.hexdigest()
+
+
+def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    frame = table.select(labels).to_pandas()
     for label in labels:
         col = frame[label]
         if col.nunique(dropna=True) <= 50:
@@ -113,13 +139,10 @@ def _label_distribution(frame: pd.DataFrame, labels: list[str]) -> dict[str, Any
     return out
 
 
-def _split_statistics(frame: pd.DataFrame) -> dict[str, Any]:
-    import pyarrow as pa
-
+def _split_statistics(table: pa.Table) -> dict[str, Any]:
     from feature_store.local import engine
     from feature_store.local.statistics import compute_statistics
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
     con = engine.connect()
     try:
         con.register("split_rows", table)
@@ -171,7 +194,7 @@ class TrainingDataStore:
         end_time: Any,
         extra_filter: Any,
         pins: dict[str, int] | None = None,
-    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Run the (pinned) query and split it. Returns split frames and reproducibility facts."""
         from feature_store.local import engine
         from feature_store.local.pit import compile_query
@@ -201,20 +224,24 @@ class TrainingDataStore:
             table = engine.fetch_arrow(con, compiled.bind(con), compiled.params)
         finally:
             con.close()
-        frame = _fill_labels(table.to_pandas(), self.fv.label_fill_values)
+        table = _fill_labels(table, self.fv.label_fill_values)
         if spec is None:
-            assignment = None
-            splits = {"train": frame}
+            splits = {"train": table}
         else:
+            import pandas as pd
+            import pyarrow as pa
+
             from feature_store.splits import assign_splits
 
             et = root_columns.get(root.event_time) if root.event_time else None
             label = self.fv.labels[0] if self.fv.labels else None
-            assignment = assign_splits(frame, spec, event_time_column=et, label_column=label)
-            splits = {}
-            for name in spec.splits:
-                part = frame[assignment == name].reset_index(drop=True)
-                splits[name] = part
+            # only the columns the strategy reads travel to pandas; rows stay in Arrow
+            needed = [c for c in dict.fromkeys([et, label, spec.group_column, spec.stratify_column])
+                      if c is not None and c in table.column_names]
+            keys = (table.select(needed).to_pandas() if needed
+                    else pd.DataFrame(index=pd.RangeIndex(table.num_rows)))
+            assignment = assign_splits(keys, spec, event_time_column=et, label_column=label)
+            splits = {name: table.filter(pa.array(assignment == name)) for name in spec.splits}
         facts = {
             "feature_group_commits": pins,
             "query_sql": compiled.display_sql(),
@@ -237,8 +264,8 @@ class TrainingDataStore:
         data_format: str,
         description: str,
         statistics_config: Any,
-    ) -> tuple[int, dict[str, pd.DataFrame]]:
-        """Create a new immutable version; returns it and its (untransformed) split frames."""
+    ) -> tuple[int, dict[str, pa.Table]]:
+        """Create a new immutable version; returns it and its (untransformed) split tables."""
         from feature_store.local.query import _filter_to_dict
 
         if data_format not in DATA_FORMATS:
@@ -249,7 +276,7 @@ class TrainingDataStore:
             spec, start_time=start_time, end_time=end_time, extra_filter=extra_filter
         )
         for name, part in splits.items():
-            if len(part) == 0:
+            if part.num_rows == 0:
                 raise InvalidArgumentError(
                     f"feature view '{self.fv.name}' v{self.fv.version}: split '{name}' came out "
                     f"empty (split spec {None if spec is None else spec.to_dict()}, window "
@@ -262,8 +289,8 @@ class TrainingDataStore:
         )
         split_meta = {
             name: {
-                "rows": int(len(part)),
-                "sha256": frame_sha256(part),
+                "rows": int(part.num_rows),
+                "sha256": table_sha256(part),
                 "label_distribution": _label_distribution(part, self.fv.labels),
                 "statistics": _split_statistics(part) if stats_enabled else None,
             }
@@ -324,8 +351,8 @@ class TrainingDataStore:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pd.DataFrame]]:
-        """The untransformed split frames of a version, identical to those at creation."""
+    def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pa.Table]]:
+        """The untransformed split tables of a version, identical to those at creation."""
         from feature_store.splits import SplitSpec
 
         td = self.get(version)
@@ -351,10 +378,10 @@ class TrainingDataStore:
             self.verify(td, splits)
         return td, splits
 
-    def verify(self, td: TrainingDataset, splits: dict[str, pd.DataFrame]) -> None:
+    def verify(self, td: TrainingDataset, splits: dict[str, pa.Table]) -> None:
         """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
         for name, part in splits.items():
-            digest = frame_sha256(part)
+            digest = table_sha256(part)
             if digest != td.splits[name]["sha256"]:
                 raise IntegrityError(
                     f"training dataset version {td.version} of feature view '{self.fv.name}' "
@@ -412,24 +439,26 @@ class TrainingDataStore:
             shutil.rmtree(td.location, ignore_errors=True)
 
 
-def _fill_labels(frame: pd.DataFrame, fill_values: dict[str, Any]) -> pd.DataFrame:
-    """Fill missing labels (LEFT JOIN on a positives-only label group), keeping integer dtypes."""
+def _fill_labels(table: pa.Table, fill_values: dict[str, Any]) -> pa.Table:
+    """Fill missing labels (LEFT JOIN on a positives-only label group), keeping the column type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     for column, value in fill_values.items():
-        filled = frame[column].fillna(value)
-        if isinstance(value, int) and not isinstance(value, bool):
-            filled = filled.astype("int64")
-        frame[column] = filled
-    return frame
+        index = table.column_names.index(column)
+        current = table.column(column)
+        target = pa.int64() if pa.types.is_null(current.type) else current.type
+        filled = pc.fill_null(current.cast(target), pa.scalar(value).cast(target))
+        table = table.set_column(index, column, filled)
+    return table
 
 
 # -- file formats -----------------------------------------------------------------------------
 
 
-def _write_split(frame: pd.DataFrame, path: Path, data_format: str) -> None:
-    import pyarrow as pa
+def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
     if data_format == "parquet":
         pq.write_table(table, path)
     elif data_format == "csv":
@@ -466,7 +495,7 @@ def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
     return pa.schema([pa.field(c["name"], parse(c["type"])) for c in columns])
 
 
-def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> pd.DataFrame:
+def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -487,4 +516,4 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> 
         else:  # timestamps travel as ISO strings: build loosely typed, then cast to the schema
             loose = pa.Table.from_pylist(rows)
             table = pa.table([loose.column(f.name).cast(f.type) for f in schema], schema=schema)
-    return table.to_pandas()
+    return table
