@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from model_registry.cli import registry_app
+from pipelines.jobs import jobs_app
 
 app = typer.Typer(
     help="fstrain: feature-store-backed training pipelines (feature → training dataset → "
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(registry_app, name="registry")
+app.add_typer(jobs_app, name="jobs")
 
 EXIT_USER_ERROR = 2
 EXIT_VALIDATION_FAILED = 3

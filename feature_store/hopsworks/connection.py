@@ -1,0 +1,160 @@
+"""``feature_store.login(backend="hopsworks", ...)``: connect to a Hopsworks cluster, fail fast.
+
+The ``hopsworks`` SDK is imported only inside :func:`login`, so ``import feature_store`` stays
+fast. Before the SDK is called, a TCP probe with a short timeout checks that the host answers:
+an unreachable, firewalled or mistyped host fails in at most ``timeout`` seconds with a
+:class:`~feature_store.errors.BackendError` naming ``host:port`` and what to check, instead of
+hanging or printing a ``requests`` traceback. Missing settings raise
+:class:`~feature_store.errors.ConfigError` before anything connects, so the SDK never falls back
+to Hopsworks SaaS or prompts for an API key on a scheduled job.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from feature_store.errors import BackendError, ConfigError, FeatureStoreError
+from feature_store.hopsworks.project import HopsworksProject
+from feature_store.hopsworks.sdk_calls import sdk_call
+
+DEFAULT_PORT = 443
+DEFAULT_TIMEOUT_S = 10.0
+_CHECK = (
+    "Check HOPSWORKS_HOST/HOPSWORKS_PORT (or host=/port=), that the cluster is up and that this "
+    "machine can reach it (VPN, firewall, proxy)."
+)
+
+
+def _settings(
+    host: str | None, port: int | str | None, project: str | None,
+    api_key_value: str | None, api_key_file: str | os.PathLike[str] | None,
+) -> tuple[str, int, str | None, str | None, str | None]:
+    host = host or os.environ.get("HOPSWORKS_HOST") or None
+    if not host:
+        raise ConfigError(
+            "login(backend='hopsworks') needs a host. Pass host='my.cluster.example' or set "
+            "HOPSWORKS_HOST (fstrain never falls back to Hopsworks SaaS)."
+        )
+    if "://" in host:
+        host = host.split("://", 1)[1]
+    host = host.rstrip("/")
+    if port is None and ":" in host and host.rsplit(":", 1)[1].isdigit():
+        host, port = host.rsplit(":", 1)
+    raw_port = port if port is not None else os.environ.get("HOPSWORKS_PORT") or DEFAULT_PORT
+    try:
+        port_number = int(raw_port)
+    except (TypeError, ValueError):
+        raise ConfigError(f"Hopsworks port must be an integer. Got {raw_port!r} instead.") from None
+    if not 0 < port_number < 65536:
+        raise ConfigError(f"Hopsworks port must be in 1..65535. Got {port_number} instead.")
+    project = project or os.environ.get("HOPSWORKS_PROJECT") or None
+    key_file = None if api_key_file is None else str(api_key_file)
+    if api_key_value is None and key_file is None:
+        api_key_value = os.environ.get("HOPSWORKS_API_KEY") or None
+        key_file = os.environ.get("HOPSWORKS_API_KEY_FILE") or None
+    if api_key_value is None and key_file is None:
+        raise ConfigError(
+            f"login(backend='hopsworks') to {host}: no API key. Pass api_key_value= or "
+            "api_key_file=, or set HOPSWORKS_API_KEY (create a key under Account settings → API "
+            "keys in the Hopsworks UI)."
+        )
+    if key_file is not None and not Path(key_file).is_file():
+        raise ConfigError(
+            f"api_key_file '{key_file}' does not exist. Point it at a file holding the API key."
+        )
+    return host, port_number, project, api_key_value, key_file
+
+
+def _probe(host: str, port: int, timeout: float) -> None:
+    """Open (and close) a TCP connection, so an unreachable host fails within ``timeout``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except TimeoutError:
+        reason = f"no answer within {timeout:g} s"
+    except socket.gaierror as exc:
+        reason = f"the name does not resolve ({exc.strerror or exc})"
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    raise BackendError(f"cannot reach Hopsworks at {host}:{port}: {reason}. {_CHECK}")
+
+
+def login(
+    host: str | None = None,
+    project: str | None = None,
+    api_key_value: str | None = None,
+    api_key_file: str | os.PathLike[str] | None = None,
+    port: int | str | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    hostname_verification: bool = False,
+    engine: str = "python",
+) -> HopsworksProject:
+    """Log in to a Hopsworks project and return a :class:`HopsworksProject`.
+
+    Args:
+        host: cluster host name (``HOPSWORKS_HOST``); ``host:port`` is accepted.
+        project: project name (``HOPSWORKS_PROJECT``); None takes the API key's only project.
+        api_key_value: the API key (``HOPSWORKS_API_KEY``).
+        api_key_file: a file holding the API key (``HOPSWORKS_API_KEY_FILE``).
+        port: HTTPS port (``HOPSWORKS_PORT``, default 443).
+        root: local cache folder for downloads and run folders (default
+            ``$FSTRAIN_HOME/hopsworks/<project>``).
+        timeout: seconds the reachability probe waits (``HOPSWORKS_LOGIN_TIMEOUT``, default 10).
+        hostname_verification: verify the cluster's TLS certificate.
+        engine: the SDK engine; ``"python"`` (no Spark) by default.
+
+    Raises:
+        ConfigError: host or API key missing, API key file absent, bad port.
+        BackendError: the host cannot be reached, or Hopsworks refused the login.
+    """
+    host, port_number, project, api_key_value, key_file = _settings(
+        host, port, project, api_key_value, api_key_file
+    )
+    wait = float(timeout if timeout is not None
+                 else os.environ.get("HOPSWORKS_LOGIN_TIMEOUT") or DEFAULT_TIMEOUT_S)
+    _probe(host, port_number, wait)
+    import hopsworks
+
+    try:
+        sdk_project = sdk_call(
+            hopsworks, "hopsworks.login", host=host, port=port_number, project=project,
+            api_key_value=api_key_value, api_key_file=key_file,
+            hostname_verification=hostname_verification, engine=engine,
+            _owner=f"Hopsworks at {host}:{port_number}",
+        )
+    except FeatureStoreError as exc:
+        cause = exc.__cause__
+        if cause is not None and _is_network(cause):
+            raise BackendError(
+                f"cannot reach Hopsworks at {host}:{port_number}: {_first_line(cause)}. {_CHECK}"
+            ) from None
+        raise BackendError(
+            f"login to Hopsworks at {host}:{port_number} (project {project or '<default>'}) "
+            f"failed: {exc}. Check the API key and the project name."
+        ) from None
+    if sdk_project is None:
+        raise BackendError(
+            f"Hopsworks at {host}:{port_number}: the API key has no project"
+            f"{'' if project is None else f' named {project!r}'}. Create one or pass project=."
+        )
+    return HopsworksProject(sdk_project, root=root)
+
+
+def _is_network(exc: BaseException) -> bool:
+    import requests
+
+    return isinstance(exc, requests.ConnectionError | requests.Timeout | ConnectionError)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if "Connection refused" in text:
+        return "connection refused"
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+__all__ = ["login"]

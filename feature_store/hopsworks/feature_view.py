@@ -1,0 +1,522 @@
+"""Feature views and training datasets of the Hopsworks backend.
+
+What the SDK does is forwarded; fstrain's additions are kept where the SDK allows:
+
+* ``label_fill_values`` are applied client-side to every ``y`` read (Hopsworks has no such
+  option). Unlike the local backend they are applied *after* the split, so a split never sees
+  the filled value (Hopsworks has no stratified split that could use it anyway).
+* ``prohibited_tags`` are checked client-side at creation against the feature groups' tags and
+  the ``fstrain_feature_tags`` group tag.
+* Both are stored as the feature-view tag ``fstrain_feature_view`` and restored on
+  ``get_feature_view``.
+* Every training-dataset version gets the tag ``fstrain_training_dataset``:
+  ``feature_group_commits`` (the newest commit of every feature group in the query, read from
+  ``commit_details`` just before creation), the split spec, the seed (always drawn and recorded
+  when not given) and ``sha256`` of each split, recorded at the first read and verified on later
+  reads with ``read_options={"verify": True}``. The commits are lineage only: Hopsworks cannot
+  read a query at a pinned commit from Python.
+* Splits: ``random`` (sizes + seed) and ``time`` (bounds; ``gap`` is emulated by moving the next
+  split's start) map to the SDK; ``stratified`` falls back to a seeded random split with a
+  warning (recorded in the split spec); ``group`` is refused.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from feature_store.errors import (
+    IntegrityError,
+    InvalidArgumentError,
+    NotFoundError,
+    did_you_mean,
+    listing,
+)
+from feature_store.hopsworks.feature_store import FEATURE_TAGS, HopsworksQuery, _unwrap
+from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from feature_store.hopsworks.feature_store import HopsworksFeatureStore
+    from feature_store.local.training_data import TrainingDataset
+
+EXTENSIONS_TAG = "fstrain_feature_view"
+TRAINING_DATASET_TAG = "fstrain_training_dataset"
+_SPLITS_3 = ("train", "validation", "test")
+_SPLITS_2 = ("train", "test")
+
+
+def check_extensions(owner: str, query: Any, labels: list[str], helpers: list[str],
+                     extensions: dict[str, Any]) -> None:
+    """Refuse fill values for non-labels and features from groups/features with a prohibited tag."""
+    for col in extensions["label_fill_values"]:
+        if col not in labels:
+            raise InvalidArgumentError(
+                f"{owner}: label_fill_values names '{col}', which is not a label "
+                f"(labels: {labels}).{did_you_mean(col, labels)}"
+            )
+    prohibited = set(extensions["prohibited_tags"])
+    if not prohibited or not isinstance(query, HopsworksQuery):
+        return
+    groups = {fg.id: fg for fg in query.feature_groups}
+    tags = {fg_id: (_carried(fg.get_tags()), fg.get_all_feature_tags())
+            for fg_id, fg in groups.items()}
+    for feature in query.features:
+        name = sdk_attr(feature, "Feature", "name")
+        if name in helpers or any(h.endswith(f"_{name}") for h in helpers):
+            continue
+        fg_id = getattr(feature, "feature_group_id", None)
+        if fg_id not in groups:
+            continue
+        group_tags, feature_tags = tags[fg_id]
+        hit = sorted((group_tags | _carried(feature_tags.get(name, {}))) & prohibited)
+        if hit:
+            fg = groups[fg_id]
+            where = (f"feature group '{fg.name}'" if hit[0] in group_tags
+                     else f"feature '{fg.name}.{name}'")
+            raise InvalidArgumentError(
+                f"{owner}: feature '{name}' comes from {where} tagged '{hit[0]}', which this "
+                "view prohibits. Remove it from the query or make it a training/inference "
+                "helper column (helpers never reach the model)."
+            )
+
+
+def _carried(tags: dict[str, Any]) -> set[str]:
+    return {k for k, v in tags.items() if k != FEATURE_TAGS and v is not False and v is not None}
+
+
+def split_arguments(owner: str, *, three_way: bool, split: str | None, seed: int,
+                    sizes: dict[str, Any], bounds: dict[str, Any], gap: Any,
+                    group_column: str | None, stratify_column: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """SDK keyword arguments and the recorded split spec for one create call."""
+    import pandas as pd
+
+    strategy = split or ("time" if any(bounds.values()) else "random")
+    spec: dict[str, Any] = {"strategy": strategy, "seed": seed}
+    if strategy == "group" or group_column is not None:
+        raise InvalidArgumentError(
+            f"{owner}: split='group' is not available on the Hopsworks backend (the SDK has no "
+            "group split). Use split='random' or 'time', or the local backend."
+        )
+    if strategy == "stratified" or stratify_column is not None:
+        warnings.warn(
+            f"{owner}: Hopsworks has no stratified split; using a seeded random split with the "
+            "same sizes (recorded in the training dataset's split spec).",
+            UserWarning, stacklevel=4,
+        )
+        spec = {"strategy": "random", "requested": "stratified", "seed": seed}
+        strategy = "random"
+    kwargs: dict[str, Any] = {"seed": seed}
+    if strategy == "random":
+        if any(bounds.values()):
+            raise InvalidArgumentError(f"{owner}: time bounds need split='time'.")
+        kwargs.update({k: v for k, v in sizes.items() if v is not None})
+        spec.update(kwargs)
+        return kwargs, spec
+    if strategy != "time":
+        raise InvalidArgumentError(
+            f"{owner}: split must be 'random', 'stratified', 'group' or 'time'. Got {split!r} "
+            "instead."
+        )
+    if not bounds.get("train_end") and not bounds.get("test_start"):
+        raise InvalidArgumentError(
+            f"{owner}: a time split on Hopsworks needs bounds (train_start/train_end, "
+            "[validation_start/validation_end,] test_start/test_end). Got sizes only."
+        )
+    bounds = {k: v for k, v in bounds.items() if v}
+    if gap:
+        delta = pd.Timedelta(gap)
+        follows = [("train_end", "validation_start" if three_way else "test_start")]
+        if three_way:
+            follows.append(("validation_end", "test_start"))
+        for end_key, start_key in follows:
+            if end_key in bounds:
+                earliest = pd.Timestamp(bounds[end_key]) + delta
+                start = pd.Timestamp(bounds.get(start_key, bounds[end_key]))
+                bounds[start_key] = max(start, earliest).isoformat()
+        spec["gap"] = delta.isoformat()
+    kwargs.update(bounds)
+    spec.update({k: str(v) for k, v in bounds.items()})
+    return kwargs, spec
+
+
+class HopsworksFeatureView:
+    """``hsfs.feature_view.FeatureView`` with fstrain's extensions."""
+
+    def __init__(self, sdk_fv: Any, store: HopsworksFeatureStore) -> None:
+        self._sdk = sdk_fv
+        self._store = store
+
+    def __repr__(self) -> str:
+        return f"HopsworksFeatureView({self.name!r}, {self.version}, labels={self.labels})"
+
+    # -- structure ---------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return sdk_attr(self._sdk, "FeatureView", "name")
+
+    @property
+    def version(self) -> int:
+        return sdk_attr(self._sdk, "FeatureView", "version")
+
+    @property
+    def owner(self) -> str:
+        return f"feature view '{self.name}' v{self.version}"
+
+    @property
+    def description(self) -> str:
+        return sdk_attr(self._sdk, "FeatureView", "description") or ""
+
+    @property
+    def labels(self) -> list[str]:
+        return list(sdk_attr(self._sdk, "FeatureView", "labels") or [])
+
+    @property
+    def training_helper_columns(self) -> list[str]:
+        return list(sdk_attr(self._sdk, "FeatureView", "training_helper_columns") or [])
+
+    @property
+    def inference_helper_columns(self) -> list[str]:
+        return list(sdk_attr(self._sdk, "FeatureView", "inference_helper_columns") or [])
+
+    @property
+    def features(self) -> list[Any]:
+        return list(sdk_attr(self._sdk, "FeatureView", "features") or [])
+
+    @property
+    def schema(self) -> list[dict[str, str]]:
+        """``[{"name", "type"}]`` of every column (used by the model registry)."""
+        return [{"name": sdk_attr(f, "Feature", "name"), "type": str(sdk_attr(f, "Feature", "type"))}
+                for f in self.features]
+
+    @property
+    def feature_names(self) -> list[str]:
+        excluded = (set(self.labels) | set(self.training_helper_columns)
+                    | set(self.inference_helper_columns))
+        return [c["name"] for c in self.schema if c["name"] not in excluded]
+
+    @property
+    def query(self) -> HopsworksQuery:
+        return HopsworksQuery(sdk_attr(self._sdk, "FeatureView", "query"))
+
+    @cached_property
+    def _extensions(self) -> dict[str, Any]:
+        tags = sdk_call(self._sdk, "FeatureView.get_tags", _owner=self.owner) or {}
+        ext = dict(tags.get(EXTENSIONS_TAG) or {})
+        return {"label_fill_values": dict(ext.get("label_fill_values") or {}),
+                "prohibited_tags": list(ext.get("prohibited_tags") or [])}
+
+    @property
+    def label_fill_values(self) -> dict[str, Any]:
+        return self._extensions["label_fill_values"]
+
+    @property
+    def prohibited_tags(self) -> list[str]:
+        return self._extensions["prohibited_tags"]
+
+    def add_tag(self, name: str, value: Any) -> None:
+        sdk_call(self._sdk, "FeatureView.add_tag", name, value, _owner=self.owner)
+
+    def get_tags(self) -> dict[str, Any]:
+        return dict(sdk_call(self._sdk, "FeatureView.get_tags", _owner=self.owner) or {})
+
+    # -- creating training datasets ----------------------------------------------------------
+
+    def _commits(self) -> dict[str, int]:
+        """``{"name:version": newest commit}`` of every feature group in the view's query."""
+        commits = {}
+        for fg in self.query.feature_groups:
+            details = fg.commit_details(limit=1)
+            commits[f"{fg.name}:{fg.version}"] = max(details) if details else None
+        return commits
+
+    def _create(self, key: str, splits: tuple[str, ...], *, seed: int | None, split: str | None,
+                sizes: dict[str, Any], bounds: dict[str, Any], gap: Any,
+                group_column: str | None, stratify_column: str | None,
+                common: dict[str, Any]) -> tuple[int, Any]:
+        from feature_store.local.training_data import draw_seed
+        from feature_store.timeutil import utc_now
+
+        seed = draw_seed() if seed is None else int(seed)
+        if len(splits) == 1:
+            kwargs, spec = {"seed": seed, **{k: v for k, v in bounds.items() if v}}, None
+        else:
+            kwargs, spec = split_arguments(
+                self.owner, three_way=len(splits) == 3, split=split, seed=seed, sizes=sizes,
+                bounds=bounds, gap=gap, group_column=group_column,
+                stratify_column=stratify_column,
+            )
+        commits = self._commits()
+        options = {"wait_for_job": True, **(common.pop("write_options", None) or {})}
+        version, job = sdk_call(self._sdk, key, write_options=options, _owner=self.owner,
+                                **kwargs, **common)
+        record = {"feature_group_commits": commits, "split_spec": spec, "seed": seed,
+                  "splits": list(splits), "sha256": {}, "created_at": utc_now().isoformat()}
+        sdk_call(self._sdk, "FeatureView.add_training_dataset_tag", version,
+                 TRAINING_DATASET_TAG, record, _owner=self.owner)
+        return version, job
+
+    def create_train_validation_test_split(
+        self, validation_size: float | None = None, test_size: float | None = None,
+        train_start: Any = "", train_end: Any = "", validation_start: Any = "",
+        validation_end: Any = "", test_start: Any = "", test_end: Any = "",
+        description: str = "", extra_filter: Any = None, data_format: str = "parquet",
+        seed: int | None = None, statistics_config: Any = None,
+        write_options: dict[str, Any] | None = None, split: str | None = None, gap: Any = None,
+        group_column: str | None = None, stratify_column: str | None = None,
+    ) -> tuple[int, Any]:
+        """Materialize a train/validation/test version; returns ``(version, job)``."""
+        return self._create(
+            "FeatureView.create_train_validation_test_split", _SPLITS_3, seed=seed, split=split,
+            sizes={"validation_size": validation_size, "test_size": test_size},
+            bounds={"train_start": train_start, "train_end": train_end,
+                    "validation_start": validation_start, "validation_end": validation_end,
+                    "test_start": test_start, "test_end": test_end},
+            gap=gap, group_column=group_column, stratify_column=stratify_column,
+            common={"description": description, "extra_filter": extra_filter,
+                    "data_format": data_format, "statistics_config": statistics_config,
+                    "write_options": write_options},
+        )
+
+    def create_train_test_split(
+        self, test_size: float | None = None, train_start: Any = "", train_end: Any = "",
+        test_start: Any = "", test_end: Any = "", description: str = "",
+        extra_filter: Any = None, data_format: str = "parquet", seed: int | None = None,
+        statistics_config: Any = None, write_options: dict[str, Any] | None = None,
+        split: str | None = None, gap: Any = None, group_column: str | None = None,
+        stratify_column: str | None = None,
+    ) -> tuple[int, Any]:
+        """Materialize a train/test version; returns ``(version, job)``."""
+        return self._create(
+            "FeatureView.create_train_test_split", _SPLITS_2, seed=seed, split=split,
+            sizes={"test_size": test_size},
+            bounds={"train_start": train_start, "train_end": train_end,
+                    "test_start": test_start, "test_end": test_end},
+            gap=gap, group_column=group_column, stratify_column=stratify_column,
+            common={"description": description, "extra_filter": extra_filter,
+                    "data_format": data_format, "statistics_config": statistics_config,
+                    "write_options": write_options},
+        )
+
+    def create_training_data(
+        self, start_time: Any = "", end_time: Any = "", description: str = "",
+        extra_filter: Any = None, data_format: str = "parquet", seed: int | None = None,
+        statistics_config: Any = None, write_options: dict[str, Any] | None = None,
+    ) -> tuple[int, Any]:
+        """Materialize an unsplit version; returns ``(version, job)``."""
+        return self._create(
+            "FeatureView.create_training_data", ("train",), seed=seed, split=None, sizes={},
+            bounds={"start_time": start_time, "end_time": end_time}, gap=None,
+            group_column=None, stratify_column=None,
+            common={"description": description, "extra_filter": extra_filter,
+                    "data_format": data_format, "statistics_config": statistics_config,
+                    "write_options": write_options},
+        )
+
+    # -- reading training datasets -----------------------------------------------------------
+
+    def _fill(self, y: Any) -> Any:
+        fills = {k: v for k, v in self.label_fill_values.items()
+                 if y is not None and k in getattr(y, "columns", [])}
+        if not fills:
+            return y
+        y = y.copy()
+        for col, value in fills.items():
+            y[col] = y[col].fillna(value).infer_objects()
+        return y
+
+    def _read(self, key: str, names: tuple[str, ...], version: int,
+              read_options: dict[str, Any] | None, flags: dict[str, Any]) -> tuple[Any, ...]:
+        options = dict(read_options or {})
+        verify = bool(options.pop("verify", False))
+        frames = sdk_call(self._sdk, key, version, read_options=options or None,
+                          _owner=f"{self.owner}, training dataset v{version}", **flags)
+        n = len(names)
+        xs, ys = list(frames[:n]), [self._fill(y) for y in frames[n:]]
+        self._check_hashes(version, names, xs, ys, flags, verify)
+        return tuple(xs + ys)
+
+    def _check_hashes(self, version: int, names: tuple[str, ...], xs: list[Any], ys: list[Any],
+                      flags: dict[str, Any], verify: bool) -> None:
+        """Record each split's sha256 at the first read; compare on ``verify`` reads."""
+        import pandas as pd
+
+        from feature_store.local.training_data import frame_sha256
+
+        if not all(isinstance(x, pd.DataFrame) for x in xs):
+            return
+        variant = ",".join(f"{k}={int(bool(flags.get(k)))}" for k in
+                           ("primary_key", "event_time", "training_helper_columns"))
+        hashes = {
+            f"{name}|{variant}": frame_sha256(
+                x if y is None else pd.concat([x.reset_index(drop=True),
+                                               y.reset_index(drop=True)], axis=1))
+            for name, x, y in zip(names, xs, ys or [None] * len(xs), strict=True)
+        }
+        tags = self._td_tags(version)
+        record = dict(tags.get(TRAINING_DATASET_TAG) or {})
+        known = dict(record.get("sha256") or {})
+        changed = sorted(k.split("|")[0] for k, v in hashes.items() if k in known and known[k] != v)
+        if changed and verify:
+            raise IntegrityError(
+                f"{self.owner}, training dataset v{version}: split(s) {changed} no longer match "
+                "the sha256 recorded at their first read (Hopsworks re-ran the query of an "
+                "in-memory version, or the files changed). Create a new version."
+            )
+        new = {k: v for k, v in hashes.items() if k not in known}
+        if new and record:
+            record["sha256"] = {**known, **new}
+            sdk_call(self._sdk, "FeatureView.add_training_dataset_tag", version,
+                     TRAINING_DATASET_TAG, record, _owner=self.owner)
+
+    def _td_tags(self, version: int) -> dict[str, Any]:
+        return dict(sdk_call(self._sdk, "FeatureView.get_training_dataset_tags", version,
+                             _owner=f"{self.owner}, training dataset v{version}") or {})
+
+    def get_train_validation_test_split(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, ...]:
+        """``(X_train, X_val, X_test, y_train, y_val, y_test)``; labels filled client-side."""
+        return self._read("FeatureView.get_train_validation_test_split", _SPLITS_3,
+                          training_dataset_version, read_options,
+                          {"primary_key": primary_key, "event_time": event_time,
+                           "training_helper_columns": training_helper_columns,
+                           "dataframe_type": dataframe_type})
+
+    def get_train_test_split(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, ...]:
+        """``(X_train, X_test, y_train, y_test)``; labels filled client-side."""
+        return self._read("FeatureView.get_train_test_split", _SPLITS_2,
+                          training_dataset_version, read_options,
+                          {"primary_key": primary_key, "event_time": event_time,
+                           "training_helper_columns": training_helper_columns,
+                           "dataframe_type": dataframe_type})
+
+    def get_training_data(
+        self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+    ) -> tuple[Any, ...]:
+        """``(X, y)`` of an unsplit version; labels filled client-side."""
+        return self._read("FeatureView.get_training_data", ("train",),
+                          training_dataset_version, read_options,
+                          {"primary_key": primary_key, "event_time": event_time,
+                           "training_helper_columns": training_helper_columns,
+                           "dataframe_type": dataframe_type})
+
+    def train_validation_test_split(self, validation_size: float | None = None,
+                                    test_size: float | None = None,
+                                    training_helper_columns: bool = False) -> tuple[Any, ...]:
+        """In-memory split. Hopsworks registers an in-memory version and re-runs its query on
+        every later read (no bit identity after backfills); the SDK's in-memory split takes no
+        ``seed`` (5.2.1), so none is passed."""
+        frames = sdk_call(self._sdk, "FeatureView.train_validation_test_split",
+                          validation_size=validation_size, test_size=test_size,
+                          training_helper_columns=training_helper_columns, _owner=self.owner)
+        return tuple(list(frames[:3]) + [self._fill(y) for y in frames[3:]])
+
+    def get_batch_data(self, start_time: Any = None, end_time: Any = None,
+                       read_options: dict[str, Any] | None = None, primary_key: bool = False,
+                       event_time: bool = False, inference_helper_columns: bool = False,
+                       dataframe_type: str = "default", transformed: bool = True) -> Any:
+        """Features for batch inference over ``[start_time, end_time)`` (no labels)."""
+        return sdk_call(self._sdk, "FeatureView.get_batch_data", start_time=start_time,
+                        end_time=end_time, read_options=read_options, primary_key=primary_key,
+                        event_time=event_time, inference_helper_columns=inference_helper_columns,
+                        dataframe_type=dataframe_type, transformed=transformed,
+                        _owner=self.owner)
+
+    # -- training-dataset metadata -----------------------------------------------------------
+
+    def _sdk_training_datasets(self) -> dict[int, Any]:
+        tds = sdk_call(self._sdk, "FeatureView.get_training_datasets", _owner=self.owner) or []
+        return {int(sdk_attr(td, "TrainingDatasetBase", "version")): td for td in tds}
+
+    def get_training_datasets(self) -> list[TrainingDataset]:
+        """Metadata of every training-dataset version of the view."""
+        return [self.get_training_dataset(v) for v in sorted(self._sdk_training_datasets())]
+
+    def get_training_dataset(self, version: int) -> TrainingDataset:
+        """Metadata with the fields of the local ``TrainingDataset`` (see module docstring for
+        which come from the SDK and which from the ``fstrain_training_dataset`` tag)."""
+        from feature_store.local.training_data import TrainingDataset
+
+        tds = self._sdk_training_datasets()
+        if version not in tds:
+            raise NotFoundError(
+                f"{self.owner} has no training dataset version {version!r} (versions: "
+                f"{listing(sorted(tds))})."
+            )
+        meta = sdk_attrs(tds[version], "TrainingDatasetBase")
+        attr = meta.get
+
+        record = dict(self._td_tags(version).get(TRAINING_DATASET_TAG) or {})
+        hashes = dict(record.get("sha256") or {})
+        sdk_splits = list(attr("splits") or [])
+        names = [sdk_attr(s, "TrainingDatasetSplit", "name") for s in sdk_splits] or ["train"]
+        order = {"train": 0, "validation": 1, "test": 2}
+        names.sort(key=lambda n: order.get(n, 3))
+        splits: dict[str, dict[str, Any]] = {}
+        for name in names:
+            split = next((s for s in sdk_splits
+                          if sdk_attr(s, "TrainingDatasetSplit", "name") == name), None)
+            default = f"{name}|primary_key=0,event_time=0,training_helper_columns=0"
+            splits[name] = {
+                "rows": None,
+                "sha256": hashes.get(default) or next(
+                    (v for k, v in sorted(hashes.items()) if k.startswith(f"{name}|")), None),
+                "sha256_by_read": {k.split("|", 1)[1]: v for k, v in hashes.items()
+                                   if k.startswith(f"{name}|")},
+                "percentage": None if split is None else sdk_attr(split, "TrainingDatasetSplit", "percentage"),
+                "start_time": None if split is None else _iso(sdk_attr(split, "TrainingDatasetSplit", "start_time")),
+                "end_time": None if split is None else _iso(sdk_attr(split, "TrainingDatasetSplit", "end_time")),
+            }
+        kind = str(attr("training_dataset_type") or "")
+        seed = attr("seed")
+        values = dict(
+            version=version,
+            feature_view_name=self.name,
+            feature_view_version=self.version,
+            type="IN_MEMORY" if kind.upper().startswith("IN_MEMORY") else "MATERIALIZED",
+            data_format=attr("data_format"),
+            state="ok",
+            description=attr("description") or "",
+            seed=int(seed) if seed is not None else record.get("seed"),
+            split_spec=record.get("split_spec") or {},
+            splits=splits,
+            event_start_time=_iso(attr("event_start_time")),
+            event_end_time=_iso(attr("event_end_time")),
+            extra_filter=None if attr("extra_filter") is None else {"hopsworks": str(attr("extra_filter"))},
+            feature_group_commits=dict(record.get("feature_group_commits") or {}),
+            query_sql="",
+            columns=self.schema,
+            root_columns={},
+            transformation_statistics={},
+            created_at=record.get("created_at") or "",
+            location=attr("location"),
+            extra={"backend": "hopsworks", "hopsworks_type": kind,
+                   "fstrain_tag": bool(record)},
+        )
+        # fields the local dataclass may gain later are None here (same shape on both backends)
+        return TrainingDataset(**{f.name: values.get(f.name) for f in fields(TrainingDataset)
+                                  if f.init})
+
+
+def _iso(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, int | float):
+        import pandas as pd
+
+        return pd.Timestamp(int(value), unit="ms", tz="UTC").isoformat()
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+__all__ = ["EXTENSIONS_TAG", "TRAINING_DATASET_TAG", "HopsworksFeatureView", "_unwrap"]

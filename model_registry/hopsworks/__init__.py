@@ -1,0 +1,1 @@
+"""The Hopsworks (``hsml``) model registry adapter: :class:`HopsworksModelRegistry`."""

@@ -1,0 +1,375 @@
+"""The adapter's own logic (extensions, translations) against small fake SDK objects.
+
+The fakes take the same parameters as the SDK; ``sdk_call`` checks every call's shape against
+the table, and the conformance test checks the table against the real SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from feature_store.errors import IntegrityError, InvalidArgumentError, NotFoundError
+from feature_store.hopsworks.feature_store import (
+    FEATURE_TAGS,
+    HopsworksFeatureGroup,
+    HopsworksFeatureStore,
+    HopsworksQuery,
+)
+from feature_store.hopsworks.feature_view import (
+    TRAINING_DATASET_TAG,
+    HopsworksFeatureView,
+    split_arguments,
+)
+from feature_store.hopsworks.project import HopsworksProject
+
+
+class Feature:
+    def __init__(self, name: str, fg_id: int, type: str = "bigint") -> None:
+        self.name, self.feature_group_id, self.type = name, fg_id, type
+
+
+class FakeFG:
+    def __init__(self, name: str, fg_id: int, columns: list[str], commits: dict | None = None):
+        self.name, self.version, self.id = name, 1, fg_id
+        self.primary_key, self.event_time, self.description = [columns[0]], None, ""
+        self.features = [Feature(c, fg_id) for c in columns]
+        self.tags: dict[str, Any] = {}
+        self.commits = commits or {}
+
+    def commit_details(self, wallclock_time: Any = None, limit: int | None = None) -> dict:
+        keys = sorted(self.commits, key=int, reverse=True)[:limit]
+        return {k: self.commits[k] for k in keys}
+
+    def add_tag(self, name: str, value: Any) -> None:
+        self.tags[name] = value
+
+    def get_tag(self, name: str) -> Any:
+        return self.tags.get(name)
+
+    def get_tags(self) -> dict:
+        return dict(self.tags)
+
+    def select(self, features: list[str]) -> FakeQuery:
+        return FakeQuery([self], [f for f in self.features if f.name in features])
+
+
+class FakeQuery:
+    def __init__(self, groups: list[FakeFG], features: list[Feature]) -> None:
+        self.featuregroups, self.features = groups, features
+
+    def join(self, sub_query: FakeQuery, on=None, left_on=None, right_on=None,
+             join_type="left", prefix=None) -> FakeQuery:
+        self.featuregroups += sub_query.featuregroups
+        self.features += sub_query.features
+        return self
+
+
+class FakeFS:
+    def __init__(self) -> None:
+        self.created: list[tuple] = []
+
+    def get_or_create_feature_view(self, name: str, query: Any, version: int, **kwargs: Any):
+        self.created.append((name, query, version, kwargs))
+        return FakeFV(name, version, query, kwargs)
+
+    def get_feature_group(self, name: str, version: int | None = None) -> None:
+        return None
+
+
+class Split:
+    def __init__(self, name: str) -> None:
+        self.name, self.percentage, self.start_time, self.end_time = name, 0.2, None, None
+
+
+class TD:
+    def __init__(self, version: int, seed: int) -> None:
+        self.version, self.seed = version, seed
+        self.splits = [Split("test"), Split("train"), Split("validation")]
+        self.data_format, self.description, self.location = "parquet", "", "hopsfs://td"
+        self.event_start_time, self.event_end_time = 1704067200000, None
+        self.training_dataset_type, self.extra_filter = "HOPSFS_TRAINING_DATASET", None
+
+
+class FakeFV:
+    def __init__(self, name: str, version: int, query: FakeQuery, kwargs: dict) -> None:
+        self.name, self.version, self.query = name, version, query
+        self.labels = kwargs.get("labels", [])
+        self.training_helper_columns = kwargs.get("training_helper_columns", [])
+        self.inference_helper_columns, self.description = [], ""
+        self.features = query.features
+        self.tags = dict(kwargs.get("tags") or {})
+        self.td_tags: dict[int, dict] = {}
+        self.tds: dict[int, TD] = {}
+        self.frames: tuple = ()
+
+    def create_train_validation_test_split(self, **kwargs: Any) -> tuple[int, None]:
+        version = len(self.tds) + 1
+        self.tds[version] = TD(version, kwargs["seed"])
+        self.last_create = kwargs
+        return version, None
+
+    def add_training_dataset_tag(self, training_dataset_version: int, name: str, value: Any):
+        self.td_tags.setdefault(training_dataset_version, {})[name] = json.loads(json.dumps(value))
+
+    def get_training_dataset_tags(self, training_dataset_version: int) -> dict:
+        return dict(self.td_tags.get(training_dataset_version, {}))
+
+    def get_tags(self) -> dict:
+        return dict(self.tags)
+
+    def get_training_datasets(self) -> list[TD]:
+        return list(self.tds.values())
+
+    def get_train_validation_test_split(self, training_dataset_version: int, read_options=None,
+                                        primary_key=False, event_time=False,
+                                        training_helper_columns=False, dataframe_type="default"):
+        return tuple(f.copy() for f in self.frames)
+
+
+def _setup() -> tuple[HopsworksFeatureStore, FakeFS, FakeFG, FakeFG]:
+    sdk_fs = FakeFS()
+    fs = HopsworksFeatureStore(sdk_fs)
+    tx = FakeFG("transactions", 1, ["t_id", "amount"], {"7": {"committedOn": "a"}, "12": {}})
+    labels = FakeFG("cc_fraud", 2, ["t_id", "is_fraud"], {"3": {}})
+    return fs, sdk_fs, tx, labels
+
+
+def _query(tx: FakeFG, labels: FakeFG) -> HopsworksQuery:
+    q = HopsworksFeatureGroup(tx, None).select(["t_id", "amount"])
+    return q.join(HopsworksFeatureGroup(labels, None).select(["is_fraud"]))
+
+
+def test_commit_details_are_int_keyed_newest_first_and_give_the_latest_commit():
+    fg = HopsworksFeatureGroup(FakeFG("g", 1, ["k"], {"7": {}, "12": {}, "9": {}}), None)
+    assert list(fg.commit_details()) == [12, 9, 7]
+    assert fg.latest_commit_id() == 12
+    with pytest.raises(NotFoundError, match="no commits yet"):
+        HopsworksFeatureGroup(FakeFG("empty", 2, ["k"]), None).latest_commit_id()
+
+
+def test_tags_missing_tag_and_feature_tags():
+    sdk = FakeFG("people", 1, ["customer_id", "gender"])
+    fg = HopsworksFeatureGroup(sdk, None)
+    with pytest.raises(NotFoundError, match="no tag 'pii'"):
+        fg.get_tag("pii")
+    fg.add_feature_tag("gender", "pii", True)
+    assert sdk.tags[FEATURE_TAGS] == {"gender": {"pii": True}}
+    assert fg.get_feature_tags("gender") == {"pii": True}
+    with pytest.raises(NotFoundError, match="no feature 'sex'"):
+        fg.add_feature_tag("sex", "pii", True)
+
+
+def test_split_arguments_map_random_time_gap_stratified_and_refuse_group():
+    kwargs, spec = split_arguments("fv", three_way=True, split=None, seed=5,
+                                   sizes={"validation_size": 0.1, "test_size": 0.2},
+                                   bounds={}, gap=None, group_column=None, stratify_column=None)
+    assert kwargs == {"seed": 5, "validation_size": 0.1, "test_size": 0.2}
+    bounds = {"train_start": "2024-01-01", "train_end": "2024-02-01",
+              "validation_start": "2024-02-01", "validation_end": "2024-03-01",
+              "test_start": "2024-03-05", "test_end": "2024-04-01"}
+    kwargs, spec = split_arguments("fv", three_way=True, split="time", seed=5, sizes={},
+                                   bounds=bounds, gap="2D", group_column=None,
+                                   stratify_column=None)
+    assert pd.Timestamp(kwargs["validation_start"]) == pd.Timestamp("2024-02-03")
+    assert pd.Timestamp(kwargs["test_start"]) == pd.Timestamp("2024-03-05")  # already later
+    assert spec["gap"] == "P2DT0H0M0S"
+    with pytest.warns(UserWarning, match="no stratified split"):
+        kwargs, spec = split_arguments("fv", three_way=True, split="stratified", seed=5,
+                                       sizes={"validation_size": 0.1, "test_size": 0.2},
+                                       bounds={}, gap=None, group_column=None,
+                                       stratify_column=None)
+    assert spec["requested"] == "stratified" and kwargs["seed"] == 5
+    with pytest.raises(InvalidArgumentError, match="group"):
+        split_arguments("fv", three_way=True, split="group", seed=5, sizes={}, bounds={},
+                        gap=None, group_column="card", stratify_column=None)
+    with pytest.raises(InvalidArgumentError, match="needs bounds"):
+        split_arguments("fv", three_way=True, split="time", seed=5, sizes={"test_size": 0.2},
+                        bounds={}, gap=None, group_column=None, stratify_column=None)
+
+
+def test_prohibited_tags_are_checked_client_side_and_extensions_stored():
+    fs, sdk_fs, tx, labels = _setup()
+    labels.add_tag("pii", True)
+    with pytest.raises(InvalidArgumentError, match="feature 'is_fraud' comes from feature group "
+                                                   "'cc_fraud' tagged 'pii'"):
+        fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["amount"],
+                                      prohibited_tags=["pii"])
+    assert sdk_fs.created == []
+    with pytest.raises(InvalidArgumentError, match="not a label"):
+        fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["amount"],
+                                      label_fill_values={"is_fraud": 0})
+    fv = fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["is_fraud"],
+                                       label_fill_values={"is_fraud": 0},
+                                       training_helper_columns=["is_fraud_helper"],
+                                       prohibited_tags=["gdpr"])
+    (_, query, _, kwargs), = sdk_fs.created
+    assert isinstance(query, FakeQuery)  # the SDK got its own query object, not our wrapper
+    assert kwargs["tags"]["fstrain_feature_view"] == {"label_fill_values": {"is_fraud": 0},
+                                                      "prohibited_tags": ["gdpr"]}
+    assert fv.label_fill_values == {"is_fraud": 0} and fv.prohibited_tags == ["gdpr"]
+
+
+def _view_with_version() -> tuple[HopsworksFeatureView, FakeFV, int]:
+    fs, _, tx, labels = _setup()
+    fv = fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["is_fraud"],
+                                       label_fill_values={"is_fraud": 0})
+    version, _ = fv.create_train_validation_test_split(validation_size=0.2, test_size=0.2, seed=9)
+    return fv, fv._sdk, version
+
+
+def test_create_records_commits_seed_and_reads_fill_labels_and_hashes():
+    fv, sdk, version = _view_with_version()
+    assert sdk.last_create["write_options"] == {"wait_for_job": True}
+    record = sdk.td_tags[version][TRAINING_DATASET_TAG]
+    assert record["feature_group_commits"] == {"transactions:1": 12, "cc_fraud:1": 3}
+    assert record["seed"] == 9 and record["sha256"] == {}
+    x = pd.DataFrame({"amount": [1.0, 2.0]})
+    y = pd.DataFrame({"is_fraud": [1.0, None]})
+    sdk.frames = (x, x, x, y, y, y)
+    *_, y_tr, _, _ = fv.get_train_validation_test_split(version)
+    assert y_tr["is_fraud"].tolist() == [1.0, 0.0]
+    hashes = sdk.td_tags[version][TRAINING_DATASET_TAG]["sha256"]
+    assert sorted(k.split("|")[0] for k in hashes) == ["test", "train", "validation"]
+    sdk.frames = (x.assign(amount=[1.0, 3.0]), x, x, y, y, y)  # the server re-ran the query
+    fv.get_train_validation_test_split(version)  # plain reads still work
+    with pytest.raises(IntegrityError, match=r"split\(s\) \['train'\] no longer match"):
+        fv.get_train_validation_test_split(version, read_options={"verify": True})
+
+
+def test_training_dataset_metadata_has_the_local_fields():
+    from feature_store.local.training_data import TrainingDataset
+
+    fv, sdk, version = _view_with_version()
+    sdk.frames = tuple([pd.DataFrame({"amount": [1.0]})] * 3 + [pd.DataFrame({"is_fraud": [1]})] * 3)
+    fv.get_train_validation_test_split(version)
+    td = fv.get_training_dataset(version)
+    assert isinstance(td, TrainingDataset)
+    assert td.seed == 9 and list(td.splits) == ["train", "validation", "test"]
+    assert td.feature_group_commits == {"transactions:1": 12, "cc_fraud:1": 3}
+    assert td.splits["train"]["sha256"] and td.type == "MATERIALIZED"
+    assert td.event_start_time == "2024-01-01T00:00:00+00:00"
+    assert td.split_spec["strategy"] == "random"
+    with pytest.raises(NotFoundError, match="no training dataset version 99"):
+        fv.get_training_dataset(99)
+
+
+def test_missing_feature_group_is_not_found():
+    fs, *_ = _setup()
+    with pytest.raises(NotFoundError, match="'orders' v1 does not exist"):
+        fs.get_feature_group("orders", 1)
+
+
+# -- model registry ----------------------------------------------------------------------------
+
+
+class FakeModel:
+    def __init__(self, store: dict, name: str, version: int | None, **kwargs: Any) -> None:
+        self.store, self.name, self.version, self.kwargs = store, name, version, kwargs
+        self.training_metrics = kwargs.get("metrics") or {}
+        self.description, self.framework, self.created = kwargs.get("description"), "PYTHON", None
+        self.training_dataset_version = kwargs.get("training_dataset_version")
+        self.model_files_path = f"/Projects/p/Models/{name}/{version}/Files"
+        self.tags: dict[str, Any] = {}
+
+    def save(self, model_path: str, await_registration: int = 480,
+             keep_original_files: bool = False) -> FakeModel:
+        self.version = max(self.store, default=0) + 1
+        self.model_files_path = f"/Projects/p/Models/{self.name}/{self.version}/Files"
+        self.files = {p.relative_to(model_path).as_posix(): p.read_bytes()
+                      for p in Path(model_path).rglob("*") if p.is_file()}
+        self.store[self.version] = self
+        return self
+
+    def download(self, local_path: str | None = None) -> str:
+        dest = Path(local_path)
+        for rel, data in self.files.items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+        return str(dest)
+
+    def add_tag(self, name: str, value: Any) -> None:
+        self.tags[name] = value
+
+    def get_tags(self) -> dict:
+        return dict(self.tags)
+
+
+class FakeFlavor:
+    def __init__(self, store: dict) -> None:
+        self.store = store
+
+    def create_model(self, name: str, **kwargs: Any) -> FakeModel:
+        return FakeModel(self.store, name, kwargs.pop("version"), **kwargs)
+
+
+class FakeMR:
+    def __init__(self) -> None:
+        self.store: dict[int, FakeModel] = {}
+        self.python = self.sklearn = self.torch = FakeFlavor(self.store)
+
+    def get_model(self, name: str, version: int | None = None) -> FakeModel | None:
+        return self.store.get(version)
+
+
+class FakeDatasets:
+    def __init__(self, mr: FakeMR) -> None:
+        self.mr, self.uploads = mr, []
+
+    def exists(self, path: str) -> bool:
+        return True
+
+    def upload(self, local_path: str, upload_path: str, overwrite: bool = False) -> str:
+        self.uploads.append((Path(local_path).name, upload_path))
+        version = int(upload_path.split("/")[5])
+        rel = "/".join(upload_path.split("/")[7:] + [Path(local_path).name])
+        self.mr.store[version].files[rel] = Path(local_path).read_bytes()
+        return upload_path
+
+
+class FakeProject:
+    name = "p"
+
+    def __init__(self) -> None:
+        self.mr = FakeMR()
+        self.datasets = FakeDatasets(self.mr)
+
+    def get_model_registry(self) -> FakeMR:
+        return self.mr
+
+    def get_dataset_api(self) -> FakeDatasets:
+        return self.datasets
+
+
+def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
+    project = HopsworksProject(FakeProject(), root=tmp_path / "cache")
+    mr = project.get_model_registry()
+    src = tmp_path / "model"
+    src.mkdir()
+    (src / "model.json").write_text('{"w": 1}')
+    model = mr.python.create_model("m", metrics={"auc": 0.8}, input_example={"a": 1.0},
+                                   hyperparameters={"depth": 3})
+    model.save(str(src))
+    sdk = project.sdk.mr.store[1]
+    assert model.version == 1 and model.validation_status == "pending"
+    assert isinstance(sdk.kwargs["input_example"], pd.DataFrame)
+    manifest = json.loads(sdk.files["manifest.json"])
+    assert [e["path"] for e in manifest["files"]] == ["model.json"]
+    assert sdk.tags["fstrain_manifest_sha256"] and sdk.tags["validation_status"] == "pending"
+    model.set_validation_status("passed")
+    got = mr.get_model("m", 1)
+    assert got.validation_status == "passed" and got.hyperparameters == {"depth": 3}
+    got.write_attachment("scorecard.json", {"roc_auc": 0.9})
+    got.add_attachment("images/roc.png", b"png")
+    assert ("roc.png", "/Projects/p/Models/m/1/Files/images") in project.sdk.datasets.uploads
+    fresh = Path(mr.get_model("m", 1).download(str(tmp_path / "dl")))
+    assert json.loads((fresh / "scorecard.json").read_text()) == {"roc_auc": 0.9}
+    sdk.files["model.json"] = b'{"w": 2}'  # changed on the server
+    with pytest.raises(IntegrityError, match="model.json"):
+        mr.get_model("m", 1).download(str(tmp_path / "dl2"))
+    with pytest.raises(NotFoundError, match="does not exist"):
+        mr.get_model("m", 7)
