@@ -194,7 +194,11 @@ def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationR
     suite = build_suite(suite_data)
     with _CONTEXT_LOCK:
         batch = _batch_definition().get_batch(batch_parameters={"dataframe": frame})
-        raw = batch.validate(suite, result_format="BASIC").to_json_dict()
+        # a passing batch needs no per-value detail: check cheaply first, and only when
+        # something failed validate again for the counts and examples a reviewer needs
+        raw = batch.validate(suite, result_format="BOOLEAN_ONLY").to_json_dict()
+        if not raw["success"]:
+            raw = batch.validate(suite, result_format="BASIC").to_json_dict()
     results = []
     for r in raw["results"]:
         config = r["expectation_config"]
