@@ -14,17 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.errors import (
     AlreadyExistsError,
-    DataValidationError,
     InvalidArgumentError,
     NotFoundError,
     did_you_mean,
 )
 from feature_store.feature import Feature, FilterLike
 from feature_store.local.catalog import dumps, loads
+from feature_store.local.tags import TaggedEntity
 from feature_store.timeutil import to_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
     import pyarrow as pa
 
     from feature_store.local.delta_table import DeltaFeatureTable
@@ -55,8 +54,10 @@ def convert_result(table: pa.Table, dataframe_type: str) -> Any:
     )
 
 
-class FeatureGroup:
+class FeatureGroup(TaggedEntity):
     """A versioned feature group stored as a Delta Lake table."""
+
+    _TAG_KIND = "fg"
 
     def __init__(
         self,
@@ -345,27 +346,11 @@ class FeatureGroup:
 
     # -- tags --------------------------------------------------------------------------------
 
-    def add_tag(self, name: str, value: Any) -> None:
-        """Attach a tag (any JSON value), e.g. ``fg.add_tag("pii", True)``."""
-        self._store._catalog.set_tag("fg", self._require_saved(), "", _tag_name(name), value)
-
-    def get_tag(self, name: str) -> Any:
-        """The value of one tag (raises :class:`NotFoundError` if absent)."""
-        tags = self.get_tags()
-        if name not in tags:
-            raise NotFoundError(f"{self.owner} has no tag '{name}' (tags: {sorted(tags)}).")
-        return tags[name]
-
     def get_tags(self) -> dict[str, Any]:
-        """All tags of the group."""
+        """All tags of the group (before the first insert: those given at creation)."""
         if self.id is None:
             return dict(self._initial_tags)
-        return self._store._catalog.get_tags("fg", self.id)
-
-    def delete_tag(self, name: str) -> None:
-        """Remove one tag."""
-        if not self._store._catalog.delete_tag("fg", self._require_saved(), "", name):
-            raise NotFoundError(f"{self.owner} has no tag '{name}'.")
+        return super().get_tags()
 
     def add_feature_tag(self, feature: str, name: str, value: Any) -> None:
         """Attach a tag to one feature, e.g. ``fg.add_feature_tag("sex", "pii", True)``."""

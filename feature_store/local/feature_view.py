@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.errors import InvalidArgumentError, NotFoundError, did_you_mean
 from feature_store.feature import Feature
+from feature_store.local.tags import TaggedEntity
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -32,8 +33,10 @@ _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
 
 
-class FeatureView:
+class FeatureView(TaggedEntity):
     """A versioned, validated view over a query, with training-dataset versions."""
+
+    _TAG_KIND = "fv"
 
     def __init__(
         self,
@@ -568,29 +571,12 @@ class FeatureView:
         frame = self.query.read(start_time=start_time, end_time=end_time)
         return frame[self.inference_helper_columns]
 
-    # -- tags and lifecycle ------------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------------
 
     def _require_saved(self) -> int:
         if self.id is None:
             raise NotFoundError(f"{self.owner} has not been saved.")
         return self.id
-
-    def add_tag(self, name: str, value: Any) -> None:
-        """Attach a tag (any JSON value)."""
-        self._store._catalog.set_tag("fv", self._require_saved(), "", name, value)
-
-    def get_tag(self, name: str) -> Any:
-        tags = self.get_tags()
-        if name not in tags:
-            raise NotFoundError(f"{self.owner} has no tag '{name}' (tags: {sorted(tags)}).")
-        return tags[name]
-
-    def get_tags(self) -> dict[str, Any]:
-        return self._store._catalog.get_tags("fv", self._require_saved())
-
-    def delete_tag(self, name: str) -> None:
-        if not self._store._catalog.delete_tag("fv", self._require_saved(), "", name):
-            raise NotFoundError(f"{self.owner} has no tag '{name}'.")
 
     def delete(self) -> None:
         """Delete the view, its training datasets and tags."""
