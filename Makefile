@@ -29,6 +29,8 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/insert.py
 	$(PY) bench/pit_join.py
+	$(PY) bench/td_read.py
+	$(PY) bench/train.py
 
 clean:
 	rm -rf $(VENV) .fstrain .pytest_cache
