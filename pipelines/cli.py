@@ -185,6 +185,7 @@ def train(
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
     tune: Annotated[bool, typer.Option("--tune", help="Ray Tune (ASHA + Optuna), then refit the best.")] = False,
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
+    workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
@@ -208,6 +209,7 @@ def train(
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=training_dataset_version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
+            workers=workers,
         )
         project = _project()
         if smoke:

@@ -35,6 +35,7 @@ class TrainingPipelineConfig(BaseModel):
     tune: bool = False
     ray_address: str | None = None
     num_cpus: int = 2
+    workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
     resume: bool = False
     description: str = ""
 
@@ -54,7 +55,11 @@ def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
     """The validated trainer config of a run (raises ConfigError naming a bad option)."""
     from pipelines.trainers.config import load_config
 
-    return load_config(deep_merge(use_case.model, overrides))
+    base = dict(use_case.model)
+    if overrides.get("model") not in (None, base.get("model")):
+        # another model kind: the default's hyperparameters belong to the default model
+        base = {k: v for k, v in base.items() if k not in ("model", "params", "torch", "tune")}
+    return load_config(deep_merge(base, overrides))
 
 
 def read_splits(project: Any, use_case: Any, version: int) -> tuple[Any, tuple[Any, ...]]:
@@ -99,6 +104,20 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
         result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
                        lineage=lineage)
         metrics = {f"tuned_val_{tuned.metric}": tuned.best_metric}
+    elif config.workers > 1:
+        if not cfg.is_torch:
+            from feature_store.errors import ConfigError
+
+            raise ConfigError(
+                f"workers={config.workers} needs a PyTorch model (mlp or cnn); {cfg.model!r} "
+                "trains on one process. Use workers=1."
+            )
+        from pipelines.trainers import train_distributed
+
+        result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
+                                   num_workers=config.workers, ray_address=config.ray_address,
+                                   num_cpus=config.num_cpus, lineage=lineage, resume=config.resume)
+        metrics = dict(result.metrics)
     else:
         result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                        resume=config.resume)

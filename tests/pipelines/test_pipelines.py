@@ -165,3 +165,38 @@ def test_end_to_end_on_a_small_slice(project, use_case):
     assert Path(result.scorecard_html).exists()
     model = project.get_model_registry().get_model(ref.name, ref.version)
     assert model.validation_status == result.status
+
+
+def _adult_dataset(project):
+    _features(project, "adult")
+    return training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=5))
+
+
+def test_workers_need_a_torch_model(project):
+    td = _adult_dataset(project)
+    with pytest.raises(ConfigError, match="workers=2 needs a PyTorch model"):
+        training.run(project, training.TrainingPipelineConfig(
+            use_case="adult", training_dataset_version=td.version, workers=2))
+
+
+@pytest.mark.slow
+def test_tuned_training_registers_the_refit_best_config(project):
+    td = _adult_dataset(project)
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version, tune=True,
+        model={"params": {"n_estimators": 16}, "tune": {"num_samples": 3, "max_concurrent": 2}}))
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    tuning = model.manifest["training_config"]["tuning"]
+    assert len(tuning["trials"]) == 3 and tuning["best_metric"] is not None
+    assert any(k.startswith("tuned_val_") for k in model.training_metrics)
+
+
+@pytest.mark.slow
+def test_data_parallel_training_through_the_pipeline(project):
+    td = _adult_dataset(project)
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version, workers=2,
+        model={"model": "mlp", "params": {}, "torch": {"epochs": 2, "batch_size": 128}}))
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    assert model.framework == "torch"
+    assert model.training_metrics["auc"] > 0.6  # beats chance after 2 epochs on 3k rows
