@@ -287,15 +287,19 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str
     feature_args = {k: v for k, v in settings.items() if k in ("sample", "n_transactions")}
     with _step(f"{use_case}: feature pipeline"):
         fref = feature.run(project, feature.FeaturePipelineConfig(use_case=use_case, **feature_args))
+    _progress(f"{use_case}: feature groups " + ", ".join(str(r) for r in fref.feature_groups))
     with _step(f"{use_case}: training-dataset pipeline"):
         tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case=use_case))
+    _progress(f"{use_case}: training dataset {tref}")
     with _step(f"{use_case}: training pipeline"):
         mref = training.run(project, training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=tref.version,
             model=deep_merge({}, settings.get("model", {}))))
+    _progress(f"{use_case}: model {mref} (pending)")
     with _step(f"{use_case}: model-validation pipeline"):
         vref = model_validation.run(project, model_validation.ModelValidationConfig(
             model_name=mref.name, version=mref.version))
+    _progress(f"{use_case}: model {mref} {vref.status}")
     return {
         "use_case": use_case,
         "feature_groups": [str(r) for r in fref.feature_groups],
@@ -307,6 +311,12 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str
         "scorecard": vref.scorecard_html,
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _progress(line: str) -> None:
+    """One line per finished stage (stderr, so --json output stays clean)."""
+    if not OPTIONS.as_json:
+        _console().print(line, highlight=False, soft_wrap=True)
 
 
 def _summary(rows: list[dict[str, Any]]) -> None:

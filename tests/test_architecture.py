@@ -1,0 +1,68 @@
+"""The import rules that keep the house readable (DESIGN.md), checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = ("feature", "training_dataset", "training", "model_validation")
+LIBRARIES = ("feature_store", "model_registry", "feature_views", "validation")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_libraries_never_import_pipelines():
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for package in LIBRARIES
+        for path in (ROOT / package).rglob("*.py")
+        for name in _imports(path)
+        if name == "pipelines" or name.startswith("pipelines.")
+    ]
+    assert offenders == []
+
+
+def test_a_pipeline_never_imports_another_pipeline():
+    offenders = []
+    for stage in PIPELINES:
+        for name in _imports(ROOT / "pipelines" / f"{stage}.py"):
+            for other in PIPELINES:
+                if other != stage and name in (f"pipelines.{other}", f"pipelines.{other}.run"):
+                    offenders.append(f"pipelines/{stage}.py imports pipelines.{other}")
+    assert offenders == []
+
+
+def test_backend_specific_storage_stays_in_its_packages():
+    """deltalake and duckdb are used only by the local backend (and benchmarks)."""
+    allowed = {ROOT / "feature_store" / "local"}
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for package in (*LIBRARIES, "pipelines")
+        for path in (ROOT / package).rglob("*.py")
+        if not any(parent in allowed for parent in path.parents)
+        for name in _imports(path)
+        if name.split(".")[0] in ("deltalake", "duckdb")
+    ]
+    assert offenders == []
+
+
+def test_point_in_time_join_is_written_once():
+    hits = [
+        path.relative_to(ROOT)
+        for package in (*LIBRARIES, "pipelines")
+        for path in (ROOT / package).rglob("*.py")
+        if re.search(r"ASOF (LEFT )?JOIN", path.read_text())
+    ]
+    assert [str(h) for h in hits] == ["feature_store/local/pit.py"]
