@@ -72,6 +72,18 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
+def missing_version(kind: str, name: str, version: object, versions: list[int],
+                    names: list[str]) -> NotFoundError:
+    """The error for an unknown ``kind`` name/version, listing what exists."""
+    if versions:
+        return NotFoundError(
+            f"{kind} '{name}' has no version {version} (versions: {listing(versions)})."
+        )
+    return NotFoundError(
+        f"{kind} '{name}' does not exist ({kind}s: {listing(names)}).{did_you_mean(name, names)}"
+    )
+
+
 def listing(items: Iterable[object]) -> str:
     """Render existing names/versions for an error message (``none`` when empty)."""
     values = [str(i) for i in items]

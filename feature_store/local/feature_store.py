@@ -13,6 +13,7 @@ from feature_store.errors import (
     NotFoundError,
     did_you_mean,
     listing,
+    missing_version,
 )
 from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
@@ -177,17 +178,8 @@ class FeatureStore(FeatureViewOperations):
             version = 1
         row = self._fg_row(name, version)
         if row is None:
-            versions = self._versions(name)
-            if versions:
-                raise NotFoundError(
-                    f"feature group '{name}' has no version {version} (versions: "
-                    f"{listing(versions)})."
-                )
-            names = self._fg_names()
-            raise NotFoundError(
-                f"feature group '{name}' does not exist (feature groups: {listing(names)})."
-                f"{did_you_mean(name, names)}"
-            )
+            raise missing_version("feature group", name, version, self._versions(name),
+                                  self._fg_names())
         return self._fg_from_row(row)
 
     def get_feature_groups(self, name: str | None = None) -> list[FeatureGroup]:

@@ -11,9 +11,9 @@ from typing import Any
 from feature_store.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
-    NotFoundError,
     did_you_mean,
     listing,
+    missing_version,
 )
 from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
@@ -103,16 +103,9 @@ class FeatureViewOperations:
             version = 1
         row = self._fv_row(name, version)
         if row is None:
-            versions = self._fv_versions(name)
-            if versions:
-                raise NotFoundError(
-                    f"feature view '{name}' has no version {version} (versions: {listing(versions)})."
-                )
-            names = [r["name"] for r in self._catalog.query("SELECT DISTINCT name FROM feature_views ORDER BY name")]
-            raise NotFoundError(
-                f"feature view '{name}' does not exist (feature views: {listing(names)})."
-                f"{did_you_mean(name, names)}"
-            )
+            names = [r["name"] for r in self._catalog.query(
+                "SELECT DISTINCT name FROM feature_views ORDER BY name")]
+            raise missing_version("feature view", name, version, self._fv_versions(name), names)
         return self._fv_from_row(row)
 
     def get_feature_views(self, name: str) -> list[Any]:
