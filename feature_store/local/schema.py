@@ -75,9 +75,16 @@ def _first_value(column: pa.ChunkedArray) -> Any:
 
 
 def _check_mixed_timezones(frame: Any, owner: str) -> None:
-    """Refuse pandas object columns that mix tz-naive and tz-aware datetimes."""
+    """Refuse pandas object columns that mix tz-naive and tz-aware datetimes.
+
+    Only object columns whose first non-null value is a datetime are scanned (a column of
+    strings or numbers cannot hold the mix without failing Arrow conversion anyway).
+    """
     for col in frame.columns:
         if frame[col].dtype != object:
+            continue
+        first = frame[col].first_valid_index()
+        if first is None or not isinstance(frame[col].loc[first], _dt.datetime):
             continue
         kinds = set()
         for value in frame[col]:
@@ -234,6 +241,11 @@ def check_keys(
                 f"{et_type} instead (first value {_first_value(table.column(event_time))!r}). "
                 "Convert epoch numbers with pandas.to_datetime(..., unit='ms', utc=True)."
             )
+    _check_unique(table, owner, upsert_key)
+
+
+def _check_unique(table: pa.Table, owner: str, upsert_key: Sequence[str]) -> None:
+    """No upsert key twice in one batch (Arrow's hash aggregate; as fast as DuckDB's here)."""
     counts = table.group_by(list(upsert_key)).aggregate([([], "count_all")])
     dup = counts.filter(pc.greater(counts.column("count_all"), 1))
     if dup.num_rows:

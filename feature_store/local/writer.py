@@ -59,13 +59,21 @@ class FeatureGroupWriter:
         else:
             target = fg._arrow_schema()
         table = schema_rules.conform(table, target, fg.owner)
-        schema_rules.check_keys(table, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
 
-        # STRICT must validate before writing; ALWAYS writes regardless, so its validation runs
-        # beside the Delta write (GE is pandas-bound, delta-rs releases the GIL).
-        strict = fg.validation_ingestion_policy == "STRICT"
+        # ALWAYS writes regardless of the outcome, so its validation starts now and runs beside
+        # the key checks and the Delta write (GX is pandas-bound; DuckDB and delta-rs release
+        # the GIL). STRICT must know the outcome before anything is written.
         pending = None
         report = None
+        strict = fg.validation_ingestion_policy == "STRICT"
+        if not strict and self._will_validate(fg, validation_options):
+            from concurrent.futures import ThreadPoolExecutor
+
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-gx")
+            pending = executor.submit(self._validate, fg, table, validation_options)
+            executor.shutdown(wait=False)
+
+        schema_rules.check_keys(table, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
         if strict:
             report = self._validate(fg, table, validation_options)
             if report is not None and not report.success:
@@ -77,12 +85,6 @@ class FeatureGroupWriter:
                     f"{report.summary()}",
                     report=report,
                 )
-        elif self._will_validate(fg, validation_options):
-            from concurrent.futures import ThreadPoolExecutor
-
-            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-gx")
-            pending = executor.submit(self._validate, fg, table, validation_options)
-            executor.shutdown(wait=False)
 
         if fg.id is None:
             self._store._create_metadata(fg, target)
