@@ -5,6 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests on a fixed sequence of examples (no flaky red builds); locally
+# they explore new examples on every run.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
