@@ -8,7 +8,7 @@ in this process and on the same Delta tables:
 - ``duckdb``: one hand-written ``ASOF LEFT JOIN`` query over the tables' parquet files → pandas;
 - ``pandas``: ``pandas.merge_asof`` chained over the three tables (read with pyarrow).
 
-Prints the median of ``--repeat`` runs and the ratios. Peak RSS cannot be reset inside one
+Prints the median of ``--repeat`` interleaved runs and the ratios. Peak RSS cannot be reset inside one
 process, so each method's peak RSS (VmHWM minus the baseline after imports) is measured in a
 fresh child process on the same tables.
 Targets: fstrain ≤ 1.25× duckdb; pandas / fstrain ≥ 1.5; RSS ≤ 1.5× duckdb.
@@ -150,17 +150,19 @@ def main() -> None:
         print(f"built {args.rows:,} label rows + 3 x {args.rows:,} feature rows in "
               f"{time.perf_counter() - start:.1f} s")
         methods = [m for m in METHODS if not (args.skip_pandas and m == "pandas")]
-        results: dict[str, dict[str, float]] = {}
-        for method in methods:
-            times, rows = [], METHODS[method](root)  # warm-up run (imports, file cache)
-            for _ in range(args.repeat):
+        times: dict[str, list[float]] = {m: [] for m in methods}
+        rows: dict[str, int] = {m: METHODS[m](root) for m in methods}  # warm-up runs
+        for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits all alike
+            for method in methods:
                 gc.collect()
                 t = time.perf_counter()
-                rows = METHODS[method](root)
-                times.append(time.perf_counter() - t)
-            results[method] = {"median_s": statistics.median(times), "rows": rows,
+                rows[method] = METHODS[method](root)
+                times[method].append(time.perf_counter() - t)
+        results: dict[str, dict[str, float]] = {}
+        for method in methods:
+            results[method] = {"median_s": statistics.median(times[method]), "rows": rows[method],
                                "peak_rss_mb": peak_rss_mb(method, root)}
-            print(f"{method:8s} median {results[method]['median_s']:.3f} s  rows {rows:,}  "
+            print(f"{method:8s} median {results[method]['median_s']:.3f} s  rows {rows[method]:,}  "
                   f"peak RSS above imports {results[method]['peak_rss_mb']:.0f} MB")
         f, d = results["fstrain"], results["duckdb"]
         print(f"fstrain / duckdb time: {f['median_s'] / d['median_s']:.2f}  (target <= 1.25)")

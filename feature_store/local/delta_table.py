@@ -9,6 +9,7 @@ the OS if the process dies); a commit conflict with any other writer is retried.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -39,6 +40,22 @@ class Commit:
     rows_inserted: int
     rows_updated: int
     rows_deleted: int
+
+
+@functools.lru_cache(maxsize=256)
+def _snapshot(path: str, version: int) -> DeltaTable:
+    """A Delta table loaded at one committed version (immutable, so safe to share)."""
+    dt = DeltaTable(path)
+    dt.load_as_version(version)
+    return dt
+
+
+def forget_snapshots() -> None:
+    """Drop cached snapshots (a dropped table's path may be reused by a new table)."""
+    _snapshot.cache_clear()
+    from feature_store.local import engine
+
+    engine.forget_file_columns()
 
 
 def _quote(column: str) -> str:
@@ -88,10 +105,10 @@ class DeltaFeatureTable:
             DeltaTable.create(str(self.path), schema=schema, mode="ignore")
 
     def table(self, version: int | None = None) -> DeltaTable:
-        dt = DeltaTable(str(self.path))
-        if version is not None:
-            dt.load_as_version(version)
-        return dt
+        """The table at ``version`` (a committed version never changes, so it is cached)."""
+        if version is None:
+            return DeltaTable(str(self.path))
+        return _snapshot(str(self.path), int(version))
 
     def version(self) -> int:
         return self.table().version()

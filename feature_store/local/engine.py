@@ -75,6 +75,12 @@ def _file_columns(
     return cols
 
 
+def forget_file_columns() -> None:
+    """Drop the cached column lists (see :func:`feature_store.local.delta_table.forget_snapshots`)."""
+    with _cache_lock:
+        _file_columns_cache.clear()
+
+
 def _file_list(files: list[str]) -> str:
     return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 

@@ -323,6 +323,9 @@ class FeatureStore(FeatureViewOperations):
             conn.execute("DELETE FROM tags WHERE entity_type='fg' AND entity_id=?", (fg_id,))
             conn.execute("DELETE FROM feature_groups WHERE id=?", (fg_id,))
         shutil.rmtree(fg._table.path, ignore_errors=True)
+        from feature_store.local.delta_table import forget_snapshots
+
+        forget_snapshots()
         fg.id = None
 
     # -- statistics --------------------------------------------------------------------------

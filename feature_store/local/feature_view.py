@@ -236,8 +236,9 @@ class FeatureView(TaggedEntity):
         data_format: str = "parquet",
         description: str = "",
         statistics_config: Any = None,
+        convert: Any = None,
         **split_kwargs: Any,
-    ) -> tuple[int, dict[str, pd.DataFrame]]:
+    ) -> tuple[int, dict[str, pa.Table], Any]:
         from feature_store.local.training_data import draw_seed
 
         self._require_saved()
@@ -246,7 +247,7 @@ class FeatureView(TaggedEntity):
         return self._td.create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
-            description=description, statistics_config=statistics_config,
+            description=description, statistics_config=statistics_config, convert=convert,
         )
 
     def create_training_data(
@@ -258,7 +259,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[int, None]:
         """Materialize an unsplit training dataset; returns ``(version, None)``."""
         _refuse(unsupported, "create_training_data")
-        version, _ = self._create(
+        version, _, _ = self._create(
             None, materialize=True, seed=seed, split=None, start_time=start_time,
             end_time=end_time, extra_filter=extra_filter, data_format=data_format,
             description=description, statistics_config=statistics_config,
@@ -281,7 +282,7 @@ class FeatureView(TaggedEntity):
         drops rows after ``train_end``).
         """
         _refuse(unsupported, "create_train_test_split")
-        version, _ = self._create(
+        version, _, _ = self._create(
             False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
             test_size=test_size, train_start=train_start or None, train_end=train_end or None,
@@ -303,7 +304,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[int, None]:
         """Materialize a train/validation/test split; returns ``(version, None)``."""
         _refuse(unsupported, "create_train_validation_test_split")
-        version, _ = self._create(
+        version, _, _ = self._create(
             True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
             validation_size=validation_size, test_size=test_size,
@@ -315,9 +316,11 @@ class FeatureView(TaggedEntity):
         return version, None
 
     def _in_memory(self, three_way: bool | None, flags: dict[str, Any], **kwargs: Any) -> tuple[Any, ...]:
-        version, splits = self._create(three_way, materialize=False, **kwargs)
-        td = self._td.get(version)
-        return self._result(td, splits, **flags)
+        _, _, result = self._create(
+            three_way, materialize=False,
+            convert=lambda td, splits: self._result(td, splits, **flags), **kwargs,
+        )
+        return result
 
     def training_data(
         self, start_time: Any = None, end_time: Any = None, description: str = "",

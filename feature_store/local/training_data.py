@@ -17,6 +17,7 @@ import json
 import secrets
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -264,8 +265,13 @@ class TrainingDataStore:
         data_format: str,
         description: str,
         statistics_config: Any,
-    ) -> tuple[int, dict[str, pa.Table]]:
-        """Create a new immutable version; returns it and its (untransformed) split tables."""
+        convert: Callable[[TrainingDataset, dict[str, pa.Table]], Any] | None = None,
+    ) -> tuple[int, dict[str, pa.Table], Any]:
+        """Create a new immutable version.
+
+        Returns the version, its (untransformed) split tables, and what ``convert`` (called with
+        the version's metadata and splits while the split hashes are computed) returned.
+        """
         from feature_store.local.query import _filter_to_dict
 
         if data_format not in DATA_FORMATS:
@@ -287,16 +293,8 @@ class TrainingDataStore:
         stats_enabled = statistics_config is not False and not (
             isinstance(statistics_config, dict) and statistics_config.get("enabled") is False
         )
-        split_meta = {
-            name: {
-                "rows": int(part.num_rows),
-                "sha256": table_sha256(part),
-                "label_distribution": _label_distribution(part, self.fv.labels),
-                "statistics": _split_statistics(part) if stats_enabled else None,
-            }
-            for name, part in splits.items()
-        }
         metadata = {
+            "version": 0,  # allocated in the catalog transaction below
             "feature_view_name": self.fv.name,
             "feature_view_version": self.fv.version,
             "type": "MATERIALIZED" if materialize else "IN_MEMORY",
@@ -305,22 +303,33 @@ class TrainingDataStore:
             "description": description or "",
             "seed": seed,
             "split_spec": None if spec is None else spec.to_dict(),
-            "splits": split_meta,
+            "splits": {name: {} for name in splits},
             "extra_filter": None if extra_filter is None else _filter_to_dict(extra_filter),
             "transformation_statistics": transformation_stats,
             "created_at": utc_now().isoformat(),
             **facts,
         }
-        staging = None
-        if materialize:
-            self.root.mkdir(parents=True, exist_ok=True)
-            staging = self.root / f".staging-{uuid.uuid4().hex}"
-            staging.mkdir()
+        # hashing (numpy, releases the GIL) runs beside the caller's conversion to pandas, the
+        # label distributions, statistics and file writes
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-hash") as pool:
+            hashes = pool.submit(lambda: {n: table_sha256(p) for n, p in splits.items()})
+            converted = None if convert is None else convert(TrainingDataset.from_dict(metadata), splits)
+            for name, part in splits.items():
+                metadata["splits"][name] = {
+                    "rows": int(part.num_rows),
+                    "sha256": None,
+                    "label_distribution": _label_distribution(part, self.fv.labels),
+                    "statistics": _split_statistics(part) if stats_enabled else None,
+                }
+            staging = self._stage(splits, data_format) if materialize else None
             try:
-                for name, part in splits.items():
-                    _write_split(part, staging / f"{name}.{data_format}", data_format)
+                for name, digest in hashes.result().items():
+                    metadata["splits"][name]["sha256"] = digest
             except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
                 raise
         try:
             with self.catalog.transaction() as conn:
@@ -347,7 +356,20 @@ class TrainingDataStore:
                 if "location" in metadata:
                     shutil.rmtree(metadata["location"], ignore_errors=True)
             raise
-        return version, splits
+        return version, splits, converted
+
+    def _stage(self, splits: dict[str, pa.Table], data_format: str) -> Path:
+        """Write the splits into a fresh staging folder (renamed into place on commit)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".staging-{uuid.uuid4().hex}"
+        staging.mkdir()
+        try:
+            for name, part in splits.items():
+                _write_split(part, staging / f"{name}.{data_format}", data_format)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return staging
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -241,3 +241,14 @@ def test_feature_attribute_access_builds_filters(fs):
     assert sorted(fg.filter(fg.amount > 100).read()["id"]) == [2, 3]
     assert sorted(fg.filter((fg.amount > 100) & fg.c.isin(["z"])).read()["id"]) == [3]
     assert sorted(fg.filter((fg.amount < 100) | (fg["c"] == "y")).read()["id"]) == [1, 2]
+
+
+def test_recreated_group_does_not_see_the_dropped_tables_data(fs):
+    first = fs.get_or_create_feature_group("reborn", version=1, primary_key=["id"])
+    first.insert(pd.DataFrame({"id": [1, 2], "x": [1.0, 2.0]}))
+    first.read()  # caches the snapshot at commit 1
+    first.delete()
+    second = fs.get_or_create_feature_group("reborn", version=1, primary_key=["id"])
+    second.insert(pd.DataFrame({"id": [9], "x": [9.0]}))
+    assert second.read()["id"].tolist() == [9]
+    assert second.as_of(commit_id=1).read()["id"].tolist() == [9]
