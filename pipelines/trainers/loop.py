@@ -106,6 +106,19 @@ def epoch_indices(
 # --------------------------------------------------------------------------------------------
 
 
+def _batches(dataset: Any, loader: Any, indices: list[int], batch_size: int,
+             num_workers: int) -> Any:
+    """Batches of the epoch: in-memory arrays are sliced directly (the same batches the
+    DataLoader would build, without its per-batch Python work); anything else uses the loader."""
+    if num_workers > 0 or not isinstance(dataset, ArrayDataset):
+        yield from loader
+        return
+    order = torch.as_tensor(indices, dtype=torch.long)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        yield dataset.X[idx], dataset.y[idx]
+
+
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW groups: weight decay on weight matrices/kernels, none on biases and norm params."""
     decay, no_decay = [], []
@@ -415,7 +428,8 @@ def fit(spec: LoopSpec) -> LoopResult:
         loss_sum.fill_(state["epoch_loss_sum"])
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        for i, (xb, yb) in enumerate(train_loader, start=start):
+        for i, (xb, yb) in enumerate(_batches(spec.train_set, train_loader, sampler.indices, bs,
+                                              opts.num_workers), start=start):
             xb = xb.to(device, non_blocking=True)
             yb = yb.to(device, non_blocking=True)
             group_start = (i // accum) * accum
@@ -423,10 +437,13 @@ def fit(spec: LoopSpec) -> LoopResult:
             boundary = (i + 1) % accum == 0 or i + 1 == n_batches
             sync_ctx = model.no_sync() if (not boundary and hasattr(model, "no_sync")) else _null()
             with sync_ctx:
-                with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32,
-                                    enabled=amp_dtype is not None):
+                if amp_dtype is not None:
+                    with torch.autocast(device_type=device.type, dtype=amp_dtype):
+                        logits = model(xb)
+                    logits = logits.float()
+                else:
                     logits = model(xb)
-                loss = loss_fn(logits.float(), yb)
+                loss = loss_fn(logits, yb)
                 scaler.scale(loss / group_size).backward()
             loss_sum += loss.detach()
             state["epoch_batches"] += 1
