@@ -152,6 +152,35 @@ _CONTEXT_LOCK = threading.Lock()
 _COLUMN_KWARGS = ("column", "column_A", "column_B", "column_list")
 
 
+#: Expectations whose verdict on a string column is the same whether pandas holds it as
+#: object strings or as a categorical (no ordering, arithmetic or min/max involved).
+CATEGORICAL_SAFE = frozenset({
+    "expect_column_values_to_not_be_null", "expect_column_values_to_be_null",
+    "expect_column_values_to_be_in_set", "expect_column_values_to_not_be_in_set",
+    "expect_column_values_to_be_unique", "expect_column_distinct_values_to_be_in_set",
+    "expect_column_distinct_values_to_contain_set", "expect_column_distinct_values_to_equal_set",
+    "expect_column_values_to_match_regex", "expect_column_values_to_not_match_regex",
+    "expect_column_value_lengths_to_be_between", "expect_column_value_lengths_to_equal",
+})
+
+
+def categorical_safe_columns(suite_data: dict[str, Any], table: Any) -> list[str]:
+    """String columns of ``table`` that only :data:`CATEGORICAL_SAFE` expectations read."""
+    import pyarrow as pa
+
+    strings = {f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
+    unsafe: set[str] = set()
+    used: set[str] = set()
+    for exp in suite_data["expectations"]:
+        kwargs = exp["kwargs"]
+        names = [kwargs[k] for k in _COLUMN_KWARGS if k in kwargs]
+        flat = {n for v in names for n in (v if isinstance(v, list) else [v])}
+        used |= flat
+        if exp["type"] not in CATEGORICAL_SAFE or not flat:
+            unsafe |= flat if flat else strings
+    return sorted((strings & used) - unsafe)
+
+
 def referenced_columns(suite_data: dict[str, Any]) -> list[str] | None:
     """Columns a suite reads, or ``None`` when some expectation needs the whole table."""
     columns: list[str] = []

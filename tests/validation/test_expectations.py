@@ -78,3 +78,22 @@ def test_suite_errors(fs):
         fg.save_expectation_suite(SUITE)
     fg.save_expectation_suite(SUITE[:1], overwrite=True)
     assert len(fs.get_feature_group("tx_err", 1).get_expectation_suite()["expectations"]) == 1
+
+
+def test_categorical_fast_path_keeps_verdicts(fs):
+    """String columns checked only by set/null expectations are validated as categoricals."""
+    import pyarrow as pa
+
+    from validation.expectations import categorical_safe_columns, suite_to_dict
+
+    suite = [
+        {"type": "expect_column_values_to_be_in_set", "kwargs": {"column": "city", "value_set": ["a", "b"]}},
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "city"}},
+        {"type": "expect_column_max_to_be_between", "kwargs": {"column": "code", "min_value": "a", "max_value": "z"}},
+    ]
+    table = pa.table({"id": [1], "city": ["a"], "code": ["b"]})
+    assert categorical_safe_columns(suite_to_dict(suite, "s"), table) == ["city"]
+    fg = fs.get_or_create_feature_group("cities", version=1, primary_key=["id"], expectation_suite=suite[:2])
+    _, report = fg.insert(pd.DataFrame({"id": [1, 2, 3], "city": ["a", "c", None]}))
+    observed = {r.expectation_type: r.observed.get("unexpected_count") for r in report.results}
+    assert observed == {"expect_column_values_to_be_in_set": 1, "expect_column_values_to_not_be_null": 1}
