@@ -40,6 +40,8 @@ class Options:
     backend: str = "local"
     as_json: bool = False
     debug: bool = False
+    progress: Any = None  # a rich Progress while a multi-stage command runs
+    task: Any = None
 
 
 OPTIONS = Options()
@@ -71,12 +73,42 @@ def _project() -> Any:
 
 @contextmanager
 def _step(title: str) -> Any:
-    """A spinner on stderr while a long step runs (silent in --json mode)."""
+    """A spinner on stderr while a long step runs (silent in --json mode); inside a
+    multi-stage command the progress bar's description names the step instead."""
     if OPTIONS.as_json:
+        yield
+        return
+    if OPTIONS.progress is not None:
+        OPTIONS.progress.update(OPTIONS.task, description=title)
         yield
         return
     with _console().status(f"[bold]{title}[/bold]…"):
         yield
+
+
+@contextmanager
+def _stages(total: int) -> Any:
+    """A progress bar over the stages of ``run``/``demo`` (stderr; silent in --json mode)."""
+    if OPTIONS.as_json:
+        yield
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               MofNCompleteColumn(), TextColumn("stages"), TimeElapsedColumn())
+    with Progress(*columns, console=_console(), transient=True) as progress:
+        OPTIONS.progress, OPTIONS.task = progress, progress.add_task("starting", total=total)
+        try:
+            yield
+        finally:
+            OPTIONS.progress = OPTIONS.task = None
 
 
 def _guard(func: Callable[[], Any]) -> Any:
@@ -325,7 +357,12 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str
 
 def _progress(line: str) -> None:
     """One line per finished stage (stderr, so --json output stays clean)."""
-    if not OPTIONS.as_json:
+    if OPTIONS.as_json:
+        return
+    if OPTIONS.progress is not None:
+        OPTIONS.progress.console.print(line, highlight=False, soft_wrap=True)
+        OPTIONS.progress.advance(OPTIONS.task)
+    else:
         _console().print(line, highlight=False, soft_wrap=True)
 
 
@@ -354,7 +391,8 @@ def run_command(
 ) -> None:
     """All four pipelines of one use case, printing each ref."""
     _set(root, backend, as_json, debug)
-    row = _guard(lambda: run_use_case(_project(), use_case))
+    with _stages(4):
+        row = _guard(lambda: run_use_case(_project(), use_case))
     if as_json:
         typer.echo(json.dumps(row, indent=2))
     else:
@@ -377,7 +415,8 @@ def demo(
         return [run_use_case(project, uc, demo=True) for uc in chosen]
 
     started = time.perf_counter()
-    rows = _guard(body)
+    with _stages(4 * len(chosen)):
+        rows = _guard(body)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
