@@ -67,6 +67,8 @@ def _previous_best(registry: Any, model: Any) -> tuple[dict[str, Any] | None, st
             continue
         metrics = json.loads(path.read_text())["metrics"]
         key = metrics.get("roc_auc", metrics.get("accuracy"))
+        if key is None and metrics.get("rmse") is not None:
+            key = -metrics["rmse"]  # lower error is better
         if key is not None and (best_auc is None or key > best_auc):
             best, best_auc = (metrics, f"version {other.version}"), key
     return best if best else (None, "previous version")
@@ -107,8 +109,13 @@ def run(project: Any, config: ModelValidationConfig) -> ValidationRef:
                     "label": label, "helper_columns": helpers},
         lineage=lineage, library_versions=library_versions(),
     )
-    n_classes = int(y_tr[label].nunique())
-    if n_classes <= 2:
+    regression = predictor.explain_target.classes == ()
+    n_classes = 0 if regression else int(y_tr[label].nunique())
+    if regression:
+        card.task = "regression"
+        images = _regression(card, config, predictor, X_te, y_tr[label], y_te[label],
+                             helper_frame, gates, registry, model)
+    elif n_classes <= 2:
         images = _binary(card, config, predictor, X_va, X_te, y_tr[label], y_va[label], y_te[label],
                          helper_frame, use_case, gates, registry, model)
     else:
@@ -119,7 +126,7 @@ def run(project: Any, config: ModelValidationConfig) -> ValidationRef:
                           "until gates are defined.")
     _write_outputs(project, model, card, images, config)
     model.set_validation_status(status)
-    key = "roc_auc" if n_classes <= 2 else "accuracy"
+    key = "rmse" if regression else ("roc_auc" if n_classes <= 2 else "accuracy")
     value = card.metrics.get(key)
     return ValidationRef(ModelRef(model.name, model.version), status, key,
                          None if value is None else float(value),
@@ -167,6 +174,53 @@ def _binary(card: Any, config: ModelValidationConfig, predictor: Any, X_va: Any,
                                 previous_label=previous_label).to_dict()
     return standard_plots(y_true=yt_te, y_score=s_te, confusion=card.metrics["confusion_matrix"],
                           threshold=choice.threshold, explanation=explanation, bias=bias)
+
+
+def _regression(card: Any, config: ModelValidationConfig, predictor: Any, X_te: Any, y_tr: Any,
+                y_te: Any, helpers: Any, gates: list[str], registry: Any, model: Any
+                ) -> dict[str, bytes]:
+    """Regression: MAE, MSE/RMSE, R² with bootstrap CIs, the mean predictor as baseline, and
+    per-slice errors on the helper columns."""
+    from validation.gates import evaluate_gates
+    from validation.metrics import baseline_metrics, bootstrap_ci, regression_metrics
+    from validation.plots import shap_importance_png
+
+    y = y_te.to_numpy(dtype=float)
+    pred = np.asarray(predictor.predict(X_te), dtype=float)
+    card.metrics = regression_metrics(y, pred)
+    fns = {
+        "mae": lambda t, p: float(np.mean(np.abs(p - t))),
+        "rmse": lambda t, p: float(np.sqrt(np.mean((p - t) ** 2))),
+    }
+    card.confidence_intervals = {
+        name: bootstrap_ci(fn, y, pred, n_resamples=config.bootstrap_resamples, seed=config.seed)
+        for name, fn in fns.items()
+    }
+    base = baseline_metrics(y, task="regression", prior=float(y_tr.mean()))
+    card.baselines = {"mean_predictor": base}
+    previous, previous_label = _previous_best(registry, model)
+    if previous:
+        card.baselines[f"best_passed_{previous_label.replace(' ', '_')}"] = previous
+    if helpers.shape[1]:
+        slices = []
+        for column in helpers.columns:
+            values = helpers[column].astype(str).to_numpy()
+            for value in sorted(set(values)):
+                mask = values == value
+                judged = int(mask.sum()) >= config.min_slice_size
+                slices.append({"column": column, "value": value, "size": int(mask.sum()),
+                               "mae": float(np.mean(np.abs(pred[mask] - y[mask]))),
+                               "mean_target": float(y[mask].mean()), "judged": judged})
+        card.notes.append(
+            "Regression slices: per helper-column value, size, mean target and MAE (slices with "
+            f"fewer than {config.min_slice_size} rows are not judged): "
+            + "; ".join(f"{s['column']}={s['value']}: n={s['size']}, MAE={s['mae']:.4g}"
+                        + ("" if s["judged"] else " (not judged)") for s in slices)
+        )
+    explanation = _explain(card, predictor, X_te, config, class_index=None)
+    card.gates = evaluate_gates(gates, card.gate_metrics(), baseline=base, previous=previous,
+                                previous_label=previous_label, primary_metric="rmse").to_dict()
+    return {"shap_importance": shap_importance_png(explanation)} if explanation is not None else {}
 
 
 def _multiclass(card: Any, config: ModelValidationConfig, predictor: Any, X_te: Any, y_tr: Any,

@@ -39,7 +39,10 @@ TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
 TABULAR_MODELS: frozenset[str] = frozenset({"xgboost", "sklearn_logreg", "sklearn_rf", "mlp"})
 
 #: Metric names understood everywhere (history uses ``val_<name>``); ``mode`` derives from them.
-METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min"}
+METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min",
+                                "rmse": "min", "mae": "min"}
+#: Metrics of regression models (the others are classification metrics).
+REGRESSION_METRICS: frozenset[str] = frozenset({"rmse", "mae"})
 
 #: Hyperparameters each model accepts in ``params`` (sklearn-style names for XGBoost; the native
 #: aliases are accepted too).
@@ -122,8 +125,8 @@ class TrainConfig(_Strict):
     model: ModelKind
     params: dict[str, Any] = Field(default_factory=dict)
     seed: int = 42
-    task: Literal["auto", "binary", "multiclass"] = "auto"
-    metric: Literal["auto", "auc", "pr_auc", "accuracy", "logloss"] = "auto"
+    task: Literal["auto", "binary", "multiclass", "regression"] = "auto"
+    metric: Literal["auto", "auc", "pr_auc", "accuracy", "logloss", "rmse", "mae"] = "auto"
     imbalance: Literal["none", "scale_pos_weight", "class_weight", "oversample", "undersample"] = (
         "none"
     )
@@ -153,6 +156,25 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_params(self) -> TrainConfig:
+        if self.task == "regression":
+            if self.model != "xgboost":
+                raise ValueError(
+                    f"task='regression' is supported with model 'xgboost'; got {self.model!r}."
+                )
+            if self.imbalance != "none":
+                raise ValueError(
+                    f"imbalance={self.imbalance!r} applies to classes; a regression needs "
+                    "imbalance='none'."
+                )
+            if self.metric not in ("auto", *REGRESSION_METRICS):
+                raise ValueError(
+                    f"metric={self.metric!r} is a classification metric; a regression uses "
+                    "'rmse' or 'mae'."
+                )
+        elif self.metric in REGRESSION_METRICS:
+            raise ValueError(
+                f"metric={self.metric!r} needs task='regression'; got task={self.task!r}."
+            )
         allowed = MODEL_PARAMS[self.model]
         for key in self.params:
             if key not in allowed:

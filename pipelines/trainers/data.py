@@ -17,7 +17,10 @@ def _native(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class LabelInfo:
-    """The label column and its classes (index ``i`` of a probability row is ``classes[i]``)."""
+    """The label column and its classes (index ``i`` of a probability row is ``classes[i]``).
+
+    A regression label has no classes (``classes == ()``): values pass through as floats.
+    """
 
     name: str
     classes: tuple[Any, ...]
@@ -29,12 +32,17 @@ class LabelInfo:
 
     @property
     def task(self) -> str:
-        """``binary`` or ``multiclass``."""
+        """``binary``, ``multiclass`` or ``regression``."""
+        if not self.classes:
+            return "regression"
         return "binary" if self.n_classes == 2 else "multiclass"
 
     def encode(self, y: pd.DataFrame | pd.Series, *, split: str) -> np.ndarray:
-        """Map labels to class indices ``0..K-1``; unseen labels raise naming the values."""
+        """Map labels to class indices ``0..K-1`` (regression: float values); unseen labels
+        raise naming the values."""
         series = label_series(y, split=split)
+        if self.task == "regression":
+            return series.to_numpy(dtype=np.float64)
         codes = np.asarray(pd.Index(list(self.classes)).get_indexer(series), dtype=np.int64)
         if (codes < 0).any():
             unseen = sorted({str(v) for v, c in zip(series, codes, strict=True) if c < 0})[:5]
@@ -45,7 +53,9 @@ class LabelInfo:
         return codes
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        """Class indices → original labels."""
+        """Class indices → original labels (regression values pass through)."""
+        if self.task == "regression":
+            return np.asarray(codes, dtype=np.float64)
         return np.asarray(self.classes)[np.asarray(codes, dtype=np.int64)]
 
     def to_json(self) -> dict[str, Any]:
@@ -79,8 +89,16 @@ def label_series(y: pd.DataFrame | pd.Series, *, split: str) -> pd.Series:
 
 
 def label_info(y_train: pd.DataFrame | pd.Series, task: str = "auto") -> LabelInfo:
-    """Classes of the train split (sorted), checked against ``task``."""
+    """Classes of the train split (sorted), checked against ``task``; no classes for
+    ``task="regression"`` (the label must be numeric)."""
     series = label_series(y_train, split="train")
+    if task == "regression":
+        if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            raise InvalidArgumentError(
+                f"task='regression' needs a numeric label; column {series.name!r} is "
+                f"{series.dtype}."
+            )
+        return LabelInfo(name=str(series.name), classes=())
     classes = tuple(_native(v) for v in sorted(series.unique().tolist()))
     if len(classes) < 2:
         raise InvalidArgumentError(

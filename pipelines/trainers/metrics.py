@@ -10,6 +10,9 @@ from pipelines.trainers.config import METRIC_MODES, TrainConfig
 def resolve_metric(config: TrainConfig, n_classes: int) -> tuple[str, str]:
     """The selection metric and its mode: ``auto`` → ``auc`` (binary) / ``logloss`` (multi)."""
     metric = config.metric
+    if n_classes == 0:  # regression
+        metric = "rmse" if metric == "auto" else metric
+        return metric, METRIC_MODES[metric]
     if metric == "auto":
         metric = "auc" if n_classes == 2 else "logloss"
     if metric == "pr_auc" and n_classes != 2:
@@ -55,6 +58,20 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
         else:
             out["auc"] = float("nan")
     return out
+
+
+def regression_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+    """``rmse``, ``mae``, ``r2`` and ``n`` of predictions ``pred`` for targets ``y``."""
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
+    y = np.asarray(y, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    return {
+        "rmse": float(np.sqrt(mean_squared_error(y, pred))),
+        "mae": float(mean_absolute_error(y, pred)),
+        "r2": float(r2_score(y, pred)) if len(np.unique(y)) > 1 else float("nan"),
+        "n": float(len(y)),
+    }
 
 
 def is_better(value: float, best: float | None, mode: str, min_delta: float = 0.0) -> bool:

@@ -85,12 +85,19 @@ class _Base:
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Positive-class probability ``(n,)`` (binary) or ``(n, K)`` class probabilities."""
+        if self.labels.task == "regression":
+            raise InvalidArgumentError(
+                f"{self.kind} model for label {self.labels.name!r} is a regression: it has no "
+                "class probabilities. Use predict()."
+            )
         mat = self.predict_proba_matrix(self._input(X))
         return mat[:, 1] if self.labels.n_classes == 2 else mat
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predicted labels (argmax; 0.5 threshold for binary)."""
+        """Predicted labels (argmax; 0.5 threshold for binary), or values for a regression."""
         mat = self.predict_proba_matrix(self._input(X))
+        if self.labels.task == "regression":
+            return np.asarray(mat, dtype=np.float64)
         return self.labels.decode(mat.argmax(axis=1))
 
     def _input(self, X: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
@@ -145,6 +152,8 @@ class TabularPredictor(_Base):
         else:
             out = self.model.predict_proba(X)
         out = np.asarray(out, dtype=np.float64)
+        if self.labels.task == "regression":
+            return out  # predicted values, not probabilities
         return np.column_stack([1.0 - out, out]) if out.ndim == 1 else out
 
     @property

@@ -20,7 +20,7 @@ from feature_store.errors import ConfigError
 from pipelines.trainers.config import TrainConfig
 from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
 from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance
-from pipelines.trainers.metrics import classification_metrics, resolve_metric
+from pipelines.trainers.metrics import classification_metrics, regression_metrics, resolve_metric
 from pipelines.trainers.preprocessing import fit_transform, transform
 from pipelines.trainers.result import TrainResult
 
@@ -78,6 +78,12 @@ class Prepared:
             self.schema, X_train, max_categories=config.max_categories
         )
         self.X_val = transform(self.preprocessor, self.schema, X_val)
+        if self.labels.task == "regression":  # no classes to balance
+            self.plan = ImbalancePlan(strategy="none", record={"strategy": "none",
+                                                               "task": "regression"})
+            self.X_train, self.y_train = x_train, self.y_train_raw
+            self.sample_weight = None
+            return
         self.plan: ImbalancePlan = plan_imbalance(
             config.imbalance,
             self.y_train_raw,
@@ -110,6 +116,12 @@ def xgboost_params(
         "max_depth": 6,
         "verbosity": 0,
     }
+    if n_classes == 0:  # regression
+        params["objective"] = "reg:squarederror"
+        eval_metrics = ["mae", "rmse"] if metric == "rmse" else ["rmse", "mae"]
+        params["eval_metric"] = eval_metrics  # the last one drives early stopping
+        params.update(user)
+        return params, rounds
     eval_metrics = ["logloss" if n_classes == 2 else "mlogloss"]
     xgb_metric = _XGB_METRIC[metric][0 if n_classes == 2 else 1]
     if xgb_metric not in eval_metrics:
@@ -206,7 +218,8 @@ def train_xgboost(
         labels=data.labels, params=params,
     )
     proba = predictor.predict_proba_matrix(data.X_val)
-    metrics = classification_metrics(data.y_val, proba, k)
+    metrics = (regression_metrics(data.y_val, proba) if k == 0
+               else classification_metrics(data.y_val, proba, k))
     notes += [
         f"XGBoost hist on {device}: deterministic for a fixed seed, data and nthread on CPU; "
         "GPU histogram sums use atomics and can differ in the last bits",
@@ -264,7 +277,8 @@ def train_sklearn(
         labels=data.labels, params=estimator.get_params(),
     )
     proba = predictor.predict_proba_matrix(data.X_val)
-    metrics = classification_metrics(data.y_val, proba, k)
+    metrics = (regression_metrics(data.y_val, proba) if k == 0
+               else classification_metrics(data.y_val, proba, k))
     row = {"round": 0, **{f"val_{k_}": v for k_, v in metrics.items() if k_ != "n"}}
     if report is not None:
         report(row)
