@@ -231,6 +231,17 @@ class DeltaFeatureTable:
         ).when_matched_delete().execute()
         return self.version()
 
+    def vacuum(self, keep_versions: Sequence[int], *, retention_hours: int, dry_run: bool) -> list[str]:
+        """Delete data files no longer referenced by the latest version, the versions in
+        ``keep_versions``, or any version younger than ``retention_hours``."""
+        removed = self.table().vacuum(
+            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False,
+            keep_versions=sorted(set(keep_versions)),
+        )
+        if not dry_run:
+            forget_snapshots()
+        return list(removed)
+
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Add nullable columns (schema evolution: add only)."""
         from deltalake.schema import Field

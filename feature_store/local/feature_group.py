@@ -208,6 +208,24 @@ class FeatureGroup(TaggedEntity):
         self.description = description
         return self
 
+    def vacuum(self, retention_hours: int = 0, dry_run: bool = False) -> list[str]:
+        """Delete data files that no kept commit needs; returns the removed (or, with
+        ``dry_run``, removable) files.
+
+        Kept: the latest commit, every commit pinned by a training-dataset version of any
+        feature view (so those versions still re-read bit for bit), and commits younger than
+        ``retention_hours``. Time travel to any other commit fails afterwards.
+        """
+        self._require_saved()
+        if retention_hours < 0:
+            raise InvalidArgumentError(
+                f"{self.owner}: retention_hours must be >= 0. Got {retention_hours!r} instead."
+            )
+        pinned = self._store._pinned_commits(self)
+        table = self._table
+        with table.write_lock():
+            return table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
+
     def update_feature_description(self, feature_name: str, description: str) -> FeatureGroup:
         """Set the description of one feature."""
         return self.update_feature_descriptions({feature_name: description})

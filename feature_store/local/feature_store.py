@@ -328,6 +328,16 @@ class FeatureStore(FeatureViewOperations):
         forget_snapshots()
         fg.id = None
 
+    def _pinned_commits(self, fg: FeatureGroup) -> list[int]:
+        """Commits of ``fg`` pinned by any training-dataset version (kept by vacuum)."""
+        key = f"{fg.name}:{fg.version}"
+        commits = set()
+        for row in self._catalog.query("SELECT metadata FROM training_datasets"):
+            pins = loads(row["metadata"]).get("feature_group_commits", {})
+            if key in pins:
+                commits.add(int(pins[key]))
+        return sorted(commits)
+
     # -- statistics --------------------------------------------------------------------------
 
     def _statistics_for(self, fg: FeatureGroup, commit_id: int | None, *, recompute: bool) -> dict[str, Any]:

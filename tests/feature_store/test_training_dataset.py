@@ -245,3 +245,23 @@ def test_killed_create_leaves_no_version(tmp_path, fs, fv):
     version, _ = fv.create_train_test_split(test_size=0.3, seed=1)
     assert version == 1
     time.sleep(0)  # the orphan staging folder does not block later versions
+
+
+def test_vacuum_keeps_pinned_commits(fs, fv):
+    version, _ = fv.create_train_test_split(test_size=0.3, seed=4)
+    in_memory = fv.train_test_split(test_size=0.3, seed=4)
+    mem_version = fv.get_training_datasets()[-1].version
+    before = _hash_all(fv.get_train_test_split(version))
+    for _ in range(3):
+        _backfill(fs)  # rewrites files of both groups
+    tx = fs.get_feature_group("tx", 1)
+    removable = tx.vacuum(dry_run=True)
+    assert removable, "upserts after the pinned commit left unreferenced files"
+    removed = tx.vacuum()
+    fs.get_feature_group("card_agg", 1).vacuum()
+    assert sorted(removed) == sorted(removable)
+    assert _hash_all(fv.get_train_test_split(version)) == before
+    assert _hash_all(fv.get_train_test_split(mem_version)) == _hash_all(in_memory)
+    on_disk = {p.name for p in Path(tx.location).glob("*.parquet")}
+    needed = {Path(f).name for v in (1, tx.latest_commit_id()) for f in tx._table.files(v)}
+    assert on_disk == needed  # only the pinned and the latest commits' files remain
