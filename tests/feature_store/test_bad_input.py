@@ -194,3 +194,9 @@ def test_wrong_input_type(fg):
     with pytest.raises(InvalidArgumentError, match="must be a pandas DataFrame or a pyarrow Table"):
         fg.insert([{"id": 1}])
     _assert_unchanged(fg)
+
+
+def test_vacuum_rejects_negative_retention(fg):
+    with pytest.raises(InvalidArgumentError, match="retention_hours must be >= 0. Got -1"):
+        fg.vacuum(retention_hours=-1)
+    _assert_unchanged(fg)
