@@ -60,7 +60,7 @@ def run_once(frame: pd.DataFrame, with_suite: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     frame = make_frame(args.rows)
     run_once(frame.head(1000), True)  # warm up imports (GX import is not insert cost)

@@ -221,13 +221,22 @@ def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationR
 
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     suite = build_suite(suite_data)
+    from great_expectations.validator.v1_validator import Validator
+
     with _CONTEXT_LOCK:
-        batch = _batch_definition().get_batch(batch_parameters={"dataframe": frame})
-        # a passing batch needs no per-value detail: check cheaply first, and only when
-        # something failed validate again for the counts and examples a reviewer needs
-        raw = batch.validate(suite, result_format="BOOLEAN_ONLY").to_json_dict()
+        # One validator loads (and fingerprints) the batch once; ``Batch.validate`` would load it
+        # a second time. A passing batch needs no per-value detail: check cheaply first, and only
+        # when something failed validate again, on the same loaded batch, for the counts and
+        # examples a reviewer needs.
+        validator = Validator(
+            _batch_definition(),
+            result_format="BOOLEAN_ONLY",
+            batch_parameters={"dataframe": frame},
+        )
+        raw = validator.validate_expectation_suite(suite).to_json_dict()
         if not raw["success"]:
-            raw = batch.validate(suite, result_format="BASIC").to_json_dict()
+            validator.result_format = "BASIC"
+            raw = validator.validate_expectation_suite(suite).to_json_dict()
     results = []
     for r in raw["results"]:
         config = r["expectation_config"]
