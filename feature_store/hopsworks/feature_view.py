@@ -343,7 +343,7 @@ class HopsworksFeatureView:
         """Record each split's sha256 at the first read; compare on ``verify`` reads."""
         import pandas as pd
 
-        from feature_store.local.training_data import frame_sha256
+        from feature_store.local.content_hash import frame_sha256
 
         if not all(isinstance(x, pd.DataFrame) for x in xs):
             return

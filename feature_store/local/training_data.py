@@ -12,7 +12,6 @@ catalog transaction that allocates the version, so a failed or killed create lea
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import shutil
@@ -29,6 +28,8 @@ from feature_store.errors import (
     listing,
 )
 from feature_store.local.catalog import dumps, loads
+from feature_store.local.content_hash import ALGORITHM as HASH_ALGORITHM
+from feature_store.local.content_hash import table_sha256
 from feature_store.timeutil import iso, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,7 @@ class TrainingDataset:
     created_at: str
     location: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    content_hash: str | None = None  # the algorithm of the splits' sha256 (None: before v2)
 
     @property
     def split_names(self) -> list[str]:
@@ -87,44 +89,6 @@ class TrainingDataset:
 def draw_seed() -> int:
     """A fresh seed from the OS (the global ``random`` state is never touched)."""
     return secrets.randbelow(2**31 - 1)
-
-
-def frame_sha256(frame: pd.DataFrame) -> str:
-    """Content hash of a frame: column names, dtypes and every value, independent of the index
-    and of ``PYTHONHASHSEED``."""
-    import pandas as pd
-
-    digest = hashlib.sha256()
-    digest.update(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode())
-    if len(frame):
-        values = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-        digest.update(values.tobytes())
-    return digest.hexdigest()
-
-
-def table_sha256(table: pa.Table) -> str:
-    """Content hash of an Arrow table: column names, types and every value, in row order.
-
-    Each column is hashed value by value (``pandas.util.hash_array``; numeric columns without
-    nulls in place), the per-row hashes of all columns are mixed into one 64-bit hash per row,
-    and sha256 runs over those. Independent of chunking, of the storage format the table was
-    read from and of ``PYTHONHASHSEED``.
-    """
-    import numpy as np
-    import pandas as pd
-
-    digest = hashlib.sha256()
-    digest.update(json.dumps([[f.name, str(f.type)] for f in table.schema]).encode())
-    digest.update(str(table.num_rows).encode())
-    if table.num_rows:
-        rows = np.zeros(table.num_rows, dtype=np.uint64)
-        multiplier = np.uint64(1_000_003)
-        with np.errstate(over="ignore"):
-            for column in table.columns:
-                values = column.to_numpy(zero_copy_only=False)
-                rows = rows * multiplier ^ pd.util.hash_array(values, categorize=False)
-        digest.update(rows.tobytes())
-    return digest.hexdigest()
 
 
 def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
@@ -307,6 +271,7 @@ class TrainingDataStore:
             "extra_filter": None if extra_filter is None else _filter_to_dict(extra_filter),
             "transformation_statistics": transformation_stats,
             "created_at": utc_now().isoformat(),
+            "content_hash": HASH_ALGORITHM,
             **facts,
         }
         # hashing (numpy, releases the GIL) runs beside the caller's conversion to pandas, the
@@ -402,6 +367,13 @@ class TrainingDataStore:
 
     def verify(self, td: TrainingDataset, splits: dict[str, pa.Table]) -> None:
         """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
+        if td.content_hash != HASH_ALGORITHM:
+            raise IntegrityError(
+                f"training dataset version {td.version} of feature view '{self.fv.name}' "
+                f"v{self.fv.version} recorded its split hashes with {td.content_hash or 'the v1 algorithm'!r}, "
+                f"which this fstrain (content hash {HASH_ALGORITHM!r}) cannot check. Create a new "
+                "version from the same feature-group commits to get verifiable hashes."
+            )
         for name, part in splits.items():
             digest = table_sha256(part)
             if digest != td.splits[name]["sha256"]:

@@ -252,3 +252,19 @@ def test_recreated_group_does_not_see_the_dropped_tables_data(fs):
     second.insert(pd.DataFrame({"id": [9], "x": [9.0]}))
     assert second.read()["id"].tolist() == [9]
     assert second.as_of(commit_id=1).read()["id"].tolist() == [9]
+
+
+def test_latest_commit_matches_delta_rs_after_checkpoint_and_log_cleanup(fs):
+    from deltalake import DeltaTable
+
+    fg = fs.create_feature_group("commits", version=1, primary_key=["id"], event_time="ts",
+                                 statistics_config=False)
+    for day in range(4):
+        fg.insert(_frame([1, 2], [day, day], [float(day), 1.0]))
+        assert fg._table.version() == DeltaTable(str(fg._table.path)).version()
+    table = DeltaTable(str(fg._table.path))
+    table.create_checkpoint()
+    table.cleanup_metadata()
+    fg.insert(_frame([3], [9], [3.0]))
+    assert fg._table.version() == DeltaTable(str(fg._table.path)).version() == 5
+    assert max(fg.commit_details()) == 5

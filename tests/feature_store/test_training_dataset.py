@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import pyarrow as pa
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
-from feature_store.local.training_data import frame_sha256
+from feature_store.errors import IntegrityError, InvalidArgumentError, NotFoundError
+from feature_store.local.content_hash import frame_sha256
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 N = 400
@@ -195,7 +196,7 @@ def test_version_errors(fv):
 READER = textwrap.dedent(
     """
     import sys, feature_store
-    from feature_store.local.training_data import frame_sha256
+    from feature_store.local.content_hash import frame_sha256
     fv = feature_store.login(root=sys.argv[1]).get_feature_store().get_feature_view("fraud", 1)
     if sys.argv[2] == "create":
         fv.create_train_test_split(test_size=0.3, seed=77)
@@ -265,3 +266,33 @@ def test_vacuum_keeps_pinned_commits(fs, fv):
     on_disk = {p.name for p in Path(tx.location).glob("*.parquet")}
     needed = {Path(f).name for v in (1, tx.latest_commit_id()) for f in tx._table.files(v)}
     assert on_disk == needed  # only the pinned and the latest commits' files remain
+
+
+def test_verify_catches_a_changed_split_file(fv):
+    import pyarrow.parquet as pq
+
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=4)
+    fv.verify_training_dataset(version)
+    path = Path(fv.get_training_dataset(version).location) / "test.parquet"
+    table = pq.read_table(path)
+    amounts = table.column("amount").to_pylist()
+    amounts[3] += 1.0
+    pq.write_table(table.set_column(table.column_names.index("amount"), "amount",
+                                    pa.array(amounts)), path)
+    with pytest.raises(IntegrityError, match=r"split 'test' no longer matches its recorded sha256"):
+        fv.verify_training_dataset(version)
+
+
+def test_verify_refuses_hashes_recorded_with_another_algorithm(fs, fv):
+    import json
+
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=4)
+    with fs._catalog.transaction() as conn:
+        row = conn.execute("SELECT metadata FROM training_datasets WHERE version=?",
+                           (version,)).fetchone()
+        metadata = json.loads(row["metadata"])
+        metadata.pop("content_hash")
+        conn.execute("UPDATE training_datasets SET metadata=? WHERE version=?",
+                     (json.dumps(metadata), version))
+    with pytest.raises(IntegrityError, match="v1 algorithm.*Create a new version"):
+        fv.verify_training_dataset(version)
