@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from feature_store.errors import InvalidArgumentError, did_you_mean, listing
-from validation.metrics import _as_binary_labels, _as_float, _check_lengths, _roc_auc
+from validation.metrics import _as_binary_labels, _as_float, _check_lengths, roc_auc
 
 MISSING_LABEL = "(missing)"
 
@@ -208,7 +208,7 @@ def _slice(column: str, value: str, y: np.ndarray, s: np.ndarray, p: np.ndarray,
         notes.append("no positive rows: TPR undefined")
     if neg == 0:
         notes.append("no negative rows: FPR undefined")
-    auc = _roc_auc(y, s)
+    auc = roc_auc(y, s)
     if auc is None and pos and neg:
         notes.append("AUC undefined")
     elif auc is None:

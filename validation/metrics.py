@@ -97,7 +97,7 @@ def _check_lengths(**arrays: np.ndarray) -> int:
 # ranking metrics (fast numpy versions, checked against scikit-learn in the tests)
 # --------------------------------------------------------------------------------------------
 
-def _roc_auc(y: np.ndarray, s: np.ndarray) -> float | None:
+def roc_auc(y: np.ndarray, s: np.ndarray) -> float | None:
     """ROC AUC via the Mann-Whitney U statistic (ties count one half); None for one class."""
     from scipy.stats import rankdata
 
@@ -110,7 +110,7 @@ def _roc_auc(y: np.ndarray, s: np.ndarray) -> float | None:
     return float(u / (n_pos * n_neg))
 
 
-def _average_precision(y: np.ndarray, s: np.ndarray) -> float | None:
+def average_precision(y: np.ndarray, s: np.ndarray) -> float | None:
     """Average precision as scikit-learn defines it (step-wise, no interpolation)."""
     n_pos = int(y.sum())
     if n_pos == 0:
@@ -191,12 +191,12 @@ def classification_metrics(y_true: Any, y_score: Any, threshold: float = 0.5) ->
     if balanced is None:
         undefined["balanced_accuracy"] = "the evaluation set holds a single class"
 
-    roc_auc = _roc_auc(y, s)
-    if roc_auc is None:
+    auc = roc_auc(y, s)
+    if auc is None:
         undefined["roc_auc"] = (
             f"the evaluation set holds a single class ({pos} positives, {neg} negatives)"
         )
-    pr_auc = _average_precision(y, s)
+    pr_auc = average_precision(y, s)
     if pr_auc is None:
         undefined["pr_auc"] = "the evaluation set has no positive rows"
 
@@ -223,7 +223,7 @@ def classification_metrics(y_true: Any, y_score: Any, threshold: float = 0.5) ->
         "precision": precision,
         "recall": recall,
         "f1": f1,
-        "roc_auc": roc_auc,
+        "roc_auc": auc,
         "pr_auc": pr_auc,
         "log_loss": log_loss,
         "brier": brier,
@@ -368,9 +368,9 @@ def _threshold_metric(name: str, threshold: float) -> MetricFn:
 def metric_function(name: str, threshold: float = 0.5) -> MetricFn:
     """Return ``fn(y_true, y_score) -> float | None`` for a classification metric name."""
     if name == "roc_auc":
-        return _roc_auc
+        return roc_auc
     if name == "pr_auc":
-        return _average_precision
+        return average_precision
     if name == "brier":
         return lambda y, s: float(np.mean((s - y) ** 2))
     if name == "log_loss":

@@ -37,6 +37,10 @@ ModelKind = Literal["xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
 MODEL_KINDS: tuple[str, ...] = ("xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn")
 TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
 TABULAR_MODELS: frozenset[str] = frozenset({"xgboost", "sklearn_logreg", "sklearn_rf", "mlp"})
+#: Models that handle missing values and unscaled numbers themselves.
+BOOSTED_TREE_MODELS: frozenset[str] = frozenset({"xgboost"})
+#: Models that accept NaN inputs (scikit-learn's random forest does since 1.4).
+NAN_TOLERANT_MODELS: frozenset[str] = BOOSTED_TREE_MODELS | {"sklearn_rf"}
 
 #: Metric names understood everywhere (history uses ``val_<name>``); ``mode`` derives from them.
 METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min",
@@ -133,6 +137,10 @@ class TrainConfig(_Strict):
     early_stopping_rounds: int | None = Field(20, ge=1)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     max_categories: int | None = Field(50, ge=2, description="one-hot cap per categorical column")
+    numeric_preprocessing: Literal["auto", "impute_scale", "passthrough"] = Field(
+        "auto",
+        description="auto: passthrough for gradient-boosted trees, impute_scale for the others",
+    )
     image_column: str = "image_path"
     torch: TorchOptions = Field(default_factory=TorchOptions)
     tune: TuneOptions = Field(default_factory=TuneOptions)
@@ -175,6 +183,12 @@ class TrainConfig(_Strict):
             raise ValueError(
                 f"metric={self.metric!r} needs task='regression'; got task={self.task!r}."
             )
+        if self.numeric_preprocessing == "passthrough" and self.model not in NAN_TOLERANT_MODELS:
+            raise ValueError(
+                f"numeric_preprocessing='passthrough' hands missing values and unscaled numbers "
+                f"to the model, which {self.model!r} cannot take; use 'impute_scale' or 'auto' "
+                f"(passthrough works with {', '.join(sorted(NAN_TOLERANT_MODELS))})."
+            )
         allowed = MODEL_PARAMS[self.model]
         for key in self.params:
             if key not in allowed:
@@ -188,6 +202,13 @@ class TrainConfig(_Strict):
         return self
 
     # ----------------------------------------------------------------------------------------
+    @property
+    def numeric_mode(self) -> str:
+        """How numeric features are preprocessed: ``impute_scale`` or ``passthrough``."""
+        if self.numeric_preprocessing != "auto":
+            return self.numeric_preprocessing
+        return "passthrough" if self.model in BOOSTED_TREE_MODELS else "impute_scale"
+
     @property
     def is_torch(self) -> bool:
         """Whether this model trains through the PyTorch loop."""

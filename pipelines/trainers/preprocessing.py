@@ -1,7 +1,9 @@
 """The tabular preprocessing: one scikit-learn ``ColumnTransformer``, fitted on train only.
 
 numeric → ``SimpleImputer(mean)`` + ``StandardScaler`` (mean, not median: the median costs a sort
-per column and dominated XGBoost fits in bench/train.py); categorical (object/category/bool) →
+per column) for models that need it, or passed through unchanged for gradient-boosted trees
+(``numeric="passthrough"``): their splits ignore monotone rescaling and they learn a default
+direction for missing values instead of seeing them as the train mean; categorical (object/category/bool) →
 ``SimpleImputer(constant "__missing__")`` + ``OneHotEncoder(handle_unknown="ignore")`` (rare
 categories grouped when a column has more than ``max_categories``). Output is dense float32.
 Only scikit-learn classes are used, so skops can save and load it without trusting custom code.
@@ -17,15 +19,28 @@ import pandas as pd
 from pipelines.trainers.data import FeatureSchema
 
 
-def build_preprocessor(schema: FeatureSchema, *, max_categories: int | None = 50) -> Any:
-    """An unfitted ``ColumnTransformer`` for ``schema``."""
+NUMERIC_MODES = ("impute_scale", "passthrough")
+
+
+def build_preprocessor(
+    schema: FeatureSchema, *, max_categories: int | None = 50, numeric: str = "impute_scale"
+) -> Any:
+    """An unfitted ``ColumnTransformer`` for ``schema``.
+
+    ``numeric`` is ``"impute_scale"`` (mean imputation + standardisation) or ``"passthrough"``
+    (values as they are, NaN kept).
+    """
+    if numeric not in NUMERIC_MODES:
+        raise ValueError(f"numeric must be one of {NUMERIC_MODES}; got {numeric!r}.")
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    transformers = []
-    if schema.numeric:
+    transformers: list[Any] = []
+    if schema.numeric and numeric == "passthrough":
+        transformers.append(("num", "passthrough", list(schema.numeric)))
+    elif schema.numeric:
         transformers.append(
             (
                 "num",
@@ -69,10 +84,14 @@ def transform(preprocessor: Any, schema: FeatureSchema, X: pd.DataFrame) -> np.n
 
 
 def fit_transform(
-    schema: FeatureSchema, X_train: pd.DataFrame, *, max_categories: int | None = 50
+    schema: FeatureSchema,
+    X_train: pd.DataFrame,
+    *,
+    max_categories: int | None = 50,
+    numeric: str = "impute_scale",
 ) -> tuple[Any, np.ndarray]:
     """Fit a new preprocessor on the train split only and return it with the train matrix."""
-    pre = build_preprocessor(schema, max_categories=max_categories)
+    pre = build_preprocessor(schema, max_categories=max_categories, numeric=numeric)
     out = pre.fit_transform(schema.prepare(X_train))
     return pre, np.ascontiguousarray(out, dtype=np.float32)
 

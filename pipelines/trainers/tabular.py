@@ -74,8 +74,10 @@ class Prepared:
         self.y_val = self.labels.encode(y_val, split="validation")
         self.schema = FeatureSchema.infer(X_train)
         # Fit on the original train rows (unbiased imputation/scaling), resample afterwards.
+        self.numeric_mode = config.numeric_mode
         self.preprocessor, x_train = fit_transform(
-            self.schema, X_train, max_categories=config.max_categories
+            self.schema, X_train, max_categories=config.max_categories,
+            numeric=self.numeric_mode,
         )
         self.X_val = transform(self.preprocessor, self.schema, X_val)
         if self.labels.task == "regression":  # no classes to balance
@@ -98,6 +100,17 @@ class Prepared:
         else:
             self.X_train, self.y_train = x_train, self.y_train_raw
         self.sample_weight = self.plan.sample_weight(self.y_train)
+
+
+#: Above this many bytes of train matrix, CPU training also builds a QuantileDMatrix.
+QUANTILE_DMATRIX_MIN_BYTES = 1 << 30
+
+
+def _use_quantile_dmatrix(device: str, X_train: np.ndarray) -> bool:
+    """QuantileDMatrix on GPU (it keeps only the quantised matrix in device memory) and for large
+    CPU data (same reason, host memory); a plain DMatrix otherwise, where building the sketch up
+    front costs more than the hist sketch inside the first round (≈0.17 s vs 0.02 s at 80k×20)."""
+    return device == "cuda" or X_train.nbytes >= QUANTILE_DMATRIX_MIN_BYTES
 
 
 def xgboost_params(
@@ -181,11 +194,15 @@ def train_xgboost(
         params["scale_pos_weight"] = data.plan.scale_pos_weight
     if nthread is not None:
         params["nthread"] = nthread
-    dtrain = xgb.QuantileDMatrix(
-        data.X_train, label=data.y_train, weight=data.sample_weight,
-        max_bin=params.get("max_bin", 256),
-    )
-    dval = xgb.QuantileDMatrix(data.X_val, label=data.y_val, ref=dtrain)
+    if _use_quantile_dmatrix(device, data.X_train):
+        dtrain = xgb.QuantileDMatrix(
+            data.X_train, label=data.y_train, weight=data.sample_weight,
+            max_bin=params.get("max_bin", 256),
+        )
+        dval = xgb.QuantileDMatrix(data.X_val, label=data.y_val, ref=dtrain)
+    else:
+        dtrain = xgb.DMatrix(data.X_train, label=data.y_train, weight=data.sample_weight)
+        dval = xgb.DMatrix(data.X_val, label=data.y_val)
     history: list[dict[str, Any]] = []
 
     class _Record(xgb.callback.TrainingCallback):
@@ -230,7 +247,8 @@ def train_xgboost(
         imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric,
         mode=mode, best_iteration=best, device=device,
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
-               "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep},
+               "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep,
+               "numeric_preprocessing": data.numeric_mode},
     )
 
 
@@ -291,7 +309,8 @@ def train_sklearn(
             f"({config.seed}) and n_jobs"
         ],
         config=config, metric=metric, mode=mode, best_iteration=0, device="cpu",
-        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train)},
+        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
+               "numeric_preprocessing": data.numeric_mode},
     )
 
 

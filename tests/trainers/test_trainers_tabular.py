@@ -9,6 +9,7 @@ import pytest
 
 from feature_store.errors import ConfigError
 from pipelines.trainers import load_predictor, train
+from pipelines.trainers.config import load_config
 
 
 @pytest.mark.parametrize("model", ["xgboost", "sklearn_logreg", "sklearn_rf"])
@@ -96,3 +97,32 @@ def test_unseen_category_and_missing_column(binary_data, tmp_path):
     assert res.model.predict_proba(odd).shape == (3,)
     with pytest.raises(SchemaMismatchError, match="missing feature column.*income"):
         res.model.predict_proba(X_va.drop(columns=["income"]))
+
+
+def test_boosted_trees_see_raw_numbers_and_learn_from_missingness(tmp_path):
+    """auto → passthrough for XGBoost: NaN reaches the booster, which learns where it goes."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    X = pd.DataFrame({"x": rng.normal(size=n), "noise": rng.normal(size=n)})
+    y = (rng.random(n) < 0.5).astype(int)
+    X.loc[y == 1, "x"] = np.where(rng.random((y == 1).sum()) < 0.8, np.nan, X.loc[y == 1, "x"])
+    Y = pd.DataFrame({"label": y})
+    parts = (X.iloc[:1500], Y.iloc[:1500], X.iloc[1500:], Y.iloc[1500:])
+    config = {"model": "xgboost", "params": {"n_estimators": 30}}
+    raw = train(config, *parts, workdir=tmp_path / "raw")
+    imputed = train({**config, "numeric_preprocessing": "impute_scale"}, *parts,
+                    workdir=tmp_path / "imputed")
+    assert raw.extra["numeric_preprocessing"] == "passthrough"
+    assert imputed.extra["numeric_preprocessing"] == "impute_scale"
+    matrix = raw.model.explain_target.transform(X.iloc[:20])
+    assert np.isnan(matrix).any() and not np.isnan(
+        imputed.model.explain_target.transform(X.iloc[:20])).any()
+    assert raw.metrics["auc"] > 0.85
+
+
+@pytest.mark.parametrize("model", ["mlp", "sklearn_logreg"])
+def test_passthrough_is_refused_for_models_that_cannot_take_nan(model):
+    with pytest.raises(ConfigError, match="numeric_preprocessing='passthrough'.*cannot take"):
+        load_config({"model": model, "numeric_preprocessing": "passthrough"})
