@@ -1,4 +1,5 @@
-"""Safe model file formats: XGBoost JSON/UBJ, safetensors, skops — and a guarded pickle loader.
+"""Safe model file formats: XGBoost JSON/UBJ, LightGBM text, safetensors, skops — and a guarded
+pickle loader.
 
 Every ``load_*`` function first checks the model version the directory belongs to (the
 directory itself or a parent up to three levels up holding a registry ``manifest.json``, i.e. a
@@ -29,6 +30,8 @@ XGBOOST_SKLEARN_CLASSES = (
     "XGBRFClassifier",
     "XGBRFRegressor",
 )
+LIGHTGBM_MODEL = "model.txt"
+LIGHTGBM_META = "lightgbm_meta.json"
 TORCH_WEIGHTS = "model.safetensors"
 TORCH_CONFIG = "config.json"
 SKOPS_FILE = "model.skops"
@@ -110,6 +113,45 @@ def load_xgboost(directory: Path) -> Any:
         model = getattr(xgb, kind)(**dict(meta.get("params") or {}))
     model.load_model(str(model_file))
     return model
+
+
+# -------------------------------------------------------------------------------- LightGBM
+
+
+def save_lightgbm(booster: Any, directory: Path) -> list[Path]:
+    """Save a ``lightgbm.Booster`` as LightGBM's own text model (``model.txt``, every tree)
+    plus ``lightgbm_meta.json``. Returns the written paths."""
+    import lightgbm as lgb
+
+    if not isinstance(booster, lgb.Booster):
+        raise InvalidArgumentError(
+            f"save_lightgbm: model must be a lightgbm.Booster. Got {type(booster).__name__} "
+            "instead (for LGBMClassifier/LGBMRegressor pass model.booster_)."
+        )
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / LIGHTGBM_MODEL
+    booster.save_model(str(model_file), num_iteration=-1)
+    meta = {"library": "lightgbm", "class": "Booster", "model_file": model_file.name,
+            "lightgbm_version": lgb.__version__}
+    meta_file = directory / LIGHTGBM_META
+    meta_file.write_text(dumps(meta), encoding="utf-8")
+    return [model_file, meta_file]
+
+
+def load_lightgbm(directory: Path) -> Any:
+    """Load what :func:`save_lightgbm` wrote (a text model: no code is deserialised)."""
+    import lightgbm as lgb
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    meta = _read_json(directory / LIGHTGBM_META, "load_lightgbm")
+    if meta.get("class") != "Booster" or meta.get("model_file") != LIGHTGBM_MODEL:
+        raise InvalidArgumentError(
+            f"load_lightgbm: {directory / LIGHTGBM_META} names class {meta.get('class')!r} and "
+            f"file {meta.get('model_file')!r}; expected Booster and {LIGHTGBM_MODEL}."
+        )
+    return lgb.Booster(model_file=str(directory / LIGHTGBM_MODEL))
 
 
 def _json_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -268,7 +310,7 @@ def load_pickle(path: Path, *, trust_pickle: bool = False) -> Any:
 def load_model(
     directory: Path, *, trusted: list[str] | None = None, trust_pickle: bool = False
 ) -> Any:
-    """Load whatever safe format ``directory`` holds (XGBoost, skops or safetensors).
+    """Load whatever safe format ``directory`` holds (XGBoost, LightGBM, skops or safetensors).
 
     A torch model comes back as ``(state_dict, config)``. A directory holding only a single
     pickle/joblib file is loaded through :func:`load_pickle` (so ``trust_pickle`` applies).
@@ -276,6 +318,8 @@ def load_model(
     directory = Path(directory)
     if (directory / XGBOOST_META).is_file():
         return load_xgboost(directory)
+    if (directory / LIGHTGBM_META).is_file():
+        return load_lightgbm(directory)
     if (directory / SKOPS_FILE).is_file():
         return load_sklearn(directory, trusted=trusted)
     if (directory / TORCH_WEIGHTS).is_file():
@@ -284,7 +328,8 @@ def load_model(
     if len(pickles) == 1:
         return load_pickle(pickles[0], trust_pickle=trust_pickle)
     raise InvalidArgumentError(
-        f"load_model: {directory} holds no recognised model ({XGBOOST_META}, {SKOPS_FILE}, "
+        f"load_model: {directory} holds no recognised model ({XGBOOST_META}, {LIGHTGBM_META}, "
+        f"{SKOPS_FILE}, "
         f"{TORCH_WEIGHTS} or a single pickle file). Load it with the matching load_* function."
     )
 

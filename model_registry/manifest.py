@@ -35,6 +35,7 @@ _LIBRARIES: dict[str, tuple[str, ...]] = {
     "pandas": ("pandas",),
     "sklearn": ("scikit-learn",),
     "xgboost": ("xgboost", "xgboost-cpu"),
+    "lightgbm": ("lightgbm",),
     "torch": ("torch",),
     "skops": ("skops",),
     "safetensors": ("safetensors",),

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipelines.refs import ModelRef
 
-_FRAMEWORKS = {"xgboost": "python", "sklearn_logreg": "sklearn", "sklearn_rf": "sklearn",
+_FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn", "sklearn_rf": "sklearn",
                "mlp": "torch", "cnn": "torch"}
 
 

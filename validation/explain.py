@@ -8,8 +8,10 @@ model                                       method (recorded in ``Explanation.me
 XGBoost ``Booster`` / sklearn wrapper       ``xgboost pred_contribs`` — exact TreeSHAP inside
                                             XGBoost, in margin (log-odds) space; shap is not
                                             imported
+LightGBM ``Booster`` / sklearn wrapper      ``lightgbm pred_contrib`` — the same, inside
+                                            LightGBM
 other tree ensembles (sklearn forests and   ``shap.TreeExplainer`` on the raw model output
-gradient boosting, LightGBM, CatBoost)
+gradient boosting, CatBoost)
 PyTorch ``nn.Module``                       ``shap.DeepExplainer`` (DeepLIFT-SHAP) against a
                                             background sample; if it fails or its additivity
                                             check fails, exact-path *integrated gradients* from
@@ -158,6 +160,12 @@ def _is_xgboost(model: Any) -> bool:
     )
 
 
+def _is_lightgbm(model: Any) -> bool:
+    return type(model).__module__.startswith("lightgbm") and (
+        hasattr(model, "booster_") or type(model).__name__ == "Booster"
+    )
+
+
 def _is_torch(model: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(model, torch.nn.Module)
@@ -196,13 +204,13 @@ def explain(
         seed: seed of the row sample and the background sample.
         class_index: for multi-output models, the output to explain (default: class 1 of a
             binary classifier; required for more than two outputs).
-        method: ``"auto"``, or force ``"xgboost"``, ``"tree"``, ``"deep"``,
+        method: ``"auto"``, or force ``"xgboost"``, ``"lightgbm"``, ``"tree"``, ``"deep"``,
             ``"integrated_gradients"``, ``"generic"`` (Kernel SHAP) or ``"permutation"``.
 
     Returns:
         An :class:`Explanation`.
     """
-    known = ("auto", "xgboost", "tree", "deep", "integrated_gradients", "generic",
+    known = ("auto", "xgboost", "lightgbm", "tree", "deep", "integrated_gradients", "generic",
              "permutation")
     if method not in known:
         raise InvalidArgumentError(f"method must be one of {known}. Got {method!r} instead.")
@@ -214,6 +222,8 @@ def explain(
     if method == "auto":
         if _is_xgboost(model):
             method = "xgboost"
+        elif _is_lightgbm(model):
+            method = "lightgbm"
         elif _is_torch(model):
             method = "deep"
         elif _is_tree(model):
@@ -222,6 +232,8 @@ def explain(
             method = "generic"
     if method == "xgboost":
         return _explain_xgboost(model, X, idx, feature_names, class_index)
+    if method == "lightgbm":
+        return _explain_lightgbm(model, X, idx, feature_names, class_index)
     if method in ("deep", "integrated_gradients"):
         return _explain_torch(model, X, idx, bg_idx, feature_names, class_index,
                               force_ig=method == "integrated_gradients")
@@ -267,6 +279,32 @@ def _xgb_objective(booster: Any) -> str:
         return str(cfg["learner"]["objective"]["name"])
     except Exception:  # noqa: BLE001 - objective is only used for a label
         return ""
+
+
+# --------------------------------------------------------------------------------------------
+# LightGBM: exact TreeSHAP through pred_contrib
+# --------------------------------------------------------------------------------------------
+
+def _explain_lightgbm(model: Any, X: Any, idx: np.ndarray, feature_names: Sequence[str] | None,
+                      class_index: int | None) -> Explanation:
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    sample = _take(X, idx)
+    contribs = np.asarray(booster.predict(sample, pred_contrib=True), dtype=float)
+    n_outputs = max(1, int(booster.num_model_per_iteration()))
+    p = contribs.shape[1] // n_outputs - 1
+    if n_outputs > 1:  # (n, k * (p + 1)), one block per class
+        blocks = contribs.reshape(len(contribs), n_outputs, p + 1).transpose(0, 2, 1)
+        values, base, ci = _pick_output(blocks[:, :-1, :], blocks[0, -1, :], class_index,
+                                        "LightGBM model")
+        output = f"raw score of class {ci}"
+    else:
+        values, base = contribs[:, :-1], float(contribs[0, -1])
+        objective = str(booster.params.get("objective", "")) if booster.params else ""
+        output = "raw score (log-odds)" if objective == "binary" else (
+            f"raw score ({objective})" if objective else "raw score")
+    names = _names(X, feature_names or booster.feature_name(), values.shape[1])
+    return Explanation(names, values.astype(float), base, _numeric_data(sample), idx,
+                       "lightgbm pred_contrib (exact TreeSHAP)", output)
 
 
 # --------------------------------------------------------------------------------------------

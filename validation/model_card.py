@@ -30,7 +30,14 @@ from typing import Any
 
 from feature_store.errors import ConfigError, did_you_mean
 from validation.scorecard import (
-    Scorecard, badge, esc, figures_html, fmt, fmt_delta, html_page, html_table,
+    Scorecard,
+    badge,
+    esc,
+    figures_html,
+    fmt,
+    fmt_delta,
+    html_page,
+    html_table,
 )
 
 TODO = "To be completed by the model owner"

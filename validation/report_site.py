@@ -17,7 +17,12 @@ from urllib.parse import quote
 from feature_store.errors import InvalidArgumentError
 from validation.metrics import METRIC_DIRECTIONS
 from validation.scorecard import (
-    badge, esc, fmt, fmt_delta, html_page, md_table,
+    badge,
+    esc,
+    fmt,
+    fmt_delta,
+    html_page,
+    md_table,
 )
 
 #: Metrics shown on the index page when at least one model has them.

@@ -47,7 +47,7 @@ SCHEMA_VERSION = 1
 
 #: Packages whose versions a scorecard records by default.
 DEFAULT_PACKAGES: tuple[str, ...] = (
-    "fstrain", "numpy", "pandas", "scikit-learn", "xgboost-cpu", "xgboost", "torch", "shap",
+    "fstrain", "numpy", "pandas", "scikit-learn", "xgboost-cpu", "xgboost", "lightgbm", "torch", "shap",
     "matplotlib",
 )
 

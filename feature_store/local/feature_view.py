@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
-    from feature_store.local.training_data import TrainingDataStore, TrainingDataset
+    from feature_store.local.training_data import TrainingDataset, TrainingDataStore
     from feature_store.transformations import TransformationFunction
 
 _SPLIT_NAMES_2 = ("train", "test")

@@ -33,7 +33,6 @@ from feature_store.local.content_hash import table_sha256
 from feature_store.timeutil import iso, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
     import pyarrow as pa
 
     from feature_store.local.feature_view import FeatureView

@@ -28,7 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipelines.sources._common import check_positive_int, check_seed, check_window, data_file, in_window
+from pipelines.sources._common import (
+    check_positive_int,
+    check_seed,
+    check_window,
+    data_file,
+    in_window,
+)
 from pipelines.sources.spec import Expectation, FeatureGroupSpec
 
 __all__ = ["FEATURE_GROUPS", "SOURCE_TIMEZONE", "load"]

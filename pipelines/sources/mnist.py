@@ -27,7 +27,13 @@ import numpy as np
 import pandas as pd
 
 from feature_store.errors import InvalidArgumentError
-from pipelines.sources._common import check_positive_int, check_seed, check_window, data_file, in_window
+from pipelines.sources._common import (
+    check_positive_int,
+    check_seed,
+    check_window,
+    data_file,
+    in_window,
+)
 from pipelines.sources.spec import Expectation, FeatureGroupSpec
 
 __all__ = ["FEATURE_GROUPS", "IMAGE_SIZE", "INGESTED_BASE", "check_paths", "load", "source_images"]

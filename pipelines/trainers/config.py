@@ -33,12 +33,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from feature_store.errors import ConfigError, did_you_mean
 
-ModelKind = Literal["xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
-MODEL_KINDS: tuple[str, ...] = ("xgboost", "sklearn_logreg", "sklearn_rf", "mlp", "cnn")
+ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
+MODEL_KINDS: tuple[str, ...] = ("xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp",
+                                "cnn")
 TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
-TABULAR_MODELS: frozenset[str] = frozenset({"xgboost", "sklearn_logreg", "sklearn_rf", "mlp"})
+TABULAR_MODELS: frozenset[str] = frozenset(
+    {"xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp"}
+)
 #: Models that handle missing values and unscaled numbers themselves.
-BOOSTED_TREE_MODELS: frozenset[str] = frozenset({"xgboost"})
+BOOSTED_TREE_MODELS: frozenset[str] = frozenset({"xgboost", "lightgbm"})
+#: Models that can learn a regression target.
+REGRESSION_MODELS: frozenset[str] = BOOSTED_TREE_MODELS
 #: Models that accept NaN inputs (scikit-learn's random forest does since 1.4).
 NAN_TOLERANT_MODELS: frozenset[str] = BOOSTED_TREE_MODELS | {"sklearn_rf"}
 
@@ -60,6 +65,17 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
             "num_parallel_tree", "base_score", "max_cat_to_onehot", "max_cat_threshold",
             "monotone_constraints", "interaction_constraints", "nthread", "n_jobs",
             "tree_method", "booster",
+        }
+    ),
+    "lightgbm": frozenset(
+        {
+            "n_estimators", "num_boost_round", "learning_rate", "num_leaves", "max_depth",
+            "min_child_samples", "min_data_in_leaf", "min_child_weight",
+            "min_sum_hessian_in_leaf", "subsample", "bagging_fraction", "subsample_freq",
+            "bagging_freq", "colsample_bytree", "feature_fraction", "reg_alpha", "lambda_l1",
+            "reg_lambda", "lambda_l2", "min_split_gain", "max_bin", "extra_trees",
+            "path_smooth", "boosting", "num_threads", "n_jobs", "max_cat_to_onehot",
+            "monotone_constraints", "interaction_constraints",
         }
     ),
     "sklearn_logreg": frozenset(
@@ -165,9 +181,10 @@ class TrainConfig(_Strict):
     @model_validator(mode="after")
     def _check_params(self) -> TrainConfig:
         if self.task == "regression":
-            if self.model != "xgboost":
+            if self.model not in REGRESSION_MODELS:
                 raise ValueError(
-                    f"task='regression' is supported with model 'xgboost'; got {self.model!r}."
+                    f"task='regression' is supported with models "
+                    f"{', '.join(sorted(REGRESSION_MODELS))}; got {self.model!r}."
                 )
             if self.imbalance != "none":
                 raise ValueError(

@@ -60,7 +60,8 @@ def plan_imbalance(
         classes: class labels, for the record.
         seed: resampling seed (a dedicated numpy Generator; no global RNG).
         y_val: class indices of the validation split, only to record that it is untouched.
-        framework: ``xgboost`` (uses its ``scale_pos_weight``) or any other (class weights).
+        framework: ``xgboost``/``lightgbm`` (use their ``scale_pos_weight``) or any other
+            (class weights).
     """
     y_train = np.asarray(y_train, dtype=np.int64)
     k = len(classes)
@@ -79,7 +80,7 @@ def plan_imbalance(
         spw = float(counts[0] / max(counts[1], 1.0))
         plan.scale_pos_weight = spw
         rec["scale_pos_weight"] = spw
-        if framework != "xgboost":
+        if framework not in ("xgboost", "lightgbm"):
             plan.class_weight = np.array([1.0, spw])
             rec["class_weight"] = {str(classes[0]): 1.0, str(classes[1]): spw}
     elif strategy == "class_weight":

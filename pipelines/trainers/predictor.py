@@ -5,7 +5,8 @@ Every predictor takes a pandas DataFrame of raw features (the same columns as at
 
 - ``predictor.json``: kind, framework, feature names/dtypes, label classes, file list;
 - ``preprocessor/``: the fitted ``ColumnTransformer`` via skops (tabular kinds);
-- ``model/``: XGBoost JSON, skops (scikit-learn) or safetensors + ``config.json`` (torch).
+- ``model/``: XGBoost JSON, LightGBM text, skops (scikit-learn) or safetensors +
+  ``config.json`` (torch).
 
 :func:`load_predictor` rebuilds any kind from those files (the model-validation pipeline uses
 it). :attr:`Predictor.explain_target` exposes the underlying booster/estimator/module and the
@@ -35,8 +36,8 @@ class ExplainTarget:
     """What SHAP needs: the raw model and how a DataFrame becomes its input.
 
     Attributes:
-        kind: ``xgboost``, ``sklearn_logreg``, ``sklearn_rf``, ``mlp`` or ``cnn``.
-        model: ``xgboost.Booster``, a scikit-learn estimator or a ``torch.nn.Module`` (eval mode;
+        kind: ``xgboost``, ``lightgbm``, ``sklearn_logreg``, ``sklearn_rf``, ``mlp`` or ``cnn``.
+        model: ``xgboost.Booster``, ``lightgbm.Booster``, a scikit-learn estimator or a ``torch.nn.Module`` (eval mode;
             outputs logits).
         transform: DataFrame → model input (float32 matrix, or ``(N, 1, H, W)`` images).
         feature_names: names of the transformed columns (tabular) or ``["pixels"]``.
@@ -118,7 +119,7 @@ class _Base:
 
 
 class TabularPredictor(_Base):
-    """Preprocessing ``ColumnTransformer`` + XGBoost booster or scikit-learn estimator."""
+    """Preprocessing ``ColumnTransformer`` + XGBoost/LightGBM booster or scikit-learn estimator."""
 
     def __init__(
         self,
@@ -131,7 +132,7 @@ class TabularPredictor(_Base):
         params: dict[str, Any] | None = None,
     ) -> None:
         self.kind = kind
-        self.framework = "xgboost" if kind == "xgboost" else "sklearn"
+        self.framework = kind if kind in ("xgboost", "lightgbm") else "sklearn"
         self.schema = schema
         self.preprocessor = preprocessor
         self.model = model
@@ -149,6 +150,8 @@ class TabularPredictor(_Base):
             import xgboost as xgb
 
             out = self.model.predict(xgb.DMatrix(X))
+        elif self.kind == "lightgbm":
+            out = self.model.predict(X)
         else:
             out = self.model.predict_proba(X)
         out = np.asarray(out, dtype=np.float64)
@@ -167,7 +170,8 @@ class TabularPredictor(_Base):
         )
 
     def save(self, directory: Path) -> dict[str, Any]:
-        """skops preprocessor + XGBoost JSON booster (or skops estimator) + predictor.json."""
+        """skops preprocessor + XGBoost JSON / LightGBM text booster (or skops estimator) +
+        predictor.json."""
         from model_registry import formats
 
         directory = Path(directory)
@@ -175,6 +179,8 @@ class TabularPredictor(_Base):
         files = list(formats.save_sklearn(self.preprocessor, directory / "preprocessor"))
         if self.kind == "xgboost":
             files += formats.save_xgboost(self.model, directory / "model", fmt="json")
+        elif self.kind == "lightgbm":
+            files += formats.save_lightgbm(self.model, directory / "model")
         else:
             files += formats.save_sklearn(self.model, directory / "model")
         body = {"features": self.schema.to_json(), "params": _jsonable(self.params)}
@@ -298,6 +304,12 @@ def load_predictor(
         preprocessor = formats.load_sklearn(directory / "preprocessor")
     if kind == "xgboost":
         model = formats.load_xgboost(directory / "model")
+        return TabularPredictor(
+            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
+            params=info.get("params"),
+        )
+    if kind == "lightgbm":
+        model = formats.load_lightgbm(directory / "model")
         return TabularPredictor(
             kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
             params=info.get("params"),

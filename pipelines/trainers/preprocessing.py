@@ -18,7 +18,6 @@ import pandas as pd
 
 from pipelines.trainers.data import FeatureSchema
 
-
 NUMERIC_MODES = ("impute_scale", "passthrough")
 
 

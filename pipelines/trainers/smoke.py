@@ -224,12 +224,18 @@ def _smoke_tabular(
         "xgboost": {"n_estimators": 300, "learning_rate": 0.3, "max_depth": 6,
                     "min_child_weight": 0, "reg_lambda": 0.0, "subsample": 1.0,
                     "colsample_bytree": 1.0},
+        # min_child_weight > 0: LightGBM aborts a split search whose hessian floor is 0
+        "lightgbm": {"n_estimators": 300, "learning_rate": 0.3, "num_leaves": 64,
+                     "min_child_samples": 1, "min_child_weight": 1e-5, "reg_lambda": 0.0,
+                     "subsample": 1.0, "colsample_bytree": 1.0},
         "sklearn_rf": {"n_estimators": 50, "min_samples_leaf": 1, "bootstrap": False},
         "sklearn_logreg": {"C": 1e4},
     }[cfg.model]
     smoke_cfg = cfg.model_copy(update={"params": unregularised, "early_stopping_rounds": None,
                                        "imbalance": "none"})
-    trainer = train_xgboost if cfg.model == "xgboost" else train_sklearn
+    from pipelines.trainers.lightgbm_trainer import train_lightgbm
+
+    trainer = {"xgboost": train_xgboost, "lightgbm": train_lightgbm}.get(cfg.model, train_sklearn)
     result = trainer(smoke_cfg, X, y, X, y)
     data = Prepared(smoke_cfg, X, y, X, y, framework="sklearn")
     proba = result.model.predict_proba(X)

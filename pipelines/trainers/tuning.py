@@ -1,7 +1,7 @@
 """Hyperparameter tuning on Ray Tune: Optuna (TPE) proposes, ASHA stops bad trials early.
 
 Every trial trains through the same trainer code as :func:`pipelines.trainers.train` and reports
-its validation metric after each boosting round (XGBoost) or epoch (torch), so ASHA can cut a
+its validation metric after each boosting round (XGBoost, LightGBM) or epoch (torch), so ASHA can cut a
 trial at a rung. The search space comes from ``config.tune.search_space`` (declarative, validated
 by :func:`pipelines.trainers.config.validate_search_space`) or :func:`default_search_space`.
 
@@ -26,7 +26,12 @@ from typing import Any
 import pandas as pd
 
 from feature_store.errors import ConfigError
-from pipelines.trainers.config import TrainConfig, load_config, validate_search_space
+from pipelines.trainers.config import (
+    BOOSTED_TREE_MODELS,
+    TrainConfig,
+    load_config,
+    validate_search_space,
+)
 
 #: the training-skill defaults
 XGBOOST_SPACE: dict[str, dict[str, Any]] = {
@@ -35,6 +40,16 @@ XGBOOST_SPACE: dict[str, dict[str, Any]] = {
     "subsample": {"type": "uniform", "low": 0.5, "high": 1.0},
     "colsample_bytree": {"type": "uniform", "low": 0.5, "high": 1.0},
     "min_child_weight": {"type": "loguniform", "low": 0.5, "high": 20.0},
+    "n_estimators": {"type": "randint", "low": 50, "high": 500},
+}
+LIGHTGBM_SPACE: dict[str, dict[str, Any]] = {
+    "num_leaves": {"type": "lograndint", "low": 8, "high": 256},
+    "learning_rate": {"type": "loguniform", "low": 1e-3, "high": 0.3},
+    "min_child_samples": {"type": "lograndint", "low": 5, "high": 200},
+    "subsample": {"type": "uniform", "low": 0.5, "high": 1.0},
+    "subsample_freq": {"type": "choice", "values": [0, 1]},
+    "colsample_bytree": {"type": "uniform", "low": 0.5, "high": 1.0},
+    "reg_lambda": {"type": "loguniform", "low": 1e-3, "high": 10.0},
     "n_estimators": {"type": "randint", "low": 50, "high": 500},
 }
 MLP_SPACE: dict[str, dict[str, Any]] = {
@@ -63,7 +78,7 @@ SKLEARN_SPACES: dict[str, dict[str, dict[str, Any]]] = {
 
 def default_search_space(model: str) -> dict[str, dict[str, Any]]:
     """The default declarative search space of ``model``."""
-    spaces = {"xgboost": XGBOOST_SPACE, "mlp": MLP_SPACE, "cnn": CNN_SPACE, **SKLEARN_SPACES}
+    spaces = {"xgboost": XGBOOST_SPACE, "lightgbm": LIGHTGBM_SPACE, "mlp": MLP_SPACE, "cnn": CNN_SPACE, **SKLEARN_SPACES}
     return json.loads(json.dumps(spaces[model]))
 
 
@@ -186,6 +201,10 @@ def _trial(sampled: dict[str, Any], *, base: dict[str, Any], json_keys: list[str
         from pipelines.trainers.tabular import train_xgboost
 
         train_xgboost(cfg, X_train, y_train, X_val, y_val, report=report, nthread=nthread)
+    elif cfg.model == "lightgbm":
+        from pipelines.trainers.lightgbm_trainer import train_lightgbm
+
+        train_lightgbm(cfg, X_train, y_train, X_val, y_val, report=report, nthread=nthread)
     elif cfg.model in ("sklearn_logreg", "sklearn_rf"):
         from pipelines.trainers.tabular import train_sklearn
 
@@ -254,7 +273,7 @@ def tune(
     mode = opts.mode or ("min" if metric.endswith(("logloss", "loss")) else base_mode)
     if opts.max_t is not None:
         max_t = opts.max_t
-    elif cfg.model == "xgboost":
+    elif cfg.model in BOOSTED_TREE_MODELS:
         n_est = space.get("n_estimators")
         max_t = int(n_est["high"]) if n_est and n_est["type"] != "choice" else int(
             max(n_est["values"]) if n_est else cfg.params.get("n_estimators", 200)
@@ -323,7 +342,7 @@ def tune(
     best = ordered.iloc[0]
     best_params = {k: _plain(best[k]) for k in ray_space}
     best_config = cfg.with_overrides(best_params)
-    if cfg.model == "xgboost":
+    if cfg.model in BOOSTED_TREE_MODELS:
         best_config = best_config.with_overrides({"n_estimators": int(best["best_iteration"])})
     notes.append(
         "Tune: with concurrent trials, which trials ASHA stops depends on the order results "

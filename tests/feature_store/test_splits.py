@@ -12,7 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feature_store.errors import ConfigError, InvalidArgumentError, SchemaMismatchError
-from feature_store.splits import SplitSpec, assign_splits, kfold_indices, make_split_spec, resolve_time_bounds
+from feature_store.splits import (
+    SplitSpec,
+    assign_splits,
+    kfold_indices,
+    make_split_spec,
+    resolve_time_bounds,
+)
 
 HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 T0 = pd.Timestamp("2024-01-01", tz="UTC")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import pyarrow as pa
+import pytest
 
 from feature_store.errors import IntegrityError, InvalidArgumentError, NotFoundError
 from feature_store.local.content_hash import frame_sha256

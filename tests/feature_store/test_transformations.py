@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 from sklearn.preprocessing import MinMaxScaler, RobustScaler, StandardScaler
 
-from feature_store.errors import InvalidArgumentError, NotFoundError, SchemaMismatchError, ConfigError
+from feature_store.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
+)
 from feature_store.transformations import (
     BUILTINS,
     TransformationFunction,

@@ -200,3 +200,21 @@ def test_data_parallel_training_through_the_pipeline(project):
     model = project.get_model_registry().get_model(ref.name, ref.version)
     assert model.framework == "torch"
     assert model.training_metrics["auc"] > 0.6  # beats chance after 2 epochs on 3k rows
+
+
+def test_lightgbm_through_training_and_validation(project):
+    _features(project, "adult")
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
+    model_ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version,
+        model={"model": "lightgbm", "params": {"n_estimators": 60}}))
+    model = project.get_model_registry().get_model(model_ref.name, model_ref.version)
+    assert model.training_config["trainer"]["model"] == "lightgbm"
+    assert model.manifest["libraries"]["lightgbm"] == "4.6.0"
+    assert (Path(model.model_path) / "model" / "model.txt").is_file()
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=model_ref.name, version=model_ref.version, gates=["roc_auc >= 0.6"],
+        bootstrap_resamples=20, shap_samples=30))
+    assert result.status == "passed"
+    card = json.loads((Path(model.model_path) / "scorecard.json").read_text())
+    assert card["explanation"]["method"].startswith("lightgbm pred_contrib")

@@ -10,17 +10,18 @@ from pipelines.trainers import deepspeed_config, train_distributed, tune
 
 
 @pytest.mark.slow
-def test_tune_asha_stops_bad_trials_early(binary_data, short_tmp):
+@pytest.mark.parametrize("model, size", [("xgboost", "max_depth"), ("lightgbm", "num_leaves")])
+def test_tune_asha_stops_bad_trials_early(model, size, binary_data, short_tmp):
     X_tr, y_tr, X_va, y_va = binary_data
     config = {
-        "model": "xgboost", "seed": 0, "early_stopping_rounds": None,
+        "model": model, "seed": 0, "early_stopping_rounds": None,
         "params": {"n_estimators": 16},
         "tune": {
             "num_samples": 4, "max_concurrent": 1, "metric": "val_logloss",
             "grace_period": 2, "reduction_factor": 2,
             "search_space": {
                 "learning_rate": {"type": "loguniform", "low": 1e-4, "high": 0.5},
-                "max_depth": {"type": "randint", "low": 2, "high": 4},
+                size: {"type": "randint", "low": 2, "high": 4},
             },
         },
     }
@@ -30,8 +31,8 @@ def test_tune_asha_stops_bad_trials_early(binary_data, short_tmp):
     assert (trials["iterations"] < 16).any(), trials  # ASHA cut at least one trial
     assert trials["stopped_early"].any() and (trials["iterations"] == 16).any()
     assert trials["best_val_logloss"].min() == pytest.approx(result.best_metric)
-    assert set(result.best_params) == {"learning_rate", "max_depth"}
-    assert 2 <= result.best_params["max_depth"] <= 4
+    assert set(result.best_params) == {"learning_rate", size}
+    assert 2 <= result.best_params[size] <= 4
     best = result.best_config
     assert best.params["learning_rate"] == result.best_params["learning_rate"]
     assert 1 <= best.params["n_estimators"] <= 16
@@ -54,7 +55,7 @@ def test_default_search_spaces_are_valid():
     from pipelines.trainers.config import validate_search_space
     from pipelines.trainers.tuning import default_search_space
 
-    for model in ("xgboost", "mlp", "cnn", "sklearn_logreg", "sklearn_rf"):
+    for model in ("xgboost", "lightgbm", "mlp", "cnn", "sklearn_logreg", "sklearn_rf"):
         validate_search_space(default_search_space(model), model)
     assert {"max_depth", "learning_rate", "subsample", "colsample_bytree", "min_child_weight",
             "n_estimators"} == set(default_search_space("xgboost"))

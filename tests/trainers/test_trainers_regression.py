@@ -33,7 +33,7 @@ def test_xgboost_regression_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"model": "mlp", "task": "regression"}, "supported with model 'xgboost'"),
+    ({"model": "mlp", "task": "regression"}, "supported with models lightgbm, xgboost"),
     ({"model": "xgboost", "task": "regression", "imbalance": "oversample"}, "imbalance='none'"),
     ({"model": "xgboost", "task": "regression", "metric": "auc"}, "classification metric"),
     ({"model": "xgboost", "metric": "rmse"}, "needs task='regression'"),

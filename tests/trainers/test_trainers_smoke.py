@@ -7,7 +7,7 @@ import pytest
 from pipelines.trainers import SmokeCheckError, smoke_check
 
 
-@pytest.mark.parametrize("model", ["mlp", "xgboost", "sklearn_rf"])
+@pytest.mark.parametrize("model", ["mlp", "xgboost", "lightgbm", "sklearn_rf"])
 def test_healthy_models_overfit_one_batch(model, binary_data):
     X_tr, y_tr, _, _ = binary_data
     result = smoke_check({"model": model}, X_tr, y_tr)

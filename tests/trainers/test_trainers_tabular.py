@@ -12,7 +12,7 @@ from pipelines.trainers import load_predictor, train
 from pipelines.trainers.config import load_config
 
 
-@pytest.mark.parametrize("model", ["xgboost", "sklearn_logreg", "sklearn_rf"])
+@pytest.mark.parametrize("model", ["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf"])
 def test_tabular_beats_chance_and_round_trips(model, binary_data, tmp_path):
     X_tr, y_tr, X_va, y_va = binary_data
     params = {} if model == "sklearn_logreg" else {"n_estimators": 60}

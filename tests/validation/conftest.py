@@ -76,7 +76,10 @@ def full_scorecard(eval_data, xgb_setup):
     from validation.explain import explain
     from validation.gates import evaluate_gates
     from validation.metrics import (
-        baseline_metrics, choose_threshold, classification_cis, classification_metrics,
+        baseline_metrics,
+        choose_threshold,
+        classification_cis,
+        classification_metrics,
     )
     from validation.scorecard import Scorecard, library_versions
 
