@@ -444,16 +444,21 @@ def fit(spec: LoopSpec) -> LoopResult:
                 else:
                     logits = model(xb)
                 loss = loss_fn(logits, yb)
-                scaler.scale(loss / group_size).backward()
+                scaled = loss / group_size if group_size > 1 else loss
+                (scaler.scale(scaled) if use_scaler else scaled).backward()
             loss_sum += loss.detach()
             state["epoch_batches"] += 1
             samples_seen += len(yb)
             if boundary:
                 if opts.grad_clip is not None:
-                    scaler.unscale_(optimizer)
+                    if use_scaler:
+                        scaler.unscale_(optimizer)
                     nn.utils.clip_grad_norm_(raw_model.parameters(), opts.grad_clip)
-                scaler.step(optimizer)
-                scaler.update()
+                if use_scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
                 if scheduler is not None and per_step:
                     scheduler.step()
