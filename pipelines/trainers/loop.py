@@ -252,6 +252,27 @@ class DistContext:
         return self.device if dist.get_backend() == "nccl" and self.device else torch.device("cpu")
 
 
+def _rank_snapshot(generator: Any, epoch_loss_sum: float) -> dict[str, Any]:
+    """What differs between ranks at a checkpoint: RNG states (JSON-able host states and torch
+    tensors) and the rank's partial train-loss sum of the epoch."""
+    return {"host": {"python": python_rng_state(), "numpy": numpy_rng_state(),
+                     "epoch_loss_sum": epoch_loss_sum},
+            "tensors": torch_rng_tensors(generator)}
+
+
+def _rank_rng(
+    meta: dict[str, Any], tensors: dict[str, Any], dist: DistContext
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The RNG states a resuming rank restores: its own when the checkpoint holds one per rank
+    for the same world size, else rank 0's."""
+    per_rank = meta.get("rng_by_rank")
+    if dist.rank == 0 or not per_rank or len(per_rank) != dist.world_size:
+        return meta["rng"], tensors
+    prefix = f"rank{dist.rank}."
+    return per_rank[dist.rank], {k[len(prefix):]: v for k, v in tensors.items()
+                                 if k.startswith(prefix)}
+
+
 # --------------------------------------------------------------------------------------------
 # The loop
 # --------------------------------------------------------------------------------------------
@@ -385,17 +406,24 @@ def fit(spec: LoopSpec) -> LoopResult:
                 scheduler.load_state_dict(ckpt.unflatten(meta["scheduler"], tensors))
             if meta.get("scaler"):
                 scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
-            set_python_rng_state(meta["rng"]["python"])
-            set_numpy_rng_state(meta["rng"]["numpy"])
-            set_torch_rng_tensors(tensors, generator)
+            host, rank_tensors = _rank_rng(meta, tensors, dist)
+            set_python_rng_state(host["python"])
+            set_numpy_rng_state(host["numpy"])
+            set_torch_rng_tensors(rank_tensors, generator)
             state.update(meta["loop"])
+            state["epoch_loss_sum"] = host.get("epoch_loss_sum", state["epoch_loss_sum"])
             if ckpt.locate(ckdir, "best") is not None:
                 best_state = ckpt.read(ckdir, "best")[0]
             resumed_from = {"epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
                             "global_step": state["global_step"]}
 
     def save(name: str) -> None:
-        if ckdir is None or not dist.is_main:
+        if ckdir is None:
+            return
+        # every rank's RNG states (dropout masks differ per rank), collected by rank 0
+        ranks = (dist.all_gather(_rank_snapshot(generator, state["epoch_loss_sum"]))
+                 if dist.world_size > 1 else None)
+        if not dist.is_main:
             return
         tensors = torch_rng_tensors(generator)
         meta = {
@@ -410,6 +438,10 @@ def fit(spec: LoopSpec) -> LoopResult:
             "torch_version": torch.__version__,
             "world_size": dist.world_size,
         }
+        if ranks is not None:
+            meta["rng_by_rank"] = [r["host"] for r in ranks]
+            for rank, snapshot in enumerate(ranks[1:], start=1):
+                tensors.update({f"rank{rank}.{k}": v for k, v in snapshot["tensors"].items()})
         path = ckpt.write(ckdir, name, model_state=raw_model.state_dict(),
                           state_tensors=tensors, meta=meta)
         if spec.on_checkpoint is not None:
@@ -521,9 +553,9 @@ def fit(spec: LoopSpec) -> LoopResult:
                      "matmuls; bitwise results depend on the kernel selection of the device")
     if dist.world_size > 1:
         notes.append(
-            f"DDP over {dist.world_size} ranks: gradient all-reduce sums in bucket order; RNG "
-            "states in checkpoints are rank 0's, so a resumed multi-rank run matches an "
-            "uninterrupted one only up to dropout masks on ranks > 0"
+            f"DDP over {dist.world_size} ranks: gradient all-reduce sums in bucket order "
+            "(reproducible for a fixed world size and hardware); checkpoints hold every rank's "
+            "RNG states, and a resume with another world size continues from rank 0's"
         )
     if opts.num_workers > 0:
         notes.append(f"DataLoader workers={opts.num_workers}: seeded from the loader generator")
