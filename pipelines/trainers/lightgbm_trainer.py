@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from pipelines.trainers.config import TrainConfig
-from pipelines.trainers.metrics import classification_metrics, regression_metrics, resolve_metric
+from pipelines.trainers.metrics import resolve_metric
 from pipelines.trainers.result import TrainResult
-from pipelines.trainers.tabular import Prepared, Reporter
+from pipelines.trainers.tabular import Prepared, Reporter, finish_booster
 
 # our metric name -> (LightGBM metric for binary, for multi-class)
 _LGB_METRIC = {
@@ -100,8 +100,6 @@ def train_lightgbm(
     """
     import lightgbm as lgb
 
-    from pipelines.trainers.predictor import TabularPredictor
-
     t0 = time.perf_counter()
     data = Prepared(config, X_train, y_train, X_val, y_val, framework="lightgbm")
     t_prep = time.perf_counter()
@@ -134,13 +132,6 @@ def train_lightgbm(
     if best_rounds < booster.current_iteration():  # keep the best trees only (save_best)
         booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=best_rounds))
     t_fit = time.perf_counter()
-    predictor = TabularPredictor(
-        kind="lightgbm", schema=data.schema, preprocessor=data.preprocessor, model=booster,
-        labels=data.labels, params=params,
-    )
-    proba = predictor.predict_proba_matrix(data.X_val)
-    metrics = (regression_metrics(data.y_val, proba) if k == 0
-               else classification_metrics(data.y_val, proba, k))
     notes = [
         "LightGBM with deterministic=True and force_row_wise=True: the same model for a fixed "
         "seed, data and num_threads",
@@ -149,11 +140,8 @@ def train_lightgbm(
         notes.append("LightGBM's multi-class validation AUC during boosting is AUC-mu; the "
                      "reported metrics use one-vs-rest macro AUC")
     final = {**params, "n_estimators": best_rounds, "requested_rounds": rounds}
-    return TrainResult(
-        model=predictor, metrics=metrics, history=history, params=final,
-        imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric,
-        mode=mode, best_iteration=best_rounds - 1, device="cpu",
-        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
-               "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep,
-               "numeric_preprocessing": data.numeric_mode},
+    return finish_booster(
+        "lightgbm", booster, data, config, params=final, history=history, notes=notes,
+        metric=(metric, mode), best_iteration=best_rounds - 1, device="cpu",
+        timings=(t0, t_prep, t_fit),
     )

@@ -181,8 +181,6 @@ def train_xgboost(
     """
     import xgboost as xgb
 
-    from pipelines.trainers.predictor import TabularPredictor
-
     t0 = time.perf_counter()
     data = Prepared(config, X_train, y_train, X_val, y_val, framework="xgboost")
     t_prep = time.perf_counter()
@@ -230,22 +228,51 @@ def train_xgboost(
     )
     t_fit = time.perf_counter()
     best = int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
-    predictor = TabularPredictor(
-        kind="xgboost", schema=data.schema, preprocessor=data.preprocessor, model=booster,
-        labels=data.labels, params=params,
-    )
-    proba = predictor.predict_proba_matrix(data.X_val)
-    metrics = (regression_metrics(data.y_val, proba) if k == 0
-               else classification_metrics(data.y_val, proba, k))
     notes += [
         f"XGBoost hist on {device}: deterministic for a fixed seed, data and nthread on CPU; "
         "GPU histogram sums use atomics and can differ in the last bits",
     ]
     final = {**params, "n_estimators": booster.num_boosted_rounds(), "requested_rounds": rounds}
+    return finish_booster(
+        "xgboost", booster, data, config, params=final, history=history, notes=notes,
+        metric=(metric, mode), best_iteration=best, device=device,
+        timings=(t0, t_prep, t_fit),
+    )
+
+
+def finish_booster(
+    kind: str,
+    booster: Any,
+    data: Prepared,
+    config: TrainConfig,
+    *,
+    params: dict[str, Any],
+    history: list[dict[str, Any]],
+    notes: list[str],
+    metric: tuple[str, str],
+    best_iteration: int,
+    device: str,
+    timings: tuple[float, float, float],
+) -> TrainResult:
+    """Wrap a fitted XGBoost/LightGBM booster: predictor, validation metrics and the record.
+
+    ``timings`` are the ``perf_counter`` values at start, after preprocessing and after boosting.
+    """
+    from pipelines.trainers.predictor import TabularPredictor
+
+    t0, t_prep, t_fit = timings
+    k = data.labels.n_classes
+    predictor = TabularPredictor(
+        kind=kind, schema=data.schema, preprocessor=data.preprocessor, model=booster,
+        labels=data.labels, params=params,
+    )
+    proba = predictor.predict_proba_matrix(data.X_val)
+    metrics = (regression_metrics(data.y_val, proba) if k == 0
+               else classification_metrics(data.y_val, proba, k))
     return TrainResult(
-        model=predictor, metrics=metrics, history=history, params=final,
-        imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric,
-        mode=mode, best_iteration=best, device=device,
+        model=predictor, metrics=metrics, history=history, params=params,
+        imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric[0],
+        mode=metric[1], best_iteration=best_iteration, device=device,
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
                "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep,
                "numeric_preprocessing": data.numeric_mode},
