@@ -116,24 +116,16 @@ def _guard(func: Callable[[], Any]) -> Any:
     from pydantic import ValidationError
 
     from feature_store.errors import FeatureStoreError
+    from pipelines.config_base import validation_message
 
     try:
         return func()
     except (FeatureStoreError, ValidationError) as exc:
         if OPTIONS.debug:
             raise
-        message = _pydantic_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         _console().print(f"[red]error:[/red] {message}", markup=True, highlight=False)
         raise typer.Exit(EXIT_USER_ERROR) from None
-
-
-def _pydantic_message(exc: Any) -> str:
-    """One line per invalid option: name, what is expected, and the value given."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or exc.title
-        parts.append(f"{exc.title}: option '{where}': {err['msg']}. Got {err.get('input')!r} instead.")
-    return " ".join(parts)
 
 
 def _emit(payload: dict[str, Any], human: str) -> None:

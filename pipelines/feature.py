@@ -11,17 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from feature_store.errors import DataValidationError
+from pipelines.config_base import PipelineConfig
 from pipelines.refs import FeatureGroupRef, FeaturePipelineRef
 from pipelines.window import resolve_window
 
 
-class FeaturePipelineConfig(BaseModel):
+class FeaturePipelineConfig(PipelineConfig):
     """Configuration of one feature-pipeline run."""
 
-    model_config = ConfigDict(extra="forbid")
 
     use_case: str
     start: str | None = None

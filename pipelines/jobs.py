@@ -36,6 +36,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from feature_store.errors import ConfigError, FeatureStoreError
+from pipelines.config_base import validation_message
 
 STAGES = ("features", "dataset", "train", "validate")
 ENTRY_SCRIPT = "fstrain_job.py"
@@ -248,7 +249,8 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
     try:
         config = JobsConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"jobs config '{path}': {_pydantic_message(exc)}") from None
+        message = validation_message(exc, JobsConfig.model_fields, title=False)
+        raise ConfigError(f"jobs config '{path}': {message}") from None
     config.project = project or config.project or os.environ.get("HOPSWORKS_PROJECT") or None
     if config.project is None and config.app_path is None:
         raise ConfigError(
@@ -257,19 +259,6 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
             "HOPSWORKS_PROJECT."
         )
     return config
-
-
-def _pydantic_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        if err["type"] == "missing":
-            parts.append(f"missing field '{where}'")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"unknown field '{where}'")
-        else:
-            parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
-    return "; ".join(parts)
 
 
 # -- job definitions ---------------------------------------------------------------------------

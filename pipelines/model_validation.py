@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from feature_store.errors import NotFoundError
+from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef, ValidationRef
 
 
-class ModelValidationConfig(BaseModel):
+class ModelValidationConfig(PipelineConfig):
     """Configuration of one model-validation run."""
 
-    model_config = ConfigDict(extra="forbid")
 
     model_name: str
     version: int | None = Field(None, ge=1)  # None: the latest version

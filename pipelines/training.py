@@ -15,18 +15,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
 
-_FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn", "sklearn_rf": "sklearn",
-               "mlp": "torch", "cnn": "torch"}
+_FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
+               "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch"}
 
 
-class TrainingPipelineConfig(BaseModel):
+class TrainingPipelineConfig(PipelineConfig):
     """Configuration of one training-pipeline run."""
 
-    model_config = ConfigDict(extra="forbid")
 
     use_case: str
     training_dataset_version: int = Field(ge=1)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from pipelines.config_base import PipelineConfig
 from pipelines.refs import TrainingDatasetRef
 
 
-class TrainingDatasetConfig(BaseModel):
+class TrainingDatasetConfig(PipelineConfig):
     """Configuration of one training-dataset-pipeline run (None = the use case's default)."""
 
-    model_config = ConfigDict(extra="forbid")
 
     use_case: str
     split: Literal["random", "stratified", "group", "time"] | None = None

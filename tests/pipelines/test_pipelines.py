@@ -218,3 +218,18 @@ def test_lightgbm_through_training_and_validation(project):
     assert result.status == "passed"
     card = json.loads((Path(model.model_path) / "scorecard.json").read_text())
     assert card["explanation"]["method"].startswith("lightgbm pred_contrib")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: feature.FeaturePipelineConfig(use_case="adult", ingestion_policy="sometimes"),
+     r"FeaturePipelineConfig: option 'ingestion_policy'.*'sometimes'"),
+    (lambda: training_dataset.TrainingDatasetConfig(use_case="adult", sed=3),
+     r"unknown field 'sed'\. Did you mean 'seed'\?"),
+    (lambda: training.TrainingPipelineConfig(use_case="adult", training_dataset_version=0),
+     r"option 'training_dataset_version'.*greater than or equal to 1; got 0"),
+    (lambda: model_validation.ModelValidationConfig.model_validate({}),
+     r"ModelValidationConfig: missing field 'model_name'"),
+])
+def test_pipeline_configs_raise_config_errors_naming_the_option(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
