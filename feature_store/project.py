@@ -48,7 +48,7 @@ class Project:
     def _model_registry(self) -> LocalModelRegistry:
         from model_registry.local.registry import LocalModelRegistry
 
-        return LocalModelRegistry(self.root / "model_registry")
+        return LocalModelRegistry(self.root / "model_registry", feature_store=self.get_feature_store)
 
     def get_feature_store(self, name: str | None = None) -> FeatureStore:
         """Return the project's feature store (``name`` is accepted for Hopsworks parity)."""

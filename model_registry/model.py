@@ -132,6 +132,33 @@ class Model:
         """
         return str(self._registry._download(self._saved(), local_path))
 
+    def get_feature_view(self, init: bool = True, online: bool = False) -> Any:
+        """The feature view this model was trained from (as Hopsworks'
+        ``model.get_feature_view``); with ``init`` its batch scoring uses the model's
+        training-dataset version's transformation statistics."""
+        record = self._saved()
+        owner = f"Model '{record.name}' v{record.version}"
+        if online:
+            raise InvalidArgumentError(
+                f"{owner}: online=True needs an online feature store, which the local backend "
+                "does not have. Use batch scoring (online=False)."
+            )
+        if not record.feature_view_name:
+            raise InvalidArgumentError(
+                f"{owner} was registered without a feature view (create_model(feature_view=...)),"
+                " so there is none to return."
+            )
+        provider = self._registry._feature_store
+        if provider is None:
+            raise InvalidArgumentError(
+                f"{owner}: this registry was opened without its project, so it cannot reach the "
+                "feature store. Open it with feature_store.login(...).get_model_registry()."
+            )
+        fv = provider().get_feature_view(record.feature_view_name, record.feature_view_version)
+        if init:
+            fv.init_batch_scoring(self.training_dataset_version)
+        return fv
+
     def delete(self) -> None:
         """Delete this version: its index row, tags and files."""
         self._registry._delete(self._saved())

@@ -422,6 +422,11 @@ class HopsworksFeatureView:
                           training_helper_columns=training_helper_columns, _owner=self.owner)
         return tuple(list(frames[:3]) + [self._fill(y) for y in frames[3:]])
 
+    def init_batch_scoring(self, training_dataset_version: int | None = None) -> None:
+        """Use ``training_dataset_version``'s transformation statistics for batch inference."""
+        sdk_call(self._sdk, "FeatureView.init_batch_scoring",
+                 training_dataset_version=training_dataset_version, _owner=self.owner)
+
     def get_batch_data(self, start_time: Any = None, end_time: Any = None,
                        read_options: dict[str, Any] | None = None, primary_key: bool = False,
                        event_time: bool = False, inference_helper_columns: bool = False,

@@ -191,6 +191,9 @@ SDK_CALLS: dict[str, SdkCall] = {
         kwargs=("start_time", "end_time", "read_options", "primary_key", "event_time",
                 "inference_helper_columns", "dataframe_type", "transformed"),
     ),
+    "FeatureView.init_batch_scoring": SdkCall(
+        f"{_FV}.init_batch_scoring", kwargs=("training_dataset_version",)
+    ),
     "FeatureView.add_training_dataset_tag": SdkCall(
         f"{_FV}.add_training_dataset_tag", args=("training_dataset_version", "name", "value")
     ),

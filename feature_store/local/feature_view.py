@@ -67,6 +67,7 @@ class FeatureView(TaggedEntity):
         self.prohibited_tags = list(prohibited_tags or [])
         self.label_fill_values = dict(label_fill_values or {})
         self.id = fv_id
+        self._batch_scoring_version: int | None = None
 
     def __repr__(self) -> str:
         return f"FeatureView({self.name!r}, {self.version}, labels={self.labels})"
@@ -512,6 +513,14 @@ class FeatureView(TaggedEntity):
 
     # -- inference ---------------------------------------------------------------------------
 
+    def init_batch_scoring(self, training_dataset_version: int | None = None) -> None:
+        """Use ``training_dataset_version``'s transformation statistics for batch inference
+        (``get_batch_data``), as Hopsworks does; ``None`` means the latest version."""
+        if training_dataset_version is not None:
+            self._td.get(int(training_dataset_version))  # NotFoundError listing the versions
+            training_dataset_version = int(training_dataset_version)
+        self._batch_scoring_version = training_dataset_version
+
     def get_batch_data(
         self, start_time: Any = None, end_time: Any = None,
         read_options: dict[str, Any] | None = None, spine: Any = None,
@@ -521,8 +530,8 @@ class FeatureView(TaggedEntity):
     ) -> Any:
         """Features for batch inference over ``[start_time, end_time)`` (no labels).
 
-        Transformations use the statistics of ``training_dataset_version`` (default: the
-        latest version of the view).
+        Transformations use the statistics of ``training_dataset_version`` (default: the one
+        given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
         from feature_store.local.feature_group import convert_result, hops_window_default
 
@@ -534,7 +543,8 @@ class FeatureView(TaggedEntity):
         stats: dict[str, Any] = {}
         if transformed and self.transformation_functions:
             versions = self._td.versions()
-            version = training_dataset_version or (versions[-1] if versions else None)
+            version = (training_dataset_version or self._batch_scoring_version
+                       or (versions[-1] if versions else None))
             if version is None:
                 raise NotFoundError(
                     f"{self.owner} has transformation functions but no training dataset whose "

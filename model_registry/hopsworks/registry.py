@@ -411,6 +411,28 @@ class HopsworksModel:
         sdk_call(self._saved(), "Model.delete_tag", name, _owner=self._label())
         self._tag_cache = None
 
+    def get_feature_view(self, init: bool = True, online: bool = False) -> Any:
+        """The fstrain feature view this model was trained from; with ``init`` its batch
+        scoring uses the model's training-dataset version (as ``hsml``'s
+        ``Model.get_feature_view``, but returning fstrain's adapter)."""
+        from feature_store.errors import InvalidArgumentError
+
+        if online:
+            raise InvalidArgumentError(
+                f"{self._label()}: online=True (feature serving) is not wrapped by fstrain's "
+                "adapter; use batch scoring or the hsml SDK directly."
+            )
+        if not self.feature_view_name:
+            raise InvalidArgumentError(
+                f"{self._label()} was registered without a feature view, so there is none to "
+                "return."
+            )
+        fs = self._registry.project.get_feature_store()
+        fv = fs.get_feature_view(self.feature_view_name, self.feature_view_version)
+        if init:
+            fv.init_batch_scoring(self.training_dataset_version)
+        return fv
+
     def delete(self) -> None:
         sdk_call(self._saved(), "Model.delete", _owner=self._label())
         self._sdk = None

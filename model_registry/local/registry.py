@@ -60,8 +60,11 @@ class LocalModelRegistry:
 
     DEFAULT_VERSION = 1
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, feature_store: Callable[[], Any] | None = None) -> None:
+        """``feature_store`` returns the project's feature store (for
+        ``model.get_feature_view()``); a registry opened on its own has none."""
         self.root = Path(root)
+        self._feature_store = feature_store
         self.root.mkdir(parents=True, exist_ok=True)
         self._index = RegistryIndex(self.root / INDEX_FILE)
         self._store = VersionStore(self.root)

@@ -373,3 +373,39 @@ def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
         mr.get_model("m", 1).download(str(tmp_path / "dl2"))
     with pytest.raises(NotFoundError, match="does not exist"):
         mr.get_model("m", 7)
+
+
+def test_model_get_feature_view_returns_the_adapter_view_initialised_for_batch_scoring(tmp_path):
+    fs, sdk_fs, tx, labels = _setup()
+    fv = fs.get_or_create_feature_view("fraud", 1, _query(tx, labels), labels=["is_fraud"])
+    fv._sdk.tds[3] = TD(3, seed=0)
+    sdk_fv = sdk_fs.created[0]
+    scored: list[Any] = []
+
+    class ServingFV(FakeFV):
+        def init_batch_scoring(self, training_dataset_version: int | None = None,
+                               n_processes: int | None = None) -> None:
+            scored.append(training_dataset_version)
+
+    serving = ServingFV("fraud", 1, sdk_fv[1], sdk_fv[3])
+    sdk_fs.get_feature_view = lambda name, version=None: serving if name == "fraud" else None
+
+    class ProjectWithStore(FakeProject):
+        def get_feature_store(self, name: str | None = None) -> FakeFS:
+            return sdk_fs
+
+    project = HopsworksProject(ProjectWithStore(), root=tmp_path / "cache")
+    src = tmp_path / "model"
+    src.mkdir()
+    (src / "model.json").write_text("{}")
+    model = project.get_model_registry().python.create_model(
+        "m", feature_view=fv, training_dataset_version=3)
+    model.save(str(src))
+    got = project.get_model_registry().get_model("m", 1)
+    view = got.get_feature_view()
+    assert isinstance(view, HopsworksFeatureView) and view.name == "fraud"
+    assert scored == [3]
+    got.get_feature_view(init=False)
+    assert scored == [3]
+    with pytest.raises(InvalidArgumentError, match="online=True"):
+        got.get_feature_view(online=True)
