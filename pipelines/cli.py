@@ -213,7 +213,7 @@ def dataset(
 def train(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
     training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version to train on.")],
-    model: Annotated[str | None, typer.Option(help="xgboost, sklearn_logreg, sklearn_rf, mlp or cnn.")] = None,
+    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp or cnn.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
