@@ -10,7 +10,7 @@
 
 Prints medians over ``--repeats`` runs and the ratio ours/bare (target: overhead ≤ 10%).
 
-    python bench/train.py [--rows 100000] [--features 20] [--repeats 6]
+    python bench/train.py [--rows 100000] [--features 20] [--repeats 10]
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--features", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=256)

@@ -150,8 +150,9 @@ class FeatureSchema:
     def prepare(self, X: pd.DataFrame) -> pd.DataFrame:
         """Select/reorder the training columns and normalise dtypes for the preprocessor.
 
-        Numeric → float64 (datetimes as epoch seconds, nullable ints with NaN); categorical →
-        object holding ``str`` values and ``np.nan`` for missing.
+        Numeric → float (float32/float64 columns unchanged; others float64, datetimes as epoch
+        seconds, nullable ints with NaN); categorical → object holding ``str`` values and
+        ``np.nan`` for missing.
         """
         missing = [c for c in self.names if c not in X.columns]
         if missing:
@@ -162,10 +163,13 @@ class FeatureSchema:
         out = {}
         for col in self.numeric:
             s = X[col]
+            if isinstance(s.dtype, np.dtype) and s.dtype.kind == "f":
+                out[col] = s  # float32/float64 as they are: no copy
+                continue
             if pd.api.types.is_datetime64_any_dtype(s.dtype):
                 s = s.astype("int64", copy=False).astype("float64") / 1e9
                 s[X[col].isna()] = np.nan
-            out[col] = pd.to_numeric(s, errors="coerce").astype("float64")
+            out[col] = pd.to_numeric(s, errors="coerce").astype("float64", copy=False)
         for col in self.categorical:
             s = X[col]
             mask = s.isna().to_numpy()
