@@ -220,6 +220,7 @@ def train(
     tune: Annotated[bool, typer.Option("--tune", help="Ray Tune (ASHA + Optuna), then refit the best.")] = False,
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
     workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
+    cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
@@ -243,7 +244,7 @@ def train(
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=training_dataset_version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
-            workers=workers,
+            workers=workers, cv=cv,
         )
         project = _project()
         if smoke:
@@ -251,7 +252,16 @@ def train(
             return
         with _step(f"training pipeline: {use_case} on training dataset v{training_dataset_version}"):
             ref = training.run(project, cfg)
-        _emit(ref.to_dict(), f"model {ref} (validation_status: pending)")
+        human = f"model {ref} (validation_status: pending)"
+        payload = ref.to_dict()
+        if cv is not None:
+            record = project.get_model_registry().get_model(ref.name, ref.version)
+            folds = record.training_config["cross_validation"]
+            stats = folds["summary"].get(folds["metric"], {})
+            payload["cross_validation"] = folds["summary"]
+            human += (f"\ncross-validation ({folds['k']} folds): {folds['metric']} "
+                      f"{stats.get('mean', float('nan')):.4f} ± {stats.get('std', float('nan')):.4f}")
+        _emit(payload, human)
 
     _guard(body)
 

@@ -27,7 +27,6 @@ _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "skl
 class TrainingPipelineConfig(PipelineConfig):
     """Configuration of one training-pipeline run."""
 
-
     use_case: str
     training_dataset_version: int = Field(ge=1)
     model: dict[str, Any] = Field(default_factory=dict)  # overrides of the use case's trainer config
@@ -36,6 +35,7 @@ class TrainingPipelineConfig(PipelineConfig):
     ray_address: str | None = None
     num_cpus: int = 2
     workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
+    cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     resume: bool = False
     description: str = ""
 
@@ -85,6 +85,12 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
     lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
                "training_dataset_version": config.training_dataset_version}
     tuning: dict[str, Any] | None = None
+    cross_validation: dict[str, Any] | None = None
+    if config.cv is not None:
+        from pipelines.trainers.cross_validation import cross_validate
+
+        cross_validation = cross_validate(cfg, X_tr, y_tr, k=config.cv,
+                                          workdir=workdir / "cv").to_dict()
     if config.tune:
         from pipelines.trainers.tuning import tune
 
@@ -145,6 +151,7 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
                 "best_iteration": getattr(result, "best_iteration", None),
                 "device": getattr(result, "device", None),
                 "tuning": tuning,
+                "cross_validation": cross_validation,
             },
         )
         model.save(str(model_dir))

@@ -8,7 +8,8 @@ Public API (heavy libraries — torch, XGBoost, Ray — load only when used)::
     result.model.save(Path("model_dir"))            # safe formats + predictor.json
     predictor = load_predictor(Path("model_dir"))   # any kind, no pickle
 
-Also: :func:`smoke_check` (overfit one batch first), :func:`tune` (Ray Tune, ASHA + Optuna),
+Also: :func:`smoke_check` (overfit one batch first), :func:`cross_validate` (k folds, the
+whole trainer refitted per fold), :func:`tune` (Ray Tune, ASHA + Optuna),
 :func:`train_distributed` (Ray Train data-parallel), :func:`deepspeed_config`.
 
 This package never imports another pipeline, the feature store's storage, or the registry's
@@ -35,6 +36,8 @@ _LAZY = {
     "TuneResult": "pipelines.trainers.tuning",
     "default_search_space": "pipelines.trainers.tuning",
     "train_distributed": "pipelines.trainers.distributed",
+    "cross_validate": "pipelines.trainers.cross_validation",
+    "CrossValidationResult": "pipelines.trainers.cross_validation",
     "deepspeed_config": "pipelines.trainers.distributed",
 }
 

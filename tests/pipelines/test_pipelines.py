@@ -233,3 +233,19 @@ def test_lightgbm_through_training_and_validation(project):
 def test_pipeline_configs_raise_config_errors_naming_the_option(make, message):
     with pytest.raises(ConfigError, match=message):
         make()
+
+
+def test_cross_validation_is_recorded_with_the_model(project):
+    _features(project, "adult")
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version, model=FAST_MODEL["adult"], cv=3))
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    cv = model.training_config["cross_validation"]
+    assert cv["k"] == 3 and cv["metric"] == "auc" and cv["stratified"]
+    assert 0.6 < cv["summary"]["auc"]["mean"] <= 1.0
+    train_rows = len(project.get_feature_store().get_feature_view("adult_income", 1)
+                     .get_train_validation_test_split(td.version)[0])
+    assert sum(f["val_rows"] for f in cv["folds"]) == train_rows
+    with pytest.raises(ConfigError, match="option 'cv'"):
+        training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1, cv=1)
