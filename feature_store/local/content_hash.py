@@ -53,45 +53,41 @@ def _column_digest(column: pa.ChunkedArray) -> bytes:
     for chunk in column.chunks:
         if isinstance(chunk.type, pa.DictionaryType):
             chunk = chunk.dictionary_decode()
-        if chunk.null_count:
-            nulls.update(pc.is_null(chunk).to_numpy(zero_copy_only=False).view("u1"))
-            chunk = _zero_nulls(chunk)
-        else:
-            nulls.update(b"\x00" * len(chunk))
-        _update_values(chunk, values, lengths)
+        mask = pc.is_null(chunk).to_numpy(zero_copy_only=False) if chunk.null_count else None
+        nulls.update(mask.view("u1") if mask is not None else bytes(len(chunk)))
+        _update_values(chunk, mask, values, lengths)
     return nulls.digest() + values.digest() + lengths.digest()
-
-
-def _zero_nulls(chunk: pa.Array) -> pa.Array:
-    """The same array with every null slot holding a fixed value (null slots are undefined)."""
-    t = chunk.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pc.fill_null(chunk, "")
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pc.fill_null(chunk, b"")
-    if _fixed_width(t):
-        return pc.fill_null(chunk, pa.scalar(0).cast(t) if not pa.types.is_boolean(t) else False)
-    return chunk
 
 
 def _fixed_width(t: pa.DataType) -> bool:
     return (
-        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-        or pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)
-        or pa.types.is_duration(t) or pa.types.is_decimal(t)
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
+        or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_duration(t)
+        or pa.types.is_decimal(t)
     )
 
 
-def _update_values(chunk: pa.Array, values: hashlib._Hash, lengths: hashlib._Hash) -> None:
+def _update_values(
+    chunk: pa.Array, mask: np.ndarray | None, values: hashlib._Hash, lengths: hashlib._Hash
+) -> None:
+    """Feed one chunk's values; ``mask`` marks null slots, whose undefined bytes hash as zeros."""
     t = chunk.type
     if pa.types.is_boolean(t):
-        values.update(chunk.cast(pa.uint8()).to_numpy(zero_copy_only=False))
+        values.update(pc.fill_null(chunk.cast(pa.uint8()), 0).to_numpy(zero_copy_only=False))
     elif _fixed_width(t):
         width = t.bit_width // 8
-        data = chunk.buffers()[1]
-        values.update(memoryview(data)[chunk.offset * width:(chunk.offset + len(chunk)) * width])
+        raw = np.frombuffer(chunk.buffers()[1], dtype="u1")[
+            chunk.offset * width:(chunk.offset + len(chunk)) * width
+        ]
+        if mask is not None:  # zero the null slots' bytes, whatever the type
+            raw = raw.reshape(len(chunk), width).copy()
+            raw[mask] = 0
+        values.update(raw)
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
             or pa.types.is_large_binary(t):
+        if mask is not None:
+            chunk = pc.fill_null(chunk, pa.scalar("" if pa.types.is_string(t)
+                                                  or pa.types.is_large_string(t) else b"", t))
         sizes = pc.binary_length(chunk).cast(pa.int64()).to_numpy(zero_copy_only=False)
         lengths.update(sizes)
         index = "<i8" if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else "<i4"

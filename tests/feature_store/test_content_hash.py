@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -90,3 +91,23 @@ def test_empty_table_and_algorithm_name():
     empty = _table().slice(0, 0)
     assert table_sha256(empty) != table_sha256(_table(1))
     assert ALGORITHM.endswith("-v2")
+
+
+@pytest.mark.parametrize("values, arrow_type", [
+    ([dt.date(2024, 1, 1), None, dt.date(2024, 1, 3)], pa.date32()),
+    ([Decimal("1.50"), None, Decimal("-2.25")], pa.decimal128(5, 2)),
+    ([dt.time(1, 2), None, dt.time(3, 4)], pa.time64("us")),
+    ([5, None, 7], pa.duration("s")),
+    ([1, None, 3], pa.timestamp("us", tz="UTC")),
+    ([True, None, False], pa.bool_()),
+    ([b"ab", None, b""], pa.binary()),
+])
+def test_nullable_columns_of_every_fixed_width_type_hash_and_see_changes(values, arrow_type):
+    column = pa.array(values, type=arrow_type)
+    table = pa.table({"c": column})
+    digest = table_sha256(table)
+    assert table_sha256(_rechunk(table, [1])) == digest
+    swapped = pa.table({"c": pa.array([values[2], None, values[0]], type=arrow_type)})
+    assert table_sha256(swapped) != digest
+    filled = pa.table({"c": pa.array([values[0], values[0], values[2]], type=arrow_type)})
+    assert table_sha256(filled) != digest
