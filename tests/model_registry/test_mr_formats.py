@@ -17,11 +17,14 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from feature_store.errors import InvalidArgumentError, UnsafeFormatError
 from model_registry.formats import (
+    LIGHTGBM_META,
+    load_lightgbm,
     load_model,
     load_pickle,
     load_sklearn,
     load_torch_state,
     load_xgboost,
+    save_lightgbm,
     save_sklearn,
     save_torch,
     save_xgboost,
@@ -78,6 +81,34 @@ def test_xgboost_rejects_bad_format_and_model(tmp_path, data):
         save_xgboost(xgb.XGBClassifier(n_estimators=1).fit(X, y), tmp_path, fmt="pkl")
     with pytest.raises(InvalidArgumentError, match="Got LogisticRegression instead"):
         save_xgboost(LogisticRegression(), tmp_path)
+
+
+def test_lightgbm_round_trip_and_load_model_dispatch(tmp_path, data):
+    import lightgbm as lgb
+
+    X, y = data
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "min_data_in_leaf": 5},
+                        lgb.Dataset(X, y), 5)
+    paths = save_lightgbm(booster, tmp_path)
+    assert [p.name for p in paths] == ["model.txt", LIGHTGBM_META]
+    for loaded in (load_lightgbm(tmp_path), load_model(tmp_path)):
+        assert isinstance(loaded, lgb.Booster)
+        np.testing.assert_array_equal(loaded.predict(X), booster.predict(X))
+
+
+def test_lightgbm_rejects_other_models_and_a_changed_meta(tmp_path, data):
+    import lightgbm as lgb
+
+    X, y = data
+    with pytest.raises(InvalidArgumentError, match="Got LogisticRegression instead"):
+        save_lightgbm(LogisticRegression(), tmp_path)
+    assert not (tmp_path / "model.txt").exists()
+    save_lightgbm(lgb.train({"objective": "binary", "verbosity": -1}, lgb.Dataset(X, y), 2),
+                  tmp_path)
+    meta = json.loads((tmp_path / LIGHTGBM_META).read_text())
+    (tmp_path / LIGHTGBM_META).write_text(json.dumps({**meta, "model_file": "evil.pkl"}))
+    with pytest.raises(InvalidArgumentError, match="file 'evil.pkl'; expected Booster and model.txt"):
+        load_lightgbm(tmp_path)
 
 
 def test_torch_round_trip(tmp_path):
