@@ -107,7 +107,8 @@ def test_lightgbm_rejects_other_models_and_a_changed_meta(tmp_path, data):
                   tmp_path)
     meta = json.loads((tmp_path / LIGHTGBM_META).read_text())
     (tmp_path / LIGHTGBM_META).write_text(json.dumps({**meta, "model_file": "evil.pkl"}))
-    with pytest.raises(InvalidArgumentError, match="file 'evil.pkl'; expected Booster and model.txt"):
+    with pytest.raises(InvalidArgumentError,
+                       match="file 'evil.pkl'; expected Booster and model.txt"):
         load_lightgbm(tmp_path)
 
 
