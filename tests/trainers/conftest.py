@@ -101,3 +101,26 @@ def short_tmp():
 def imbalanced_data():
     """About 10% positives."""
     return split(*make_binary(n=1600, seed=3, pos_rate=0.1))
+
+
+def _assert_resumed_run_equals_full(full: Path, resumed: Path, resumed_from_step: int) -> None:
+    """The final weights (bitwise) and history a resume worker wrote match the uninterrupted
+    run's, and the resumed run started from ``resumed_from_step``."""
+    import json
+
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(full / "final.safetensors")), load_file(str(resumed / "final.safetensors"))
+    assert a.keys() == b.keys()
+    for key in a:
+        assert np.array_equal(a[key].numpy(), b[key].numpy()), key  # bitwise
+    ha = json.loads((full / "history.json").read_text())
+    hb = json.loads((resumed / "history.json").read_text())
+    assert hb["resumed_from"]["global_step"] == resumed_from_step
+    assert ha["history"] == hb["history"]
+
+
+@pytest.fixture
+def assert_resumed_run_equals_full():
+    """Compare the outputs of the kill-and-resume workers with an uninterrupted run."""
+    return _assert_resumed_run_equals_full
