@@ -85,12 +85,6 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
     lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
                "training_dataset_version": config.training_dataset_version}
     tuning: dict[str, Any] | None = None
-    cross_validation: dict[str, Any] | None = None
-    if config.cv is not None:
-        from pipelines.trainers.cross_validation import cross_validate
-
-        cross_validation = cross_validate(cfg, X_tr, y_tr, k=config.cv,
-                                          workdir=workdir / "cv").to_dict()
     if config.tune:
         from pipelines.trainers.tuning import tune
 
@@ -128,6 +122,13 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
         result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                        resume=config.resume)
         metrics = dict(result.metrics)
+
+    cross_validation: dict[str, Any] | None = None
+    if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)
+        from pipelines.trainers.cross_validation import cross_validate
+
+        cross_validation = cross_validate(cfg, X_tr, y_tr, k=config.cv,
+                                          workdir=workdir / "cv").to_dict()
 
     with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
         model_dir = Path(tmp) / "model"
