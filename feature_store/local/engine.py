@@ -100,24 +100,45 @@ def _file_list(files: list[str]) -> str:
     return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 
 
+ROW_ID = "__fstrain_row"
+"""Column a scan adds on request: the row's place in the version's files, ``file << 40 | row``."""
+
+ROW_ID_FILE_SHIFT = 40
+
+
 def scan(
-    con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int
+    con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int, *, row_id: bool = False
 ) -> str:
-    """A SQL table expression (a sub-select) reading ``table`` exactly as of ``version``."""
+    """A SQL table expression (a sub-select) reading ``table`` exactly as of ``version``.
+
+    With ``row_id`` the scan also yields :data:`ROW_ID`, which locates each row in the
+    version's files (their index in :meth:`DeltaFeatureTable.files` order, and the row's number
+    in that file), so columns can be fetched by row after a join (see ``row_gather``).
+    """
     schema = table.schema(version)
     files = table.files(version)
     if not files:
         name = f"__empty_{next(_counter)}"
-        con.register(name, schema.empty_table())
+        empty = schema.empty_table()
+        if row_id:
+            empty = empty.append_column(ROW_ID, pa.array([], pa.int64()))
+        con.register(name, empty)
         return name
     present = _file_columns(con, table, version, files)
-    projection = ", ".join(
+    columns = [
         quote_ident(f.name)
         if f.name in present
         else f"CAST(NULL AS {sql_type(f.type)}) AS {quote_ident(f.name)}"
         for f in schema
-    )
-    return f"(SELECT {projection} FROM read_parquet({_file_list(files)}, union_by_name=true))"
+    ]
+    if row_id:
+        columns.append(
+            f"(CAST(file_index AS BIGINT) << {ROW_ID_FILE_SHIFT}) "
+            f"| CAST(file_row_number AS BIGINT) AS {quote_ident(ROW_ID)}"
+        )
+    # file_index and file_row_number are DuckDB's virtual columns of a multi-file scan
+    source = f"read_parquet({_file_list(files)}, union_by_name=true)"
+    return f"(SELECT {', '.join(columns)} FROM {source})"
 
 
 def render_filter(

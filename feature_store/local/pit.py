@@ -33,6 +33,7 @@ from feature_store.timeutil import to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
+    import pyarrow as pa
 
     from feature_store.local.feature_group import FeatureGroup
     from feature_store.local.query import Join, Query
@@ -74,23 +75,69 @@ class Plan:
 
 
 @dataclass
+class Gather:
+    """The selected columns of a point-in-time-joined group, fetched by row id after the join."""
+
+    node: Node
+    row_column: str  # the join result's column holding the matched row id (null: no match)
+    columns: list[tuple[str, str]]  # (column of the group, output name)
+
+
+@dataclass
 class CompiledQuery:
-    """SQL with placeholders for Delta scans, bound to a connection right before running."""
+    """SQL with placeholders for Delta scans, bound to a connection right before running.
+
+    ``template`` is what runs: point-in-time-joined groups in ``gathers`` carry only their keys,
+    event time and row id through the joins, and their columns are fetched by row afterwards
+    (:mod:`feature_store.local.row_gather`). ``display_template`` is the equivalent single
+    statement, with every column in the join, that :meth:`display_sql` shows.
+    """
 
     template: str
     params: list[Any]
     scans: dict[str, Node] = field(default_factory=dict)
+    display_template: str = ""
+    gathers: list[Gather] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
 
-    def bind(self, con: duckdb.DuckDBPyConnection) -> str:
-        """Substitute each scan placeholder with a scan of the pinned Delta version."""
-        sql = self.template
+    def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> str:
+        """Substitute each scan placeholder with a scan of the pinned Delta version.
+
+        ``single_statement`` binds the equivalent statement that carries every column through
+        the joins (what :meth:`display_sql` shows) instead of the one that runs.
+        """
+        gathered = set() if single_statement else {g.node.alias for g in self.gathers}
+        sql = self.display_template if single_statement and self.display_template else self.template
         for placeholder, node in self.scans.items():
-            sql = sql.replace(placeholder, engine.scan(con, node.fg._table, node.commit))
+            scan = engine.scan(con, node.fg._table, node.commit, row_id=node.alias in gathered)
+            sql = sql.replace(placeholder, scan)
         return sql
+
+    def fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> pa.Table:
+        """Run the query on ``con`` and return its result as Arrow.
+
+        The gathered groups' columns are read on other cursors while the join runs (the join's
+        sorts leave a core idle part of the time), then taken by the matched row ids.
+        ``single_statement`` runs the equivalent single statement instead (same result; used
+        to check the two against each other).
+        """
+        import pyarrow as pa
+
+        from feature_store.local import row_gather
+
+        if single_statement or not self.gathers:
+            sql = self.bind(con, single_statement=single_statement)
+            return engine.fetch_arrow(con, sql, self.params)
+        sql = self.bind(con)
+        with row_gather.GatherReads(self.gathers) as reads:
+            joined = engine.fetch_arrow(con, sql, self.params)
+            columns = {name: joined[name] for name in joined.column_names}
+            columns.update(reads.take({g.row_column: joined[g.row_column] for g in self.gathers}))
+        return pa.table({name: columns[name] for name in self.output})
 
     def display_sql(self) -> str:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
-        sql = self.template
+        sql = self.display_template or self.template
         for placeholder, node in self.scans.items():
             sql = sql.replace(placeholder, f"delta_scan('{node.fg._table.path}', version => {node.commit})")
         parts = sql.split("?")
@@ -265,30 +312,68 @@ def compile_query(
                     "outer": "FULL OUTER JOIN"}[jp.join.join_type]
         from_parts.append(f"{kind} {right_sql} ON " + " AND ".join(conds))
 
-    select = []
-    for c in p.columns:
-        expr = f"{c.node.alias}.{q(c.source)}"
-        if c.node.alias in lookback_nodes:
-            expr = f"CASE WHEN {lookback_nodes[c.node.alias]} THEN {expr} END"
-        select.append(f"{expr} AS {q(c.name)}")
-    for source, name in extra_columns or []:
-        select.append(f"{p.root.alias}.{q(source)} AS {q(name)}")
-
     if post is not None:
         def column_sql(f: Feature) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
 
         where_parts.append(engine.render_filter(post, column_sql, params))
 
-    sql = "SELECT " + ", ".join(select) + " FROM " + " ".join(from_parts)
+    def fresh(alias: str, expr: str) -> str:
+        if alias in lookback_nodes:
+            return f"CASE WHEN {lookback_nodes[alias]} THEN {expr} END"
+        return expr
+
+    output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
+    gathers = _gathers(p, post, output)
+    gathered = {g.node.alias: g for g in gathers}
+    wide, narrow = [], []
+    for c in p.columns:
+        item = f"{fresh(c.node.alias, f'{c.node.alias}.{q(c.source)}')} AS {q(c.name)}"
+        wide.append(item)
+        if c.node.alias not in gathered:
+            narrow.append(item)
+    for g in gathers:
+        row_id = fresh(g.node.alias, f"{g.node.alias}.{q(engine.ROW_ID)}")
+        narrow.append(f"{row_id} AS {q(g.row_column)}")
+    for source, name in extra_columns or []:
+        item = f"{p.root.alias}.{q(source)} AS {q(name)}"
+        wide.append(item)
+        narrow.append(item)
+
+    tail = " FROM " + " ".join(from_parts)
     if where_parts:
-        sql += " WHERE " + " AND ".join(where_parts)
+        tail += " WHERE " + " AND ".join(where_parts)
     if order_by_root_key:
         order = [f"{p.root.alias}.{q(k)}" for k in p.root.fg.upsert_key]
-        sql += " ORDER BY " + ", ".join(order)
+        tail += " ORDER BY " + ", ".join(order)
     if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return CompiledQuery(sql, params, scans)
+        tail += f" LIMIT {int(limit)}"
+    return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
+                         display_template="SELECT " + ", ".join(wide) + tail,
+                         gathers=gathers, output=output)
+
+
+def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather]:
+    """The point-in-time-joined groups whose columns can be fetched by row after the join.
+
+    A group qualifies when nothing after its own join reads its columns in SQL: it is no other
+    join's left side and no post-join filter names it; and when neither its columns nor the
+    output already use the row-id names.
+    """
+    lefts = {jp.left.alias for jp in p.joins}
+    filtered = {_alias_by_name(p, f) for f in post.features()} if post is not None else set()
+    taken = set(output)
+    gathers = []
+    for jp in p.joins:
+        node = jp.right
+        columns = [(c.source, c.name) for c in p.columns if c.node is node]
+        row_column = f"{engine.ROW_ID}_{node.alias}"
+        if (not jp.point_in_time or not columns or node.alias in lefts or node.alias in filtered
+                or row_column in taken
+                or engine.ROW_ID in node.fg._table.schema(node.commit).names):
+            continue
+        gathers.append(Gather(node, row_column, columns))
+    return gathers
 
 
 def _placeholder(node: Node, scans: dict[str, Node]) -> str:

@@ -252,8 +252,7 @@ class Query:
         compiled = self._compile(start_time, end_time)
         con = engine.connect()
         try:
-            sql = compiled.bind(con)
-            return engine.fetch_arrow(con, sql, compiled.params)
+            return compiled.fetch(con)
         finally:
             con.close()
 
@@ -264,7 +263,7 @@ class Query:
         compiled = self._compile(limit=n)
         con = engine.connect()
         try:
-            return engine.fetch_arrow(con, compiled.bind(con), compiled.params).to_pandas()
+            return compiled.fetch(con).to_pandas()
         finally:
             con.close()
 

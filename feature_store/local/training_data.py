@@ -185,7 +185,7 @@ class TrainingDataStore:
         )
         con = engine.connect()
         try:
-            table = engine.fetch_arrow(con, compiled.bind(con), compiled.params)
+            table = compiled.fetch(con)
         finally:
             con.close()
         table = _fill_labels(table, self.fv.label_fill_values)

@@ -231,7 +231,10 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, data):
             f"v_{name}": rng.normal(size=n),
         }).drop_duplicates([key, "ts"])
         fg = fs.get_or_create_feature_group(name, version=1, primary_key=[key], event_time="ts")
-        fg.insert(right)
+        cut = data.draw(st.integers(0, len(right)))  # two inserts: rows come from two files
+        for part in (right.iloc[:cut], right.iloc[cut:]):
+            if len(part):
+                fg.insert(part)
         query.join(fg.select([f"v_{name}"]))
         oracle = pd.merge_asof(
             expected.sort_values("ts"), right.sort_values("ts"), on="ts", by=key,
