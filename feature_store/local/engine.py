@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _counter = itertools.count()
 _file_columns_cache: dict[tuple[str, int], tuple[str, ...]] = {}
+_scan_schema_cache: dict[tuple[str, int], pa.Schema] = {}
 _cache_lock = threading.Lock()
 
 
@@ -90,10 +91,24 @@ def _file_columns(
     return cols
 
 
+def scan_schema(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int) -> pa.Schema:
+    """The Arrow schema of :func:`scan` results for ``version`` (planned, not run; cached)."""
+    key = (str(table.path), version)
+    with _cache_lock:
+        cached = _scan_schema_cache.get(key)
+    if cached is not None:
+        return cached
+    schema = con.sql(f"SELECT * FROM {scan(con, table, version)} LIMIT 0").to_arrow_table().schema
+    with _cache_lock:
+        _scan_schema_cache[key] = schema
+    return schema
+
+
 def forget_file_columns() -> None:
     """Drop the cached column lists (see :func:`feature_store.local.delta_table.forget_snapshots`)."""
     with _cache_lock:
         _file_columns_cache.clear()
+        _scan_schema_cache.clear()
 
 
 def _file_list(files: list[str]) -> str:

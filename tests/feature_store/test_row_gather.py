@@ -161,28 +161,26 @@ def test_training_data_and_its_hash_are_unchanged_by_gathering(fs, labels):
     assert table_sha256(gathered) == table_sha256(single)
 
 
-def test_positions_follow_file_layout_and_fall_back_to_search():
+def test_positions_count_rows_of_earlier_files():
     shift = engine.ROW_ID_FILE_SHIFT
-    source = pa.chunked_array([[0, 1, 2, (1 << shift) | 0, (1 << shift) | 1]], pa.int64())
-    wanted = pa.array([(1 << shift) | 1, None, 0, 2], pa.int64())
-    rows = row_gather.positions(source, wanted)
-    assert rows.at.to_pylist()[:1] + rows.at.to_pylist()[2:] == [4, 0, 2]
-    assert rows.missing.tolist() == [False, True, False, False]
-    shuffled = pa.chunked_array([[(1 << shift) | 1, 2, 0, 1, (1 << shift) | 0]], pa.int64())
-    rows = row_gather.positions(shuffled, wanted)  # not file order: the general search
-    assert [rows.at[i].as_py() for i in (0, 2, 3)] == [0, 2, 1]
-    values = pa.chunked_array([["f1r1", "f0r2", "f0r0", "f0r1", "f1r0"]])
-    assert rows.take(values).to_pylist() == ["f1r1", None, "f0r0", "f0r2"]
+    file_rows = np.array([3, 0, 2])  # the middle file holds no rows
+    wanted = pa.array([(2 << shift) | 1, None, 0, 2, (2 << shift) | 0], pa.int64())
+    rows = row_gather.positions(file_rows, wanted)
+    assert [rows.at[i].as_py() for i in (0, 2, 3, 4)] == [4, 0, 2, 3]
+    assert rows.missing.tolist() == [False, True, False, False, False]
+    values = pa.chunked_array([["f0r0", "f0r1"], ["f0r2", "f2r0", "f2r1"]])
+    assert rows.take(values).to_pylist() == ["f2r1", None, "f0r0", "f0r2", "f2r0"]
 
 
-def test_positions_refuse_a_row_id_the_scan_did_not_yield():
-    source = pa.chunked_array([[0, 1, 2]], pa.int64())
-    with pytest.raises(AssertionError, match="not in the scan"):
-        row_gather.positions(source, pa.array([1, 3], pa.int64()))
-    with pytest.raises(AssertionError, match="not in the scan"):
-        row_gather.positions(pa.chunked_array([[0, 2, 5]], pa.int64()), pa.array([3], pa.int64()))
-    nothing = pa.chunked_array([[]], pa.int64())
-    empty = row_gather.positions(nothing, pa.array([None, None], pa.int64()))
+def test_positions_refuse_a_row_id_the_files_do_not_hold():
+    shift = engine.ROW_ID_FILE_SHIFT
+    with pytest.raises(AssertionError, match="not in the files"):
+        row_gather.positions(np.array([3]), pa.array([1, 3], pa.int64()))  # row 3 of 3
+    with pytest.raises(AssertionError, match="not in the files"):
+        row_gather.positions(np.array([3]), pa.array([1 << shift], pa.int64()))  # file 1 of 1
+    with pytest.raises(AssertionError, match="hold no rows"):
+        row_gather.positions(np.zeros(0, dtype=np.int64), pa.array([0], pa.int64()))
+    empty = row_gather.positions(np.zeros(0, dtype=np.int64), pa.array([None, None], pa.int64()))
     assert empty.take(pa.chunked_array([[]], pa.float64())).to_pylist() == [None, None]
 
 
@@ -192,3 +190,13 @@ def test_take_keeps_stored_nulls_and_adds_missing_rows():
     assert rows.take(source).to_pylist() == [4.0, None, 1.0, None]
     flags = pa.chunked_array([[True, None, False, True]])
     assert rows.take(flags).to_pylist() == [True, None, True, None]
+
+
+def test_a_group_whose_rows_were_all_removed_gives_nulls(fs, labels):
+    card = _card_history(fs)
+    card.remove_rows(card.read()[["card", "ts"]])
+    assert card.read().empty
+    compiled, gathered, single = _run_both(labels.select_all().join(card.select(["spend", "kind"])))
+    assert len(compiled.gathers) == 1
+    _assert_same(gathered, single)
+    assert gathered["spend"].null_count == gathered.num_rows == 8
