@@ -18,6 +18,13 @@ scans of its feature groups. Semantics (see DESIGN.md and the README):
 - Filters that touch only the root group, and the ``start_time``/``end_time`` window on the
   root event_time, are applied inside the root scan; other filters after the joins.
 - Nested sub-queries are flattened: their joins use their own root as left side.
+
+Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
+other join's left side and no post-join filter names it) carries only its keys, event time and
+row id through the ASOF join — DuckDB sorts each side with every column it carries — and its
+selected columns are taken by row afterwards (:mod:`feature_store.local.row_gather`). The
+statement with every column in the joins is kept as ``display_template``: it is what
+``Query.to_string()`` shows and what ``fetch(single_statement=True)`` runs to check the two.
 """
 
 from __future__ import annotations

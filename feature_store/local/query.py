@@ -2,7 +2,8 @@
 
 A query selects features from a root feature group and joins other groups to it. ``join`` and
 ``filter`` mutate the query and return it, as in Hopsworks. Every query compiles to one DuckDB
-SQL statement (see :mod:`feature_store.local.pit` — the only place where joins are written).
+SQL statement (see :mod:`feature_store.local.pit` — the only place where joins are written);
+point-in-time-joined groups' columns are fetched by row after it runs.
 
 Join keys: ``on``, else ``left_on``/``right_on``, else the right group's primary key columns
 found by name in the left group (foreign-key style). In a chain ``a.join(b).join(c)`` both joins
@@ -268,7 +269,9 @@ class Query:
             con.close()
 
     def to_string(self, online: bool = False, arrow_flight: bool = False) -> str:
-        """The SQL this query runs (parameters inlined, scans shown as Delta table paths)."""
+        """The SQL this query runs, as one statement (parameters inlined, scans shown as Delta
+        table paths). Execution lets point-in-time-joined groups carry only keys and row ids
+        through the joins and takes their columns by row afterwards: same result."""
         return self._compile().display_sql()
 
     # -- persistence (feature views store their query) ---------------------------------------
