@@ -67,6 +67,15 @@ def _fixed_width(t: pa.DataType) -> bool:
     )
 
 
+def _nonzero_under(raw: np.ndarray, width: int, mask: np.ndarray) -> bool:
+    """Whether any null slot of a fixed-width buffer holds non-zero bytes (usually none do, and
+    checking them is much cheaper than copying the buffer to zero them)."""
+    lanes = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}.get(width)
+    if lanes is None:
+        return bool(raw.reshape(len(mask), width)[mask].any())
+    return bool(raw.view(lanes)[mask].any())
+
+
 def _update_values(
     chunk: pa.Array, mask: np.ndarray | None, values: hashlib._Hash, lengths: hashlib._Hash
 ) -> None:
@@ -79,8 +88,8 @@ def _update_values(
         raw = np.frombuffer(chunk.buffers()[1], dtype="u1")[
             chunk.offset * width:(chunk.offset + len(chunk)) * width
         ]
-        if mask is not None:  # zero the null slots' bytes, whatever the type
-            raw = raw.reshape(len(chunk), width).copy()
+        if mask is not None and _nonzero_under(raw, width, mask):
+            raw = raw.reshape(len(chunk), width).copy()  # hash null slots as zeros
             raw[mask] = 0
         values.update(raw)
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \

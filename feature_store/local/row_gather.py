@@ -166,9 +166,23 @@ class Rows:
         if taken.null_count:
             keep &= taken.is_valid().to_numpy(zero_copy_only=False)
         kind = taken.type
-        if pa.types.is_primitive(kind) and not pa.types.is_boolean(kind) and taken.offset == 0:
+        data = taken.buffers()[1]
+        lanes = _LANES.get(kind.bit_width) if _numeric_like(kind) else None
+        if lanes is not None and taken.offset == 0 and data.is_mutable:
+            # the take's fresh buffer is ours alone: zero the missing rows' slots, so the bytes
+            # do not depend on which row stood in for them (and hashing needs no copy)
+            np.frombuffer(data, dtype=lanes)[: len(taken)][self.missing] = 0
             validity = pa.py_buffer(np.packbits(keep, bitorder="little"))
-            return pa.Array.from_buffers(kind, len(taken), [validity, taken.buffers()[1]])
+            return pa.Array.from_buffers(kind, len(taken), [validity, data])
         import pyarrow.compute as pc
 
         return pc.if_else(pa.array(keep), taken, pa.scalar(None, kind))
+
+
+_LANES = {8: "u1", 16: "<u2", 32: "<u4", 64: "<u8"}
+
+
+def _numeric_like(kind: pa.DataType) -> bool:
+    """Fixed-width types stored as one little-endian word per value (not bit-packed)."""
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_timestamp(kind)
+            or pa.types.is_date(kind) or pa.types.is_time(kind) or pa.types.is_duration(kind))

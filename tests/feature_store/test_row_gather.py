@@ -187,7 +187,9 @@ def test_positions_refuse_a_row_id_the_files_do_not_hold():
 def test_take_keeps_stored_nulls_and_adds_missing_rows():
     source = pa.chunked_array([[1.0, None, 3.0], [4.0]])
     rows = row_gather.Rows(pa.array([3, 1, 0, 0]), np.array([False, False, False, True]))
-    assert rows.take(source).to_pylist() == [4.0, None, 1.0, None]
+    taken = rows.take(source)
+    assert taken.to_pylist() == [4.0, None, 1.0, None]
+    assert np.frombuffer(taken.buffers()[1], dtype="<f8")[3] == 0.0  # a missing row's slot: zero
     flags = pa.chunked_array([[True, None, False, True]])
     assert rows.take(flags).to_pylist() == [True, None, True, None]
 
