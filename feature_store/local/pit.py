@@ -123,8 +123,8 @@ class CompiledQuery:
     def fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> pa.Table:
         """Run the query on ``con`` and return its result as Arrow.
 
-        The gathered groups' columns are read on other cursors while the join runs (the join's
-        sorts leave a core idle part of the time), then taken by the matched row ids.
+        The gathered groups' columns are read from their pinned files in the background while
+        the join runs, then taken by the matched row ids.
         ``single_statement`` runs the equivalent single statement instead (same result; used
         to check the two against each other).
         """
