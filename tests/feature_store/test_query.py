@@ -208,8 +208,11 @@ def test_query_round_trips_through_dict(fs, groups):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_pit_join_matches_merge_asof(tmp_path_factory, data):
+def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
     import feature_store
+    from feature_store.local import pit
+
+    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)  # joined columns taken by row id
 
     rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
     fs = feature_store.login(root=tmp_path_factory.mktemp("asof")).get_feature_store()
@@ -241,6 +244,7 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, data):
             direction="backward", allow_exact_matches=True,
         )
         expected = oracle
+    assert len(pit.compile_query(query).gathers) == 2
     got = query.read().sort_values("id").reset_index(drop=True)
     want = expected.sort_values("id").reset_index(drop=True)[got.columns]
     pd.testing.assert_frame_equal(got, want, check_dtype=False)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from feature_store.feature import Feature
-from feature_store.local import engine, row_gather
+from feature_store.local import engine, pit, row_gather
 from feature_store.local.pit import compile_query
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
@@ -24,6 +24,12 @@ T0 = pd.Timestamp("2024-01-01", tz="UTC")
 
 def _t(hours):
     return [T0 + pd.Timedelta(hours=h) for h in hours]
+
+
+@pytest.fixture(autouse=True)
+def _gather_small_files(monkeypatch):
+    """These tables are tiny; gather them anyway (the size rule has its own test)."""
+    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)
 
 
 def _run_both(query, **kwargs):
@@ -202,3 +208,14 @@ def test_a_group_whose_rows_were_all_removed_gives_nulls(fs, labels):
     assert len(compiled.gathers) == 1
     _assert_same(gathered, single)
     assert gathered["spend"].null_count == gathered.num_rows == 8
+
+
+def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypatch):
+    card = _card_history(fs)  # 6 rows in 3 files
+    query = labels.select_all().join(card.select(["spend"]))
+    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 2)
+    assert len(compile_query(query).gathers) == 1  # 2 rows per file on average: gathered
+    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 3)
+    compiled, gathered, single = _run_both(query)
+    assert compiled.gathers == []  # below the rule: one statement
+    _assert_same(gathered, single)
