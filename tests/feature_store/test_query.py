@@ -213,6 +213,7 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
     from feature_store.local import pit
 
     monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)  # joined columns taken by row id
+    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 1)
 
     rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
     fs = feature_store.login(root=tmp_path_factory.mktemp("asof")).get_feature_store()

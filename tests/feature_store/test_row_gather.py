@@ -28,8 +28,10 @@ def _t(hours):
 
 @pytest.fixture(autouse=True)
 def _gather_small_files(monkeypatch):
-    """These tables are tiny; gather them anyway (the size rule has its own test)."""
+    """These tables are tiny and joins bring few columns; gather them anyway (the rules that
+    decide when gathering pays have their own tests)."""
     monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)
+    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 1)
 
 
 def _run_both(query, **kwargs):
@@ -218,4 +220,15 @@ def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypat
     monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 3)
     compiled, gathered, single = _run_both(query)
     assert compiled.gathers == []  # below the rule: one statement
+    _assert_same(gathered, single)
+
+
+def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monkeypatch):
+    card = _card_history(fs)
+    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 3)
+    two = labels.select_all().join(card.select(["spend", "kind"]))
+    three = labels.select_all().join(card.select(["spend", "kind", "n"]))
+    assert compile_query(two).gathers == []
+    assert len(compile_query(three).gathers) == 1
+    compiled, gathered, single = _run_both(two)
     _assert_same(gathered, single)
