@@ -232,3 +232,16 @@ def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monk
     assert len(compile_query(three).gathers) == 1
     compiled, gathered, single = _run_both(two)
     _assert_same(gathered, single)
+
+
+def test_prefixed_event_time_and_a_group_joined_twice(fs, labels):
+    card = _card_history(fs)
+    query = (labels.select_all()
+             .join(card.select(["spend", "ts"]), prefix="now_")
+             .join(card.select(["spend", "seen"]), prefix="again_", lookback="1D"))
+    compiled, gathered, single = _run_both(query)
+    assert len(compiled.gathers) == 2
+    _assert_same(gathered, single)
+    out = gathered.to_pandas().set_index("id")
+    assert out.loc[1, "now_ts"] == _t([15])[0]  # the matched row's own event time
+    assert out.loc[1, "again_spend"] == 3.0 and pd.isna(out.loc[6, "again_spend"])
