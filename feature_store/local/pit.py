@@ -360,46 +360,32 @@ def compile_query(
                          gathers=gathers, output=output)
 
 
-#: A group is gathered only when its files hold this many rows on average: reading a file
-#: costs ~0.5 ms on its own, and sorting a row's columns is what gathering saves (a group of
-#: 300 files of 1,000 rows read twice as slowly gathered as in one statement).
-GATHER_MIN_ROWS_PER_FILE = 20_000
-
-#: ... and only when it carries this many columns: joined at 1M × 1M rows, one gathered
-#: double column cost 1.14× the single statement, two 1.03×, three 0.96×, eight 0.78×.
-GATHER_MIN_COLUMNS = 3
-
-
 def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather]:
     """The point-in-time-joined groups whose columns are fetched by row after the join.
 
     A group qualifies when nothing after its own join reads its columns in SQL: it is no other
     join's left side and no post-join filter names it; when neither its columns nor the output
-    already use the row-id names; and when gathering pays: its files are large enough
-    (:data:`GATHER_MIN_ROWS_PER_FILE`) and it brings enough columns (:data:`GATHER_MIN_COLUMNS`).
+    already use the row-id names; and when gathering pays and fits in memory
+    (:class:`~feature_store.local.row_gather.GatherPolicy`).
     """
+    from feature_store.local.row_gather import GatherPolicy
+
     lefts = {jp.left.alias for jp in p.joins}
     filtered = {_alias_by_name(p, f) for f in post.features()} if post is not None else set()
     taken = set(output)
+    policy = GatherPolicy()
     gathers = []
     for jp in p.joins:
         node = jp.right
         columns = [(c.source, c.name) for c in p.columns if c.node is node]
         row_column = f"{engine.ROW_ID}_{node.alias}"
-        if (not jp.point_in_time or len(columns) < max(1, GATHER_MIN_COLUMNS)
-                or node.alias in lefts or node.alias in filtered
+        if (not jp.point_in_time or not columns or node.alias in lefts or node.alias in filtered
                 or row_column in taken
                 or engine.ROW_ID in node.fg._table.schema(node.commit).names
-                or not _large_files(node)):
+                or not policy.admit(node.fg._table, node.commit, [src for src, _ in columns])):
             continue
         gathers.append(Gather(node, row_column, columns))
     return gathers
-
-
-def _large_files(node: Node) -> bool:
-    table = node.fg._table
-    files = len(table.files(node.commit))
-    return files == 0 or table.row_count(node.commit) >= GATHER_MIN_ROWS_PER_FILE * files
 
 
 def _placeholder(node: Node, scans: dict[str, Node]) -> str:

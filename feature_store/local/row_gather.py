@@ -12,6 +12,10 @@ match, or a match older than the lookback) gives nulls.
 
 The files are read with pyarrow rather than through DuckDB: it decodes Parquet straight into
 Arrow, which costs about half the CPU of DuckDB's scan plus its conversion to Arrow.
+
+Gathering is chosen per group by :class:`GatherPolicy`: only where it pays (files large enough,
+enough columns) and while the gathered columns fit a share of memory (DuckDB could spill the
+single statement to disk; Arrow columns stay in memory).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,9 +35,70 @@ if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
     from types import TracebackType
 
+    from feature_store.local.delta_table import DeltaFeatureTable
     from feature_store.local.pit import Gather
 
 _ROW_MASK = (1 << engine.ROW_ID_FILE_SHIFT) - 1
+
+#: A group is gathered only when its files hold this many rows on average: reading a file
+#: costs ~0.5 ms on its own, and sorting a row's columns is what gathering saves (a group of
+#: 300 files of 1,000 rows read twice as slowly gathered as in one statement).
+MIN_ROWS_PER_FILE = 20_000
+
+#: ... and only when the join brings this many columns: joined at 1M × 1M rows, one gathered
+#: double column cost 1.14× the single statement, two 1.03×, three 0.96×, eight 0.78×.
+MIN_COLUMNS = 3
+
+#: Gathered columns are held in memory while DuckDB could spill the same join to disk, so the
+#: groups of one query are gathered only while their estimated size stays under this share of
+#: the machine's (or the container's) memory; the rest stay in the statement.
+MEMORY_SHARE = 0.25
+
+_VARIABLE_WIDTH_BYTES = 32  # estimate per value of a string or binary column
+
+
+class GatherPolicy:
+    """Decides, group by group within one query, whether gathering pays and fits in memory."""
+
+    def __init__(self) -> None:
+        self.budget = int(memory_bytes() * MEMORY_SHARE)
+
+    def admit(self, table: DeltaFeatureTable, version: int, columns: list[str]) -> bool:
+        """Whether to gather ``columns`` of ``table`` at ``version`` (and reserve its memory)."""
+        if len(columns) < max(1, MIN_COLUMNS):
+            return False
+        files = len(table.files(version))
+        if files == 0:
+            return True
+        rows = table.row_count(version)
+        if rows < MIN_ROWS_PER_FILE * files:
+            return False
+        schema = table.schema(version)
+        size = rows * sum(_value_bytes(schema.field(name).type) for name in columns)
+        if size > self.budget:
+            return False
+        self.budget -= size
+        return True
+
+
+def _value_bytes(kind: pa.DataType) -> int:
+    try:
+        return max(1, kind.bit_width // 8)
+    except ValueError:  # variable width
+        return _VARIABLE_WIDTH_BYTES
+
+
+def memory_bytes() -> int:
+    """This process's memory: the cgroup limit where one is set, else the physical memory."""
+    for path, unlimited in (("/sys/fs/cgroup/memory.max", "max"),
+                            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", None)):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text != unlimited and text.isdigit() and int(text) < 1 << 60:
+            return int(text)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 @dataclass

@@ -210,10 +210,10 @@ def test_query_round_trips_through_dict(fs, groups):
 @given(data=st.data())
 def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
     import feature_store
-    from feature_store.local import pit
+    from feature_store.local import pit, row_gather
 
-    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)  # joined columns taken by row id
-    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 1)
+    monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 0)  # joined columns taken by row id
+    monkeypatch.setattr(row_gather, "MIN_COLUMNS", 1)
 
     rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
     fs = feature_store.login(root=tmp_path_factory.mktemp("asof")).get_feature_store()

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from feature_store.feature import Feature
-from feature_store.local import engine, pit, row_gather
+from feature_store.local import engine, row_gather
 from feature_store.local.pit import compile_query
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
@@ -30,8 +30,8 @@ def _t(hours):
 def _gather_small_files(monkeypatch):
     """These tables are tiny and joins bring few columns; gather them anyway (the rules that
     decide when gathering pays have their own tests)."""
-    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 0)
-    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 1)
+    monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 0)
+    monkeypatch.setattr(row_gather, "MIN_COLUMNS", 1)
 
 
 def _run_both(query, **kwargs):
@@ -215,9 +215,9 @@ def test_a_group_whose_rows_were_all_removed_gives_nulls(fs, labels):
 def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypatch):
     card = _card_history(fs)  # 6 rows in 3 files
     query = labels.select_all().join(card.select(["spend"]))
-    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 2)
+    monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 2)
     assert len(compile_query(query).gathers) == 1  # 2 rows per file on average: gathered
-    monkeypatch.setattr(pit, "GATHER_MIN_ROWS_PER_FILE", 3)
+    monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 3)
     compiled, gathered, single = _run_both(query)
     assert compiled.gathers == []  # below the rule: one statement
     _assert_same(gathered, single)
@@ -225,7 +225,7 @@ def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypat
 
 def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monkeypatch):
     card = _card_history(fs)
-    monkeypatch.setattr(pit, "GATHER_MIN_COLUMNS", 3)
+    monkeypatch.setattr(row_gather, "MIN_COLUMNS", 3)
     two = labels.select_all().join(card.select(["spend", "kind"]))
     three = labels.select_all().join(card.select(["spend", "kind", "n"]))
     assert compile_query(two).gathers == []
@@ -245,3 +245,27 @@ def test_prefixed_event_time_and_a_group_joined_twice(fs, labels):
     out = gathered.to_pandas().set_index("id")
     assert out.loc[1, "now_ts"] == _t([15])[0]  # the matched row's own event time
     assert out.loc[1, "again_spend"] == 3.0 and pd.isna(out.loc[6, "again_spend"])
+
+
+def test_gathering_stays_within_its_memory_share(fs, labels, monkeypatch):
+    card = _card_history(fs)
+    merchant = fs.get_or_create_feature_group("merchant2", version=1, primary_key=["card"],
+                                              event_time="ts")
+    merchant.insert(pd.DataFrame({"card": ["a", "b"], "ts": _t([1, 2]), "amount": [1.0, 2.0],
+                                  "visits": [3, 4], "region": ["n", "s"]}))
+    query = (labels.select_all()
+             .join(card.select(["spend", "n", "day"]))
+             .join(merchant.select(["amount", "visits", "region"])))
+    card_size = card._table.row_count() * (8 + 8 + 4)  # double, bigint, date
+    merchant_size = 2 * (8 + 8 + 32)  # double, bigint, a string estimated at 32 bytes
+    assert merchant_size < card_size
+    memory = row_gather.memory_bytes()
+    assert memory > 1 << 20
+    for budget, gathered_groups in ((card_size + merchant_size, ["card", "merchant2"]),
+                                    (card_size, ["card"]),
+                                    (card_size - 1, ["merchant2"]),
+                                    (merchant_size - 1, [])):
+        monkeypatch.setattr(row_gather, "MEMORY_SHARE", (budget + 0.5) / memory)
+        compiled, gathered, single = _run_both(query)
+        assert [g.node.fg.name for g in compiled.gathers] == gathered_groups, budget
+        _assert_same(gathered, single)
