@@ -105,7 +105,8 @@ def scan_schema(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, versio
 
 
 def forget_file_columns() -> None:
-    """Drop the cached column lists (see :func:`feature_store.local.delta_table.forget_snapshots`)."""
+    """Drop the cached file column lists and scan schemas (see
+    :func:`feature_store.local.delta_table.forget_snapshots`)."""
     with _cache_lock:
         _file_columns_cache.clear()
         _scan_schema_cache.clear()
