@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from feature_store.errors import (
+from fstrain.kernel.errors import (
     AlreadyExistsError,
     BackendError,
     CommitConflictError,
@@ -48,7 +48,6 @@ __all__ = [
     "login",
 ]
 
-BACKENDS = ("local", "hopsworks")
 
 
 def login(
@@ -56,30 +55,7 @@ def login(
     root: str | os.PathLike[str] | None = None,
     **hopsworks_options: Any,
 ) -> Any:
-    """Connect to a backend and return a project handle.
+    """Alias of :func:`fstrain.login` (the composition root), kept for ``feature_store.login``."""
+    from fstrain.project import login as compose
 
-    Args:
-        backend: ``"local"`` (default; embedded Delta Lake + DuckDB store under ``root``) or
-            ``"hopsworks"``. Defaults to ``$FSTRAIN_BACKEND`` or ``"local"``.
-        root: local store root; defaults to ``$FSTRAIN_HOME`` or ``./.fstrain``.
-        **hopsworks_options: ``host``, ``project``, ``api_key_value``, ``api_key_file`` for the
-            Hopsworks backend.
-
-    Returns:
-        A project with ``get_feature_store()`` and ``get_model_registry()``.
-    """
-    chosen = backend or os.environ.get("FSTRAIN_BACKEND") or "local"
-    if chosen == "local":
-        if hopsworks_options:
-            raise ConfigError(
-                f"login(backend='local') does not take {sorted(hopsworks_options)}; "
-                "those options are for backend='hopsworks'."
-            )
-        from feature_store.project import Project, resolve_root
-
-        return Project(resolve_root(root))
-    if chosen == "hopsworks":
-        from feature_store.hopsworks.connection import login as hopsworks_login
-
-        return hopsworks_login(**hopsworks_options)
-    raise ConfigError(f"login(): backend must be one of {BACKENDS}. Got {chosen!r} instead.")
+    return compose(backend, root, **hopsworks_options)

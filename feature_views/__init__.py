@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from feature_store.errors import NotFoundError, did_you_mean, listing
+from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
 
 USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud")
 

@@ -36,7 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import InvalidArgumentError, SchemaMismatchError, did_you_mean
+from fstrain.kernel.errors import (
+    InvalidArgumentError,
+    SchemaMismatchError,
+    did_you_mean,
+)
 
 __all__ = ["rank_features", "selection_report"]
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from feature_store.errors import FeatureStoreError, InvalidArgumentError
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 
 registry_app = typer.Typer(
     help="Browse the model registry: list versions, show one version's manifest and scorecard.",
@@ -202,7 +202,7 @@ def diff_command(
 
 
 def _open(root: Path | None) -> Any:
-    from feature_store.project import resolve_root
+    from fstrain.kernel.store_root import resolve_root
     from model_registry.local.registry import INDEX_FILE, LocalModelRegistry
 
     registry_root = resolve_root(root) / "model_registry"

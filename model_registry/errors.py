@@ -1,13 +1,13 @@
-"""Model-registry errors: subclasses of the one hierarchy in :mod:`feature_store.errors`.
+"""Model-registry errors: subclasses of the one hierarchy in :mod:`fstrain.kernel.errors`.
 
 Everything the registry raises on purpose derives from
-:class:`feature_store.errors.FeatureStoreError`; the names below only narrow the common classes
+:class:`fstrain.kernel.errors.FeatureStoreError`; the names below only narrow the common classes
 so that callers can catch the registry-specific cases.
 """
 
 from __future__ import annotations
 
-from feature_store.errors import (
+from fstrain.kernel.errors import (
     AlreadyExistsError,
     FeatureStoreError,
     IntegrityError,

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError, UnsafeFormatError
-from model_registry.jsonutil import dumps, to_jsonable
+from fstrain.kernel.canonical_json import dumps, to_jsonable
+from fstrain.kernel.errors import InvalidArgumentError, UnsafeFormatError
 from model_registry.manifest import PICKLE_SUFFIXES, find_version_root, verify_directory
 
 XGBOOST_META = "xgboost_meta.json"

@@ -9,7 +9,6 @@ missing or extra file, naming each one.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
@@ -21,8 +20,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from feature_store.errors import IntegrityError
-from model_registry.jsonutil import dumps
+from fstrain.kernel.canonical_json import dumps
+from fstrain.kernel.errors import IntegrityError
 from model_registry.naming import MANIFEST_FILE
 
 MANIFEST_VERSION = 1
@@ -43,11 +42,6 @@ _LIBRARIES: dict[str, tuple[str, ...]] = {
 
 #: file suffixes whose loading runs pickle (never loaded unless ``trust_pickle=True``).
 PICKLE_SUFFIXES = frozenset({".pkl", ".pickle", ".joblib", ".pt", ".pth"})
-
-
-def utc_now() -> str:
-    """Current time, UTC, ISO 8601 with a ``Z``-free ``+00:00`` offset."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def sha256_file(path: Path) -> str:

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.canonical_json import to_jsonable
+from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.errors import ModelNotSavedError
-from model_registry.jsonutil import to_jsonable
 from model_registry.naming import (
     check_metrics,
     check_model_name,
@@ -194,7 +194,7 @@ class Model:
 
     def write_attachment(self, relative_path: str, data: str | bytes | Mapping | list) -> Path:
         """Write an attachment from content: text, bytes, or a dict/list (written as JSON)."""
-        from model_registry.jsonutil import dumps
+        from fstrain.kernel.canonical_json import dumps
 
         if isinstance(data, str):
             payload = data.encode("utf-8")

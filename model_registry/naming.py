@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePath, PurePosixPath
 
-from feature_store.errors import InvalidArgumentError, InvalidNameError
+from fstrain.kernel.errors import InvalidArgumentError, InvalidNameError
 
 MODEL_NAME_PATTERN = r"[A-Za-z0-9_]+"
 _MODEL_NAME = re.compile(MODEL_NAME_PATTERN)

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError
-from model_registry.jsonutil import to_jsonable
+from fstrain.kernel.canonical_json import to_jsonable
+from fstrain.kernel.errors import InvalidArgumentError
 
 
 class Schema:

@@ -115,7 +115,7 @@ def _guard(func: Callable[[], Any]) -> Any:
     """Run a command body; user errors become one line on stderr and exit code 2."""
     from pydantic import ValidationError
 
-    from feature_store.errors import FeatureStoreError
+    from fstrain.kernel.errors import FeatureStoreError
     from pipelines.config_base import validation_message
 
     try:
@@ -136,7 +136,7 @@ def _emit(payload: dict[str, Any], human: str) -> None:
 
 
 def _parse_params(values: list[str] | None) -> dict[str, Any]:
-    from feature_store.errors import ConfigError
+    from fstrain.kernel.errors import ConfigError
 
     out: dict[str, Any] = {}
     for item in values or []:

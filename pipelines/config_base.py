@@ -1,5 +1,5 @@
 """The base of every pipeline's config: unknown options are refused, and any invalid option
-raises :class:`feature_store.errors.ConfigError` (fstrain's one exception hierarchy), not
+raises :class:`fstrain.kernel.errors.ConfigError` (fstrain's one exception hierarchy), not
 pydantic's ``ValidationError``, whether the config comes from Python, the CLI or YAML."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from feature_store.errors import ConfigError, did_you_mean
+from fstrain.kernel.errors import ConfigError, did_you_mean
 
 
 class PipelineConfig(BaseModel):

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from feature_store.errors import DataValidationError
+from fstrain.kernel.errors import DataValidationError
+from fstrain.kernel.window import resolve_window
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import FeatureGroupRef, FeaturePipelineRef
-from pipelines.window import resolve_window
 
 
 class FeaturePipelineConfig(PipelineConfig):

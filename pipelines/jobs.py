@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from feature_store.errors import ConfigError, FeatureStoreError
+from fstrain.kernel.errors import ConfigError, FeatureStoreError
 from pipelines.config_base import validation_message
 
 STAGES = ("features", "dataset", "train", "validate")
@@ -436,7 +436,7 @@ def list_jobs(project: Any, prefix: str) -> list[dict[str, Any]]:
 
 def run_definition(name: str, start: str | None, end: str | None, wait: bool) -> dict[str, Any]:
     """What ``run`` will do: the job and its ``[start, end)`` window (validated)."""
-    from pipelines.window import resolve_window
+    from fstrain.kernel.window import resolve_window
 
     if (start is None) != (end is None):
         raise ConfigError("jobs run: give both --start and --end (a [start, end) window), or "
@@ -449,8 +449,8 @@ def run_definition(name: str, start: str | None, end: str | None, wait: bool) ->
 
 
 def run_job(project: Any, plan: dict[str, Any]) -> dict[str, Any]:
-    from feature_store.errors import NotFoundError
     from feature_store.hopsworks.sdk_calls import sdk_call
+    from fstrain.kernel.errors import NotFoundError
 
     owner = f"job '{plan['job']}'"
     job = sdk_call(project.get_job_api(), "JobApi.get_job", plan["job"], _owner=owner)

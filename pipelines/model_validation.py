@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from feature_store.errors import NotFoundError
+from fstrain.kernel.errors import NotFoundError
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef, ValidationRef
 

@@ -106,7 +106,7 @@ def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
         metrics = {f"tuned_val_{tuned.metric}": tuned.best_metric}
     elif config.workers > 1:
         if not cfg.is_torch:
-            from feature_store.errors import ConfigError
+            from fstrain.kernel.errors import ConfigError
 
             raise ConfigError(
                 f"workers={config.workers} needs a PyTorch model (mlp or cnn); {cfg.model!r} "

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import InvalidArgumentError, did_you_mean, listing
+from fstrain.kernel.errors import InvalidArgumentError, did_you_mean, listing
 from validation.metrics import _as_binary_labels, _as_float, _check_lengths, roc_auc
 
 MISSING_LABEL = "(missing)"

@@ -26,9 +26,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from feature_store.errors import ConfigError, did_you_mean
+from fstrain.kernel.errors import ConfigError, did_you_mean
 from validation.bias import DISPARITY_FIGURES
-from validation.metrics import CLASSIFICATION_METRICS, METRIC_DIRECTIONS, REGRESSION_METRICS
+from validation.metrics import (
+    CLASSIFICATION_METRICS,
+    METRIC_DIRECTIONS,
+    REGRESSION_METRICS,
+)
 
 #: Metric names a gate may reference.
 KNOWN_METRICS: tuple[str, ...] = (

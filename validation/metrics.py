@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 #: Direction of every metric this module produces: ``True`` when higher is better.
 METRIC_DIRECTIONS: dict[str, bool] = {

@@ -28,7 +28,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from feature_store.errors import ConfigError, did_you_mean
+from fstrain.kernel.errors import ConfigError, did_you_mean
 from validation.scorecard import (
     Scorecard,
     badge,

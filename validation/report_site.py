@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from validation.metrics import METRIC_DIRECTIONS
 from validation.scorecard import (
     badge,

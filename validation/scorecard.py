@@ -37,10 +37,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.timeutil import utc_now_iso
 from validation.metrics import METRIC_DIRECTIONS, compare_to_baseline
 
 SCHEMA_VERSION = 1
@@ -76,10 +76,6 @@ def library_versions(packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, st
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def _utc_now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 @dataclass
@@ -119,7 +115,7 @@ class Scorecard:
     explanation: dict[str, Any] | None = None
     gates: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
-    created_at: str = field(default_factory=_utc_now)
+    created_at: str = field(default_factory=lambda: utc_now_iso("seconds"))
 
     def __post_init__(self) -> None:
         if self.task not in ("classification", "regression"):

@@ -3,9 +3,9 @@
 The ``hopsworks`` SDK is imported only inside :func:`login`, so ``import feature_store`` stays
 fast. Before the SDK is called, a TCP probe with a short timeout checks that the host answers:
 an unreachable, firewalled or mistyped host fails in at most ``timeout`` seconds with a
-:class:`~feature_store.errors.BackendError` naming ``host:port`` and what to check, instead of
+:class:`~fstrain.kernel.errors.BackendError` naming ``host:port`` and what to check, instead of
 hanging or printing a ``requests`` traceback. Missing settings raise
-:class:`~feature_store.errors.ConfigError` before anything connects, so the SDK never falls back
+:class:`~fstrain.kernel.errors.ConfigError` before anything connects, so the SDK never falls back
 to Hopsworks SaaS or prompts for an API key on a scheduled job.
 """
 
@@ -15,9 +15,9 @@ import os
 import socket
 from pathlib import Path
 
-from feature_store.errors import BackendError, ConfigError, FeatureStoreError
 from feature_store.hopsworks.project import HopsworksProject
 from feature_store.hopsworks.sdk_calls import sdk_call
+from fstrain.kernel.errors import BackendError, ConfigError, FeatureStoreError
 
 DEFAULT_PORT = 443
 DEFAULT_TIMEOUT_S = 10.0

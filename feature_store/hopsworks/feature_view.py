@@ -27,15 +27,15 @@ from dataclasses import fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import (
+from feature_store.hopsworks.feature_store import FEATURE_TAGS, HopsworksQuery, _unwrap
+from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
+from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
     NotFoundError,
     did_you_mean,
     listing,
 )
-from feature_store.hopsworks.feature_store import FEATURE_TAGS, HopsworksQuery, _unwrap
-from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.hopsworks.feature_store import HopsworksFeatureStore
@@ -237,7 +237,7 @@ class HopsworksFeatureView:
                 group_column: str | None, stratify_column: str | None,
                 common: dict[str, Any]) -> tuple[int, Any]:
         from feature_store.local.training_data import draw_seed
-        from feature_store.timeutil import utc_now
+        from fstrain.kernel.timeutil import utc_now
 
         seed = draw_seed() if seed is None else int(seed)
         if len(splits) == 1:
@@ -343,7 +343,7 @@ class HopsworksFeatureView:
         """Record each split's sha256 at the first read; compare on ``verify`` reads."""
         import pandas as pd
 
-        from feature_store.local.content_hash import frame_sha256
+        from feature_store.core.content_hash import frame_sha256
 
         if not all(isinstance(x, pd.DataFrame) for x in xs):
             return

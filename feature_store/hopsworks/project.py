@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
+from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.store_root import resolve_root
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.hopsworks.feature_store import HopsworksFeatureStore
-    from model_registry.hopsworks.registry import HopsworksModelRegistry
+
+#: Builds the project's model registry from the SDK's registry and the project.
+RegistryFactory = Callable[[Any, "HopsworksProject"], Any]
 
 
 class HopsworksProject:
@@ -27,10 +32,9 @@ class HopsworksProject:
 
     def __init__(self, sdk_project: Any, root: str | os.PathLike[str] | None = None) -> None:
         self._sdk = sdk_project
+        self._registry_factory: RegistryFactory | None = None
         self.name = str(sdk_attr(sdk_project, "Project", "name"))
         if root is None:
-            from feature_store.project import resolve_root
-
             root = resolve_root(None) / "hopsworks" / self.name
         self.root = Path(root).expanduser().resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -52,20 +56,26 @@ class HopsworksProject:
             project=self,
         )
 
-    @cached_property
-    def _model_registry(self) -> HopsworksModelRegistry:
-        from model_registry.hopsworks.registry import HopsworksModelRegistry
+    def bind_model_registry(self, factory: RegistryFactory) -> None:
+        """Set how ``get_model_registry()`` wraps the SDK's registry (the composition root does)."""
+        self._registry_factory = factory
 
-        return HopsworksModelRegistry(
-            sdk_call(self._sdk, "Project.get_model_registry", _owner=f"project '{self.name}'"),
-            project=self,
-        )
+    @cached_property
+    def _model_registry(self) -> Any:
+        if self._registry_factory is None:
+            raise ConfigError(
+                f"project '{self.name}' has no model registry bound: log in with "
+                "fstrain.login(backend='hopsworks', ...), which binds the Hopsworks registry."
+            )
+        sdk_registry = sdk_call(self._sdk, "Project.get_model_registry",
+                                _owner=f"project '{self.name}'")
+        return self._registry_factory(sdk_registry, self)
 
     def get_feature_store(self, name: str | None = None) -> HopsworksFeatureStore:
         """The project's feature store (``name`` is accepted for parity and ignored)."""
         return self._feature_store
 
-    def get_model_registry(self) -> HopsworksModelRegistry:
+    def get_model_registry(self) -> Any:
         """The project's model registry."""
         return self._model_registry
 

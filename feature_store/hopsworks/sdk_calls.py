@@ -9,7 +9,7 @@ source) that the adapter uses only entries of this table, in the recorded shape.
 that renames or drops a parameter the adapter uses therefore fails CI, not a scheduled job.
 
 :func:`sdk_call` also refuses, at run time, a call whose shape is not in the table, and translates
-SDK exceptions into :mod:`feature_store.errors` (``NotFoundError`` for 404s, ``BackendError``
+SDK exceptions into :mod:`fstrain.kernel.errors` (``NotFoundError`` for 404s, ``BackendError``
 otherwise, naming the call and the object).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from feature_store.errors import BackendError, FeatureStoreError, NotFoundError
+from fstrain.kernel.errors import BackendError, FeatureStoreError, NotFoundError
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from feature_store.errors import CommitConflictError, InvalidArgumentError
+from fstrain.kernel.errors import CommitConflictError, InvalidArgumentError
 
 WRITE_OPERATIONS = ("WRITE", "MERGE", "DELETE")
 _LOCK_TIMEOUT_S = 300.0

@@ -169,7 +169,7 @@ def render_filter(
         right = render_filter(expr.right, column_sql, params)
         return f"({left} {expr.op} {right})"
     if not isinstance(expr, Filter):
-        from feature_store.errors import InvalidArgumentError
+        from fstrain.kernel.errors import InvalidArgumentError
 
         raise InvalidArgumentError(
             f"filter must be built from features (e.g. fg.amount > 100). Got {expr!r} instead."
@@ -193,7 +193,7 @@ def render_filter(
 def _param_value(value: Any, feature: Any) -> Any:
     """Timestamps in filters follow the UTC rule; everything else passes through."""
     if feature.type.startswith("timestamp") and value is not None and not isinstance(value, list):
-        from feature_store.timeutil import to_utc
+        from fstrain.kernel.timeutil import to_utc
 
         return to_utc(value, what=f"filter value for '{feature.name}'").to_pydatetime()
     return value

@@ -12,24 +12,24 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import (
+from feature_store.feature import Feature, FilterLike
+from feature_store.local.catalog import dumps, loads
+from feature_store.local.tags import TaggedEntity
+from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
     did_you_mean,
 )
-from feature_store.feature import Feature, FilterLike
-from feature_store.local.catalog import dumps, loads
-from feature_store.local.tags import TaggedEntity
-from feature_store.timeutil import to_utc, utc_now
+from fstrain.kernel.timeutil import to_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from feature_store.core.expectations import ValidationReport
     from feature_store.local.delta_table import DeltaFeatureTable
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
-    from validation.expectations import ValidationReport
 
 _DATAFRAME_TYPES = ("default", "pandas", "pyarrow", "arrow", "numpy", "python", "polars")
 
@@ -174,7 +174,7 @@ class FeatureGroup(TaggedEntity):
 
         Returns ``(None, report)`` like Hopsworks' ``(job, report)``: there is no job on the
         local backend; ``report`` is ``None`` when no expectation suite ran. Bad data raises a
-        :class:`~feature_store.errors.FeatureStoreError` subclass and writes nothing.
+        :class:`~fstrain.kernel.errors.FeatureStoreError` subclass and writes nothing.
         """
         return self._store._writer.insert(
             self,
@@ -432,7 +432,11 @@ class FeatureGroup(TaggedEntity):
         overwrite: bool = False,
     ) -> dict[str, Any]:
         """Attach a Great Expectations suite; every later insert is validated against it."""
-        from validation.expectations import check_suite, normalize_policy, suite_to_dict
+        from feature_store.core.expectations import (
+            check_suite,
+            normalize_policy,
+            suite_to_dict,
+        )
 
         policy = normalize_policy(validation_ingestion_policy)
         data = suite_to_dict(expectation_suite, default_name=f"{self.name}_v{self.version}_suite")
@@ -471,7 +475,7 @@ class FeatureGroup(TaggedEntity):
 
     def get_validation_reports(self, ingestion_result: str | None = None) -> list[ValidationReport]:
         """Stored validation reports, newest first (optionally only INGESTED or REJECTED)."""
-        from validation.expectations import ValidationReport
+        from feature_store.core.expectations import ValidationReport
 
         rows = self._store._catalog.query(
             "SELECT report, ingestion_result FROM validation_reports WHERE fg_id=? ORDER BY id DESC",
@@ -495,7 +499,7 @@ class FeatureGroup(TaggedEntity):
 
 
 def _tag_name(name: str) -> str:
-    from feature_store.names import check_entity_name
+    from fstrain.kernel.names import check_entity_name
 
     return check_entity_name(name, "tag")
 

@@ -7,7 +7,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import (
+from feature_store.feature import Feature
+from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.feature_group import FeatureGroup, warn_default_version
+from feature_store.local.feature_view_operations import (
+    FeatureViewOperations,
+    refuse_unsupported,
+)
+from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
@@ -15,12 +22,12 @@ from feature_store.errors import (
     listing,
     missing_version,
 )
-from feature_store.feature import Feature
-from feature_store.local.catalog import Catalog, dumps, loads
-from feature_store.local.feature_group import FeatureGroup, warn_default_version
-from feature_store.local.feature_view_operations import FeatureViewOperations, refuse_unsupported
-from feature_store.names import check_entity_name, check_version, normalize_feature_name
-from feature_store.timeutil import utc_now
+from fstrain.kernel.names import (
+    check_entity_name,
+    check_version,
+    normalize_feature_name,
+)
+from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -122,7 +129,7 @@ class FeatureStore(FeatureViewOperations):
         """Create a new feature group version (lazily: it is persisted by the first insert).
 
         ``version=None`` takes the next free version. An existing name+version raises
-        :class:`~feature_store.errors.AlreadyExistsError`.
+        :class:`~fstrain.kernel.errors.AlreadyExistsError`.
         """
         refuse_unsupported(unsupported, "create_feature_group")
         existing = self._versions(name)

@@ -16,18 +16,18 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import InvalidArgumentError, NotFoundError, did_you_mean
 from feature_store.feature import Feature
 from feature_store.local.tags import TaggedEntity
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
+    from feature_store.core.transformations import TransformationFunction
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
     from feature_store.local.training_data import TrainingDataset, TrainingDataStore
-    from feature_store.transformations import TransformationFunction
 
 _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
@@ -134,7 +134,7 @@ class FeatureView(TaggedEntity):
     def _fit_transformations(self, train: pa.Table) -> dict[str, Any]:
         if not self.transformation_functions:
             return {}
-        from feature_store.transformations import fit_transformations
+        from feature_store.core.transformations import fit_transformations
 
         inputs = list(dict.fromkeys(tf.feature for tf in self.transformation_functions))
         return fit_transformations(self.transformation_functions, train.select(inputs).to_pandas())
@@ -142,7 +142,7 @@ class FeatureView(TaggedEntity):
     def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
         if not self.transformation_functions:
             return frame
-        from feature_store.transformations import apply_transformations
+        from feature_store.core.transformations import apply_transformations
 
         present = [tf for tf in self.transformation_functions if tf.feature in frame.columns]
         return apply_transformations(present, frame, stats) if present else frame
@@ -201,7 +201,7 @@ class FeatureView(TaggedEntity):
     def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
         if three_way is None:
             return None
-        from feature_store.splits import make_split_spec
+        from feature_store.core.splits import make_split_spec
 
         label = self.labels[0] if self.labels else None
         group = kwargs.pop("group_column", None)
@@ -479,7 +479,7 @@ class FeatureView(TaggedEntity):
         stratified: bool = False,
     ) -> list[tuple[Any, Any]]:
         """Deterministic (stratified) k-fold row indices over one split of a version."""
-        from feature_store.splits import kfold_indices
+        from feature_store.core.splits import kfold_indices
 
         td, splits = self._td.read_splits(training_dataset_version)
         if split not in splits:
@@ -533,7 +533,10 @@ class FeatureView(TaggedEntity):
         Transformations use the statistics of ``training_dataset_version`` (default: the one
         given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
-        from feature_store.local.feature_group import convert_result, hops_window_default
+        from feature_store.local.feature_group import (
+            convert_result,
+            hops_window_default,
+        )
 
         self._require_saved()
         if spine is not None:
@@ -570,7 +573,7 @@ class FeatureView(TaggedEntity):
         if transformed and self.transformation_functions:
             tfs = [t for t in self.transformation_functions if t.feature in frame.columns]
             if tfs:
-                from feature_store.transformations import apply_transformations
+                from feature_store.core.transformations import apply_transformations
 
                 frame = apply_transformations(tfs, frame, stats)
         if dataframe_type in ("default", "pandas"):

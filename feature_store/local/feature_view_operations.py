@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from feature_store.errors import (
+from feature_store.feature import Feature
+from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.feature_group import warn_default_version
+from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     did_you_mean,
     listing,
     missing_version,
 )
-from feature_store.feature import Feature
-from feature_store.local.catalog import Catalog, dumps, loads
-from feature_store.local.feature_group import warn_default_version
-from feature_store.names import check_entity_name, check_version
-from feature_store.timeutil import utc_now
+from fstrain.kernel.names import check_entity_name, check_version
+from fstrain.kernel.timeutil import utc_now
 
 
 class FeatureViewOperations:
@@ -115,7 +115,7 @@ class FeatureViewOperations:
 
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
         """A built-in transformation function factory by name (e.g. ``"standard_scaler"``)."""
-        from feature_store.transformations import get_transformation_function
+        from feature_store.core.transformations import get_transformation_function
 
         return get_transformation_function(name)
 
@@ -129,9 +129,9 @@ class FeatureViewOperations:
         )
 
     def _fv_from_row(self, row: Any) -> Any:
+        from feature_store.core.transformations import transformation_from_dict
         from feature_store.local.feature_view import FeatureView
         from feature_store.local.query import Query
-        from feature_store.transformations import transformation_from_dict
 
         spec = loads(row["spec"])
         return FeatureView(
@@ -187,7 +187,7 @@ def _validate_feature_view(fv: Any) -> None:
                 f"(labels: {fv.labels}).{did_you_mean(col, fv.labels)}"
             )
     if fv.transformation_functions:
-        from feature_store.transformations import validate_transformations
+        from feature_store.core.transformations import validate_transformations
 
         validate_transformations(fv.transformation_functions, columns)
     if fv.prohibited_tags:

@@ -32,11 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import InvalidArgumentError
 from feature_store.feature import Feature, FilterLike, Logic
 from feature_store.local import engine
 from feature_store.local.engine import quote_ident as q
-from feature_store.timeutil import to_utc
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.timeutil import to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb

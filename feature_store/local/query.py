@@ -17,9 +17,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import InvalidArgumentError, NotFoundError, did_you_mean
 from feature_store.feature import Feature, Filter, FilterLike, Logic
-from feature_store.timeutil import to_utc
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
+from fstrain.kernel.timeutil import to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -236,7 +236,10 @@ class Query:
     ) -> Any:
         """Run the query. ``start_time``/``end_time`` bound the root event time, ``[start, end)``;
         when both are omitted ``HOPS_START_TIME``/``HOPS_END_TIME`` apply (Hopsworks 5)."""
-        from feature_store.local.feature_group import convert_result, hops_window_default
+        from feature_store.local.feature_group import (
+            convert_result,
+            hops_window_default,
+        )
 
         if online:
             raise InvalidArgumentError(

@@ -8,7 +8,7 @@ Type rules (applied on the first insert, and when later inserts are conformed):
 
 - signed/unsigned integers → ``int64``; floats → ``double``; strings → ``string``;
   ``bool``, ``date32`` and nested types are kept;
-- timestamps → ``timestamp[us, UTC]`` following :mod:`feature_store.timeutil`
+- timestamps → ``timestamp[us, UTC]`` following :mod:`fstrain.kernel.timeutil`
   (naive means UTC; a column mixing naive and aware values is refused);
 - on later inserts a column may widen losslessly (int → double, any int width → int64) but
   never change family (string ↔ number, number ↔ timestamp, …).
@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from feature_store.errors import InvalidArgumentError, SchemaMismatchError
-from feature_store.names import normalize_feature_name
+from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
+from fstrain.kernel.names import normalize_feature_name
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 

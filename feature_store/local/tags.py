@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from feature_store.errors import NotFoundError
-from feature_store.names import check_entity_name
+from fstrain.kernel.errors import NotFoundError
+from fstrain.kernel.names import check_entity_name
 
 
 class TaggedEntity:

@@ -21,22 +21,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import (
+from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
+from feature_store.core.content_hash import table_sha256
+from feature_store.local.catalog import dumps, loads
+from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
     NotFoundError,
     listing,
 )
-from feature_store.local.catalog import dumps, loads
-from feature_store.local.content_hash import ALGORITHM as HASH_ALGORITHM
-from feature_store.local.content_hash import table_sha256
-from feature_store.timeutil import iso, utc_now
+from fstrain.kernel.timeutil import iso, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from feature_store.core.splits import SplitSpec
     from feature_store.local.feature_view import FeatureView
-    from feature_store.splits import SplitSpec
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
@@ -162,7 +162,7 @@ class TrainingDataStore:
         """Run the (pinned) query and split it. Returns split frames and reproducibility facts."""
         from feature_store.local import engine
         from feature_store.local.pit import compile_query
-        from feature_store.timeutil import to_utc
+        from fstrain.kernel.timeutil import to_utc
 
         query = self.fv._query_for_training(extra_filter)
         pins = pins or query.resolve_commits()
@@ -195,7 +195,7 @@ class TrainingDataStore:
             import pandas as pd
             import pyarrow as pa
 
-            from feature_store.splits import assign_splits
+            from feature_store.core.splits import assign_splits
 
             et = root_columns.get(root.event_time) if root.event_time else None
             label = self.fv.labels[0] if self.fv.labels else None
@@ -339,7 +339,7 @@ class TrainingDataStore:
 
     def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pa.Table]]:
         """The untransformed split tables of a version, identical to those at creation."""
-        from feature_store.splits import SplitSpec
+        from feature_store.core.splits import SplitSpec
 
         td = self.get(version)
         if td.type == "MATERIALIZED":
@@ -397,7 +397,7 @@ class TrainingDataStore:
 
     def recreate(self, version: int) -> None:
         """Re-materialize a purged version from its pinned commits; the hashes must match."""
-        from feature_store.splits import SplitSpec
+        from feature_store.core.splits import SplitSpec
 
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)

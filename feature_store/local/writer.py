@@ -12,16 +12,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from feature_store.errors import DataValidationError, InvalidArgumentError, SchemaMismatchError
 from feature_store.feature import Feature
 from feature_store.local import schema as schema_rules
 from feature_store.local.catalog import dumps
-from feature_store.timeutil import utc_now
+from fstrain.kernel.errors import (
+    DataValidationError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+)
+from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
+    from feature_store.core.expectations import ValidationReport
     from feature_store.local.feature_group import FeatureGroup
     from feature_store.local.feature_store import FeatureStore
-    from validation.expectations import ValidationReport
 
 _OPERATIONS = ("upsert", "insert")
 
@@ -112,7 +116,11 @@ class FeatureGroupWriter:
     ) -> ValidationReport | None:
         if not self._will_validate(fg, options):
             return None
-        from validation.expectations import categorical_safe_columns, referenced_columns, validate
+        from feature_store.core.expectations import (
+            categorical_safe_columns,
+            referenced_columns,
+            validate,
+        )
 
         suite = fg.expectation_suite
         columns = referenced_columns(suite)
@@ -154,7 +162,7 @@ class FeatureGroupWriter:
         return commit_id
 
     def append_features(self, fg: FeatureGroup, features: Feature | list[Feature]) -> FeatureGroup:
-        from feature_store.names import normalize_feature_name
+        from fstrain.kernel.names import normalize_feature_name
 
         fg._require_saved()
         new = [features] if isinstance(features, Feature) else list(features)
@@ -191,7 +199,7 @@ def _check_declared_keys(fg: FeatureGroup, target: pa.Schema) -> None:
     ):
         for c in cols:
             if c not in columns:
-                from feature_store.errors import did_you_mean
+                from fstrain.kernel.errors import did_you_mean
 
                 raise SchemaMismatchError(
                     f"{fg.owner}: {role} column '{c}' is not in the data (columns: {columns})."

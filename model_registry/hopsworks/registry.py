@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import IntegrityError, InvalidArgumentError
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 from model_registry.errors import ModelNotFoundError, ModelNotSavedError
 from model_registry.naming import (
     MANIFEST_FILE,
@@ -186,13 +186,13 @@ class HopsworksModel:
     def save(self, model_path: str | os.PathLike[str], await_registration: int = 480,
              keep_original_files: bool = True, upload_configuration: Any = None) -> HopsworksModel:
         """Upload ``model_path`` (a file or a folder's content) plus fstrain's manifest."""
+        from fstrain.kernel.timeutil import utc_now_iso as utc_now
         from model_registry.manifest import (
             MANIFEST_VERSION,
             file_entry,
             git_commit,
             library_versions,
             unsafe_files,
-            utc_now,
             write_manifest,
         )
 
@@ -326,7 +326,8 @@ class HopsworksModel:
 
     def add_attachment(self, relative_path: str, source: bytes | str | os.PathLike[str]) -> Path:
         """Add or replace a file in the version (uploaded into its ``Files`` folder)."""
-        from model_registry.manifest import file_entry, utc_now, write_manifest
+        from fstrain.kernel.timeutil import utc_now_iso as utc_now
+        from model_registry.manifest import file_entry, write_manifest
 
         rel = check_attachment_path(relative_path, owner=self._label())
         mirror = self.model_path
@@ -415,7 +416,7 @@ class HopsworksModel:
         """The fstrain feature view this model was trained from; with ``init`` its batch
         scoring uses the model's training-dataset version (as ``hsml``'s
         ``Model.get_feature_view``, but returning fstrain's adapter)."""
-        from feature_store.errors import InvalidArgumentError
+        from fstrain.kernel.errors import InvalidArgumentError
 
         if online:
             raise InvalidArgumentError(

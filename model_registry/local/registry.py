@@ -19,9 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError, did_you_mean, listing
-from model_registry.errors import ModelAlreadyExistsError, ModelNotFoundError, VersionWarning
-from model_registry.jsonutil import dumps
+from fstrain.kernel.canonical_json import dumps
+from fstrain.kernel.errors import InvalidArgumentError, did_you_mean, listing
+from fstrain.kernel.timeutil import utc_now_iso as utc_now
+from model_registry.errors import (
+    ModelAlreadyExistsError,
+    ModelNotFoundError,
+    VersionWarning,
+)
 from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIndex
 from model_registry.local.storage import VersionStore, copy_files, list_source_files
 from model_registry.manifest import (
@@ -31,7 +36,6 @@ from model_registry.manifest import (
     library_versions,
     read_manifest,
     unsafe_files,
-    utc_now,
     verify_directory,
     write_manifest,
 )
@@ -467,7 +471,7 @@ def _restore(target: Path, backup: Path) -> None:
 def _lineage(fv: Any, td_version: int | None, *, label: str) -> dict[str, Any]:
     """Feature view, training dataset version and (if the view can give it) the training
     dataset's ``to_dict()`` — how lineage reaches feature-group commits."""
-    from model_registry.jsonutil import to_jsonable
+    from fstrain.kernel.canonical_json import to_jsonable
 
     lineage: dict[str, Any] = {
         "feature_view": None if fv is None else {"name": fv.name, "version": fv.version},

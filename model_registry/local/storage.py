@@ -14,7 +14,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.naming import RESERVED_FILES
 
 TMP_DIR = ".tmp"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from feature_store.errors import NotFoundError, did_you_mean, listing
+from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
 from pipelines.sources.spec import Expectation, FeatureGroupSpec, check_frame
 
 __all__ = ["USE_CASES", "Expectation", "FeatureGroupSpec", "check_frame", "get_source"]

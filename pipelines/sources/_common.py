@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas as pd

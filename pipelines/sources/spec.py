@@ -40,7 +40,7 @@ class Expectation:
         try:
             cls = getattr(gx.expectations, self.type)
         except AttributeError as exc:
-            from feature_store.errors import InvalidArgumentError
+            from fstrain.kernel.errors import InvalidArgumentError
 
             raise InvalidArgumentError(
                 f"Expectation type {self.type!r} is not a Great Expectations 1.x expectation class."

@@ -13,7 +13,7 @@ whole trainer refitted per fold), :func:`tune` (Ray Tune, ASHA + Optuna),
 :func:`train_distributed` (Ray Train data-parallel), :func:`deepspeed_config`.
 
 This package never imports another pipeline, the feature store's storage, or the registry's
-index; it only uses ``feature_store.errors`` and ``model_registry.formats``.
+index; it only uses ``fstrain.kernel.errors`` and ``model_registry.formats``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pipelines.trainers.config import TorchOptions, TrainConfig, TuneOptions, load_config
+from pipelines.trainers.config import (
+    TorchOptions,
+    TrainConfig,
+    TuneOptions,
+    load_config,
+)
 
 _LAZY = {
     "train": "pipelines.trainers.api",

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from feature_store.errors import ConfigError, NotFoundError
+from fstrain.kernel.errors import ConfigError, NotFoundError
 
 MODEL_FILE = "model.safetensors"
 STATE_FILE = "state.safetensors"

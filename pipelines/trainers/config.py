@@ -18,7 +18,7 @@ options (``tune``)::
         max_depth: {type: randint, low: 2, high: 10}
         learning_rate: {type: loguniform, low: 0.001, high: 0.3}
 
-Every mistake raises :class:`feature_store.errors.ConfigError` naming the option and the value
+Every mistake raises :class:`fstrain.kernel.errors.ConfigError` naming the option and the value
 (with a "did you mean" for unknown names).
 """
 
@@ -29,9 +29,16 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from feature_store.errors import ConfigError, did_you_mean
+from fstrain.kernel.errors import ConfigError, did_you_mean
 
 ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
 MODEL_KINDS: tuple[str, ...] = ("xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp",

@@ -5,7 +5,7 @@ preprocessor (imputer, scaler, one-hot), the imbalance handling (weights or resa
 model are all fitted there, and early stopping watches the fold's held-out rows. Nothing learnt
 from a fold's held-out rows reaches its model, which is what makes the scores honest.
 
-Folds come from :func:`feature_store.splits.kfold_indices` (seeded, stratified for
+Folds come from :func:`feature_store.core.splits.kfold_indices` (seeded, stratified for
 classification by default), so the same config, data and seed give the same folds and — with
 deterministic trainers — the same scores.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import ConfigError, InvalidArgumentError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers.config import TrainConfig, load_config
 
 
@@ -79,7 +79,7 @@ def cross_validate(
     Raises:
         ConfigError: the config is invalid; InvalidArgumentError: bad ``k`` or data shapes.
     """
-    from feature_store.splits import kfold_indices
+    from feature_store.core.splits import kfold_indices
     from pipelines.trainers.api import train
 
     cfg = load_config(config)

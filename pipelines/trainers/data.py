@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import InvalidArgumentError, SchemaMismatchError
+from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 
 def _native(value: Any) -> Any:

@@ -155,7 +155,7 @@ def train_distributed(
     """
     import torch
 
-    from feature_store.errors import ConfigError
+    from fstrain.kernel.errors import ConfigError
     from pipelines.trainers import checkpoint as ckpt
     from pipelines.trainers.metrics import resolve_metric
     from pipelines.trainers.nets import build_net

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 
 
 @dataclass

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from feature_store.errors import ConfigError, InvalidArgumentError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import checkpoint as ckpt
 from pipelines.trainers.config import TorchOptions
 from pipelines.trainers.metrics import classification_metrics, is_better

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 from pipelines.trainers.data import FeatureSchema, LabelInfo
 
 FORMAT_VERSION = 1

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import FeatureStoreError
+from fstrain.kernel.errors import FeatureStoreError
 from pipelines.trainers.config import TrainConfig, load_config
 
 

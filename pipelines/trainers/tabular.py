@@ -16,11 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers.config import TrainConfig
 from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
 from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance
-from pipelines.trainers.metrics import classification_metrics, regression_metrics, resolve_metric
+from pipelines.trainers.metrics import (
+    classification_metrics,
+    regression_metrics,
+    resolve_metric,
+)
 from pipelines.trainers.preprocessing import fit_transform, transform
 from pipelines.trainers.result import TrainResult
 

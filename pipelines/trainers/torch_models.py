@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from pipelines.trainers.config import TrainConfig
 from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
 from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance

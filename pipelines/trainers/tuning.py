@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers.config import (
     BOOSTED_TREE_MODELS,
     TrainConfig,
@@ -264,7 +264,7 @@ def tune(
     metric = opts.metric or f"val_{base_metric}"
     known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy")} | {"train_loss"}
     if metric not in known:
-        from feature_store.errors import did_you_mean
+        from fstrain.kernel.errors import did_you_mean
 
         raise ConfigError(
             f"tune.metric must be one of {', '.join(sorted(known))}; got {metric!r}."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 

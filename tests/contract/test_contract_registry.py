@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 
 
 def _model_dir(tmp_path: Path, content: str) -> Path:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import (
+from fstrain.kernel.errors import (
     FeatureStoreError,
     InvalidArgumentError,
     InvalidNameError,

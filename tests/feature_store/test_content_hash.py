@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from feature_store.local.content_hash import ALGORITHM, _column_digest, table_sha256
+from feature_store.core.content_hash import ALGORITHM, _column_digest, table_sha256
 
 
 def _table(n: int = 1000, seed: int = 0) -> pa.Table:

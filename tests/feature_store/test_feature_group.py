@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feature_store.errors import AlreadyExistsError, NotFoundError
 from feature_store.feature import Feature
+from fstrain.kernel.errors import AlreadyExistsError, NotFoundError
 
 
 def _frame(ids, days, values):

@@ -6,7 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+)
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 
@@ -96,7 +100,7 @@ def test_prohibited_tags(fs, groups):
 
 
 def test_transformations_fit_on_train_only(fs, groups):
-    from feature_store.transformations import label_encoder, standard_scaler
+    from feature_store.core.transformations import label_encoder, standard_scaler
 
     tx, people = groups
     fv = _view(fs, tx, people, transformation_functions=[standard_scaler("amount"), label_encoder("channel")])
@@ -112,7 +116,7 @@ def test_transformations_fit_on_train_only(fs, groups):
 
 
 def test_batch_data_uses_training_statistics(fs, groups):
-    from feature_store.transformations import standard_scaler
+    from feature_store.core.transformations import standard_scaler
 
     tx, people = groups
     fv = _view(fs, tx, people, transformation_functions=[standard_scaler("amount")],

@@ -164,7 +164,7 @@ def test_training_data_and_its_hash_are_unchanged_by_gathering(fs, labels):
     expected = single.to_pandas().drop(columns=["y"])
     pd.testing.assert_frame_equal(X.reset_index(drop=True),
                                   expected[X.columns].reset_index(drop=True))
-    from feature_store.local.content_hash import table_sha256
+    from feature_store.core.content_hash import table_sha256
 
     assert table_sha256(gathered) == table_sha256(single)
 

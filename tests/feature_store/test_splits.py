@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feature_store.errors import ConfigError, InvalidArgumentError, SchemaMismatchError
-from feature_store.splits import (
+from feature_store.core.splits import (
     SplitSpec,
     assign_splits,
     kfold_indices,
     make_split_spec,
     resolve_time_bounds,
 )
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError, SchemaMismatchError
 
 HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 T0 = pd.Timestamp("2024-01-01", tz="UTC")

@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from feature_store.errors import IntegrityError, InvalidArgumentError, NotFoundError
-from feature_store.local.content_hash import frame_sha256
+from feature_store.core.content_hash import frame_sha256
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError, NotFoundError
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 N = 400
@@ -196,7 +196,7 @@ def test_version_errors(fv):
 READER = textwrap.dedent(
     """
     import sys, feature_store
-    from feature_store.local.content_hash import frame_sha256
+    from feature_store.core.content_hash import frame_sha256
     fv = feature_store.login(root=sys.argv[1]).get_feature_store().get_feature_view("fraud", 1)
     if sys.argv[2] == "create":
         fv.create_train_test_split(test_size=0.3, seed=77)

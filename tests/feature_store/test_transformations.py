@@ -9,13 +9,7 @@ import pandas as pd
 import pytest
 from sklearn.preprocessing import MinMaxScaler, RobustScaler, StandardScaler
 
-from feature_store.errors import (
-    ConfigError,
-    InvalidArgumentError,
-    NotFoundError,
-    SchemaMismatchError,
-)
-from feature_store.transformations import (
+from feature_store.core.transformations import (
     BUILTINS,
     TransformationFunction,
     apply_transformations,
@@ -28,6 +22,12 @@ from feature_store.transformations import (
     standard_scaler,
     transformation_from_dict,
     validate_transformations,
+)
+from fstrain.kernel.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    NotFoundError,
+    SchemaMismatchError,
 )
 
 

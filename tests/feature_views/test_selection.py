@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError, SchemaMismatchError
 from feature_views.selection import COLUMNS, rank_features, selection_report
+from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 N = 3000
 

@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from feature_store.errors import IntegrityError, InvalidArgumentError, NotFoundError
 from feature_store.hopsworks.feature_store import (
     FEATURE_TAGS,
     HopsworksFeatureGroup,
@@ -26,6 +25,8 @@ from feature_store.hopsworks.feature_view import (
     split_arguments,
 )
 from feature_store.hopsworks.project import HopsworksProject
+from model_registry.hopsworks.registry import HopsworksModelRegistry
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError, NotFoundError
 
 
 class Feature:
@@ -347,6 +348,7 @@ class FakeProject:
 
 def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
     project = HopsworksProject(FakeProject(), root=tmp_path / "cache")
+    project.bind_model_registry(HopsworksModelRegistry)
     mr = project.get_model_registry()
     src = tmp_path / "model"
     src.mkdir()
@@ -395,6 +397,7 @@ def test_model_get_feature_view_returns_the_adapter_view_initialised_for_batch_s
             return sdk_fs
 
     project = HopsworksProject(ProjectWithStore(), root=tmp_path / "cache")
+    project.bind_model_registry(HopsworksModelRegistry)
     src = tmp_path / "model"
     src.mkdir()
     (src / "model.json").write_text("{}")

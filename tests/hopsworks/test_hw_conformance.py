@@ -240,7 +240,7 @@ def test_sdk_call_refuses_undeclared_shapes_at_run_time():
 
 
 def test_sdk_errors_become_fstrain_errors_naming_the_call():
-    from feature_store.errors import BackendError, NotFoundError
+    from fstrain.kernel.errors import BackendError, NotFoundError
 
     with pytest.raises(BackendError, match="feature group 'x' v1: lost the connection"):
         sdk_call(_Fake(), "FeatureGroup.read", _owner="feature group 'x' v1")

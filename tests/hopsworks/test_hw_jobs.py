@@ -11,7 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines import jobs
 from pipelines.jobs import jobs_app, to_quartz
 
@@ -272,7 +272,7 @@ def test_run_passes_the_backfill_window_to_the_job():
     assert (start.isoformat(), end.isoformat()) == ("2024-01-01T00:00:00+00:00",
                                                     "2024-01-02T00:00:00+00:00")
     assert out["execution"] == "execution-1"
-    from feature_store.errors import NotFoundError
+    from fstrain.kernel.errors import NotFoundError
 
     with pytest.raises(NotFoundError, match="fstrain jobs deploy"):
         jobs.run_job(project, jobs.run_definition("other", None, None, True))

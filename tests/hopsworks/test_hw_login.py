@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import feature_store
-from feature_store.errors import BackendError, ConfigError
 from feature_store.hopsworks import connection
+from fstrain.kernel.errors import BackendError, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 CLOSED = ("127.0.0.1", 1)  # nothing listens on port 1: connection refused

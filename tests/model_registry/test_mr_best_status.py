@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from feature_store.errors import IntegrityError, InvalidArgumentError
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 from model_registry.local.index import ModelRecord
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from feature_store.project import Project
+from fstrain.project import Project
 from model_registry.cli import registry_app, summarize_scorecard
 
 runner = CliRunner()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 
 def _assert_nothing_written(registry, name):

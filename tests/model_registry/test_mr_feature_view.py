@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
-from feature_store.transformations import standard_scaler
+from feature_store.core.transformations import standard_scaler
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 from model_registry.local.registry import LocalModelRegistry
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")

@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from feature_store.errors import InvalidArgumentError, UnsafeFormatError
+from fstrain.kernel.errors import InvalidArgumentError, UnsafeFormatError
 from model_registry.formats import (
     LIGHTGBM_META,
     load_lightgbm,

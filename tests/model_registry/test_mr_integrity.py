@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from feature_store.errors import IntegrityError
+from fstrain.kernel.errors import IntegrityError
 from model_registry.formats import load_xgboost, save_xgboost
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError, InvalidNameError
+from fstrain.kernel.errors import InvalidArgumentError, InvalidNameError
 
 
 @pytest.mark.parametrize(

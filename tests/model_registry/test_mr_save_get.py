@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError, ModelAlreadyExistsError, NotFoundError
-from feature_store.project import Project
+from fstrain.kernel.errors import (
+    InvalidArgumentError,
+    ModelAlreadyExistsError,
+    NotFoundError,
+)
+from fstrain.project import Project
 from model_registry import ModelRegistry
 from model_registry.errors import ModelNotSavedError, VersionWarning
 from model_registry.local.registry import LocalModelRegistry

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.schema import ModelSchema, Schema
 
 

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from feature_store.errors import ConfigError, DataValidationError, NotFoundError
+from fstrain.kernel.errors import ConfigError, DataValidationError, NotFoundError
+from fstrain.kernel.window import resolve_window
 from pipelines import feature, model_validation, training, training_dataset
 from pipelines.cli import app
-from pipelines.window import resolve_window
 
 SMALL = {
     "adult": {"sample": 3000},

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from pipelines.sources import flights
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from pipelines.sources import mnist
 
 

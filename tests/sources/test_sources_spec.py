@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 from pipelines.sources import USE_CASES, get_source
 from pipelines.sources._common import check_window, in_window
 from pipelines.sources.spec import Expectation, FeatureGroupSpec, check_frame

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import ConfigError, InvalidArgumentError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import cross_validate
 from pipelines.trainers.cross_validation import CrossValidationResult
 
 
 def test_preprocessing_is_fitted_on_each_folds_training_rows_only(binary_data, tmp_path):
-    from feature_store.splits import kfold_indices
+    from feature_store.core.splits import kfold_indices
 
     X, y, _, _ = binary_data
     result = cross_validate({"model": "sklearn_logreg", "seed": 3}, X, y, k=3,
@@ -50,7 +50,7 @@ def test_stratified_folds_keep_the_class_ratio(imbalanced_data, tmp_path):
                             return_models=False)
     assert not result.models
     positives = y["label"].sum()
-    from feature_store.splits import kfold_indices
+    from feature_store.core.splits import kfold_indices
 
     for _, val_idx in kfold_indices(len(X), 5, 42, stratify=y["label"].to_numpy()):
         assert abs(y["label"].iloc[val_idx].sum() - positives / 5) <= 1

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers import load_predictor, train
 from pipelines.trainers.config import load_config, validate_search_space
 from pipelines.trainers.tuning import default_search_space

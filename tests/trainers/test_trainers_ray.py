@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers import deepspeed_config, train_distributed, tune
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import ConfigError, InvalidArgumentError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import load_predictor, train
 from pipelines.trainers.config import load_config
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers import load_predictor, train
 from pipelines.trainers.config import load_config
 
@@ -88,7 +88,7 @@ def test_weights_recorded(binary_data, tmp_path):
 
 
 def test_unseen_category_and_missing_column(binary_data, tmp_path):
-    from feature_store.errors import SchemaMismatchError
+    from fstrain.kernel.errors import SchemaMismatchError
 
     X_tr, y_tr, X_va, y_va = binary_data
     res = train({"model": "sklearn_logreg"}, X_tr, y_tr, X_va, y_va, workdir=tmp_path)

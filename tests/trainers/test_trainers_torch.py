@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from pipelines.trainers import load_predictor, train
 
 WORKER = Path(__file__).with_name("resume_worker.py")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from feature_store.errors import AlreadyExistsError, DataValidationError, InvalidArgumentError
+from fstrain.kernel.errors import (
+    AlreadyExistsError,
+    DataValidationError,
+    InvalidArgumentError,
+)
 
 SUITE = [
     {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "amount"}},
@@ -84,7 +88,7 @@ def test_categorical_fast_path_keeps_verdicts(fs):
     """String columns checked only by set/null expectations are validated as categoricals."""
     import pyarrow as pa
 
-    from validation.expectations import categorical_safe_columns, suite_to_dict
+    from feature_store.core.expectations import categorical_safe_columns, suite_to_dict
 
     suite = [
         {"type": "expect_column_values_to_be_in_set", "kwargs": {"column": "city", "value_set": ["a", "b"]}},

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from validation.bias import BiasReport, age_bands, slice_report
 from validation.gates import evaluate_gates
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from validation.explain import explain, sample_rows
 
 # shap 0.51's own deprecation noise (matplotlib colormaps, numpy __array_wrap__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from validation.gates import GateReport, evaluate_gates, parse_gate, parse_gates
 
 METRICS = {"roc_auc": 0.88, "f1": 0.61, "brier": 0.12, "max_abs_dp_difference": 0.05,

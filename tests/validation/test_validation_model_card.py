@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from feature_store.errors import ConfigError
+from fstrain.kernel.errors import ConfigError
 from validation.model_card import SECTIONS, TODO, build_model_card, load_overrides
 
 MANIFEST = {

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from validation.report_site import diff_scorecards, diff_to_markdown, render_index
 
 

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from validation.plots import standard_plots
 from validation.scorecard import Scorecard, png_data_uri
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 
 def to_jsonable(value: Any, *, what: str) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from feature_store.errors import InvalidArgumentError, InvalidNameError
+from fstrain.kernel.errors import InvalidArgumentError, InvalidNameError
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 

@@ -40,13 +40,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from feature_store.errors import (
+from fstrain.kernel.errors import (
     ConfigError,
     InvalidArgumentError,
     SchemaMismatchError,
     did_you_mean,
 )
-from feature_store.timeutil import to_utc
+from fstrain.kernel.timeutil import to_utc
 
 __all__ = [
     "SPLIT_NAMES",

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError
-from feature_store.timeutil import to_utc
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.timeutil import to_utc
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 POLICIES = ("ALWAYS", "STRICT")
 
@@ -140,7 +140,7 @@ def check_suite(data: dict[str, Any], columns: list[str] | None, owner: str) -> 
     for exp in data["expectations"]:
         column = exp["kwargs"].get("column")
         if column is not None and column not in columns:
-            from feature_store.errors import did_you_mean
+            from fstrain.kernel.errors import did_you_mean
 
             raise InvalidArgumentError(
                 f"{owner}: expectation {exp['type']} refers to column '{column}', which the "

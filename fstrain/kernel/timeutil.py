@@ -4,7 +4,7 @@
 a tz-naive value is *interpreted as UTC* (it is never shifted by the machine's local zone).
 Strings are parsed as ISO-8601 with the same rule; ints are epoch milliseconds (as Hopsworks).
 A single column may not mix naive and aware values: that is refused with
-:class:`~feature_store.errors.SchemaMismatchError`.
+:class:`~fstrain.kernel.errors.SchemaMismatchError`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
-from feature_store.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -50,6 +50,11 @@ def utc_now() -> pd.Timestamp:
     import pandas as pd
 
     return pd.Timestamp.now(tz="UTC")
+
+
+def utc_now_iso(timespec: str = "microseconds") -> str:
+    """The current UTC time as ISO-8601 text with a ``+00:00`` offset (no pandas needed)."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec=timespec)
 
 
 def iso(ts: pd.Timestamp | None) -> str | None:

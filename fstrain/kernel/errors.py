@@ -1,0 +1,113 @@
+"""The one exception hierarchy of fstrain.
+
+Every error raised on purpose by the feature store, the model registry and the pipelines derives
+from :class:`FeatureStoreError`. Messages name the object (feature group, feature view, training
+dataset, model), the column and the offending value, and say what to do about it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "AlreadyExistsError",
+    "BackendError",
+    "CommitConflictError",
+    "ConfigError",
+    "DataValidationError",
+    "FeatureStoreError",
+    "IntegrityError",
+    "InvalidArgumentError",
+    "InvalidNameError",
+    "ModelAlreadyExistsError",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "UnsafeFormatError",
+    "did_you_mean",
+    "listing",
+    "missing_version",
+]
+
+
+class FeatureStoreError(Exception):
+    """Root of every error fstrain raises on purpose."""
+
+
+class NotFoundError(FeatureStoreError, LookupError):
+    """An object (feature group, feature view, training dataset, model, version) does not exist."""
+
+
+class AlreadyExistsError(FeatureStoreError):
+    """An object or version that must be new already exists."""
+
+
+class InvalidNameError(FeatureStoreError, ValueError):
+    """A name does not follow the naming rules."""
+
+
+class InvalidArgumentError(FeatureStoreError, ValueError):
+    """An argument has a value outside what the call accepts."""
+
+
+class SchemaMismatchError(FeatureStoreError, ValueError):
+    """Data does not match the schema of the object it is written to."""
+
+
+class DataValidationError(FeatureStoreError):
+    """Data failed a Great Expectations suite whose ingestion policy is STRICT.
+
+    ``report`` holds the failed :class:`~feature_store.core.expectations.ValidationReport`.
+    """
+
+    def __init__(self, message: str, report: object | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class CommitConflictError(FeatureStoreError):
+    """A concurrent writer committed first and retries were exhausted; nothing was written."""
+
+
+class IntegrityError(FeatureStoreError):
+    """Stored content does not match its recorded hash (tampered, missing or extra file)."""
+
+
+class UnsafeFormatError(FeatureStoreError):
+    """Loading would execute untrusted code (pickle) and was not explicitly allowed."""
+
+
+class ConfigError(FeatureStoreError, ValueError):
+    """A pipeline or backend configuration is invalid."""
+
+
+class BackendError(FeatureStoreError):
+    """A backend (Hopsworks, Delta Lake, DuckDB) failed; the original error is chained."""
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """Return a `` Did you mean 'x'?`` suffix for the closest candidate, or an empty string."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def missing_version(kind: str, name: str, version: object, versions: list[int],
+                    names: list[str]) -> NotFoundError:
+    """The error for an unknown ``kind`` name/version, listing what exists."""
+    if versions:
+        return NotFoundError(
+            f"{kind} '{name}' has no version {version} (versions: {listing(versions)})."
+        )
+    return NotFoundError(
+        f"{kind} '{name}' does not exist ({kind}s: {listing(names)}).{did_you_mean(name, names)}"
+    )
+
+
+def listing(items: Iterable[object]) -> str:
+    """Render existing names/versions for an error message (``none`` when empty)."""
+    values = [str(i) for i in items]
+    return ", ".join(values) if values else "none"
+
+
+class ModelAlreadyExistsError(AlreadyExistsError):
+    """A model version given explicitly already exists in the registry."""

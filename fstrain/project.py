@@ -1,0 +1,104 @@
+"""The composition root: the only code that picks a backend and wires a project together.
+
+``login()`` returns a project whose ``get_feature_store()`` and ``get_model_registry()`` hand out
+the chosen backend's implementations of :mod:`feature_store.api` and :mod:`model_registry.api`.
+Pipelines receive the project and never import a backend.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.store_root import DEFAULT_ROOT, DEFAULT_ROOT_ENV, resolve_root
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.local.feature_store import FeatureStore
+    from model_registry.local.registry import LocalModelRegistry
+
+__all__ = ["BACKENDS", "DEFAULT_ROOT", "DEFAULT_ROOT_ENV", "Project", "login", "resolve_root"]
+
+BACKENDS = ("local", "hopsworks")
+
+
+def login(
+    backend: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+    **hopsworks_options: Any,
+) -> Any:
+    """Connect to a backend and return a project handle.
+
+    Args:
+        backend: ``"local"`` (default; embedded Delta Lake + DuckDB store under ``root``) or
+            ``"hopsworks"``. Defaults to ``$FSTRAIN_BACKEND`` or ``"local"``.
+        root: local store root; defaults to ``$FSTRAIN_HOME`` or ``./.fstrain``.
+        **hopsworks_options: ``host``, ``project``, ``api_key_value``, ``api_key_file`` for the
+            Hopsworks backend.
+
+    Returns:
+        A project with ``get_feature_store()`` and ``get_model_registry()``.
+    """
+    chosen = backend or os.environ.get("FSTRAIN_BACKEND") or "local"
+    if chosen == "local":
+        if hopsworks_options:
+            raise ConfigError(
+                f"login(backend='local') does not take {sorted(hopsworks_options)}; "
+                "those options are for backend='hopsworks'."
+            )
+        return Project(resolve_root(root))
+    if chosen == "hopsworks":
+        return _hopsworks_project(root, hopsworks_options)
+    raise ConfigError(f"login(): backend must be one of {BACKENDS}. Got {chosen!r} instead.")
+
+
+def _hopsworks_project(root: str | os.PathLike[str] | None, options: dict[str, Any]) -> Any:
+    """Log in to Hopsworks and give the project the Hopsworks model registry."""
+    from feature_store.hopsworks.connection import login as hopsworks_login
+    from model_registry.hopsworks.registry import HopsworksModelRegistry
+
+    if root is not None:
+        options = {**options, "root": root}
+    project = hopsworks_login(**options)
+    project.bind_model_registry(HopsworksModelRegistry)
+    return project
+
+
+class Project:
+    """A local project: one store root holding the feature store and the model registry.
+
+    Mirrors ``hopsworks.project.Project``: ``get_feature_store()`` and ``get_model_registry()``.
+    Nothing is opened until one of them is called.
+    """
+
+    backend = "local"
+
+    def __init__(self, root: Path, name: str = "fstrain") -> None:
+        self.root = root
+        self.name = name
+        root.mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Project(name={self.name!r}, backend='local', root='{self.root}')"
+
+    @cached_property
+    def _feature_store(self) -> FeatureStore:
+        from feature_store.local.feature_store import FeatureStore
+
+        return FeatureStore(self.root / "feature_store", project_name=self.name)
+
+    @cached_property
+    def _model_registry(self) -> LocalModelRegistry:
+        from model_registry.local.registry import LocalModelRegistry
+
+        return LocalModelRegistry(self.root / "model_registry", feature_store=self.get_feature_store)
+
+    def get_feature_store(self, name: str | None = None) -> FeatureStore:
+        """Return the project's feature store (``name`` is accepted for Hopsworks parity)."""
+        return self._feature_store
+
+    def get_model_registry(self) -> LocalModelRegistry:
+        """Return the project's model registry."""
+        return self._model_registry
