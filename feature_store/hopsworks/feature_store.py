@@ -30,6 +30,12 @@ def _unwrap(obj: Any) -> Any:
     return getattr(obj, "_sdk", obj)
 
 
+def sdk_tags(tags: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tags as the SDK takes them at creation: ``[{"name": ..., "value": ...}]`` entries
+    (``hopsworks_common.tag.Tag``); fstrain's API takes ``{name: value}``."""
+    return [{"name": str(name), "value": value} for name, value in tags.items()]
+
+
 def _names(features: list[Any] | None) -> list[Any]:
     return [getattr(f, "name", f) if not isinstance(f, str) else f for f in features or []]
 
@@ -78,7 +84,7 @@ class HopsworksFeatureStore:
         if statistics_config is not None:
             kwargs["statistics_config"] = statistics_config
         if tags:
-            kwargs["tags"] = dict(tags)
+            kwargs["tags"] = sdk_tags(tags)
         if expectation_suite is not None:
             kwargs["expectation_suite"] = hsfs_expectation_suite(
                 expectation_suite, validation_ingestion_policy, f"{name}_v{version}_suite"
@@ -139,7 +145,7 @@ class HopsworksFeatureStore:
         if any(extensions.values()):
             all_tags[EXTENSIONS_TAG] = extensions
         if all_tags:
-            kwargs["tags"] = all_tags
+            kwargs["tags"] = sdk_tags(all_tags)
         fv = sdk_call(self._sdk, "FeatureStore.get_or_create_feature_view", name,
                       _owner=owner, **kwargs)
         return HopsworksFeatureView(fv, self)

@@ -103,7 +103,7 @@ class FakeFV:
         self.training_helper_columns = kwargs.get("training_helper_columns", [])
         self.inference_helper_columns, self.description = [], ""
         self.features = query.features
-        self.tags = dict(kwargs.get("tags") or {})
+        self.tags = {t["name"]: t["value"] for t in kwargs.get("tags") or []}  # SDK Tag entries
         self.td_tags: dict[int, dict] = {}
         self.tds: dict[int, TD] = {}
         self.frames: tuple = ()
@@ -210,8 +210,9 @@ def test_prohibited_tags_are_checked_client_side_and_extensions_stored():
                                        prohibited_tags=["gdpr"])
     (_, query, _, kwargs), = sdk_fs.created
     assert isinstance(query, FakeQuery)  # the SDK got its own query object, not our wrapper
-    assert kwargs["tags"]["fstrain_feature_view"] == {"label_fill_values": {"is_fraud": 0},
-                                                      "prohibited_tags": ["gdpr"]}
+    assert kwargs["tags"] == [{"name": "fstrain_feature_view",
+                               "value": {"label_fill_values": {"is_fraud": 0},
+                                         "prohibited_tags": ["gdpr"]}}]
     assert fv.label_fill_values == {"is_fraud": 0} and fv.prohibited_tags == ["gdpr"]
 
 
