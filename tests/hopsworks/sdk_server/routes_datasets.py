@@ -1,1 +1,1 @@
-"""(filled below)"""
+"""Dataset (file) API routes: none yet; feature-group Delta files are written by the SDK."""
