@@ -15,6 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.sqlite_open import connect, retry_busy
+
+_BUSY_TIMEOUT_S = 120.0
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS feature_groups (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -92,13 +96,15 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.executescript(_SCHEMA)
+        conn = self._connect()
+        try:
+            retry_busy(lambda: conn.executescript(_SCHEMA), _BUSY_TIMEOUT_S)
+        finally:
+            conn.close()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        conn = connect(self.path, _BUSY_TIMEOUT_S)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
@@ -117,7 +123,7 @@ class Catalog:
         """A write transaction holding the database write lock from the start."""
         conn = self._connect()
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), _BUSY_TIMEOUT_S)
             try:
                 yield conn
             except BaseException:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.sqlite_open import connect, retry_busy
+
 _SCHEMA_VERSION = 1
 _BUSY_TIMEOUT_S = 120.0
 
@@ -171,8 +173,7 @@ class RegistryIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = self._connect()
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("BEGIN IMMEDIATE")
+            retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), _BUSY_TIMEOUT_S)
             for statement in _statements():
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -181,8 +182,7 @@ class RegistryIndex:
             conn.close()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+        conn = connect(self.path, _BUSY_TIMEOUT_S)
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
@@ -191,7 +191,7 @@ class RegistryIndex:
         """One write transaction: ``BEGIN IMMEDIATE``; COMMIT on success, ROLLBACK on error."""
         conn = self._connect()
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), _BUSY_TIMEOUT_S)
             try:
                 yield IndexTransaction(conn)
             except BaseException:
