@@ -171,22 +171,24 @@ def plan(query: Query) -> Plan:
     """Flatten a query into nodes, joins and output columns."""
     counter = [0]
 
-    def new_node(fg: FeatureGroup, selected: list[str]) -> Node:
-        node = Node(f"t{counter[0]}", fg, list(selected), query._commit_for(fg))
+    def new_node(chain: list[Query]) -> Node:
+        owner = chain[-1]
+        fg = owner._left_feature_group
+        node = Node(f"t{counter[0]}", fg, list(owner._left_features), query._commit_for(fg, chain))
         counter[0] += 1
         return node
 
-    root = new_node(query._left_feature_group, query._left_features)
+    root = new_node([query])
     nodes, joins = [root], []
 
-    def walk(q_: Query, left: Node) -> None:
-        for j in q_._joins:
-            right = new_node(j.query._left_feature_group, j.query._left_features)
+    def walk(chain: list[Query], left: Node) -> None:
+        for j in chain[-1]._joins:
+            right = new_node([*chain, j.query])
             nodes.append(right)
             joins.append(_plan_join(left, right, j))
-            walk(j.query, right)
+            walk([*chain, j.query], right)
 
-    walk(query, root)
+    walk([query], root)
     columns = [OutColumn(c, root, c, _feature(root.fg, c, c)) for c in root.selected]
     taken = {c.name for c in columns}
     for jp in joins:

@@ -45,10 +45,18 @@ class Join:
 
 @dataclass
 class TimeTravel:
-    """How each feature group of a query is read: latest, at a time, or at pinned commits."""
+    """How a query reads its groups: latest, at a time, or its root group at one commit.
+
+    A sub-query's own ``as_of`` applies to its groups; a group whose query sets none reads as
+    the nearest enclosing query says. ``as_of`` on a query also applies to the sub-queries
+    joined to it at that moment (as Hopsworks).
+    """
 
     wallclock_ms: int | None = None
-    pins: dict[str, int] = field(default_factory=dict)  # "name:version" -> commit id
+    commit_id: int | None = None  # pins the query's root group only
+
+    def is_set(self) -> bool:
+        return self.wallclock_ms is not None or self.commit_id is not None
 
 
 def fg_key(fg: FeatureGroup) -> str:
@@ -65,6 +73,7 @@ class Query:
         self._joins: list[Join] = []
         self._filter: FilterLike | None = None
         self._time_travel = TimeTravel()
+        self._pinned: dict[str, int] | None = None  # training data: every group at a commit
         self._limit: int | None = None
 
     def __repr__(self) -> str:
@@ -177,35 +186,71 @@ class Query:
                 "backend. Read two snapshots and compare them instead."
             )
         if commit_id is not None:
-            self._time_travel.pins[fg_key(self._left_feature_group)] = int(commit_id)
+            if isinstance(commit_id, bool) or not isinstance(commit_id, int) or commit_id < 0:
+                raise InvalidArgumentError(
+                    f"as_of on {self._left_feature_group.owner}: commit_id must be a commit id "
+                    f"(a non-negative int from commit_details()). Got {commit_id!r} instead."
+                )
+            self._time_travel = TimeTravel(commit_id=int(commit_id))
         elif wallclock_time is not None:
-            self._time_travel.wallclock_ms = to_utc(wallclock_time, what="wallclock_time").value // 1_000_000
+            ms = _epoch_ms(to_utc(wallclock_time, what="wallclock_time"))
+            self._time_travel = TimeTravel(wallclock_ms=ms)
+            for sub in self._sub_queries():
+                sub._time_travel = TimeTravel(wallclock_ms=ms)
         else:
             raise InvalidArgumentError("as_of() needs wallclock_time or commit_id.")
         return self
 
+    def _sub_queries(self) -> list[Query]:
+        out = []
+        for j in self._joins:
+            out += [j.query, *j.query._sub_queries()]
+        return out
+
     def pin_commits(self, pins: dict[str, int]) -> Query:
         """A copy of the query reading each feature group (``"name:version"``) at a commit."""
         pinned = copy.copy(self)
-        pinned._time_travel = TimeTravel(pins=dict(pins))
+        pinned._pinned = dict(pins)
         return pinned
 
     def resolve_commits(self) -> dict[str, int]:
-        """The commit each feature group would be read at now (used to pin training data)."""
-        return {fg_key(fg): self._commit_for(fg) for fg in self.feature_groups()}
+        """The commit each feature group would be read at now (used to pin training data).
 
-    def _commit_for(self, fg: FeatureGroup) -> int:
-        key = fg_key(fg)
-        pins = self._root_time_travel().pins
-        if key in pins:
-            return pins[key]
-        wallclock = self._root_time_travel().wallclock_ms
-        if wallclock is not None:
-            return fg._table.version_at(wallclock)
+        Refuses a query that reads one feature group at two different commits (a pinned
+        training dataset records one commit per group).
+        """
+        out: dict[str, int] = {}
+        for fg, chain in self._groups_with_chain([]):
+            commit = self._commit_for(fg, chain)
+            key = fg_key(fg)
+            if out.get(key, commit) != commit:
+                raise InvalidArgumentError(
+                    f"{fg.owner} is read at commits {out[key]} and {commit} in one query (its "
+                    "sub-queries use different as_of). Read it at one commit."
+                )
+            out[key] = commit
+        return out
+
+    def _groups_with_chain(self, parents: list[Query]) -> list[tuple[FeatureGroup, list[Query]]]:
+        chain = [*parents, self]
+        out = [(self._left_feature_group, chain)]
+        for j in self._joins:
+            out += j.query._groups_with_chain(chain)
+        return out
+
+    def _commit_for(self, fg: FeatureGroup, chain: list[Query] | None = None) -> int:
+        """The commit ``fg`` is read at; ``chain`` lists the queries from this one down to the
+        sub-query whose root ``fg`` is (default: this query's root)."""
+        chain = chain or [self]
+        if self._pinned is not None and fg_key(fg) in self._pinned:
+            return self._pinned[fg_key(fg)]
+        owner = chain[-1]
+        if owner._time_travel.commit_id is not None:
+            return _existing_commit(fg, owner._time_travel.commit_id)
+        for query in reversed(chain):
+            if query._time_travel.wallclock_ms is not None:
+                return fg._table.version_at(query._time_travel.wallclock_ms)
         return fg._table.version()
-
-    def _root_time_travel(self) -> TimeTravel:
-        return self._time_travel
 
     def limit(self, n: int) -> Query:
         """Return at most ``n`` rows; mutates and returns ``self``."""
@@ -297,6 +342,9 @@ class Query:
                 for j in self._joins
             ],
             "filter": None if self._filter is None else _filter_to_dict(self._filter),
+            **({"as_of": {"wallclock_ms": self._time_travel.wallclock_ms,
+                          "commit_id": self._time_travel.commit_id}}
+               if self._time_travel.is_set() else {}),
         }
 
     @classmethod
@@ -315,14 +363,34 @@ class Query:
             )
         if data.get("filter") is not None:
             query._filter = _filter_from_dict(store, data["filter"])
+        if data.get("as_of"):
+            query._time_travel = TimeTravel(**data["as_of"])
         return query
+
+
+def _existing_commit(fg: FeatureGroup, commit_id: int) -> int:
+    """``commit_id`` if ``fg`` has it, else a NotFoundError listing the commits it has."""
+    latest = fg._table.version()
+    if commit_id > latest:
+        commits = sorted(c.commit_id for c in fg._table.history())
+        raise NotFoundError(
+            f"{fg.owner} has no commit {commit_id} (commits: {commits}; latest {latest})."
+        )
+    return commit_id
 
 
 def _lookback(value: Any) -> Any:
     if value is None:
         return None
+    import numbers
+
     import pandas as pd
 
+    if isinstance(value, numbers.Number):
+        raise InvalidArgumentError(
+            f"lookback={value!r} has no unit. Pass a duration: a string such as '7D' or "
+            "'12h', a datetime.timedelta or a pandas.Timedelta."
+        )
     try:
         delta = pd.Timedelta(value)
     except (TypeError, ValueError) as exc:
@@ -387,3 +455,10 @@ def warn_prefix(fg_name: str, columns: list[str], prefix: str) -> None:
         UserWarning,
         stacklevel=4,
     )
+
+
+def _epoch_ms(ts: Any) -> int:
+    """Epoch milliseconds of a timestamp of any unit (years past 2262 included)."""
+    import numpy as np
+
+    return int(ts.asm8.astype("datetime64[ms]").astype(np.int64))
