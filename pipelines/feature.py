@@ -9,12 +9,15 @@ the same window leaves the data unchanged (upsert on primary key + event time).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fstrain.kernel.errors import DataValidationError
 from fstrain.kernel.window import resolve_window
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import FeatureGroupRef, FeaturePipelineRef
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.api import Project
 
 
 class FeaturePipelineConfig(PipelineConfig):
@@ -31,7 +34,7 @@ class FeaturePipelineConfig(PipelineConfig):
     image_dir: str | None = None  # mnist: where PNGs are written (default: <root>/mnist_images)
 
 
-def run(project: Any, config: FeaturePipelineConfig) -> FeaturePipelineRef:
+def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
     """Load, engineer, validate and upsert every feature group of ``config.use_case``."""
     from pipelines.engineering import engineer
     from pipelines.sources import get_source

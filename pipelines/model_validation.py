@@ -12,7 +12,7 @@ and the acceptance gates. It writes ``scorecard.json/.md/.html``, ``model_card.m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import Field
@@ -20,6 +20,9 @@ from pydantic import Field
 from fstrain.kernel.errors import NotFoundError
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef, ValidationRef
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.api import Project
 
 
 class ModelValidationConfig(PipelineConfig):
@@ -74,7 +77,7 @@ def _previous_best(registry: Any, model: Any) -> tuple[dict[str, Any] | None, st
     return best if best else (None, "previous version")
 
 
-def run(project: Any, config: ModelValidationConfig) -> ValidationRef:
+def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and write its scorecard into the registry."""
     from pipelines.trainers import load_predictor
     from validation.scorecard import Scorecard, library_versions

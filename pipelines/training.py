@@ -13,12 +13,15 @@ import math
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.api import Project
 
 _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
                "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch"}
@@ -70,7 +73,7 @@ def read_splits(project: Any, use_case: Any, version: int) -> tuple[Any, tuple[A
     return fv, (X_tr, X_va, y_tr, y_va)
 
 
-def run(project: Any, config: TrainingPipelineConfig) -> ModelRef:
+def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     """Train on a training-dataset version and register the model (status ``pending``)."""
     import pandas as pd
 

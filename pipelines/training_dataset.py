@@ -7,10 +7,13 @@ version pins every feature group's commit, the seed and the split, so it re-read
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import TrainingDatasetRef
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.api import Project
 
 
 class TrainingDatasetConfig(PipelineConfig):
@@ -45,7 +48,7 @@ def split_arguments(default: dict[str, Any], config: TrainingDatasetConfig) -> d
     return args
 
 
-def run(project: Any, config: TrainingDatasetConfig) -> TrainingDatasetRef:
+def run(project: Project, config: TrainingDatasetConfig) -> TrainingDatasetRef:
     """Create a new train/validation/test version of the use case's feature view."""
     from feature_views import get_use_case
 

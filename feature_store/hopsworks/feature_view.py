@@ -38,8 +38,8 @@ from fstrain.kernel.errors import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from feature_store.api import TrainingDataset
     from feature_store.hopsworks.feature_store import HopsworksFeatureStore
-    from feature_store.local.training_data import TrainingDataset
 
 EXTENSIONS_TAG = "fstrain_feature_view"
 TRAINING_DATASET_TAG = "fstrain_training_dataset"
@@ -236,7 +236,7 @@ class HopsworksFeatureView:
                 sizes: dict[str, Any], bounds: dict[str, Any], gap: Any,
                 group_column: str | None, stratify_column: str | None,
                 common: dict[str, Any]) -> tuple[int, Any]:
-        from feature_store.local.training_data import draw_seed
+        from feature_store.core.seeds import draw_seed
         from fstrain.kernel.timeutil import utc_now
 
         seed = draw_seed() if seed is None else int(seed)
@@ -451,7 +451,7 @@ class HopsworksFeatureView:
     def get_training_dataset(self, version: int) -> TrainingDataset:
         """Metadata with the fields of the local ``TrainingDataset`` (see module docstring for
         which come from the SDK and which from the ``fstrain_training_dataset`` tag)."""
-        from feature_store.local.training_data import TrainingDataset
+        from feature_store.api import TrainingDataset
 
         tds = self._sdk_training_datasets()
         if version not in tds:

@@ -24,10 +24,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
+    from feature_store.api import TrainingDataset
     from feature_store.core.transformations import TransformationFunction
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
-    from feature_store.local.training_data import TrainingDataset, TrainingDataStore
+    from feature_store.local.training_data import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
@@ -240,7 +241,7 @@ class FeatureView(TaggedEntity):
         convert: Any = None,
         **split_kwargs: Any,
     ) -> tuple[int, dict[str, pa.Table], Any]:
-        from feature_store.local.training_data import draw_seed
+        from feature_store.core.seeds import draw_seed
 
         self._require_saved()
         seed = draw_seed() if seed is None else int(seed)

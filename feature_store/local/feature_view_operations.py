@@ -90,11 +90,30 @@ class FeatureViewOperations:
                 )
         return fv
 
-    def get_or_create_feature_view(self, name: str, version: int, query: Any, **kwargs: Any) -> Any:
+    def get_or_create_feature_view(
+        self,
+        name: str,
+        version: int,
+        query: Any,
+        description: str = "",
+        labels: list[str] | None = None,
+        inference_helper_columns: list[str] | None = None,
+        training_helper_columns: list[str] | None = None,
+        transformation_functions: list[Any] | None = None,
+        tags: dict[str, Any] | None = None,
+        label_fill_values: dict[str, Any] | None = None,
+        prohibited_tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """The existing view ``name``/``version``, or a new one built from the arguments."""
         if self._fv_row(name, version) is not None:
             return self.get_feature_view(name, version)
-        return self.create_feature_view(name, query, version=version, **kwargs)
+        return self.create_feature_view(
+            name, query, version=version, description=description, labels=labels,
+            inference_helper_columns=inference_helper_columns,
+            training_helper_columns=training_helper_columns,
+            transformation_functions=transformation_functions, tags=tags,
+            label_fill_values=label_fill_values, prohibited_tags=prohibited_tags, **kwargs)
 
     def get_feature_view(self, name: str, version: int | None = None) -> Any:
         """An existing feature view (``version=None`` warns and uses 1)."""

@@ -13,14 +13,13 @@ catalog transaction that allocates the version, so a failed or killed create lea
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
 from feature_store.local.catalog import dumps, loads
@@ -40,54 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
-
-
-@dataclass
-class TrainingDataset:
-    """Metadata of one training-dataset version (what is stored for reproducibility)."""
-
-    version: int
-    feature_view_name: str
-    feature_view_version: int
-    type: str  # "IN_MEMORY" or "MATERIALIZED"
-    data_format: str | None
-    state: str  # "ok" or "purged"
-    description: str
-    seed: int
-    split_spec: dict[str, Any]
-    splits: dict[str, dict[str, Any]]
-    event_start_time: str | None
-    event_end_time: str | None
-    extra_filter: dict[str, Any] | None
-    feature_group_commits: dict[str, int]
-    query_sql: str
-    columns: list[dict[str, str]]
-    root_columns: dict[str, str]
-    transformation_statistics: dict[str, Any]
-    created_at: str
-    location: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    content_hash: str | None = None  # the algorithm of the splits' sha256 (None: before v2)
-
-    @property
-    def split_names(self) -> list[str]:
-        return list(self.splits)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able metadata (lineage for the model registry)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainingDataset:
-        # the catalog stores JSON with sorted keys: restore the canonical split order
-        order = {"train": 0, "validation": 1, "test": 2}
-        splits = dict(sorted(data["splits"].items(), key=lambda kv: order.get(kv[0], 3)))
-        return cls(**{**data, "splits": splits})
-
-
-def draw_seed() -> int:
-    """A fresh seed from the OS (the global ``random`` state is never touched)."""
-    return secrets.randbelow(2**31 - 1)
 
 
 def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from feature_store.hopsworks.feature_view import (
     split_arguments,
 )
 from feature_store.hopsworks.project import HopsworksProject
-from model_registry.hopsworks.registry import HopsworksModelRegistry
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError, NotFoundError
+from model_registry.hopsworks.registry import HopsworksModelRegistry
 
 
 class Feature:
@@ -244,7 +244,7 @@ def test_create_records_commits_seed_and_reads_fill_labels_and_hashes():
 
 
 def test_training_dataset_metadata_has_the_local_fields():
-    from feature_store.local.training_data import TrainingDataset
+    from feature_store.api import TrainingDataset
 
     fv, sdk, version = _view_with_version()
     sdk.frames = tuple([pd.DataFrame({"amount": [1.0]})] * 3 + [pd.DataFrame({"is_fraud": [1]})] * 3)
