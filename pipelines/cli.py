@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from model_registry.cli import registry_app
+from pipelines.registry_cli import registry_app
 from pipelines.jobs import jobs_app
 
 app = typer.Typer(

@@ -39,7 +39,7 @@ from model_registry.manifest import (
     verify_directory,
     write_manifest,
 )
-from model_registry.model import Model
+from model_registry.local.model import Model
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
     MANIFEST_FILE,
@@ -50,7 +50,7 @@ from model_registry.naming import (
     check_version,
 )
 from model_registry.schema import infer_model_schema
-from model_registry.signature import ModelFramework
+from model_registry.local.signature import ModelFramework
 
 INDEX_FILE = "index.sqlite"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from model_registry.model import Model
+from model_registry.local.model import Model
 from model_registry.schema import ModelSchema
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

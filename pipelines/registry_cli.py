@@ -202,13 +202,14 @@ def diff_command(
 
 
 def _open(root: Path | None) -> Any:
+    """The local project's registry under ``root``, or None when it holds no registry yet."""
     from fstrain.kernel.store_root import resolve_root
-    from model_registry.local.registry import INDEX_FILE, LocalModelRegistry
+    from fstrain.project import Project
 
-    registry_root = resolve_root(root) / "model_registry"
-    if not (registry_root / INDEX_FILE).exists():
+    project_root = resolve_root(root)
+    if not (project_root / "model_registry").is_dir():
         return None
-    return LocalModelRegistry(registry_root)
+    return Project(project_root).get_model_registry()
 
 
 def _resolve(root: Path | None, ref: str) -> Any:
