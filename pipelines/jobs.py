@@ -381,57 +381,17 @@ def _latest_training_dataset(use_case: str) -> int:
     return max(versions)
 
 
-# -- talking to Hopsworks ----------------------------------------------------------------------
+# -- talking to Hopsworks (through the project's job service) ---------------------------------
 
 
 def deploy(project: Any, definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Upload the entry script, then create/update each job and its schedule."""
-    import tempfile
-
-    from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
-
-    datasets = project.get_dataset_api()
-    if not sdk_call(datasets, "DatasetApi.exists", JOBS_DIR, _owner="jobs folder"):
-        sdk_call(datasets, "DatasetApi.mkdir", JOBS_DIR, _owner="jobs folder")
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / ENTRY_SCRIPT
-        script.write_text(ENTRY_SCRIPT_TEXT)
-        sdk_call(datasets, "DatasetApi.upload", str(script), JOBS_DIR, overwrite=True,
-                 _owner="job entry script")
-    jobs = project.get_job_api()
-    results = []
-    for d in definitions:
-        owner = f"job '{d['name']}'"
-        base = sdk_call(jobs, "JobApi.get_configuration", "PYTHON", _owner=owner) or {}
-        job = sdk_call(jobs, "JobApi.create_job", d["name"], {**base, **d["config"]},
-                       _owner=owner)
-        if d["schedule"] is not None:
-            start = d["schedule"]["start_time"]
-            sdk_call(job, "Job.schedule", cron_expression=d["schedule"]["cron_expression"],
-                     start_time=None if start is None else datetime.fromisoformat(start),
-                     _owner=owner)
-        elif sdk_attr(job, "Job", "job_schedule") is not None:
-            sdk_call(job, "Job.unschedule", _owner=owner)
-        results.append({"name": d["name"], "schedule": d["schedule"] and d["schedule"]["cron_expression"]})
-    return results
+    return project.get_jobs().deploy(definitions, ENTRY_SCRIPT, ENTRY_SCRIPT_TEXT, JOBS_DIR)
 
 
 def list_jobs(project: Any, prefix: str) -> list[dict[str, Any]]:
     """Jobs whose name starts with ``prefix``, with their schedule."""
-    from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
-
-    out = []
-    for job in sdk_call(project.get_job_api(), "JobApi.get_jobs", _owner="jobs") or []:
-        name = sdk_attr(job, "Job", "name")
-        if not name.startswith(prefix):
-            continue
-        schedule = sdk_attr(job, "Job", "job_schedule")
-        out.append({
-            "name": name,
-            "schedule": None if schedule is None else sdk_attr(schedule, "JobSchedule", "cron_expression"),
-            "enabled": None if schedule is None else sdk_attr(schedule, "JobSchedule", "enabled"),
-        })
-    return out
+    return project.get_jobs().list(prefix)
 
 
 def run_definition(name: str, start: str | None, end: str | None, wait: bool) -> dict[str, Any]:
@@ -449,19 +409,8 @@ def run_definition(name: str, start: str | None, end: str | None, wait: bool) ->
 
 
 def run_job(project: Any, plan: dict[str, Any]) -> dict[str, Any]:
-    from feature_store.hopsworks.sdk_calls import sdk_call
-    from fstrain.kernel.errors import NotFoundError
-
-    owner = f"job '{plan['job']}'"
-    job = sdk_call(project.get_job_api(), "JobApi.get_job", plan["job"], _owner=owner)
-    if job is None:
-        raise NotFoundError(f"{owner} does not exist in Hopsworks. Deploy it with "
-                            "`fstrain jobs deploy CONFIG.yaml` or check `fstrain jobs list`.")
-    start = plan["start_time"] and datetime.fromisoformat(plan["start_time"])
-    end = plan["end_time"] and datetime.fromisoformat(plan["end_time"])
-    execution = sdk_call(job, "Job.run", await_termination=plan["await_termination"],
-                         start_time=start, end_time=end, _owner=owner)
-    return {**plan, "execution": str(execution)}
+    """Start the job of ``plan`` (from :func:`run_definition`) with its window."""
+    return project.get_jobs().run(plan)
 
 
 # -- command line ------------------------------------------------------------------------------

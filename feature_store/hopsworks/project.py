@@ -83,6 +83,12 @@ class HopsworksProject:
         """The SDK's job API (used by ``fstrain jobs``)."""
         return sdk_call(self._sdk, "Project.get_job_api", _owner=f"project '{self.name}'")
 
+    def get_jobs(self) -> Any:
+        """The project's job service (deploy, list and run fstrain's stages as jobs)."""
+        from feature_store.hopsworks.jobs import HopsworksJobs
+
+        return HopsworksJobs(self)
+
     def get_dataset_api(self) -> Any:
         """The SDK's dataset (file) API."""
         return sdk_call(self._sdk, "Project.get_dataset_api", _owner=f"project '{self.name}'")

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from feature_store.hopsworks.jobs import HopsworksJobs
 from fstrain.kernel.errors import ConfigError
 from pipelines import jobs
 from pipelines.jobs import jobs_app, to_quartz
@@ -240,6 +241,9 @@ class FakeProject:
 
     def get_dataset_api(self) -> FakeDatasetApi:
         return FakeDatasetApi(self.log)
+
+    def get_jobs(self) -> HopsworksJobs:
+        return HopsworksJobs(self)
 
 
 def test_deploy_uploads_the_entry_script_then_upserts_jobs_and_schedules(tmp_path):
