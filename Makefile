@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.fstrain-installed
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast check-architecture bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The layers and the contracts alone (pyproject.toml: [tool.importlinter], [tool.mypy]);
+# `make test` runs them too, as tests/test_architecture.py.
+check-architecture: $(STAMP)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)

@@ -66,3 +66,24 @@ def test_point_in_time_join_is_written_once():
         if re.search(r"ASOF (LEFT )?JOIN", path.read_text())
     ]
     assert [str(h) for h in hits] == ["feature_store/local/pit.py"]
+
+
+def test_import_contracts_hold():
+    """The import-linter contracts in pyproject.toml (layers, backends apart, pipelines last)."""
+    import subprocess
+    import sys
+
+    linter = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(linter), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "0 broken" in done.stdout
+
+
+def test_both_backends_satisfy_the_contracts_for_the_type_checker():
+    """mypy proves tests/typing/conformance.py: each backend class implements the protocols."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
