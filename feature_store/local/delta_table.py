@@ -62,6 +62,21 @@ def _quote(column: str) -> str:
     return f'"{column}"'
 
 
+def key_predicate(data: pa.Table, keys: Sequence[str]) -> str:
+    """The merge predicate matching target rows ``t`` to source rows ``s`` on ``keys``.
+
+    A key column with nulls in ``data`` (a nullable partition key) compares null-safe, so a
+    null matches a null and re-inserting such a row replaces it instead of adding a copy.
+    """
+    parts = []
+    for k in keys:
+        if data.column(k).null_count:
+            parts.append(f"(t.{_quote(k)} IS NOT DISTINCT FROM s.{_quote(k)})")
+        else:
+            parts.append(f"(t.{_quote(k)} = s.{_quote(k)})")
+    return " AND ".join(parts)
+
+
 class DeltaFeatureTable:
     """Delta Lake storage of one feature group version."""
 
@@ -212,7 +227,7 @@ class DeltaFeatureTable:
                 elif not dt.file_uris():
                     write_deltalake(dt, data, mode="append")
                 else:
-                    predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+                    predicate = key_predicate(data, keys)
                     (
                         dt.merge(
                             source=data,
@@ -237,7 +252,7 @@ class DeltaFeatureTable:
     def delete_matching(self, keys_table: pa.Table, keys: Sequence[str]) -> int:
         """Delete rows whose ``keys`` match a row of ``keys_table``, in one commit."""
         dt = self.table()
-        predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+        predicate = key_predicate(keys_table, keys)
         dt.merge(
             source=keys_table, predicate=predicate, source_alias="s", target_alias="t"
         ).when_matched_delete().execute()

@@ -300,6 +300,7 @@ class FeatureStore(FeatureViewOperations):
                         "VALUES ('fg', ?, '', ?, ?)",
                         (fg_id, tag, dumps(value)),
                     )
+                _clear_orphan_table(table)
                 table.create(schema)
             else:
                 fg_id = int(row["id"])
@@ -373,3 +374,14 @@ class FeatureStore(FeatureViewOperations):
                 (fg_id, commit, stats["computed_at"], dumps(stats)),
             )
         return stats
+
+
+def _clear_orphan_table(table: DeltaFeatureTable) -> None:
+    """Remove a table folder that has no catalog row (a first insert killed between creating
+    the folder and committing the row). Called inside the catalog write transaction, so no
+    other process is creating the same group at this moment."""
+    if table.path.exists():
+        shutil.rmtree(table.path)
+        from feature_store.local.delta_table import forget_snapshots
+
+        forget_snapshots()

@@ -94,6 +94,6 @@ def _top_values(con: duckdb.DuckDBPyConnection, source_sql: str, column: str) ->
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and value != value:  # NaN → None keeps JSON valid
-        return None
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None  # NaN and ±inf → None keeps the stored JSON valid
     return value

@@ -64,6 +64,7 @@ class FeatureGroupWriter:
         else:
             target = fg._arrow_schema()
         table = schema_rules.conform(table, target, fg.owner)
+        schema_rules.check_finite(table, fg.owner)
 
         # ALWAYS writes regardless of the outcome, so its validation starts now and runs beside
         # the key checks and the Delta write (GX is pandas-bound; DuckDB and delta-rs release
