@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
-from pipelines.registry_cli import registry_app
 from pipelines.jobs import jobs_app
+from pipelines.registry_cli import registry_app
 
 app = typer.Typer(
     help="fstrain: feature-store-backed training pipelines (feature → training dataset → "
@@ -29,7 +29,6 @@ app = typer.Typer(
 app.add_typer(registry_app, name="registry")
 app.add_typer(jobs_app, name="jobs")
 
-EXIT_USER_ERROR = 2
 EXIT_VALIDATION_FAILED = 3
 
 
@@ -113,19 +112,9 @@ def _stages(total: int) -> Any:
 
 def _guard(func: Callable[[], Any]) -> Any:
     """Run a command body; user errors become one line on stderr and exit code 2."""
-    from pydantic import ValidationError
+    from pipelines.cli_errors import guarded
 
-    from fstrain.kernel.errors import FeatureStoreError
-    from pipelines.config_base import validation_message
-
-    try:
-        return func()
-    except (FeatureStoreError, ValidationError) as exc:
-        if OPTIONS.debug:
-            raise
-        message = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
-        _console().print(f"[red]error:[/red] {message}", markup=True, highlight=False)
-        raise typer.Exit(EXIT_USER_ERROR) from None
+    return guarded(func, debug=OPTIONS.debug)
 
 
 def _emit(payload: dict[str, Any], human: str) -> None:

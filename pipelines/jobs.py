@@ -35,14 +35,13 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fstrain.kernel.errors import ConfigError, FeatureStoreError
+from fstrain.kernel.errors import ConfigError
 from pipelines.config_base import validation_message
 
 STAGES = ("features", "dataset", "train", "validate")
 ENTRY_SCRIPT = "fstrain_job.py"
 JOBS_DIR = "Resources/jobs"
 DEFAULT_ENVIRONMENT = "python-feature-pipeline"
-EXIT_USER_ERROR = 2
 
 #: ``@alias`` → Quartz cron (seconds minutes hours day-of-month month day-of-week year).
 CRON_ALIASES = {
@@ -424,11 +423,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the job definitio
 
 
 def _guard(func: Any) -> None:
-    try:
-        func()
-    except FeatureStoreError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(EXIT_USER_ERROR) from None
+    from pipelines.cli_errors import guarded
+
+    guarded(func)
 
 
 def _connect() -> Any:

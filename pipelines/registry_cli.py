@@ -316,5 +316,6 @@ def _print_show(payload: dict[str, Any]) -> None:
 
 
 def _fail(exc: Exception) -> NoReturn:
-    typer.echo(f"Error: {exc}", err=True)
-    raise typer.Exit(code=1)
+    from pipelines.cli_errors import fail
+
+    fail(exc)

@@ -92,10 +92,11 @@ def test_show_latest_as_table(store):
     ("ref", "message"),
     [("fraud:9", "has no version 9"), ("frod", "Did you mean 'fraud'"), ("fraud:x", "VERSION")],
 )
-def test_show_errors_exit_1(store, ref, message):
+def test_show_errors_exit_2_with_one_line(store, ref, message):
     result = runner.invoke(registry_app, ["show", ref, "--root", str(store)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert message in result.output
+    assert result.output.startswith("error: ") and "Traceback" not in result.output
 
 
 def test_summarize_scorecard_keeps_scalars():
