@@ -8,7 +8,6 @@ commit id is the Delta table version.
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -522,13 +521,6 @@ def _statistics_config(config: bool | dict[str, Any] | None) -> dict[str, Any]:
     )
 
 
-def hops_window_default(start_time: Any, end_time: Any) -> tuple[Any, Any]:
-    """Apply the ``HOPS_START_TIME``/``HOPS_END_TIME`` defaults when no window is given."""
-    if start_time is None and end_time is None:
-        return os.environ.get("HOPS_START_TIME") or None, os.environ.get("HOPS_END_TIME") or None
-    return start_time, end_time
-
-
 def warn_default_version(kind: str, name: str) -> None:
     """Hopsworks warns and uses version 1 when no version is given."""
     warnings.warn(
@@ -538,4 +530,4 @@ def warn_default_version(kind: str, name: str) -> None:
     )
 
 
-__all__ = ["FeatureGroup", "convert_result", "hops_window_default", "utc_now"]
+__all__ = ["FeatureGroup", "convert_result", "utc_now"]

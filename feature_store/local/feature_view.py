@@ -534,15 +534,13 @@ class FeatureView(TaggedEntity):
         Transformations use the statistics of ``training_dataset_version`` (default: the one
         given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
-        from feature_store.local.feature_group import (
-            convert_result,
-            hops_window_default,
-        )
+        from feature_store.local.feature_group import convert_result
+        from fstrain.kernel.window import scheduler_bounds
 
         self._require_saved()
         if spine is not None:
             raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
-        start_time, end_time = hops_window_default(start_time, end_time)
+        start_time, end_time = scheduler_bounds(start_time, end_time)
         frame = self.query.read(start_time=start_time, end_time=end_time)
         stats: dict[str, Any] = {}
         if transformed and self.transformation_functions:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
@@ -281,17 +281,15 @@ class Query:
     ) -> Any:
         """Run the query. ``start_time``/``end_time`` bound the root event time, ``[start, end)``;
         when both are omitted ``HOPS_START_TIME``/``HOPS_END_TIME`` apply (Hopsworks 5)."""
-        from feature_store.local.feature_group import (
-            convert_result,
-            hops_window_default,
-        )
+        from feature_store.local.feature_group import convert_result
+        from fstrain.kernel.window import scheduler_bounds
 
         if online:
             raise InvalidArgumentError(
                 "read(online=True) needs an online store; the local backend has only the "
                 "offline store. Use online=False."
             )
-        start_time, end_time = hops_window_default(start_time, end_time)
+        start_time, end_time = scheduler_bounds(start_time, end_time)
         return convert_result(self.to_arrow(start_time, end_time), dataframe_type)
 
     def to_arrow(self, start_time: Any = None, end_time: Any = None) -> pa.Table:

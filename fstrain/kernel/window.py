@@ -8,6 +8,7 @@ otherwise the run covers everything.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +36,21 @@ class Window:
         return f"[{start}, {end})"
 
 
-def resolve_window(start: Any = None, end: Any = None, *, environ: dict[str, str] | None = None) -> Window:
-    """The run window: arguments, else ``HOPS_START_TIME``/``HOPS_END_TIME``, else unbounded."""
+def scheduler_bounds(start: Any = None, end: Any = None, *,
+                     environ: Mapping[str, str] | None = None) -> tuple[Any, Any]:
+    """``(start, end)`` as given, or ``HOPS_START_TIME``/``HOPS_END_TIME`` when both are omitted.
+
+    The values are returned as they are (strings from the environment are not parsed), so a
+    caller can parse them with its own rule and error message.
+    """
     env = os.environ if environ is None else environ
     if start in (None, "") and end in (None, ""):
-        start, end = env.get("HOPS_START_TIME") or None, env.get("HOPS_END_TIME") or None
+        return env.get("HOPS_START_TIME") or None, env.get("HOPS_END_TIME") or None
+    return start, end
+
+
+def resolve_window(start: Any = None, end: Any = None, *,
+                   environ: Mapping[str, str] | None = None) -> Window:
+    """The run window: arguments, else ``HOPS_START_TIME``/``HOPS_END_TIME``, else unbounded."""
+    start, end = scheduler_bounds(start, end, environ=environ)
     return Window(to_utc(start, what="start"), to_utc(end, what="end"))
