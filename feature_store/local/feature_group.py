@@ -237,9 +237,13 @@ class FeatureGroup(TaggedEntity):
         self._store._refresh_features(self, descriptions=dict(descriptions))
         return self
 
-    def delete(self) -> None:
-        """Drop the feature group: its table, metadata, tags, reports and statistics."""
-        self._store._drop_feature_group(self)
+    def delete(self, force: bool = False) -> None:
+        """Drop the feature group: its table, metadata, tags, reports and statistics.
+
+        Refused while a feature view reads the group (the error names the views) unless
+        ``force=True``, which leaves those views unreadable.
+        """
+        self._store._drop_feature_group(self, force=force)
 
     # -- reading -----------------------------------------------------------------------------
 

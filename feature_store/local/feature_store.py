@@ -323,8 +323,15 @@ class FeatureStore(FeatureViewOperations):
         for f in features:
             f.feature_group = fg
 
-    def _drop_feature_group(self, fg: FeatureGroup) -> None:
+    def _drop_feature_group(self, fg: FeatureGroup, *, force: bool = False) -> None:
         fg_id = fg._require_saved()
+        views = self._views_reading(fg.name, fg.version)
+        if views and not force:
+            raise InvalidArgumentError(
+                f"{fg.owner} is read by feature view(s) {', '.join(views)}; deleting it would "
+                "strand them and their training datasets. Delete those views first, or call "
+                "fg.delete(force=True)."
+            )
         with self._catalog.transaction() as conn:
             for table in ("validation_reports", "statistics"):
                 conn.execute(f"DELETE FROM {table} WHERE fg_id=?", (fg_id,))

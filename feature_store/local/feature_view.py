@@ -244,6 +244,7 @@ class FeatureView(TaggedEntity):
         from feature_store.core.seeds import draw_seed
 
         self._require_saved()
+        self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
         return self._td.create(
@@ -409,6 +410,7 @@ class FeatureView(TaggedEntity):
 
     def _get(self, version: int, expected: tuple[str, ...], call: str, **flags: Any) -> tuple[Any, ...]:
         self._require_saved()
+        self._check_read_guarantees()
         td = self._td.get(version)
         if tuple(td.splits) != expected:
             kinds = {("train",): "get_training_data", _SPLIT_NAMES_2: "get_train_test_split",
@@ -538,6 +540,7 @@ class FeatureView(TaggedEntity):
         from fstrain.kernel.window import scheduler_bounds
 
         self._require_saved()
+        self._check_read_guarantees()
         if spine is not None:
             raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
         start_time, end_time = scheduler_bounds(start_time, end_time)
@@ -583,10 +586,19 @@ class FeatureView(TaggedEntity):
 
     def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
         """The inference helper columns for ``[start_time, end_time)``."""
+        self._check_read_guarantees()
         frame = self.query.read(start_time=start_time, end_time=end_time)
         return frame[self.inference_helper_columns]
 
     # -- lifecycle ------------------------------------------------------------------
+
+    def _check_read_guarantees(self) -> None:
+        """Tags can be added after the view exists: prohibited tags are checked at every read,
+        not only at creation, so a feature tagged e.g. ``pii`` later never reaches the data."""
+        if self.prohibited_tags:
+            from feature_store.local.feature_view_operations import check_prohibited
+
+            check_prohibited(self)
 
     def _require_saved(self) -> int:
         if self.id is None:

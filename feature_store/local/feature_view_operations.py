@@ -163,6 +163,14 @@ class FeatureViewOperations:
             label_fill_values=spec.get("label_fill_values", {}), fv_id=row["id"],
         )
 
+    def _views_reading(self, name: str, version: int) -> list[str]:
+        """``name vN`` of every feature view whose query reads feature group ``name`` v``version``."""
+        hits = []
+        for row in self._catalog.query("SELECT name, version, spec FROM feature_views ORDER BY name, version"):
+            if (name, version) in _groups_of(loads(row["spec"])["query"]):
+                hits.append(f"'{row['name']}' v{row['version']}")
+        return hits
+
     def _drop_feature_view(self, fv: Any) -> None:
         fv_id = fv._require_saved()
         fv.delete_all_training_datasets()
@@ -170,6 +178,24 @@ class FeatureViewOperations:
             conn.execute("DELETE FROM tags WHERE entity_type='fv' AND entity_id=?", (fv_id,))
             conn.execute("DELETE FROM feature_views WHERE id=?", (fv_id,))
         fv.id = None
+
+
+def _groups_of(query: dict[str, Any]) -> set[tuple[str, int]]:
+    """Every (name, version) a stored query reads: its root, joined sub-queries and filters."""
+    ref = query["left_feature_group"]
+    out = {(ref["name"], int(ref["version"]))}
+    for join in query.get("joins", []):
+        out |= _groups_of(join["query"])
+    stack = [query.get("filter")]
+    while stack:
+        f = stack.pop()
+        if not f:
+            continue
+        if "logic" in f:
+            stack += [f["left"], f["right"]]
+        elif f.get("feature_group"):
+            out.add((f["feature_group"]["name"], int(f["feature_group"]["version"])))
+    return out
 
 
 def _as_list(value: Any) -> list[str]:
@@ -210,10 +236,11 @@ def _validate_feature_view(fv: Any) -> None:
 
         validate_transformations(fv.transformation_functions, columns)
     if fv.prohibited_tags:
-        _check_prohibited(fv)
+        check_prohibited(fv)
 
 
-def _check_prohibited(fv: Any) -> None:
+def check_prohibited(fv: Any) -> None:
+    """Refuse a view one of whose features comes from a group or feature with a prohibited tag."""
     prohibited = set(fv.prohibited_tags)
     exempt = set(fv.training_helper_columns) | set(fv.inference_helper_columns)
     for feature in fv.features:

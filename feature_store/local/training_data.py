@@ -13,7 +13,9 @@ catalog transaction that allocates the version, so a failed or killed create lea
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,38 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
+_STAGING = ".staging-"
+_STALE_STAGING_S = 3600.0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_staging(folder: Path) -> list[Path]:
+    """Remove staging folders of creates that were killed: their process is gone, or (older
+    folders without a process id) they are more than an hour old. Returns what was removed."""
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for entry in folder.iterdir():
+        if not entry.name.startswith(_STAGING) or not entry.is_dir():
+            continue
+        owner = entry.name[len(_STAGING):].split("-", 1)[0]
+        if owner.isdigit() and "-" in entry.name[len(_STAGING):]:
+            stale = int(owner) != os.getpid() and not _pid_alive(int(owner))
+        else:
+            stale = time.time() - entry.stat().st_mtime > _STALE_STAGING_S
+        if stale:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
@@ -94,6 +128,8 @@ class TrainingDataStore:
             )
         td = TrainingDataset.from_dict(loads(row["metadata"]))
         td.state = row["state"]
+        if td.location and not Path(td.location).is_absolute():
+            td.location = str(self.fv._store.root / td.location)  # stored relative to the store
         return td
 
     def all(self) -> list[TrainingDataset]:
@@ -259,7 +295,7 @@ class TrainingDataStore:
                     if final.exists():  # orphan of a create killed after its rename
                         shutil.rmtree(final)
                     staging.rename(final)
-                    metadata["location"] = str(final)
+                    metadata["location"] = str(final.relative_to(self.fv._store.root))
                 conn.execute(
                     "INSERT INTO training_datasets (fv_id, version, state, metadata, created_at) "
                     "VALUES (?, ?, 'ok', ?, ?)",
@@ -269,14 +305,15 @@ class TrainingDataStore:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
                 if "location" in metadata:
-                    shutil.rmtree(metadata["location"], ignore_errors=True)
+                    shutil.rmtree(self.fv._store.root / metadata["location"], ignore_errors=True)
             raise
         return version, splits, converted
 
     def _stage(self, splits: dict[str, pa.Table], data_format: str) -> Path:
         """Write the splits into a fresh staging folder (renamed into place on commit)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        staging = self.root / f".staging-{uuid.uuid4().hex}"
+        clean_stale_staging(self.root)
+        staging = self.root / f"{_STAGING}{os.getpid()}-{uuid.uuid4().hex}"
         staging.mkdir()
         try:
             for name, part in splits.items():
@@ -300,9 +337,11 @@ class TrainingDataStore:
                     f"v{self.fv.version} was purged. Call fv.recreate_training_dataset({version})."
                 )
             splits = {
-                name: _read_split(Path(td.location) / f"{name}.{td.data_format}", td.data_format, td.columns)
+                name: _read_split(Path(td.location) / f"{name}.{td.data_format}", td.data_format,
+                                  td.columns, self._owner(version))
                 for name in td.splits
             }
+            verify = True  # a file changed on disk must never reach training silently
         else:
             spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
             extra = self.fv._filter_from_dict(td.extra_filter)
@@ -314,6 +353,10 @@ class TrainingDataStore:
         if verify:
             self.verify(td, splits)
         return td, splits
+
+    def _owner(self, version: int) -> str:
+        return (f"training dataset version {version} of feature view '{self.fv.name}' "
+                f"v{self.fv.version}")
 
     def verify(self, td: TrainingDataset, splits: dict[str, pa.Table]) -> None:
         """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
@@ -359,7 +402,7 @@ class TrainingDataStore:
         self.verify(td, splits)
         if td.type != "MATERIALIZED":
             return
-        staging = self.root / f".staging-{uuid.uuid4().hex}"
+        staging = self.root / f"{_STAGING}{os.getpid()}-{uuid.uuid4().hex}"
         staging.mkdir(parents=True)
         for name, part in splits.items():
             _write_split(part, staging / f"{name}.{td.data_format}", td.data_format)
@@ -439,19 +482,34 @@ def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
     return pa.schema([pa.field(c["name"], parse(c["type"])) for c in columns])
 
 
-def _read_split(path: Path, data_format: str, columns: list[dict[str, str]]) -> pa.Table:
+def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str) -> pa.Table:
+    """One split file as Arrow; a missing or unreadable file is an :class:`IntegrityError`."""
+    import pyarrow as pa
+
+    if not path.exists():
+        raise IntegrityError(f"{owner}: file {path} is missing.")
+    try:
+        return _parse_split(path, data_format, _arrow_schema(columns))
+    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+        raise IntegrityError(
+            f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
+            f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
+        ) from exc
+
+
+def _parse_split(path: Path, data_format: str, schema: pa.Schema) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not path.exists():
-        raise IntegrityError(f"training dataset file {path} is missing.")
-    schema = _arrow_schema(columns)
     if data_format == "parquet":
         table = pq.read_table(path)
     elif data_format == "csv":
         import pyarrow.csv as pacsv
 
-        table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=schema))
+        # an unquoted empty field is a null, a quoted one the empty string (as written)
+        options = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
+                                       quoted_strings_can_be_null=False)
+        table = pacsv.read_csv(path, convert_options=options)
     else:
         with open(path, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
