@@ -7,6 +7,12 @@ an unreachable, firewalled or mistyped host fails in at most ``timeout`` seconds
 hanging or printing a ``requests`` traceback. Missing settings raise
 :class:`~fstrain.kernel.errors.ConfigError` before anything connects, so the SDK never falls back
 to Hopsworks SaaS or prompts for an API key on a scheduled job.
+
+Inside a Hopsworks job or notebook (``REST_ENDPOINT`` set by the cluster) the SDK authenticates
+from the job's own environment: ``REST_ENDPOINT``, ``HOPSWORKS_PROJECT_ID``, the project name
+(``HOPSWORKS_PROJECT_NAME``, else the ``HADOOP_USER_NAME`` prefix), the job's JWT
+(``$SECRETS_DIR/token.jwt``, else ``$SECRETS_DIR/api.key``) and the project certificates. There
+:func:`login` needs no ``HOPSWORKS_HOST`` or API key; see :func:`in_hopsworks_job`.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 from feature_store.hopsworks.project import HopsworksProject
 from feature_store.hopsworks.sdk_calls import sdk_call
@@ -25,6 +32,42 @@ _CHECK = (
     "Check HOPSWORKS_HOST/HOPSWORKS_PORT (or host=/port=), that the cluster is up and that this "
     "machine can reach it (VPN, firewall, proxy)."
 )
+
+
+#: What the cluster sets in a job's environment (read by ``hopsworks_common.client.hopsworks``).
+JOB_ENDPOINT = "REST_ENDPOINT"
+JOB_PROJECT_ID = "HOPSWORKS_PROJECT_ID"
+JOB_PROJECT_NAME = "HOPSWORKS_PROJECT_NAME"
+
+
+def in_hopsworks_job() -> bool:
+    """True inside a Hopsworks job or notebook (the cluster sets ``REST_ENDPOINT``)."""
+    return bool(os.environ.get(JOB_ENDPOINT))
+
+
+def _job_settings(project: str | None) -> tuple[str, int, str | None]:
+    """``(host, port, project)`` of the job's own cluster, from the job's environment."""
+    from urllib.parse import urlsplit
+
+    endpoint = os.environ[JOB_ENDPOINT]
+    if not os.environ.get(JOB_PROJECT_ID):
+        raise ConfigError(
+            f"{JOB_ENDPOINT}={endpoint!r} is set (a Hopsworks job environment) but "
+            f"{JOB_PROJECT_ID} is not: the SDK authenticates a job from both. Run fstrain as a "
+            "Hopsworks job, or unset REST_ENDPOINT to log in with HOPSWORKS_HOST and an API key."
+        )
+    parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    if not parts.hostname:
+        raise ConfigError(f"{JOB_ENDPOINT} must be a URL such as https://host:8181. Got "
+                          f"{endpoint!r} instead.")
+    job_project = os.environ.get(JOB_PROJECT_NAME) or None
+    if project is not None and job_project is not None and project != job_project:
+        raise ConfigError(
+            f"this Hopsworks job runs in project {job_project!r}; it cannot log in to project "
+            f"{project!r}. Deploy the job in {project!r} (fstrain jobs deploy --project "
+            f"{project}) or drop the project setting."
+        )
+    return parts.hostname, parts.port or DEFAULT_PORT, job_project or project
 
 
 def _settings(
@@ -107,25 +150,33 @@ def login(
         hostname_verification: verify the cluster's TLS certificate.
         engine: the SDK engine; ``"python"`` (no Spark) by default.
 
+    Inside a Hopsworks job (``REST_ENDPOINT`` set, no ``host=`` passed) the job's own
+    credentials are used and ``HOPSWORKS_HOST``/API key are not needed.
+
     Raises:
-        ConfigError: host or API key missing, API key file absent, bad port.
+        ConfigError: host or API key missing, API key file absent, bad port; in a job: the
+            job's project id missing, or another project asked for.
         BackendError: the host cannot be reached, or Hopsworks refused the login.
     """
-    host, port_number, project, api_key_value, key_file = _settings(
-        host, port, project, api_key_value, api_key_file
-    )
     wait = float(timeout if timeout is not None
                  else os.environ.get("HOPSWORKS_LOGIN_TIMEOUT") or DEFAULT_TIMEOUT_S)
-    _probe(host, port_number, wait)
+    if host is None and in_hopsworks_job():
+        host, port_number, project = _job_settings(project or os.environ.get("HOPSWORKS_PROJECT"))
+        _probe(host, port_number, wait)
+        call: dict[str, Any] = {"hostname_verification": hostname_verification, "engine": engine}
+    else:
+        host, port_number, project, api_key_value, key_file = _settings(
+            host, port, project, api_key_value, api_key_file
+        )
+        _probe(host, port_number, wait)
+        call = {"host": host, "port": port_number, "project": project,
+                "api_key_value": api_key_value, "api_key_file": key_file,
+                "hostname_verification": hostname_verification, "engine": engine}
     import hopsworks
 
     try:
-        sdk_project = sdk_call(
-            hopsworks, "hopsworks.login", host=host, port=port_number, project=project,
-            api_key_value=api_key_value, api_key_file=key_file,
-            hostname_verification=hostname_verification, engine=engine,
-            _owner=f"Hopsworks at {host}:{port_number}",
-        )
+        sdk_project = sdk_call(hopsworks, "hopsworks.login", **call,
+                               _owner=f"Hopsworks at {host}:{port_number}")
     except FeatureStoreError as exc:
         cause = exc.__cause__
         if cause is not None and _is_network(cause):
@@ -157,4 +208,4 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-__all__ = ["login"]
+__all__ = ["in_hopsworks_job", "login"]

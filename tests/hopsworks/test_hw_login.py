@@ -20,7 +20,8 @@ CLOSED = ("127.0.0.1", 1)  # nothing listens on port 1: connection refused
 @pytest.fixture(autouse=True)
 def _no_hopsworks_env(monkeypatch):
     for var in ("HOPSWORKS_HOST", "HOPSWORKS_PORT", "HOPSWORKS_PROJECT", "HOPSWORKS_API_KEY",
-                "HOPSWORKS_API_KEY_FILE", "HOPSWORKS_LOGIN_TIMEOUT", "REST_ENDPOINT"):
+                "HOPSWORKS_API_KEY_FILE", "HOPSWORKS_LOGIN_TIMEOUT", "REST_ENDPOINT",
+                "HOPSWORKS_PROJECT_ID", "HOPSWORKS_PROJECT_NAME"):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -105,6 +106,37 @@ def test_cli_reports_one_clean_line_and_exit_2(monkeypatch):
     assert result.exit_code == 2
     assert "cannot reach Hopsworks at 127.0.0.1:1" in result.output
     assert "Traceback" not in result.output
+
+
+def test_inside_a_job_the_cli_logs_in_without_hopsworks_host(monkeypatch):
+    """A Hopsworks job has REST_ENDPOINT and the project id, no HOPSWORKS_HOST or API key: the
+    login goes to the job's endpoint (here closed) instead of failing for lack of a host."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    monkeypatch.setenv("REST_ENDPOINT", "https://127.0.0.1:1")
+    monkeypatch.setenv("HOPSWORKS_PROJECT_ID", "119")
+    monkeypatch.setenv("HOPSWORKS_PROJECT_NAME", "fraud")
+    monkeypatch.setenv("HOPSWORKS_LOGIN_TIMEOUT", "2")
+    result = CliRunner().invoke(app, ["features", "ccfraud", "--backend", "hopsworks"])
+    assert "needs a host" not in result.output
+    assert "cannot reach Hopsworks at 127.0.0.1:1" in result.output
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs", "message"),
+    [
+        ({"REST_ENDPOINT": "https://h:8181"}, {}, "HOPSWORKS_PROJECT_ID is not"),
+        ({"REST_ENDPOINT": "https://h:8181", "HOPSWORKS_PROJECT_ID": "1",
+          "HOPSWORKS_PROJECT_NAME": "fraud"}, {"project": "other"}, "runs in project 'fraud'"),
+    ],
+)
+def test_job_environment_errors_are_config_errors(monkeypatch, env, kwargs, message):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError, match=message):
+        feature_store.login(backend="hopsworks", **kwargs)
 
 
 def test_import_feature_store_does_not_import_the_sdk():
