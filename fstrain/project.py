@@ -48,10 +48,24 @@ def login(
                 f"login(backend='local') does not take {sorted(hopsworks_options)}; "
                 "those options are for backend='hopsworks'."
             )
+        _require_local_engine()
         return Project(resolve_root(root))
     if chosen == "hopsworks":
         return _hopsworks_project(root, hopsworks_options)
     raise ConfigError(f"login(): backend must be one of {BACKENDS}. Got {chosen!r} instead.")
+
+
+def _require_local_engine() -> None:
+    """The embedded store needs the ``local`` extra (a Hopsworks job environment lacks it)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("deltalake", "duckdb") if find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"login(backend='local') needs {' and '.join(missing)}, which this environment "
+            "lacks. Install the embedded store with `pip install 'fstrain[local]'`, or use "
+            "backend='hopsworks' (a Hopsworks job environment installs fstrain without them)."
+        )
 
 
 def _hopsworks_project(root: str | os.PathLike[str] | None, options: dict[str, Any]) -> Any:

@@ -3,24 +3,42 @@
 One YAML file names a use case, its stages, their schedules and resources::
 
     use_case: ccfraud
-    project: fraud                       # Hopsworks project (default $HOPSWORKS_PROJECT)
-    environment: python-feature-pipeline # Python environment the jobs run in
+    project: fraud                       # Hopsworks project (--project, else $HOPSWORKS_PROJECT)
+    environment: fstrain-pipeline        # the jobs' Python environment (created if missing ...)
+    base_environment: python-feature-pipeline  # ... by cloning this one
+    install: wheel                       # wheel | requirements | none
     schedule: "@daily"                   # default for every stage
     resources: {memory: 2048, cores: 1, gpus: 0}
     stages:
       features: {schedule: "@hourly", args: {policy: strict}}
       dataset:  {schedule: "@weekly"}
       train:    {schedule: "@weekly", args: {training_dataset_version: latest}}
-      validate: {schedule: null}         # unscheduled: run by hand or by a trigger
+      validate: {schedule: null}         # runs inside the train job, on the model it registered
 
-``deploy`` creates or updates (Hopsworks' ``create_job`` is a PUT upsert) one ``PYTHON`` job per
-stage, named ``<prefix>_<stage>``, whose ``appPath`` is the uploaded entry script
-``hdfs:///Projects/<project>/Resources/jobs/fstrain_job.py`` and whose ``defaultArgs`` are the
-``fstrain <stage> ...`` arguments, then sets its Quartz schedule (seconds first, e.g.
-``"0 0 * ? * * *"``; ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yearly`` are accepted).
+``deploy`` (1) uploads the entry script ``fstrain_job.py`` into ``Resources/jobs``; (2) installs
+fstrain into the environment through the SDK's environment API (``install: wheel`` uploads the
+wheel given with ``--wheel``, else one built from the source checkout, and calls
+``Environment.install_wheel``; ``install: requirements`` uploads ``requirements:`` and calls
+``install_requirements``; see :mod:`pipelines.job_install`); (3) creates or updates
+(``create_job`` is a PUT upsert) one ``PYTHON`` job per stage, named ``<prefix>_<stage>``, whose
+``defaultArgs`` are the stage's ``fstrain`` arguments, and sets its Quartz schedule (seconds first,
+e.g. ``"0 0 * ? * * *"``; ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yearly`` accepted).
+
+**Stages hand exact refs on.** With both ``train`` and ``validate`` in the config, the train
+job runs the validation right after training, in the same job run, on the exact ``NAME:VERSION``
+the training registered (the arguments read ``train ... --then validate {model} ...``; ``{model}``
+is filled from the training's result). So validation never picks "the latest model by clock",
+and a failed validation (exit 3) fails the train job's execution. The ``validate`` job is still
+created, unscheduled, to re-validate a given version by hand
+(``fstrain jobs run <prefix>_validate --args "validate NAME:VERSION ..."``); without a version it
+refuses to run. ``training_dataset_version: latest`` is resolved when the job runs to the newest
+version whose creation completed (a version whose materialization job failed is skipped).
+
 Job arguments never fix ``--start``/``--end``: every stage reads its window from
 ``HOPS_START_TIME``/``HOPS_END_TIME``, which the scheduler sets per run and ``run --start --end``
-sets for a backfill. ``--dry-run`` prints the definitions as JSON without connecting.
+sets for a backfill. ``--dry-run`` prints, without connecting, the shell commands that do what
+each job does (``fstrain jobs exec ...``, pasteable with ``HOPSWORKS_*`` set); ``--json`` prints
+the job definitions instead.
 """
 
 from __future__ import annotations
@@ -41,7 +59,12 @@ from pipelines.config_base import validation_message
 STAGES = ("features", "dataset", "train", "validate")
 ENTRY_SCRIPT = "fstrain_job.py"
 JOBS_DIR = "Resources/jobs"
-DEFAULT_ENVIRONMENT = "python-feature-pipeline"
+DEFAULT_ENVIRONMENT = "fstrain-pipeline"
+BASE_ENVIRONMENT = "python-feature-pipeline"
+#: Separates chained stages in one job's arguments; ``{model}`` is the previous stage's model.
+THEN = "--then"
+MODEL_PLACEHOLDER = "{model}"
+EXIT_USER_ERROR = 2
 
 #: ``@alias`` → Quartz cron (seconds minutes hours day-of-month month day-of-week year).
 CRON_ALIASES = {
@@ -206,6 +229,9 @@ class JobsConfig(BaseModel):
     use_case: str
     project: str | None = None
     environment: str = DEFAULT_ENVIRONMENT
+    base_environment: str = BASE_ENVIRONMENT
+    install: Literal["wheel", "requirements", "none"] = "wheel"
+    requirements: Path | None = None
     schedule: str | None = None
     schedule_start: datetime | None = None
     resources: Resources = Field(default_factory=Resources)
@@ -229,9 +255,18 @@ class JobsConfig(BaseModel):
             raise ValueError(f"job_prefix must match [A-Za-z0-9_]+. Got {value!r} instead")
         return value
 
+    @property
+    def prefix(self) -> str:
+        """Job names are ``<prefix>_<stage>``."""
+        return self.job_prefix or f"fstrain_{self.use_case}"
+
 
 def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
-    """Read and validate a jobs YAML file (errors name the file and the field)."""
+    """Read and validate a jobs YAML file (errors name the file and the field).
+
+    The project is ``project`` (``--project``), else the YAML's ``project:``, else
+    ``$HOPSWORKS_PROJECT``; a relative ``requirements:`` is relative to the YAML file.
+    """
     import os
 
     import yaml
@@ -254,39 +289,23 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
     if config.project is None and config.app_path is None:
         raise ConfigError(
             f"jobs config '{path}': missing field 'project' (the Hopsworks project whose "
-            "Resources/jobs folder holds the entry script). Add `project: <name>` or set "
-            "HOPSWORKS_PROJECT."
+            "Resources/jobs folder holds the entry script). Add `project: <name>`, pass "
+            "--project or set HOPSWORKS_PROJECT."
         )
+    if config.install == "requirements":
+        if config.requirements is None:
+            raise ConfigError(f"jobs config '{path}': install: requirements needs "
+                              "`requirements: path/to/requirements.txt` (a file naming fstrain).")
+        if not config.requirements.is_absolute():
+            config.requirements = Path(path).resolve().parent / config.requirements
     return config
 
 
 # -- job definitions ---------------------------------------------------------------------------
 
 
-def _cli_args(stage: str, use_case: str, args: dict[str, Any]) -> list[str]:
-    """``fstrain <stage> ...`` arguments (without ``fstrain``)."""
-    from feature_views import get_use_case
-
-    args = dict(args)
-    if stage == "validate":
-        model = args.pop("model_name", None) or get_use_case(use_case).registry_model_name
-        version = args.pop("version", None)
-        out = [stage, f"{model}:{version}" if version not in (None, "latest") else model]
-    else:
-        out = [stage, use_case]
-    if stage == "train":
-        version = args.pop("training_dataset_version", None)
-        if version is None:
-            raise ConfigError(
-                "jobs config: stage 'train' needs args.training_dataset_version (a number, or "
-                "'latest' for the newest version when the job runs)."
-            )
-        if version != "latest" and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
-            raise ConfigError(
-                "jobs config: stages.train.args.training_dataset_version must be a positive "
-                f"integer or 'latest'. Got {version!r} instead."
-            )
-        out += ["--training-dataset-version", str(version)]
+def _flags(stage: str, args: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     for key, value in args.items():
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
@@ -298,34 +317,102 @@ def _cli_args(stage: str, use_case: str, args: dict[str, Any]) -> list[str]:
             raise ConfigError(f"jobs config: stages.{stage}.args.{key} must be a scalar or a list.")
         elif value is not None:
             out += [flag, str(value)]
-    return [*out, "--backend", "hopsworks", "--json"]
+    return out
+
+
+def _validate_args(use_case: str, args: dict[str, Any], *, chained: bool) -> list[str]:
+    """``validate NAME:VERSION ...`` (``{model}`` when chained after train)."""
+    from feature_views import get_use_case
+
+    args = dict(args)
+    model = args.pop("model_name", None) or get_use_case(use_case).registry_model_name
+    version = args.pop("version", None)
+    if chained:
+        if version is not None:
+            raise ConfigError(
+                "jobs config: stages.validate.args.version cannot be set when the config has a "
+                "train stage: validation runs on the version that training registers."
+            )
+        ref = model  # the validate job itself refuses to run until given NAME:VERSION
+    elif isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        ref = f"{model}:{version}"
+    else:
+        raise ConfigError(
+            "jobs config: stage 'validate' without a train stage needs args.version (a "
+            f"positive integer; validating 'the latest' model is not supported). Got "
+            f"{version!r} instead."
+        )
+    return ["validate", ref, *_flags("validate", args)]
+
+
+def _cli_args(stage: str, use_case: str, args: dict[str, Any]) -> list[str]:
+    """``<stage> ...`` arguments of the ``fstrain`` CLI for a non-validate stage."""
+    args = dict(args)
+    out = [stage, use_case]
+    if stage == "train":
+        version = args.pop("training_dataset_version", None)
+        if version is None:
+            raise ConfigError(
+                "jobs config: stage 'train' needs args.training_dataset_version (a number, or "
+                "'latest' for the newest completed version when the job runs)."
+            )
+        if version != "latest" and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+            raise ConfigError(
+                "jobs config: stages.train.args.training_dataset_version must be a positive "
+                f"integer or 'latest'. Got {version!r} instead."
+            )
+        out += ["--training-dataset-version", str(version)]
+    return out + _flags(stage, args)
+
+
+def _backend(args: list[str]) -> list[str]:
+    return [*args, "--backend", "hopsworks", "--json"]
+
+
+def _schedule(config: JobsConfig, stage: str, st: StageConfig) -> dict[str, Any] | None:
+    source = config.schedule if st.schedule == "inherit" else st.schedule
+    if source is None:
+        return None
+    try:
+        cron = to_quartz(source)
+    except ConfigError as exc:
+        raise ConfigError(f"jobs config: stages.{stage}.schedule: {exc}") from None
+    return {"cron_expression": cron, "source": source,
+            "start_time": None if config.schedule_start is None
+            else config.schedule_start.isoformat()}
 
 
 def job_definitions(config: JobsConfig) -> list[dict[str, Any]]:
-    """One job definition per stage: name, PYTHON job config, schedule (or None)."""
-    prefix = config.job_prefix or f"fstrain_{config.use_case}"
+    """One job definition per stage: name, PYTHON job config, schedule (or None), and the
+    pasteable shell command doing what the job does."""
     app_path = config.app_path or f"hdfs:///Projects/{config.project}/{JOBS_DIR}/{ENTRY_SCRIPT}"
+    chained = "train" in config.stages and "validate" in config.stages
+    if chained and config.stages["validate"].schedule not in (None, "inherit"):
+        raise ConfigError(
+            "jobs config: stages.validate.schedule must be null when the config has a train "
+            "stage: validation runs inside the train job, on the model that job registered."
+        )
+    validate: list[str] = []
+    if "validate" in config.stages:
+        validate = _backend(_validate_args(config.use_case, config.stages["validate"].args,
+                                           chained=chained))
     out = []
     for stage in STAGES:
         if stage not in config.stages:
             continue
         st = config.stages[stage]
         resources = st.resources or config.resources
-        source = config.schedule if st.schedule == "inherit" else st.schedule
-        schedule = None
-        if source is not None:
-            try:
-                cron = to_quartz(source)
-            except ConfigError as exc:
-                raise ConfigError(f"jobs config: stages.{stage}.schedule: {exc}") from None
-            schedule = {"cron_expression": cron, "source": source,
-                        "start_time": None if config.schedule_start is None
-                        else config.schedule_start.isoformat()}
-        args = _cli_args(stage, config.use_case, st.args)
+        schedule = None if stage == "validate" and chained else _schedule(config, stage, st)
+        if stage == "validate":
+            args = list(validate)
+        else:
+            args = _backend(_cli_args(stage, config.use_case, st.args))
+            if stage == "train" and chained:
+                args += [THEN, "validate", MODEL_PLACEHOLDER, *validate[2:]]
         out.append({
-            "name": f"{prefix}_{stage}",
+            "name": f"{config.prefix}_{stage}",
             "stage": stage,
-            "command": "fstrain " + shlex.join(args),
+            "command": "fstrain jobs exec " + shlex.join(args),
             "config": {
                 "type": "pythonJobConfiguration",
                 "jobType": "PYTHON",
@@ -340,6 +427,31 @@ def job_definitions(config: JobsConfig) -> list[dict[str, Any]]:
     return out
 
 
+def shell_plan(config: JobsConfig, definitions: list[dict[str, Any]]) -> str:
+    """What ``deploy --dry-run`` prints: a commented shell script a user can paste."""
+    lines = [f"# fstrain jobs for use case {config.use_case}: deploy installs fstrain "
+             f"(install: {config.install}) into environment {config.environment!r} (cloned "
+             f"from {config.base_environment!r} if missing).",
+             "# Each command below does what its job does; set HOPSWORKS_HOST and "
+             "HOPSWORKS_API_KEY first (inside a job, the job's own credentials are used)."]
+    if config.project is not None:
+        lines.append(f"export HOPSWORKS_PROJECT={shlex.quote(config.project)}")
+    for d in definitions:
+        schedule = d["schedule"]
+        when = "unscheduled" if schedule is None else f"schedule {schedule['cron_expression']}"
+        if schedule is not None and schedule["source"].startswith("@"):
+            when += f" ({schedule['source']})"
+        args = shlex.split(d["config"]["defaultArgs"])
+        if args[0] == "validate" and ":" not in args[1]:
+            lines += [f"# job {d['name']}: {when}; it validates the version it is given, e.g. "
+                      f"`fstrain jobs run {d['name']} --args "
+                      f"{shlex.quote(shlex.join(['validate', args[1] + ':VERSION', *args[2:]]))}`",
+                      f"# {d['command'].replace(' ' + args[1] + ' ', ' ' + args[1] + ':VERSION ', 1)}"]
+        else:
+            lines += [f"# job {d['name']}: {when}", d["command"]]
+    return "\n".join(lines)
+
+
 ENTRY_SCRIPT_TEXT = '''"""fstrain job entry point, uploaded by `fstrain jobs deploy` (runs one pipeline stage)."""
 import sys
 
@@ -350,42 +462,141 @@ sys.exit(job_main(sys.argv[1:]))
 
 
 def job_main(argv: list[str]) -> int:
-    """What a deployed job runs: ``fstrain <stage> ...``; ``--training-dataset-version latest``
-    is resolved to the newest version of the use case's feature view first."""
-    from pipelines.cli import app
+    """What a deployed job runs: ``fstrain <stage> ...``, then any stages chained after
+    ``--then``, each given the previous stage's model as ``{model}``.
 
-    argv = list(argv)
-    if "latest" in argv and "--training-dataset-version" in argv:
-        i = argv.index("--training-dataset-version")
-        if argv[i + 1] == "latest":
-            argv[i + 1] = str(_latest_training_dataset(argv[1]))
-    try:
-        app(args=argv, prog_name="fstrain")
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    ``--training-dataset-version latest`` is resolved to the newest completed version of the
+    use case's feature view first. Returns the first non-zero exit code (2: user error, 3:
+    validation failed), else 0.
+    """
+    segments: list[list[str]] = [[]]
+    for token in argv:
+        if token == THEN:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    model: str | None = None
+    for segment in segments:
+        if MODEL_PLACEHOLDER in segment:
+            if model is None:
+                return _user_error(f"'{MODEL_PLACEHOLDER}' needs a train stage before it.")
+            segment = [model if token == MODEL_PLACEHOLDER else token for token in segment]
+        code, result = _run_stage(segment)
+        if code != 0:
+            return code
+        if segment and segment[0] == "train":
+            if not isinstance(result, dict) or "name" not in result or "version" not in result:
+                return _user_error("the train stage printed no model ref (run it with --json).")
+            model = f"{result['name']}:{result['version']}"
     return 0
 
 
+def _user_error(message: str) -> int:
+    import sys
+
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def _run_stage(argv: list[str]) -> tuple[int, Any]:
+    """Run one ``fstrain`` command in-process; returns its exit code and its JSON result."""
+    import contextlib
+    import io
+    import sys
+
+    from pipelines.cli import app
+
+    argv = list(argv)
+    if "--training-dataset-version" in argv:
+        i = argv.index("--training-dataset-version")
+        if i + 1 < len(argv) and argv[i + 1] == "latest":
+            try:
+                argv[i + 1] = str(_latest_training_dataset(argv[1]))
+            except FeatureStoreError as exc:
+                return _user_error(str(exc)), None
+    if argv[:1] == ["validate"] and len(argv) > 1 and ":" not in argv[1]:
+        return _user_error(
+            f"validate {argv[1]}: a job validates an exact version, NAME:VERSION (run it with "
+            f"args 'validate {argv[1]}:<version> ...'); it never picks the latest by time."), None
+
+    shown = sys.stdout
+
+    class Tee(io.StringIO):
+        """Shows the stage's output as it comes, and keeps it to read the result from."""
+
+        def write(self, text: str) -> int:
+            shown.write(text)
+            return super().write(text)
+
+    captured = Tee()
+    code = 0
+    with contextlib.redirect_stdout(captured):
+        try:
+            app(args=argv, prog_name="fstrain")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code, _last_json(captured.getvalue())
+
+
+def _last_json(text: str) -> Any:
+    """The last JSON document printed at the start of a line (SDK banners are skipped)."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith(("{", "[")):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
 def _latest_training_dataset(use_case: str) -> int:
+    """The newest training-dataset version whose creation completed (state ``ok``): a version
+    whose materialization job failed, or was purged, is skipped."""
     import feature_store
     from feature_views import get_use_case
 
     uc = get_use_case(use_case)
     fv = feature_store.login(backend="hopsworks").get_feature_store().get_feature_view(
         uc.feature_view_name, uc.feature_view_version)
-    versions = [td.version for td in fv.get_training_datasets()]
-    if not versions:
-        raise ConfigError(f"feature view '{fv.name}' has no training dataset yet: run the "
-                          "dataset stage first.")
-    return max(versions)
+    tds = fv.get_training_datasets()
+    usable = [td.version for td in tds if getattr(td, "state", "ok") == "ok"]
+    if not usable:
+        skipped = sorted(td.version for td in tds)
+        raise ConfigError(
+            f"feature view '{fv.name}' has no completed training dataset"
+            f"{f' (versions {skipped} did not complete)' if skipped else ''}: run the dataset "
+            "stage first."
+        )
+    return max(usable)
 
 
 # -- talking to Hopsworks (through the project's job service) ---------------------------------
 
 
-def deploy(project: Any, definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Upload the entry script, then create/update each job and its schedule."""
-    return project.get_jobs().deploy(definitions, ENTRY_SCRIPT, ENTRY_SCRIPT_TEXT, JOBS_DIR)
+def deploy(project: Any, definitions: list[dict[str, Any]], config: JobsConfig | None = None,
+           *, wheel: Path | None = None) -> dict[str, Any]:
+    """Upload the entry script, install fstrain into the jobs' environment (per
+    ``config.install``; nothing without a config), then create/update each job and schedule."""
+    import tempfile
+
+    from pipelines import job_install
+
+    service = project.get_jobs()
+    installed = None
+    with tempfile.TemporaryDirectory() as tmp:
+        if config is not None and config.install != "none":
+            if config.install == "wheel":
+                artifact = (job_install.check_artifact(wheel, "wheel") if wheel is not None
+                            else job_install.build_wheel(Path(tmp) / "wheel"))
+            else:
+                assert config.requirements is not None  # load_config checked it
+                artifact = job_install.check_artifact(config.requirements, "requirements file")
+            installed = service.install(
+                artifact, kind=config.install, environment=config.environment,
+                base_environment=config.base_environment, folder=JOBS_DIR)
+        results = service.deploy(definitions, ENTRY_SCRIPT, ENTRY_SCRIPT_TEXT, JOBS_DIR)
+    return {"project": getattr(project, "name", None), "environment": installed, "jobs": results}
 
 
 def list_jobs(project: Any, prefix: str) -> list[dict[str, Any]]:
@@ -393,8 +604,10 @@ def list_jobs(project: Any, prefix: str) -> list[dict[str, Any]]:
     return project.get_jobs().list(prefix)
 
 
-def run_definition(name: str, start: str | None, end: str | None, wait: bool) -> dict[str, Any]:
-    """What ``run`` will do: the job and its ``[start, end)`` window (validated)."""
+def run_definition(name: str, start: str | None, end: str | None, wait: bool,
+                   args: str | None = None) -> dict[str, Any]:
+    """What ``run`` will do: the job, its ``[start, end)`` window (validated) and arguments
+    (None: the job's default arguments)."""
     from fstrain.kernel.window import resolve_window
 
     if (start is None) != (end is None):
@@ -404,11 +617,12 @@ def run_definition(name: str, start: str | None, end: str | None, wait: bool) ->
     return {"job": name,
             "start_time": None if window.start is None else window.start.isoformat(),
             "end_time": None if window.end is None else window.end.isoformat(),
+            "args": args,
             "await_termination": wait}
 
 
 def run_job(project: Any, plan: dict[str, Any]) -> dict[str, Any]:
-    """Start the job of ``plan`` (from :func:`run_definition`) with its window."""
+    """Start the job of ``plan`` (from :func:`run_definition`) with its window and args."""
     return project.get_jobs().run(plan)
 
 
@@ -419,7 +633,10 @@ jobs_app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the job definitions as JSON; do not connect.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print what would be done; do not connect.")]
+ProjectOpt = Annotated[str | None, typer.Option(
+    "--project", help="Hopsworks project (default: the YAML's, else $HOPSWORKS_PROJECT).")]
+AsJson = Annotated[bool, typer.Option("--json", help="With --dry-run: the job definitions as JSON.")]
 
 
 def _guard(func: Any) -> None:
@@ -428,25 +645,31 @@ def _guard(func: Any) -> None:
     guarded(func)
 
 
-def _connect() -> Any:
+def _connect(project: str | None) -> Any:
     import feature_store
 
-    return feature_store.login(backend="hopsworks")
+    return feature_store.login(backend="hopsworks", project=project)
 
 
 @jobs_app.command("deploy")
 def deploy_command(
     config: Annotated[Path, typer.Argument(metavar="CONFIG.yaml", help="Jobs YAML (use case, stages, schedules, resources).")],
-    project: Annotated[str | None, typer.Option(help="Hopsworks project (default: the YAML's, else $HOPSWORKS_PROJECT).")] = None,
+    project: ProjectOpt = None,
+    wheel: Annotated[Path | None, typer.Option(help="fstrain wheel to install (default: built from this source checkout).")] = None,
     dry_run: DryRun = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Create or update one job per stage and its Quartz schedule."""
+    """Install fstrain into the jobs' environment, create or update one job per stage and its
+    Quartz schedule."""
     def body() -> None:
-        definitions = job_definitions(load_config(config, project=project))
+        cfg = load_config(config, project=project)
+        definitions = job_definitions(cfg)
         if dry_run:
-            typer.echo(json.dumps(definitions, indent=2))
+            typer.echo(json.dumps(definitions, indent=2) if as_json
+                       else shell_plan(cfg, definitions))
             return
-        typer.echo(json.dumps(deploy(_connect(), definitions), indent=2))
+        typer.echo(json.dumps(deploy(_connect(cfg.project), definitions, cfg, wheel=wheel),
+                              indent=2))
 
     _guard(body)
 
@@ -455,22 +678,22 @@ def deploy_command(
 def list_command(
     config: Annotated[Path | None, typer.Argument(metavar="[CONFIG.yaml]", help="Only this config's jobs.")] = None,
     prefix: Annotated[str, typer.Option(help="Job name prefix (default fstrain_ or the config's).")] = "fstrain_",
+    project: ProjectOpt = None,
     dry_run: DryRun = False,
 ) -> None:
     """List the fstrain jobs and their schedules (with --dry-run: those CONFIG defines)."""
     def body() -> None:
+        cfg = None if config is None else load_config(config, project=project)
         if dry_run:
-            if config is None:
+            if cfg is None:
                 raise ConfigError("jobs list --dry-run needs CONFIG.yaml (nothing to list offline).")
             rows = [{"name": d["name"], "schedule": d["schedule"] and d["schedule"]["cron_expression"],
-                     "command": d["command"]} for d in job_definitions(load_config(config))]
+                     "command": d["command"]} for d in job_definitions(cfg)]
             typer.echo(json.dumps(rows, indent=2))
             return
-        chosen = prefix
-        if config is not None:
-            cfg = load_config(config)
-            chosen = (cfg.job_prefix or f"fstrain_{cfg.use_case}") + "_"
-        typer.echo(json.dumps(list_jobs(_connect(), chosen), indent=2))
+        chosen = prefix if cfg is None else cfg.prefix + "_"
+        target = project if cfg is None else cfg.project
+        typer.echo(json.dumps(list_jobs(_connect(target), chosen), indent=2))
 
     _guard(body)
 
@@ -480,18 +703,33 @@ def run_command(
     name: Annotated[str, typer.Argument(help="Job name, e.g. fstrain_ccfraud_features.")],
     start: Annotated[str | None, typer.Option(help="Backfill window start (ISO-8601) → HOPS_START_TIME.")] = None,
     end: Annotated[str | None, typer.Option(help="Backfill window end, exclusive → HOPS_END_TIME.")] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Arguments for this run instead of the job's default, e.g. 'validate ccfraud_xgb:7 --backend hopsworks --json'.")] = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the execution to finish.")] = False,
+    project: ProjectOpt = None,
     dry_run: DryRun = False,
 ) -> None:
     """Run a deployed job now, optionally over a backfill window ``[start, end)``."""
     def body() -> None:
-        plan = run_definition(name, start, end, wait)
+        plan = run_definition(name, start, end, wait, args)
         if dry_run:
             typer.echo(json.dumps(plan, indent=2))
             return
-        typer.echo(json.dumps(run_job(_connect(), plan), indent=2, default=str))
+        typer.echo(json.dumps(run_job(_connect(project), plan), indent=2, default=str))
 
     _guard(body)
 
 
-__all__ = ["CRON_ALIASES", "JobsConfig", "job_definitions", "jobs_app", "load_config", "to_quartz"]
+@jobs_app.command("exec", context_settings={"allow_extra_args": True,
+                                            "ignore_unknown_options": True})
+def exec_command(ctx: typer.Context) -> None:
+    """Do what a job does, here: ``fstrain jobs exec <stage> ... [--then validate {model} ...]``
+    (the arguments of a job, as ``deploy --dry-run`` prints them)."""
+    if not ctx.args:
+        typer.echo("error: jobs exec needs a job's arguments, e.g. 'features ccfraud "
+                   "--backend hopsworks --json'.", err=True)
+        raise typer.Exit(EXIT_USER_ERROR)
+    raise typer.Exit(job_main(list(ctx.args)))
+
+
+__all__ = ["CRON_ALIASES", "JobsConfig", "job_definitions", "job_main", "jobs_app",
+           "load_config", "shell_plan", "to_quartz"]

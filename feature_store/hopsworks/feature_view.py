@@ -491,7 +491,9 @@ class HopsworksFeatureView:
             feature_view_version=self.version,
             type="IN_MEMORY" if kind.upper().startswith("IN_MEMORY") else "MATERIALIZED",
             data_format=attr("data_format"),
-            state="ok",
+            # fstrain tags a version once its creation returned; one without the tag never
+            # completed (its materialization job failed), and `latest` in jobs skips it.
+            state="ok" if record else "incomplete",
             description=attr("description") or "",
             seed=int(seed) if seed is not None else record.get("seed"),
             split_spec=record.get("split_spec") or {},

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
-from fstrain.kernel.errors import NotFoundError
+from fstrain.kernel.errors import FeatureStoreError, NotFoundError
 
 
 class HopsworksJobs:
@@ -28,6 +28,39 @@ class HopsworksJobs:
         self._upload_script(script_name, script_text, folder)
         jobs = self._project.get_job_api()
         return [self._upsert(jobs, d) for d in definitions]
+
+    def install(self, artifact: Path, *, kind: str, environment: str, base_environment: str,
+                folder: str) -> dict[str, Any]:
+        """Upload ``artifact`` (a wheel, or a requirements file when ``kind`` is
+        ``requirements``) into ``folder`` and install it into the Python ``environment`` with
+        ``Environment.install_wheel``/``install_requirements``; a missing environment is first
+        created by cloning ``base_environment`` (the built-in ones are read-only)."""
+        owner = f"Python environment '{environment}'"
+        datasets = self._project.get_dataset_api()
+        if not sdk_call(datasets, "DatasetApi.exists", folder, _owner="jobs folder"):
+            sdk_call(datasets, "DatasetApi.mkdir", folder, _owner="jobs folder")
+        remote = sdk_call(datasets, "DatasetApi.upload", str(artifact), folder, overwrite=True,
+                          _owner=f"{kind} '{artifact.name}'")
+        remote = str(remote or f"{folder}/{artifact.name}")
+        envs = self._project.get_environment_api()
+        env = sdk_call(envs, "EnvironmentApi.get_environment", environment, _owner=owner)
+        created = env is None
+        if env is None:
+            try:
+                env = sdk_call(envs, "EnvironmentApi.create_environment", environment,
+                               base_environment_name=base_environment, await_creation=True,
+                               _owner=owner)
+            except FeatureStoreError as exc:
+                raise type(exc)(f"{exc} (while cloning '{base_environment}' into "
+                                f"'{environment}' for the fstrain jobs)") from None
+        if kind == "wheel":
+            sdk_call(env, "Environment.install_wheel", remote, await_installation=True,
+                     _owner=owner)
+        else:
+            sdk_call(env, "Environment.install_requirements", remote, await_installation=True,
+                     _owner=owner)
+        return {"environment": environment, "created": created, "installed": remote,
+                "kind": kind}
 
     def _upload_script(self, script_name: str, script_text: str, folder: str) -> None:
         datasets = self._project.get_dataset_api()
@@ -77,6 +110,7 @@ class HopsworksJobs:
                                 "`fstrain jobs deploy CONFIG.yaml` or check `fstrain jobs list`.")
         start = plan["start_time"] and datetime.fromisoformat(plan["start_time"])
         end = plan["end_time"] and datetime.fromisoformat(plan["end_time"])
-        execution = sdk_call(job, "Job.run", await_termination=plan["await_termination"],
+        execution = sdk_call(job, "Job.run", args=plan.get("args"),
+                             await_termination=plan["await_termination"],
                              start_time=start, end_time=end, _owner=owner)
         return {**plan, "execution": str(execution)}

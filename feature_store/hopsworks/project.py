@@ -92,3 +92,7 @@ class HopsworksProject:
     def get_dataset_api(self) -> Any:
         """The SDK's dataset (file) API."""
         return sdk_call(self._sdk, "Project.get_dataset_api", _owner=f"project '{self.name}'")
+
+    def get_environment_api(self) -> Any:
+        """The SDK's Python environment API (used by ``fstrain jobs deploy``)."""
+        return sdk_call(self._sdk, "Project.get_environment_api", _owner=f"project '{self.name}'")

@@ -55,6 +55,8 @@ _P = "hopsworks_common.project.Project"
 _JOBS = "hopsworks_common.core.job_api.JobApi"
 _JOB = "hopsworks_common.job.Job"
 _DS = "hopsworks_common.core.dataset_api.DatasetApi"
+_ENVS = "hopsworks_common.core.environment_api.EnvironmentApi"
+_ENV = "hopsworks_common.environment.Environment"
 
 _CREATE_MODEL_KW = (
     "version", "metrics", "description", "input_example", "model_schema", "feature_view",
@@ -82,6 +84,7 @@ SDK_CALLS: dict[str, SdkCall] = {
     "Project.get_model_registry": SdkCall(f"{_P}.get_model_registry"),
     "Project.get_job_api": SdkCall(f"{_P}.get_job_api"),
     "Project.get_dataset_api": SdkCall(f"{_P}.get_dataset_api"),
+    "Project.get_environment_api": SdkCall(f"{_P}.get_environment_api"),
     # feature store
     "FeatureStore.get_or_create_feature_group": SdkCall(
         f"{_FS}.get_or_create_feature_group",
@@ -246,6 +249,18 @@ SDK_CALLS: dict[str, SdkCall] = {
     "Job.unschedule": SdkCall(f"{_JOB}.unschedule"),
     "Job.run": SdkCall(
         f"{_JOB}.run", kwargs=("args", "await_termination", "start_time", "end_time")
+    ),
+    # job environments (pipelines/job_install.py)
+    "EnvironmentApi.get_environment": SdkCall(f"{_ENVS}.get_environment", args=("name",)),
+    "EnvironmentApi.create_environment": SdkCall(
+        f"{_ENVS}.create_environment", args=("name",),
+        kwargs=("base_environment_name", "await_creation"),
+    ),
+    "Environment.install_wheel": SdkCall(
+        f"{_ENV}.install_wheel", args=("path",), kwargs=("await_installation",)
+    ),
+    "Environment.install_requirements": SdkCall(
+        f"{_ENV}.install_requirements", args=("path",), kwargs=("await_installation",)
     ),
 }
 

@@ -39,7 +39,7 @@ def _config(**overrides: Any) -> dict:
 
 
 def test_dry_run_prints_one_python_job_per_stage():
-    result = _invoke("deploy", str(EXAMPLE), "--dry-run")
+    result = _invoke("deploy", str(EXAMPLE), "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     defs = json.loads(result.output)
     assert [d["stage"] for d in defs] == ["features", "dataset", "train", "validate"]
@@ -49,7 +49,7 @@ def test_dry_run_prints_one_python_job_per_stage():
         cfg = d["config"]
         assert cfg["jobType"] == "PYTHON"
         assert cfg["appPath"] == "hdfs:///Projects/fraud_detection/Resources/jobs/fstrain_job.py"
-        assert cfg["environmentName"] == "python-feature-pipeline"
+        assert cfg["environmentName"] == "fstrain-pipeline"
         assert cfg["defaultArgs"].split()[0] == d["stage"]
         assert "--backend hopsworks" in cfg["defaultArgs"]
         assert "--start" not in cfg["defaultArgs"] and "--end" not in cfg["defaultArgs"]
@@ -61,9 +61,13 @@ def test_dry_run_prints_one_python_job_per_stage():
     assert by_stage["dataset"]["schedule"] == {"cron_expression": "0 0 0 ? * SUN *",
                                                "source": "@weekly", "start_time": None}
     assert by_stage["train"]["config"]["resourceConfig"] == {"memory": 8192, "cores": 4.0, "gpus": 0}
-    assert "--training-dataset-version latest" in by_stage["train"]["config"]["defaultArgs"]
-    assert by_stage["validate"]["config"]["defaultArgs"].startswith("validate ccfraud_xgb ")
-    assert by_stage["validate"]["schedule"]["cron_expression"] == "0 30 4 ? * MON *"
+    assert by_stage["train"]["config"]["defaultArgs"] == (
+        "train ccfraud --training-dataset-version latest --backend hopsworks --json "
+        "--then validate '{model}' --backend hopsworks --json")
+    # the validate job validates the version it is given; train runs it on its own model
+    assert by_stage["validate"]["config"]["defaultArgs"] == (
+        "validate ccfraud_xgb --backend hopsworks --json")
+    assert by_stage["validate"]["schedule"] is None
 
 
 @pytest.mark.parametrize(
@@ -170,7 +174,7 @@ def test_list_dry_run_shows_names_and_schedules():
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert rows[0] == {"name": "fstrain_ccfraud_features", "schedule": "0 0 * ? * * *",
-                       "command": "fstrain features ccfraud --policy strict "
+                       "command": "fstrain jobs exec features ccfraud --policy strict "
                                   "--n-transactions 100000 --backend hopsworks --json"}
 
 
@@ -264,7 +268,7 @@ def test_deploy_uploads_the_entry_script_then_upserts_jobs_and_schedules(tmp_pat
     assert len(schedules) == 3 and schedules[0][2] == "0 0 0 ? * * *"
     assert schedules[0][3].isoformat() == "2024-01-01T00:00:00+00:00"
     assert ("unschedule", "fstrain_ccfraud_validate") in log
-    assert results[3] == {"name": "fstrain_ccfraud_validate", "schedule": None}
+    assert results["jobs"][3] == {"name": "fstrain_ccfraud_validate", "schedule": None}
 
 
 def test_run_passes_the_backfill_window_to_the_job():
@@ -288,3 +292,107 @@ def test_entry_script_runs_the_fstrain_cli(tmp_path, monkeypatch):
     # a user error in a stage is the CLI's exit code 2, so the Hopsworks execution fails
     code = jobs.job_main(["dataset", "taxi", "--root", str(tmp_path), "--backend", "local"])
     assert code == 2
+
+
+# -- stages hand exact refs on ------------------------------------------------------------------
+
+
+def test_train_job_validates_the_version_it_registered(tmp_path):
+    """The train job's arguments chain validation on the exact NAME:VERSION it registered
+    (run here on the local backend: the chaining is the same code a Hopsworks job runs)."""
+    from pipelines.cli import app
+
+    root = str(tmp_path / "store")
+    local = ["--root", root, "--backend", "local", "--json"]
+
+    def cli(*args: str) -> Any:
+        return CliRunner().invoke(app, list(args))
+
+    assert cli("features", "adult", "--sample", "2000", *local).exit_code == 0
+    assert cli("dataset", "adult", "--seed", "1", *local).exit_code == 0
+    first = cli("train", "adult", "-t", "1", "--param", "n_estimators=20", *local)
+    assert first.exit_code == 0, first.output
+    name = json.loads(first.stdout)["name"]
+    chained = cli("jobs", "exec", "train", "adult", "-t", "1", "--param", "n_estimators=20",
+                  *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5", *local)
+    assert chained.exit_code == 0, chained.output
+    trained = json.loads(chained.stdout[:chained.stdout.index("\n}\n") + 2])
+    assert trained == {"name": name, "version": 2}
+    import feature_store
+
+    registry = feature_store.login(root=root).get_model_registry()
+    assert registry.get_model(name, 2).validation_status == "passed"
+    assert registry.get_model(name, 1).validation_status == "pending"  # not touched
+
+
+def test_a_validate_job_refuses_to_guess_the_version():
+    code = jobs.job_main(["validate", "ccfraud_xgb", "--backend", "hopsworks", "--json"])
+    assert code == 2
+    assert jobs.job_main(["validate", "{model}", "--backend", "hopsworks"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["stages"]["validate"].update(schedule="@daily"),
+         "stages.validate.schedule must be null"),
+        (lambda d: d["stages"]["validate"].update(args={"version": 3}),
+         "version cannot be set when the config has a train stage"),
+        (lambda d: d["stages"].pop("train"), "needs args.version"),
+    ],
+)
+def test_validate_stage_rules(tmp_path, mutate, message):
+    data = _config()
+    mutate(data)
+    with pytest.raises(ConfigError, match=message):
+        jobs.job_definitions(jobs.load_config(_write(tmp_path, data)))
+
+
+def test_validate_alone_validates_the_version_it_names(tmp_path):
+    data = _config(stages={"validate": {"args": {"version": 4, "gate": "roc_auc >= 0.8"}}})
+    (definition,) = jobs.job_definitions(jobs.load_config(_write(tmp_path, data)))
+    assert definition["config"]["defaultArgs"] == (
+        "validate ccfraud_xgb:4 --gate 'roc_auc >= 0.8' --backend hopsworks --json")
+
+
+def test_dry_run_prints_commands_a_user_can_paste(tmp_path):
+    import shlex
+
+    result = _invoke("deploy", str(EXAMPLE), "--dry-run", "--project", "other")
+    assert result.exit_code == 0, result.output
+    commands = [line for line in result.output.splitlines() if not line.startswith("#")]
+    assert commands[0] == "export HOPSWORKS_PROJECT=other"
+    for line in commands[1:]:
+        assert shlex.split(line)[:3] == ["fstrain", "jobs", "exec"], line
+    assert "fstrain jobs exec train ccfraud --training-dataset-version latest" in result.output
+    assert "validate ccfraud_xgb:VERSION" in result.output
+
+
+def test_project_option_and_yaml_project_reach_the_login(tmp_path, monkeypatch):
+    """`--project` beats the YAML's `project:`, which beats $HOPSWORKS_PROJECT, for deploy,
+    list and run (the login names the project it tried)."""
+    monkeypatch.setenv("HOPSWORKS_HOST", "127.0.0.1:1")
+    monkeypatch.setenv("HOPSWORKS_API_KEY", "key")
+    monkeypatch.setenv("HOPSWORKS_PROJECT", "from_env")
+    monkeypatch.setenv("HOPSWORKS_LOGIN_TIMEOUT", "1")
+    seen = []
+    import feature_store
+
+    real_login = feature_store.login
+
+    def recording_login(**kwargs: Any) -> Any:
+        seen.append(kwargs.get("project"))
+        return real_login(**kwargs)
+
+    monkeypatch.setattr(feature_store, "login", recording_login)
+    path = _write(tmp_path, _config(project="from_yaml"))
+    for argv, expected in [
+        (["deploy", str(path)], "from_yaml"),
+        (["deploy", str(path), "--project", "from_flag"], "from_flag"),
+        (["list", str(path)], "from_yaml"),
+        (["list", "--project", "from_flag"], "from_flag"),
+        (["run", "fstrain_ccfraud_features", "--project", "from_flag"], "from_flag"),
+    ]:
+        result = _invoke(*argv)
+        assert result.exit_code == 2 and "cannot reach Hopsworks" in result.output, result.output
+        assert seen[-1] == expected, argv
