@@ -53,7 +53,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, FeatureStoreError
 from pipelines.config_base import validation_message
 
 STAGES = ("features", "dataset", "train", "validate")
@@ -429,11 +429,12 @@ def job_definitions(config: JobsConfig) -> list[dict[str, Any]]:
 
 def shell_plan(config: JobsConfig, definitions: list[dict[str, Any]]) -> str:
     """What ``deploy --dry-run`` prints: a commented shell script a user can paste."""
-    lines = [f"# fstrain jobs for use case {config.use_case}: deploy installs fstrain "
+    intro = (f"# fstrain jobs for use case {config.use_case}: deploy installs fstrain "
              f"(install: {config.install}) into environment {config.environment!r} (cloned "
-             f"from {config.base_environment!r} if missing).",
-             "# Each command below does what its job does; set HOPSWORKS_HOST and "
-             "HOPSWORKS_API_KEY first (inside a job, the job's own credentials are used)."]
+             f"from {config.base_environment!r} if missing).")
+    how = ("# Each command below does what its job does; set HOPSWORKS_HOST and "
+           "HOPSWORKS_API_KEY first (inside a job, the job's own credentials are used).")
+    lines = [intro, how]
     if config.project is not None:
         lines.append(f"export HOPSWORKS_PROJECT={shlex.quote(config.project)}")
     for d in definitions:
@@ -443,10 +444,10 @@ def shell_plan(config: JobsConfig, definitions: list[dict[str, Any]]) -> str:
             when += f" ({schedule['source']})"
         args = shlex.split(d["config"]["defaultArgs"])
         if args[0] == "validate" and ":" not in args[1]:
-            lines += [f"# job {d['name']}: {when}; it validates the version it is given, e.g. "
-                      f"`fstrain jobs run {d['name']} --args "
-                      f"{shlex.quote(shlex.join(['validate', args[1] + ':VERSION', *args[2:]]))}`",
-                      f"# {d['command'].replace(' ' + args[1] + ' ', ' ' + args[1] + ':VERSION ', 1)}"]
+            versioned = shlex.join(["validate", f"{args[1]}:VERSION", *args[2:]])
+            hint = (f"# job {d['name']}: {when}; it validates the version it is given, e.g. "
+                    f"`fstrain jobs run {d['name']} --args {shlex.quote(versioned)}`")
+            lines += [hint, f"# fstrain jobs exec {versioned}"]
         else:
             lines += [f"# job {d['name']}: {when}", d["command"]]
     return "\n".join(lines)

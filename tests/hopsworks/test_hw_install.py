@@ -69,7 +69,7 @@ DRIVER = textwrap.dedent('''
 
 def _drive(python: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
     jobs_yaml = REPO / "pipelines" / "jobs_example.yaml"
-    out = subprocess.run([python, "-c", DRIVER, str(jobs_yaml)], cwd=cwd, capture_output=True,
+    out = subprocess.run([python, "-c", DRIVER, str(jobs_yaml)], cwd=cwd, check=False, capture_output=True,
                          text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -101,7 +101,7 @@ def test_local_login_without_the_local_extra_names_the_extra(tmp_path):
             print(exc)
     ''')
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "store")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120,
+                         check=False, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "needs duckdb" in out.stdout and "fstrain[local]" in out.stdout, out.stderr
     assert not (tmp_path / "store").exists()
@@ -140,7 +140,7 @@ def _environment(python: Path) -> dict:
             "deltalake_init": open(origin, "rb").read().hex()[:4096],
         }))
     ''')
-    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120,
+    out = subprocess.run([str(python), "-c", code], check=False, capture_output=True, text=True, timeout=120,
                          env=CLEAN_ENV)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
@@ -172,5 +172,5 @@ def test_install_into_a_fresh_hopsworks_environment_keeps_the_clusters_packages(
 
     _check_driven(_drive(str(python), tmp_path, CLEAN_ENV))
     helped = subprocess.run([str(venv / "bin" / "fstrain"), "jobs", "deploy", "--help"],
-                            capture_output=True, text=True, timeout=120, env=CLEAN_ENV)
+                            check=False, capture_output=True, text=True, timeout=120, env=CLEAN_ENV)
     assert helped.returncode == 0 and "CONFIG.yaml" in helped.stdout
