@@ -16,12 +16,14 @@ import platform
 import subprocess
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from fstrain.kernel.canonical_json import dumps
+from fstrain.kernel.canonical_json import dumps, to_jsonable
 from fstrain.kernel.errors import IntegrityError
+from fstrain.kernel.timeutil import utc_now_iso
 from model_registry.naming import MANIFEST_FILE
 
 MANIFEST_VERSION = 1
@@ -99,6 +101,73 @@ def unsafe_files(entries: Iterable[Mapping[str, Any]]) -> list[str]:
     return [e["path"] for e in entries if Path(e["path"]).suffix.lower() in PICKLE_SUFFIXES]
 
 
+def model_lineage(fv: Any, td_version: int | None, *, label: str) -> dict[str, Any]:
+    """Feature view, training-dataset version and (if the view can give it) the training
+    dataset's ``to_dict()``: how a model's lineage reaches the feature-group commits."""
+    lineage: dict[str, Any] = {
+        "feature_view": None if fv is None else {"name": fv.name, "version": fv.version},
+        "training_dataset_version": td_version,
+    }
+    getter = getattr(fv, "get_training_dataset", None)
+    if fv is not None and td_version is not None and callable(getter):
+        to_dict = getattr(getter(td_version), "to_dict", None)
+        if callable(to_dict):
+            lineage["training_dataset"] = to_jsonable(
+                to_dict(), what=f"{label}: training dataset lineage"
+            )
+    return lineage
+
+
+@dataclass(frozen=True)
+class ManifestFields:
+    """What a backend knows about a model version when it registers it."""
+
+    name: str
+    framework: str
+    description: str | None
+    metrics: Mapping[str, float]
+    lineage: Mapping[str, Any]
+    files: list[dict[str, Any]]
+    hyperparameters: Mapping[str, Any] | None = None
+    training_config: Mapping[str, Any] | None = None
+    model_schema: Mapping[str, Any] | None = None
+    input_example: Any = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def build_manifest(fields: ManifestFields) -> dict[str, Any]:
+    """The ``manifest.json`` content of a new version, the same on every backend.
+
+    Records the time, the library versions of the framework, the code's git commit, the
+    lineage (feature view, training-dataset version and its metadata), every file with its
+    sha256 and size, and which of them would need pickle to load.
+    """
+    view = fields.lineage.get("feature_view") or {}
+    files = sorted(fields.files, key=lambda e: e["path"])
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "name": fields.name,
+        "framework": fields.framework,
+        "description": fields.description,
+        "created": utc_now_iso(),
+        "metrics": dict(fields.metrics),
+        "validation_status": "pending",
+        "libraries": library_versions(fields.framework),
+        "git_commit": git_commit(),
+        "feature_view_name": view.get("name"),
+        "feature_view_version": view.get("version"),
+        "training_dataset_version": fields.lineage.get("training_dataset_version"),
+        "lineage": dict(fields.lineage),
+        "model_schema": fields.model_schema,
+        "input_example": fields.input_example,
+        "hyperparameters": fields.hyperparameters,
+        "training_config": fields.training_config,
+        "files": files,
+        "unsafe_files": unsafe_files(files),
+        **fields.extra,
+    }
+
+
 def write_manifest(
     directory: Path, manifest: Mapping[str, Any], *, scratch: Path | None = None
 ) -> str:
@@ -158,12 +227,14 @@ def find_version_root(path: Path, *, levels: int = 3) -> Path | None:
 
 
 def verify_directory(
-    directory: Path, manifest: Mapping[str, Any] | None = None, *, label: str = "model"
+    directory: Path, manifest: Mapping[str, Any] | None = None, *, label: str = "model",
+    ignore_extra: Iterable[str] = (),
 ) -> None:
     """Check every file of ``directory`` against the manifest's sha256 and size.
 
     Raises :class:`IntegrityError` naming every changed, missing and extra file. With no
-    ``manifest`` given, ``directory/manifest.json`` is read.
+    ``manifest`` given, ``directory/manifest.json`` is read. ``ignore_extra`` names files a
+    backend adds itself (e.g. ``hsml``'s own metadata), which are not reported as extra.
     """
     if manifest is None:
         manifest = read_manifest(directory, label=label)
@@ -180,7 +251,7 @@ def verify_directory(
         for p in directory.rglob("*")
         if p.is_file() or p.is_symlink()
     }
-    extra = sorted(present - set(expected) - {MANIFEST_FILE})
+    extra = sorted(present - set(expected) - {MANIFEST_FILE} - set(ignore_extra))
     problems = [
         f"{what} file(s) {', '.join(repr(f) for f in files)}"
         for what, files in (("changed", changed), ("missing", missing), ("extra", extra))

@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
-from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.errors import ModelNotFoundError, ModelNotSavedError
 from model_registry.naming import (
+    INPUT_EXAMPLE_FILE,
     MANIFEST_FILE,
+    MODEL_SCHEMA_FILE,
     check_attachment_path,
     check_metrics,
     check_model_name,
@@ -46,6 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover
 STATUS_TAG = "validation_status"
 LINEAGE_TAG = "fstrain_lineage"
 MANIFEST_TAG = "fstrain_manifest_sha256"
+#: files ``hsml`` writes into a version itself (from create_model's input example and schema).
+HSML_OWN_FILES = frozenset({INPUT_EXAMPLE_FILE, MODEL_SCHEMA_FILE})
 FRAMEWORKS = ("python", "sklearn", "torch")
 
 
@@ -186,13 +190,11 @@ class HopsworksModel:
     def save(self, model_path: str | os.PathLike[str], await_registration: int = 480,
              keep_original_files: bool = True, upload_configuration: Any = None) -> HopsworksModel:
         """Upload ``model_path`` (a file or a folder's content) plus fstrain's manifest."""
-        from fstrain.kernel.timeutil import utc_now_iso as utc_now
         from model_registry.manifest import (
-            MANIFEST_VERSION,
+            ManifestFields,
+            build_manifest,
             file_entry,
-            git_commit,
-            library_versions,
-            unsafe_files,
+            model_lineage,
             write_manifest,
         )
 
@@ -215,20 +217,14 @@ class HopsworksModel:
                  for p in staging.rglob("*") if p.is_file()),
                 key=lambda e: e["path"],
             )
-            lineage = _lineage(self._feature_view, self._training_dataset_version)
-            manifest = {
-                "manifest_version": MANIFEST_VERSION, "name": self._name,
-                "framework": self._framework, "description": self._description,
-                "created": utc_now(), "metrics": self._metrics, "validation_status": "pending",
-                "libraries": library_versions(self._framework), "git_commit": git_commit(),
-                "feature_view_name": lineage["feature_view"] and lineage["feature_view"]["name"],
-                "feature_view_version": lineage["feature_view"] and lineage["feature_view"]["version"],
-                "training_dataset_version": self._training_dataset_version,
-                "lineage": lineage, "model_schema": None, "input_example": None,
-                "hyperparameters": self._hyperparameters,
-                "training_config": self._training_config, "files": entries,
-                "unsafe_files": unsafe_files(entries), "backend": "hopsworks",
-            }
+            lineage = model_lineage(self._feature_view, self._training_dataset_version,
+                                    label=f"Model '{self._name}'")
+            manifest = build_manifest(ManifestFields(
+                name=self._name, framework=self._framework, description=self._description,
+                metrics=self._metrics, lineage=lineage, files=entries,
+                hyperparameters=self._hyperparameters, training_config=self._training_config,
+                extra={"backend": "hopsworks"},
+            ))
             sha = write_manifest(staging, manifest)
             registry = self._registry
             if self._framework == "sklearn":
@@ -274,29 +270,13 @@ class HopsworksModel:
         return str(path)
 
     def _verify(self, folder: Path) -> dict[str, Any]:
-        import hashlib
+        """Check the manifest against tag ``fstrain_manifest_sha256``, then every file against
+        the manifest (sha256, size, no missing or extra file but those ``hsml`` writes itself)."""
+        from model_registry.manifest import read_manifest, verify_directory
 
-        from model_registry.manifest import sha256_file
-
-        expected = self.get_tags().get(MANIFEST_TAG)
-        path = folder / MANIFEST_FILE
-        if not path.is_file():
-            raise IntegrityError(f"{self._label()}: '{MANIFEST_FILE}' is missing from {folder}.")
-        data = path.read_bytes()
-        if expected and hashlib.sha256(data).hexdigest() != expected:
-            raise IntegrityError(
-                f"{self._label()}: '{MANIFEST_FILE}' does not match the sha256 in tag "
-                f"'{MANIFEST_TAG}'. Do not edit version folders; save a new version instead."
-            )
-        manifest = json.loads(data)
-        bad = [e["path"] for e in manifest.get("files", [])
-               if not (folder / e["path"]).is_file()
-               or sha256_file(folder / e["path"]) != e["sha256"]]
-        if bad:
-            raise IntegrityError(
-                f"{self._label()}: integrity check failed in {folder}: changed or missing "
-                f"file(s) {bad}. Download again or save a new version."
-            )
+        manifest = read_manifest(folder, expected_sha256=self.get_tags().get(MANIFEST_TAG),
+                                 label=self._label())
+        verify_directory(folder, manifest, label=self._label(), ignore_extra=HSML_OWN_FILES)
         return manifest
 
     @property
@@ -463,7 +443,10 @@ class HopsworksModel:
     @property
     def lineage(self) -> dict[str, Any]:
         if self._sdk is None:
-            return _lineage(self._feature_view, self._training_dataset_version)
+            from model_registry.manifest import model_lineage
+
+            return model_lineage(self._feature_view, self._training_dataset_version,
+                                 label=self._label())
         return dict(self.get_tags().get(LINEAGE_TAG) or {})
 
     @property
@@ -493,19 +476,6 @@ class HopsworksModel:
     @property
     def created(self) -> Any:
         return None if self._sdk is None else sdk_attr(self._sdk, "Model", "created")
-
-
-def _lineage(fv: Any, td_version: int | None) -> dict[str, Any]:
-    lineage: dict[str, Any] = {
-        "feature_view": None if fv is None else {"name": fv.name, "version": fv.version},
-        "training_dataset_version": td_version,
-    }
-    getter = getattr(fv, "get_training_dataset", None)
-    if fv is not None and td_version is not None and callable(getter):
-        td = getter(td_version)
-        if callable(getattr(td, "to_dict", None)):
-            lineage["training_dataset"] = _json(td.to_dict())
-    return lineage
 
 
 def _json(value: Any) -> Any:

@@ -28,18 +28,18 @@ from model_registry.errors import (
     VersionWarning,
 )
 from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIndex
+from model_registry.local.model import Model
+from model_registry.local.signature import ModelFramework
 from model_registry.local.storage import VersionStore, copy_files, list_source_files
 from model_registry.manifest import (
-    MANIFEST_VERSION,
+    ManifestFields,
+    build_manifest,
     file_entry,
-    git_commit,
-    library_versions,
+    model_lineage,
     read_manifest,
-    unsafe_files,
     verify_directory,
     write_manifest,
 )
-from model_registry.local.model import Model
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
     MANIFEST_FILE,
@@ -50,7 +50,6 @@ from model_registry.naming import (
     check_version,
 )
 from model_registry.schema import infer_model_schema
-from model_registry.local.signature import ModelFramework
 
 INDEX_FILE = "index.sqlite"
 
@@ -170,7 +169,7 @@ class LocalModelRegistry:
         schema = model._model_schema
         if schema is None and fv is not None and td_version is not None:
             schema = infer_model_schema(fv)
-        lineage = _lineage(fv, td_version, label=label)
+        lineage = model_lineage(fv, td_version, label=label)
         staging = self._store.new_staging_dir()
         final: Path | None = None
         try:
@@ -183,27 +182,12 @@ class LocalModelRegistry:
                     (staging / fname).write_text(dumps(content), encoding="utf-8")
                     entries.append(file_entry(staging / fname, fname, "metadata"))
             entries.sort(key=lambda e: e["path"])
-            base = {
-                "manifest_version": MANIFEST_VERSION,
-                "name": name,
-                "framework": model.framework,
-                "description": model.description,
-                "created": utc_now(),
-                "metrics": model.training_metrics,
-                "validation_status": "pending",
-                "libraries": library_versions(model.framework),
-                "git_commit": git_commit(),
-                "feature_view_name": None if fv is None else fv.name,
-                "feature_view_version": None if fv is None else fv.version,
-                "training_dataset_version": td_version,
-                "lineage": lineage,
-                "model_schema": extras[MODEL_SCHEMA_FILE],
-                "input_example": model._input_example,
-                "hyperparameters": model._hyperparameters,
-                "training_config": model._training_config,
-                "files": entries,
-                "unsafe_files": unsafe_files(entries),
-            }
+            base = build_manifest(ManifestFields(
+                name=name, framework=model.framework, description=model.description,
+                metrics=model.training_metrics, lineage=lineage, files=entries,
+                hyperparameters=model._hyperparameters, training_config=model._training_config,
+                model_schema=extras[MODEL_SCHEMA_FILE], input_example=model._input_example,
+            ))
             with self._index.write() as tx:
                 version = model.version or tx.max_version(name) + 1
                 if tx.get(name, version) is not None:
@@ -466,23 +450,3 @@ def _restore(target: Path, backup: Path) -> None:
         os.replace(backup, target)
     else:
         target.unlink(missing_ok=True)
-
-
-def _lineage(fv: Any, td_version: int | None, *, label: str) -> dict[str, Any]:
-    """Feature view, training dataset version and (if the view can give it) the training
-    dataset's ``to_dict()`` — how lineage reaches feature-group commits."""
-    from fstrain.kernel.canonical_json import to_jsonable
-
-    lineage: dict[str, Any] = {
-        "feature_view": None if fv is None else {"name": fv.name, "version": fv.version},
-        "training_dataset_version": td_version,
-    }
-    getter = getattr(fv, "get_training_dataset", None)
-    if fv is not None and td_version is not None and callable(getter):
-        td = getter(td_version)
-        to_dict = getattr(td, "to_dict", None)
-        if callable(to_dict):
-            lineage["training_dataset"] = to_jsonable(
-                to_dict(), what=f"{label}: training dataset lineage"
-            )
-    return lineage

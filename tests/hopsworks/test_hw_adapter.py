@@ -370,10 +370,18 @@ def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
     got.add_attachment("images/roc.png", b"png")
     assert ("roc.png", "/Projects/p/Models/m/1/Files/images") in project.sdk.datasets.uploads
     fresh = Path(mr.get_model("m", 1).download(str(tmp_path / "dl")))
+    original = sdk.files["model.json"]
     assert json.loads((fresh / "scorecard.json").read_text()) == {"roc_auc": 0.9}
     sdk.files["model.json"] = b'{"w": 2}'  # changed on the server
     with pytest.raises(IntegrityError, match="model.json"):
         mr.get_model("m", 1).download(str(tmp_path / "dl2"))
+    sdk.files["model.json"] = original
+    sdk.files["backdoor.py"] = b"import os"  # a file the manifest does not list
+    with pytest.raises(IntegrityError, match="extra file.*backdoor.py"):
+        mr.get_model("m", 1).download(str(tmp_path / "dl3"))
+    del sdk.files["backdoor.py"]
+    sdk.files["input_example.json"] = b"[1]"  # hsml writes this one itself: not an extra file
+    assert Path(mr.get_model("m", 1).download(str(tmp_path / "dl4"))).is_dir()
     with pytest.raises(NotFoundError, match="does not exist"):
         mr.get_model("m", 7)
 
