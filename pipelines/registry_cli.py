@@ -1,6 +1,7 @@
-"""``fstrain registry``: list and show model versions (``registry_app``, a Typer app).
+"""``fstrain registry``: list, show, report and sign off model versions (``registry_app``).
 
-Only reads the registry. ``--root`` is the store root (default ``$FSTRAIN_HOME``, else
+``list``, ``show``, ``report`` and ``diff`` only read the registry; ``approve`` and ``reject``
+append a reviewer's sign-off to a version's append-only history. ``--root`` is the store root (default ``$FSTRAIN_HOME``, else
 ``./.fstrain``); the registry lives in ``<root>/model_registry``.
 """
 
@@ -15,7 +16,8 @@ import typer
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 
 registry_app = typer.Typer(
-    help="Browse the model registry: list versions, show one version's manifest and scorecard.",
+    help="Browse the model registry (list, show, report, diff) and sign off versions "
+    "(approve, reject).",
     no_args_is_help=True,
 )
 
@@ -94,14 +96,20 @@ def show_command(
         model = _resolve(root, ref)
         manifest = model.manifest
         tags = model.get_tags()
+        history = model.history()
+        scorecard, href = latest_scorecard(model)
     except FeatureStoreError as exc:
         _fail(exc)
-    scorecard = _read_scorecard(model.model_path / "scorecard.json")
+    from model_registry.history import approval_state
+
     payload: dict[str, Any] = {
         "name": model.name,
         "version": model.version,
         "model_path": str(model.model_path),
         "validation_status": model.validation_status,
+        "approval_status": approval_state(history),
+        "history": history,
+        "latest_scorecard": href,
         "tags": tags,
         "manifest": manifest,
         "lineage": manifest.get("lineage") or {},
@@ -149,16 +157,10 @@ def report_command(
         _fail(exc)
     if registry is None:
         _fail(InvalidArgumentError("No model registry under the store root yet: run a pipeline first."))
-    entries = []
-    for model in registry.list_models():
-        card = _read_scorecard(model.model_path / "scorecard.json")
-        href = f"{model.name}/{model.version}/scorecard.html"
-        if isinstance(card, dict) and "metrics" in card:
-            entries.append({**card, "status": model.validation_status, "href": href})
-        else:
-            entries.append({"name": model.name, "version": model.version,
-                            "status": model.validation_status, "metrics": model.training_metrics,
-                            "created_at": model.created, "href": href})
+    try:
+        entries = [report_entry(model) for model in registry.list_models()]
+    except FeatureStoreError as exc:
+        _fail(exc)
     index = registry.root / "index.html"
     index.write_text(render_index(entries), encoding="utf-8")
     typer.echo(str(index))
@@ -182,7 +184,7 @@ def diff_command(
         cards = []
         for ref in (first, second):
             model = _resolve(root, ref)
-            card = _read_scorecard(model.model_path / "scorecard.json")
+            card, _ = latest_scorecard(model)
             if not isinstance(card, dict) or "metrics" not in card:
                 raise InvalidArgumentError(
                     f"model {model.name}:{model.version} has no scorecard yet. Run "
@@ -196,6 +198,87 @@ def diff_command(
         typer.echo(json.dumps(diff, indent=2, default=str))
     else:
         typer.echo(diff_to_markdown(diff))
+
+
+@registry_app.command("approve")
+def approve_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
+    note: Annotated[str, typer.Option("--note", help="The reviewer's note.")],
+    override: Annotated[str | None, typer.Option(
+        "--override", help="Reason to approve although the latest validation failed.")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve a version's latest validation run (append-only; a failed run needs --override)."""
+    _sign_off(ref, "approval", reviewer, note, override, root, as_json)
+
+
+@registry_app.command("reject")
+def reject_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
+    note: Annotated[str, typer.Option("--note", help="Why the version is rejected.")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a version (appended to its history; get_best_model(require_approval=True)
+    skips it)."""
+    _sign_off(ref, "rejection", reviewer, note, None, root, as_json)
+
+
+def _sign_off(ref: str, decision: str, reviewer: str, note: str, override: str | None,
+              root: Path | None, as_json: bool) -> None:
+    try:
+        if ":" not in ref:
+            raise InvalidArgumentError(f"Sign off a specific version: NAME:VERSION. Got {ref!r}.")
+        model = _resolve(root, ref)
+        event = model.sign_off(decision, reviewer=reviewer, note=note, override=override)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(event, indent=2))
+        return
+    word = "approved" if decision == "approval" else "rejected"
+    extra = f" (override: {event['override_reason']})" if event["override_reason"] else ""
+    typer.echo(f"{model.name}:{model.version} {word} by {event['reviewer']} as history event "
+               f"{event['seq']}, for validation run {event['validation_seq']} "
+               f"({event['validation_status'] or 'not validated'}){extra}")
+
+
+def latest_scorecard(model: Any) -> tuple[Any, str | None]:
+    """The newest validation run's scorecard dict and its path relative to the version folder
+    (a scorecard attached outside the history counts when there is no run); else None."""
+    from model_registry.history import event_dir
+
+    run = model.latest_validation()
+    if run is not None:
+        data = model.read_history_file(run["seq"], "scorecard.json")
+        return json.loads(data), f"{event_dir(run['seq'])}/scorecard.html"
+    card = _read_scorecard(model.model_path / "scorecard.json")
+    html = model.model_path / "scorecard.html"
+    return card, ("scorecard.html" if html.is_file() else None)
+
+
+def report_entry(model: Any) -> dict[str, Any]:
+    """One version's row of the report site: status, approval, latest scorecard, history."""
+    from model_registry.history import approval_state, event_dir
+
+    history = model.history()
+    card, href = latest_scorecard(model)
+    prefix = f"{model.name}/{model.version}/"
+    runs = [{**{k: e.get(k) for k in ("seq", "kind", "created", "user", "status", "reviewer",
+                                      "note", "override_reason", "failing_gates",
+                                      "validation_seq", "code_commit", "scorecard_sha256")},
+             "href": (prefix + event_dir(e["seq"]) + "/scorecard.html"
+                      if e["kind"] == "validation" else None)} for e in history]
+    status = model.validation_status if card is not None else "not validated"
+    base = {"history": runs, "approval": approval_state(history),
+            "href": None if href is None else prefix + href, "status": status}
+    if isinstance(card, dict) and "metrics" in card:
+        return {**card, **base}
+    return {"name": model.name, "version": model.version, "metrics": {},
+            "created_at": model.created, **base}
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -279,6 +362,8 @@ def _print_show(payload: dict[str, Any]) -> None:
     fields = {
         "framework": manifest.get("framework"),
         "status": payload["validation_status"],
+        "approval": payload["approval_status"],
+        "latest scorecard": payload["latest_scorecard"],
         "created": manifest.get("created"),
         "description": manifest.get("description"),
         "metrics": json.dumps(manifest.get("metrics") or {}),
@@ -307,12 +392,38 @@ def _print_show(payload: dict[str, Any]) -> None:
     console.print(files)
     console.print("Lineage:")
     console.print_json(json.dumps(payload["lineage"], default=str))
+    _print_history(console, payload)
     summary = payload["scorecard_summary"]
     if summary is None:
-        console.print("No scorecard.json in this version.")
+        console.print("No scorecard.json in this version (not validated).")
     else:
         console.print("Scorecard summary:")
         console.print_json(json.dumps(summary, default=str))
+
+
+def _print_history(console: Any, payload: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="History (append-only)")
+    for column in ("#", "event", "when (UTC)", "user", "result", "details"):
+        table.add_column(column)
+    for e in payload["history"]:
+        if e["kind"] == "validation":
+            details = ("failing: " + "; ".join(e.get("failing_gates") or [])
+                       if e.get("failing_gates") else "all gates passed")
+            details += f"; scorecard sha256 {e.get('scorecard_sha256', '')[:12]}"
+            result = e.get("status", "")
+        else:
+            details = (f"reviewer {e['reviewer']}: {e['note']}"
+                       + (f" (override: {e['override_reason']})" if e.get("override_reason")
+                          else "") + f"; on run {e.get('validation_seq')}")
+            result = "approved" if e["kind"] == "approval" else "rejected"
+        table.add_row(str(e["seq"]), e["kind"], e["created"][:19], e.get("user") or "",
+                      result, details)
+    if payload["history"]:
+        console.print(table)
+    else:
+        console.print("No history: this version was never validated or reviewed.")
 
 
 def _fail(exc: Exception) -> NoReturn:

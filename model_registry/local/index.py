@@ -44,6 +44,17 @@ CREATE TABLE IF NOT EXISTS model_tags (
     PRIMARY KEY (name, version, tag),
     FOREIGN KEY (name, version) REFERENCES model_versions (name, version) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS model_history (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    created TEXT NOT NULL,
+    status TEXT,
+    record_sha256 TEXT NOT NULL,
+    PRIMARY KEY (name, version, seq),
+    FOREIGN KEY (name, version) REFERENCES model_versions (name, version) ON DELETE CASCADE
+);
 """
 
 _COLUMNS = (
@@ -148,6 +159,15 @@ class IndexTransaction:
             (*values.values(), name, version),
         )
 
+    def add_history(self, name: str, version: int, seq: int, kind: str, created: str,
+                    status: str | None, record_sha256: str) -> None:
+        """Append one history event row (the primary key refuses a second event ``seq``)."""
+        self._conn.execute(
+            "INSERT INTO model_history (name, version, seq, kind, created, status, "
+            "record_sha256) VALUES (?,?,?,?,?,?,?)",
+            (name, version, seq, kind, created, status, record_sha256),
+        )
+
     def set_tag(self, name: str, version: int, tag: str, value: Any) -> None:
         """Add or replace a tag (value stored as JSON)."""
         self._conn.execute(
@@ -235,12 +255,18 @@ class RegistryIndex:
             return [r[0] for r in rows.fetchall()]
 
     def best(
-        self, name: str, metric: str, direction: str, *, validated_only: bool
+        self, name: str, metric: str, direction: str, *, validated_only: bool,
+        require_approval: bool = False,
     ) -> ModelRecord | None:
         """The version with the highest (``max``) or lowest (``min``) ``metric``; ties go to the
-        newest version. Versions without the metric are ignored."""
+        newest version. Versions without the metric are ignored. ``require_approval`` keeps
+        only versions whose newest history event is an approval."""
         order = "DESC" if direction == "max" else "ASC"
         status = "AND validation_status = 'passed'" if validated_only else ""
+        if require_approval:
+            status += (" AND (SELECT h.kind FROM model_history h WHERE h.name = model_versions.name"
+                       " AND h.version = model_versions.version ORDER BY h.seq DESC LIMIT 1)"
+                       " = 'approval'")
         path = "$." + json.dumps(metric)
         with self._read() as conn:
             row = conn.execute(
@@ -250,6 +276,13 @@ class RegistryIndex:
                 (name, path, path),
             ).fetchone()
         return None if row is None else _record(row)
+
+    def history(self, name: str, version: int) -> list[tuple[int, str, str, str | None, str]]:
+        """``(seq, kind, created, status, record_sha256)`` of a version's events, oldest first."""
+        with self._read() as conn:
+            return [tuple(r) for r in conn.execute(
+                "SELECT seq, kind, created, status, record_sha256 FROM model_history "
+                "WHERE name = ? AND version = ? ORDER BY seq", (name, version)).fetchall()]
 
     def tags(self, name: str, version: int) -> dict[str, Any]:
         """All tags of a version."""

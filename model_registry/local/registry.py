@@ -20,8 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.canonical_json import dumps
-from fstrain.kernel.errors import InvalidArgumentError, did_you_mean, listing
+from fstrain.kernel.errors import (
+    IntegrityError,
+    InvalidArgumentError,
+    did_you_mean,
+    listing,
+)
 from fstrain.kernel.timeutil import utc_now_iso as utc_now
+from model_registry import history
 from model_registry.errors import (
     ModelAlreadyExistsError,
     ModelNotFoundError,
@@ -127,12 +133,14 @@ class LocalModelRegistry:
         return [Model._from_record(self, r) for r in self._index.list(name)]
 
     def get_best_model(
-        self, name: str, metric: str, direction: str = "max", validated_only: bool = False
+        self, name: str, metric: str, direction: str = "max", validated_only: bool = False,
+        *, require_approval: bool = False,
     ) -> Model | None:
         """The version of ``name`` with the highest (``"max"``) or lowest (``"min"``) training
         metric ``metric``; ties go to the newest version. Versions without that metric are
         skipped. With ``validated_only=True`` only versions whose validation status is
-        ``passed`` count. Returns None when no version qualifies (as hsml).
+        ``passed`` count; with ``require_approval=True`` only versions a reviewer approved
+        after their latest validation run. Returns None when no version qualifies (as hsml).
         """
         check_model_name(name)
         if not isinstance(metric, str) or not metric:
@@ -144,7 +152,8 @@ class LocalModelRegistry:
             raise InvalidArgumentError(
                 f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
             )
-        record = self._index.best(name, metric, direction_norm, validated_only=validated_only)
+        record = self._index.best(name, metric, direction_norm, validated_only=validated_only,
+                                  require_approval=require_approval)
         return None if record is None else Model._from_record(self, record)
 
     def list_models(self, name: str | None = None) -> list[Model]:
@@ -307,6 +316,11 @@ class LocalModelRegistry:
     def _attach(self, record: ModelRecord, relative_path: str, data: bytes | Path) -> ModelRecord:
         label = _label(record)
         rel = check_attachment_path(relative_path, owner=label)
+        if history.is_history_path(rel):
+            raise InvalidArgumentError(
+                f"{label}: '{rel}' is inside the append-only '{history.HISTORY_DIR}/' folder; "
+                "record a validation run or a sign-off instead."
+            )
         if isinstance(data, Path) and not data.is_file():
             raise InvalidArgumentError(
                 f"{label}: attachment source must be an existing file. Got '{data}' instead."
@@ -351,13 +365,80 @@ class LocalModelRegistry:
             staged.unlink(missing_ok=True)
             backup.unlink(missing_ok=True)
 
+    def _append_history(self, record: ModelRecord, kind: str, payload: dict[str, Any],
+                        files: dict[str, bytes], status: str | None = None) -> dict[str, Any]:
+        """Append one immutable event (record + files under ``history/<seq>/``) and its index
+        row in one transaction; a validation event also sets ``validation_status``."""
+        label = _label(record)
+        folder = self._store.version_dir(record.name, record.version)
+        staged = self._store.new_staging_dir()
+        event: dict[str, Any] = {}
+
+        def change(manifest: dict[str, Any], undo: list[Callable[[], None]]) -> None:
+            done = history.history_sequence(manifest)
+            seq = (done[-1] if done else 0) + 1
+            if kind != "validation" and payload.get("validation_seq") != _last_run(self, row):
+                raise InvalidArgumentError(f"{label}: a validation run was recorded meanwhile; "
+                                           "review it and sign off again.")
+            event.update(history.build_event(kind, payload, files, seq=seq, created=utc_now(),
+                                             code_commit=git_commit()))
+            event_folder = folder / history.event_dir(seq)
+            if event_folder.exists():
+                raise InvalidArgumentError(f"{label}: {history.event_dir(seq)} already exists.")
+            entries = {e["path"]: e for e in manifest["files"]}
+            for rel, data in history.event_files(event, files).items():
+                (staged / rel).parent.mkdir(parents=True, exist_ok=True)
+                (staged / rel).write_bytes(data)
+                entries[rel] = file_entry(staged / rel, rel, "history")
+            event_folder.parent.mkdir(exist_ok=True)
+            os.rename(staged / history.event_dir(seq), event_folder)
+            undo.append(lambda: shutil.rmtree(event_folder, ignore_errors=True))
+            manifest["files"] = sorted(entries.values(), key=lambda e: e["path"])
+            manifest["updated"] = utc_now()
+            if status is not None:
+                manifest["validation_status"] = status
+                manifest["validation_updated"] = event["created"]
+
+        def index(tx: IndexTransaction) -> None:
+            record_bytes = history.event_files(event, {})[
+                f"{history.event_dir(event['seq'])}/{history.RECORD_FILE}"]
+            tx.add_history(record.name, record.version, event["seq"], kind, event["created"],
+                           event.get("status"), history.sha256_bytes(record_bytes))
+
+        row = self._fresh(record)
+        values = {} if status is None else {"validation_status": check_validation_status(
+            status, owner=label)}
+        try:
+            self._update_manifest(record, change, after=index, **values)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+        return event
+
+    def _history(self, record: ModelRecord) -> list[dict[str, Any]]:
+        """Every event of a version, oldest first, each checked against the index's sha256."""
+        row = self._fresh(record)
+        folder = self._store.version_dir(row.name, row.version)
+        manifest = self._read_manifest(row)
+        indexed = {seq: sha for seq, _, _, _, sha in self._index.history(row.name, row.version)}
+        events = history.read_history(manifest, lambda rel: (folder / rel).read_bytes())
+        for event in events:
+            raw = (folder / history.event_dir(event["seq"]) / history.RECORD_FILE).read_bytes()
+            if indexed.get(event["seq"]) != history.sha256_bytes(raw):
+                raise IntegrityError(
+                    f"{_label(row)}: history event {event['seq']} does not match the registry "
+                    "index (changed or added outside the registry)."
+                )
+        return events
+
     def _update_manifest(
         self,
         record: ModelRecord,
         change: Callable[[dict[str, Any], list[Callable[[], None]]], None],
+        after: Callable[[IndexTransaction], None] | None = None,
         **row_values: Any,
     ) -> ModelRecord:
-        """Apply ``change`` to the manifest (and files) and update the index row, atomically."""
+        """Apply ``change`` to the manifest (and files) and update the index row, atomically
+        (``after`` adds more index writes to the same transaction)."""
         folder = self._store.version_dir(record.name, record.version)
         undo: list[Callable[[], None]] = []
         old_manifest: bytes | None = None
@@ -372,6 +453,8 @@ class LocalModelRegistry:
                 self._store.tmp.mkdir(parents=True, exist_ok=True)
                 sha = write_manifest(folder, manifest, scratch=self._store.tmp)
                 tx.update(record.name, record.version, manifest_sha256=sha, **row_values)
+                if after is not None:
+                    after(tx)
         except BaseException:
             if old_manifest is not None:
                 tmp = self._store.new_temp_path("manifest")
@@ -439,6 +522,12 @@ class LocalModelRegistry:
             f"Model '{name}' version {version} already exists. Versions are immutable: leave "
             "version=None to get the next free version, or delete this version first."
         )
+
+
+def _last_run(registry: LocalModelRegistry, record: ModelRecord) -> int | None:
+    runs = [seq for seq, kind, *_ in registry._index.history(record.name, record.version)
+            if kind == "validation"]
+    return runs[-1] if runs else None
 
 
 def _label(record: ModelRecord) -> str:
