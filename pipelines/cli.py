@@ -278,7 +278,8 @@ def _smoke(project: Any, cfg: Any) -> None:
 @app.command()
 def validate(
     model_ref: Annotated[str, typer.Argument(metavar="NAME[:VERSION]", help="Model (latest version if none).")],
-    gate: Annotated[list[str] | None, typer.Option(help="Acceptance gate, e.g. 'roc_auc >= 0.85' (repeatable; default: the use case's).")] = None,
+    gate: Annotated[list[str] | None, typer.Option(help="Extra acceptance gate, e.g. 'roc_auc >= 0.9' (repeatable); added to the use case's and fstrain's standard gates.")] = None,
+    replace_gates: Annotated[bool, typer.Option("--replace-gates", help="Use only the --gate gates instead of the defaults (recorded on the scorecard).")] = False,
     threshold_strategy: Annotated[str, typer.Option(help="f1, youden or a fixed number.")] = "f1",
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
@@ -291,13 +292,13 @@ def validate(
         name, _, version = model_ref.partition(":")
         config = model_validation.ModelValidationConfig(
             model_name=name, version=int(version) if version else None, gates=gate,
+            gate_source="command line", replace_gates=replace_gates,
             threshold_strategy=threshold_strategy,
         )
         with _step(f"model-validation pipeline: {model_ref}"):
             ref = model_validation.run(_project(), config)
-        _emit(ref.to_dict(), f"model {ref.model}: {ref.status.upper()} ({ref.key_metric} = "
-                             f"{ref.key_value if ref.key_value is None else round(ref.key_value, 4)})\n"
-                             f"scorecard: {ref.scorecard_html}")
+        _emit({**ref.to_dict(), "verdict": ref.verdict},
+              f"model {ref.model}: {ref.verdict}\nscorecard (run {ref.run}): {ref.scorecard_html}")
         return ref
 
     ref = _guard(body)

@@ -68,6 +68,16 @@ class ValidationRef:
     key_metric: str
     key_value: float | None
     scorecard_html: str
+    failing_gates: tuple[str, ...] = ()  # "gate (value v, required op t)" per failing gate
+    run: int | None = None  # the validation run's number in the version's history
+
+    @property
+    def verdict(self) -> str:
+        """``PASSED (key = v)`` or ``FAILED: <every failing gate with value and threshold>``."""
+        if self.passed:
+            value = "n/a" if self.key_value is None else f"{self.key_value:.4f}"
+            return f"PASSED ({self.key_metric} = {value})"
+        return "FAILED: " + ("; ".join(self.failing_gates) or "no acceptance gate was evaluated")
 
     @property
     def passed(self) -> bool:

@@ -211,7 +211,7 @@ def explain(
         An :class:`Explanation`.
     """
     known = ("auto", "xgboost", "lightgbm", "tree", "deep", "integrated_gradients", "generic",
-             "permutation")
+             "permutation", "linear")
     if method not in known:
         raise InvalidArgumentError(f"method must be one of {known}. Got {method!r} instead.")
     n = len(X)
@@ -239,6 +239,8 @@ def explain(
                               force_ig=method == "integrated_gradients")
     if method == "tree":
         return _explain_tree(model, X, idx, feature_names, class_index)
+    if method == "linear":
+        return _explain_linear(model, X, idx, bg_idx, feature_names, class_index)
     return _explain_generic(model, X, idx, bg_idx, feature_names, class_index,
                             permutation=method == "permutation")
 
@@ -325,6 +327,35 @@ def _explain_tree(model: Any, X: Any, idx: np.ndarray, feature_names: Sequence[s
     names = _names(X, feature_names, values.shape[1])
     return Explanation(names, values.astype(float), base, _numeric_data(sample), idx,
                        "shap.TreeExplainer", output)
+
+
+# --------------------------------------------------------------------------------------------
+# linear models: exact SHAP values in closed form
+# --------------------------------------------------------------------------------------------
+
+def _explain_linear(model: Any, X: Any, idx: np.ndarray, bg_idx: np.ndarray,
+                    feature_names: Sequence[str] | None, class_index: int | None
+                    ) -> Explanation:
+    """Linear SHAP with independent features: ``coef_j * (x_j - mean_j)`` in margin space,
+    the mean taken over the background rows (what ``shap.LinearExplainer`` computes for an
+    independent masker), without sampling, so it costs one matrix product."""
+    coef = np.atleast_2d(np.asarray(getattr(model, "coef_", None), dtype=float))
+    if coef.size == 0 or not hasattr(model, "intercept_"):
+        raise InvalidArgumentError(
+            f"Cannot explain a {type(model).__name__} as a linear model: it has no coef_ and "
+            "intercept_."
+        )
+    row = 0 if coef.shape[0] == 1 else (class_index if class_index is not None else 1)
+    data = np.asarray(_take(X, np.arange(len(X))) if isinstance(X, pd.DataFrame) else X,
+                      dtype=float)
+    mean = data[bg_idx].mean(axis=0)
+    sample = data[idx]
+    values = (sample - mean) * coef[row]
+    base = float(np.atleast_1d(model.intercept_)[row] + mean @ coef[row])
+    names = _names(X, feature_names, values.shape[1])
+    return Explanation(names, values, base, sample, idx,
+                       f"linear SHAP (closed form, {len(bg_idx)} background rows)",
+                       "margin (log-odds)")
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ Gates come from configuration as strings. The grammar is strict:
   model must be at least as good as the previous model (the best version that passed its gates)
   minus ``tolerance`` (default 0). With no previous version the gate is *skipped*, not failed.
 
+* ``"explanation_available"``: the model's explanation (SHAP or its documented equivalent)
+  was computed; a failed explanation fails this gate with the error as the reason.
+
 A metric whose value is missing or undefined makes its gate *fail* (with the reason): an
 unmeasured model is not an accepted one. The overall verdict passes when every non-skipped gate
 passes.
@@ -58,9 +61,10 @@ _RELATIVE_RE = re.compile(
     r"(?:\(\s*(?P<args>[^)]*)\))?\s*$"
 )
 _GRAMMAR = (
-    "'<metric> <op> <number>' (op: >=, <=, >, <), 'better_than_baseline[(<metric>)]' or "
-    "'better_than_previous[(<metric>[, tolerance=<number>])]'"
+    "'<metric> <op> <number>' (op: >=, <=, >, <), 'better_than_baseline[(<metric>)]', "
+    "'better_than_previous[(<metric>[, tolerance=<number>])]' or 'explanation_available'"
 )
+EXPLANATION_GATE = "explanation_available"
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,8 @@ def parse_gate(spec: str) -> Gate:
     """Parse one gate string strictly; raise :class:`ConfigError` naming the gate on any error."""
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"A gate must be a non-empty string like {_GRAMMAR}. Got {spec!r}.")
+    if spec.strip() == EXPLANATION_GATE:
+        return Gate(EXPLANATION_GATE, "explanation", None)
     m = _RELATIVE_RE.match(spec)
     if m:
         kind = "baseline" if m["kind"] == "better_than_baseline" else "previous"
@@ -187,7 +193,7 @@ def parse_gate(spec: str) -> Gate:
         word = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", spec)
         if word and not re.search(r"[<>=]", spec) and word[1] not in KNOWN_METRICS:
             hint = did_you_mean(word[1], [*KNOWN_METRICS, "better_than_baseline",
-                                          "better_than_previous"])
+                                          "better_than_previous", EXPLANATION_GATE])
             raise ConfigError(f"Gate {spec!r} is not understood.{hint} Expected {_GRAMMAR}.")
         raise ConfigError(f"Gate {spec!r} is not understood. Expected {_GRAMMAR}.")
     metric = m["metric"]
@@ -243,6 +249,30 @@ def _reason(metrics: Mapping[str, Any], key: str) -> str:
     return f"{key} was not computed for this model"
 
 
+def _explanation_result(g: Gate, metrics: Mapping[str, Any]) -> GateResult:
+    error = metrics.get("explanation_error")
+    if error is None and metrics.get("explanation_method"):
+        return GateResult(g.name, True, None, None, None,
+                          f"explained with {metrics['explanation_method']}")
+    reason = error or "no explanation was computed"
+    return GateResult(g.name, False, None, None, None, f"failed: explanation failed: {reason}")
+
+
+def failing_gates(report: Mapping[str, Any] | None) -> list[str]:
+    """One line per failing gate of a :meth:`GateReport.to_dict`: its name, value and
+    threshold (or the reason when no value was measured)."""
+    out = []
+    for r in (report or {}).get("results", []):
+        if r.get("passed") is not False:
+            continue
+        if r.get("value") is not None and r.get("threshold") is not None and r.get("op"):
+            out.append(f"{r['name']} (value {r['value']:.4g}, required {r['op']} "
+                       f"{r['threshold']:.4g})")
+        else:
+            out.append(f"{r['name']} ({r['detail']})")
+    return out
+
+
 def evaluate_gates(
     gates: Sequence[str | Gate],
     metrics: Mapping[str, Any],
@@ -270,6 +300,9 @@ def evaluate_gates(
     parsed = [g if isinstance(g, Gate) else parse_gate(g) for g in gates]
     results: list[GateResult] = []
     for g in parsed:
+        if g.kind == "explanation":
+            results.append(_explanation_result(g, metrics))
+            continue
         if g.kind == "threshold":
             assert g.metric is not None and g.op is not None and g.threshold is not None
             value = _number(_lookup(metrics, g.metric))

@@ -299,12 +299,16 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
     if isinstance(commits, Mapping):
         facts += [f"Feature group {k}: {_kv(v) if isinstance(v, Mapping) else v}"
                   for k, v in commits.items()]
-    signature = _first(manifest, "signature", "input_schema", "inputs")
+    signature = _first(manifest, "signature", "input_schema", "inputs") or _signature_text(
+        manifest.get("model_schema"))
     if signature is not None:
         facts.append(f"Model signature: {signature}")
     features = _first(manifest, "features", "feature_names")
     if features:
         facts.append(f"Input features ({len(features)}): {', '.join(map(str, features))}")
+    outputs = _first(manifest, "outputs")
+    if outputs:
+        facts.append(f"Outputs: {', '.join(map(str, outputs))}")
     helpers = [d["column"] for d in (card.get("bias") or {}).get("disparities", [])]
     if helpers:
         facts.append("Bias slices use the training helper columns " + ", ".join(helpers)
@@ -399,13 +403,81 @@ def _helper_feature_check(helpers: list[str], features: Any) -> list[str]:
     """What can be verified about helper columns leaking into the model inputs."""
     if not features:
         return ["Whether these columns are absent from the model inputs could not be checked: "
-                "the manifest lists no features"]
+                "neither the manifest nor the model lists its input columns"]
     leaked = [h for h in helpers if h in {str(f) for f in features}]
     if leaked:
         return ["WARNING: " + ", ".join(leaked) + " also appear(s) among the model's input "
                 "features"]
     return ["None of these columns is among the model's input features (checked against the "
-            "manifest)"]
+            "registered input schema and the loaded model's input columns)"]
+
+
+def _signature_text(model_schema: Any) -> str | None:
+    if not isinstance(model_schema, Mapping):
+        return None
+    parts = []
+    for part in ("input_schema", "output_schema"):
+        cols = (model_schema.get(part) or {}).get("columnar_schema") or []
+        if cols:
+            parts.append(part.replace("_schema", "s") + " " + ", ".join(
+                f"{c.get('name')}:{c.get('type')}" for c in cols))
+    return "; ".join(parts) or None
+
+
+def _schema_names(manifest: Mapping[str, Any], part: str) -> list[str]:
+    schema = (manifest.get("model_schema") or {}).get(part) or {}
+    return [str(c["name"]) for c in schema.get("columnar_schema") or [] if "name" in c]
+
+
+def model_facts(manifest: Mapping[str, Any], model: Any = None) -> dict[str, Any]:
+    """The manifest plus what the registered model itself says, in the keys the card reads:
+    ``features`` (input columns from the registered input schema, joined with the loaded
+    model's own input columns), ``outputs``, ``architecture`` and ``labels``.
+
+    ``model`` is a loaded predictor (``kind``, ``labels``, ``schema``, ``explain_target``), or
+    None to use the manifest alone.
+    """
+    facts = dict(manifest)
+    inputs = _schema_names(manifest, "input_schema")
+    own = list(getattr(getattr(model, "schema", None), "names", ()) or ())
+    facts["features"] = list(dict.fromkeys([*inputs, *map(str, own)]))
+    facts["input_sources"] = [s for s, cols in (("registered input schema", inputs),
+                                                ("loaded model", own)) if cols]
+    outputs = _schema_names(manifest, "output_schema")
+    if outputs:
+        facts["outputs"] = outputs
+    if model is not None:
+        facts["architecture"] = architecture(model, manifest)
+        labels = getattr(model, "labels", None)
+        if labels is not None:
+            facts["labels"] = (f"{labels.name} (classes: {', '.join(map(str, labels.classes))})"
+                               if labels.classes else f"{labels.name} (regression)")
+    return facts
+
+
+def architecture(model: Any, manifest: Mapping[str, Any]) -> str:
+    """A one-line description of a loaded predictor: kind, estimator, size, hyperparameters."""
+    target = model.explain_target
+    inner = target.model
+    parts = [f"{model.kind} ({type(inner).__module__.split('.')[0]}.{type(inner).__name__})"]
+    if hasattr(inner, "num_boosted_rounds"):
+        parts.append(f"{inner.num_boosted_rounds()} boosted trees")
+    elif hasattr(inner, "num_trees"):
+        parts.append(f"{inner.num_trees()} trees")
+    elif hasattr(inner, "estimators_"):
+        parts.append(f"{len(inner.estimators_)} trees")
+    elif hasattr(inner, "coef_"):
+        parts.append(f"{inner.coef_.shape[-1]} coefficients")
+    if hasattr(inner, "named_modules"):
+        layers = [f"{type(m).__name__}" for n, m in inner.named_modules()
+                  if n and not list(m.children())]
+        params = sum(int(p.numel()) for p in inner.parameters())
+        parts.append(f"layers {' → '.join(layers)}; {params:,} parameters")
+    parts.append(f"{len(target.feature_names)} model inputs after preprocessing")
+    hyper = manifest.get("hyperparameters") or getattr(model, "params", None)
+    if hyper:
+        parts.append("hyperparameters " + _kv(hyper))
+    return "; ".join(parts)
 
 
 def build_model_card(
@@ -465,6 +537,6 @@ def build_model_card(
 
 
 __all__ = [
-    "SECTIONS", "TODO", "CardSection", "ModelCard", "build_model_card", "load_overrides",
-    "validate_overrides",
+    "SECTIONS", "TODO", "CardSection", "ModelCard", "architecture", "build_model_card",
+    "load_overrides", "model_facts", "validate_overrides",
 ]

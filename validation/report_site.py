@@ -66,14 +66,47 @@ def _normalise(entry: Mapping[str, Any]) -> dict[str, Any]:
         metrics = dict(entry.get("metrics") or {})
         status = entry.get("status", "no gates")
         created = entry.get("created_at", "")
-    href = entry.get("href") or f"{quote(str(name), safe='')}/{quote(str(version), safe='')}/scorecard.html"
-    if _SCHEME.match(href) or href.startswith(("/", "\\")):
-        raise InvalidArgumentError(
-            f"Link {href!r} for {name} v{version} must be relative to index.html (no scheme, "
-            "no leading slash) so the site can be moved."
-        )
+    href = entry.get("href", _DEFAULT) if "href" in entry else _DEFAULT
+    if href is _DEFAULT:
+        href = f"{quote(str(name), safe='')}/{quote(str(version), safe='')}/scorecard.html"
+    for link in [href, *(h.get("href") for h in entry.get("history") or [])]:
+        if link is not None and (_SCHEME.match(link) or link.startswith(("/", "\\"))):
+            raise InvalidArgumentError(
+                f"Link {link!r} for {name} v{version} must be relative to index.html (no "
+                "scheme, no leading slash) so the site can be moved."
+            )
     return {"name": str(name), "version": version, "status": str(status), "metrics": metrics,
-            "created_at": str(created), "href": href}
+            "created_at": str(created), "href": href,
+            "approval": str(entry.get("approval", "not reviewed")),
+            "history": list(entry.get("history") or [])}
+
+
+_DEFAULT: Any = object()
+
+
+def _history_html(e: Mapping[str, Any]) -> str:
+    """The version's append-only history as a list (validation runs link their scorecards)."""
+    if not e["history"]:
+        return ""
+    items = []
+    for h in e["history"]:
+        when = esc(str(h.get("created") or "")[:19].replace("T", " "))
+        who = esc(h.get("user") or "")
+        if h["kind"] == "validation":
+            failing = h.get("failing_gates") or []
+            text = (f"run {esc(h['seq'])}: {esc(str(h.get('status', '')).upper())}"
+                    + (f" — failing: {esc('; '.join(failing))}" if failing else ""))
+            if h.get("href"):
+                text = f'<a href="{esc(h["href"])}">{text}</a>'
+        else:
+            word = "approved" if h["kind"] == "approval" else "rejected"
+            text = (f"{esc(word)} by {esc(h.get('reviewer'))} (run {esc(h.get('validation_seq'))})"
+                    f": {esc(h.get('note'))}")
+            if h.get("override_reason"):
+                text += f" — override: {esc(h['override_reason'])}"
+        items.append(f'<li class="history-{esc(h["kind"])}">{text} <small>{when} UTC, '
+                     f"{who}</small></li>")
+    return f'<ol class="history">{"".join(items)}</ol>'
 
 
 def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model registry") -> str:
@@ -95,20 +128,26 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
         by_name.setdefault(e["name"], []).append(e)
     out = [f"<h1>{esc(title)}</h1>",
            f"<p>{len(by_name)} models, {len(entries)} versions. Status comes from each "
-           "version's acceptance gates.</p>"]
+           "version's latest validation run (its acceptance gates); approval from the newest "
+           "reviewer sign-off given on that run. Metrics are measured on the held-out test "
+           "split. Every run and sign-off is kept in the version's append-only history.</p>"]
     if not entries:
         out.append("<p>No model versions are registered yet.</p>")
     for name in sorted(by_name):
         versions = sorted(by_name[name], key=lambda e: _version_key(e["version"]), reverse=True)
         out.append(f'<section id="model-{esc(name)}"><h2>{esc(name)}</h2>')
-        head = "".join(f"<th>{esc(h)}</th>" for h in ["Version", "Status", *shown, "Created",
-                                                        "Scorecard"])
+        head = "".join(f"<th>{esc(h)}</th>" for h in [
+            "Version", "Status", "Approval", *(f"{m} (test split)" for m in shown), "Created",
+            "Scorecard", "History"])
         rows = []
         for e in versions:
-            cells = [f"<td>{esc(e['version'])}</td>", f"<td>{badge(e['status'])}</td>"]
+            cells = [f"<td>{esc(e['version'])}</td>", f"<td>{badge(e['status'])}</td>",
+                     f"<td>{badge(e['approval'])}</td>"]
             cells += [f'<td class="num">{esc(fmt(e["metrics"].get(m)))}</td>' for m in shown]
             cells.append(f"<td>{esc(e['created_at'])}</td>")
-            cells.append(f'<td><a href="{esc(e["href"])}">scorecard</a></td>')
+            cells.append(f'<td><a href="{esc(e["href"])}">latest scorecard</a></td>'
+                         if e["href"] else "<td>not validated</td>")
+            cells.append(f"<td>{_history_html(e)}</td>")
             rows.append(f'<tr class="version-row" data-model="{esc(name)}" '
                         f'data-version="{esc(e["version"])}">{"".join(cells)}</tr>')
         out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}"

@@ -96,7 +96,11 @@ class Scorecard:
         baselines: baseline name → its metrics (:func:`~validation.metrics.baseline_metrics`).
         bias: :meth:`~validation.bias.BiasReport.to_dict` output, or ``None``.
         explanation: :meth:`~validation.explain.Explanation.to_dict` output, or ``None``.
-        gates: :meth:`~validation.gates.GateReport.to_dict` output, or ``None``.
+        gates: :meth:`~validation.gates.GateReport.to_dict` output (each result with its
+            ``source``), or ``None``.
+        gate_selection: ``{"replaced_defaults": bool, "gates": [{"gate", "source"}]}``.
+        explanation_error: why the explanation failed, or ``None``.
+        calibration: :func:`~validation.calibration.calibration_report` output, or ``None``.
         notes: free-text remarks for the reviewer.
         created_at: ISO-8601 UTC timestamp.
     """
@@ -114,6 +118,9 @@ class Scorecard:
     bias: dict[str, Any] | None = None
     explanation: dict[str, Any] | None = None
     gates: dict[str, Any] | None = None
+    gate_selection: dict[str, Any] = field(default_factory=dict)
+    explanation_error: str | None = None
+    calibration: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     created_at: str = field(default_factory=lambda: utc_now_iso("seconds"))
 
@@ -148,6 +155,10 @@ class Scorecard:
         out["undefined"] = dict(self.metrics.get("undefined", {}))
         if self.bias:
             out.update(self.bias.get("figures", {}))
+        out["explanation_error"] = self.explanation_error
+        out["explanation_method"] = (self.explanation or {}).get("method")
+        if self.calibration:
+            out["ece"] = self.calibration.get("ece")
         return out
 
     # ---------------------------------------------------------------- serialisation
@@ -232,7 +243,9 @@ table{border-collapse:collapse;margin:.6rem 0 1rem;font-size:.92rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:.2rem .7rem;border-radius:1rem;font-weight:600;color:#fff}
-.passed{background:#1a7f37}.failed{background:#cf222e}.skipped,.no-gates{background:#6e7781}
+.passed,.approved{background:#1a7f37}.failed,.rejected{background:#cf222e}
+.skipped,.no-gates,.not-reviewed,.not-validated{background:#6e7781}
+.warning{background:#ffebe9;border-left:4px solid #cf222e;padding:.3rem .6rem}
 tr.not-judged td{color:#6e7781;font-style:italic}
 figure{display:inline-block;margin:.5rem 1rem 1rem 0;vertical-align:top}
 figure img{max-width:100%;border:1px solid #d0d7de}
@@ -328,7 +341,8 @@ def _metric_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     metrics = card.get("metrics", {})
     cis = card.get("confidence_intervals", {})
     diffs = card.get("baseline_differences", {})
-    headers = ["Metric", "Value", "Confidence interval"]
+    split = (card.get("evaluation") or {}).get("split", "evaluation")
+    headers = ["Metric", f"Value ({split} split)", "Confidence interval"]
     for name in diffs:
         headers += [f"Baseline: {name}", "Δ vs baseline"]
     rows = []
@@ -349,12 +363,34 @@ def _metric_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+GATE_HEADERS = ["Gate", "Source", "Status", "Value", "Condition", "Detail"]
+
+
 def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for r in (card.get("gates") or {}).get("results", []):
         cond = f"{r['op']} {fmt(r['threshold'])}" if r.get("op") else "n/a"
-        rows.append([r["name"], r["status"], fmt(r.get("value")), cond, r.get("detail", "")])
+        rows.append([r["name"], r.get("source", "n/a"), r["status"], fmt(r.get("value")), cond,
+                     r.get("detail", "")])
     return rows
+
+
+def verdict(card: Mapping[str, Any]) -> str:
+    """``PASSED`` or ``FAILED: <every failing gate with its value and threshold>``."""
+    from validation.gates import failing_gates
+
+    if card.get("status") == "passed":
+        return "PASSED: every acceptance gate that applies passed"
+    failing = failing_gates(card.get("gates"))
+    return "FAILED: " + ("; ".join(failing) if failing else "no acceptance gate was evaluated")
+
+
+def replaced_gates_text(card: Mapping[str, Any]) -> str | None:
+    """The warning shown when the default gates were replaced, else None."""
+    if not (card.get("gate_selection") or {}).get("replaced_defaults"):
+        return None
+    return ("The default acceptance gates (the use case's and fstrain's standard gates) were "
+            "REPLACED for this run (--replace-gates): only the gates listed below were applied.")
 
 
 SLICE_HEADERS = ["Slice", "Rows", "Positives", "Base rate", "Selection rate", "TPR", "FPR",
@@ -382,7 +418,7 @@ def _disparity_rows(d: Mapping[str, Any]) -> list[list[str]]:
 
 def _summary_rows(card: Mapping[str, Any]) -> list[list[str]]:
     rows = [["Model", card["model_name"]], ["Version", str(card["model_version"])],
-            ["Task", card["task"]], ["Status", card["status"]]]
+            ["Task", card["task"]], ["Status", card["status"]], ["Verdict", verdict(card)]]
     gates = (card.get("gates") or {}).get("results", [])
     if gates:
         counts = {s: sum(1 for r in gates if r["status"] == s)
@@ -443,10 +479,12 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
 
     out.append('<section id="gates"><h2>Acceptance gates</h2>')
     gate_rows = _gate_rows(card)
+    replaced = replaced_gates_text(card)
+    if replaced:
+        out.append(f'<p class="warning" id="gates-replaced">{esc(replaced)}</p>')
     if gate_rows:
-        attrs = [f'class="{esc(r[1])}-row"' for r in gate_rows]
-        out.append(html_table(["Gate", "Status", "Value", "Condition", "Detail"], gate_rows,
-                              row_attrs=attrs, numeric=[2]))
+        attrs = [f'class="{esc(r[2])}-row"' for r in gate_rows]
+        out.append(html_table(GATE_HEADERS, gate_rows, row_attrs=attrs, numeric=[3]))
         out.append("<p>Overall status passes when every gate that is not skipped passes; a gate "
                    "whose metric is undefined fails.</p>")
     else:
@@ -470,6 +508,7 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
         out.append(html_table(["Metric", "Reason"], [[k, v] for k, v in undefined.items()]))
     out.append("</section>")
 
+    out.append(calibration_html(card.get("calibration")))
     if images:
         out.append(f'<section id="plots"><h2>Plots</h2>{figures_html(images)}</section>')
 
@@ -504,6 +543,9 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
             ["Rank", "Feature", "Mean |SHAP|"],
             [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
              for i, g in enumerate(ex.get("global_importance", []))], numeric=[0, 2]))
+    elif card.get("explanation_error"):
+        out.append('<p class="warning" id="explanation-failed"><strong>Explanation FAILED:'
+                   f"</strong> {esc(card['explanation_error'])}</p>")
     else:
         out.append('<p class="todo">No explanation was computed.</p>')
     out.append("</section>")
@@ -520,13 +562,41 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     return html_page(title, "\n".join(out))
 
 
+def calibration_rows(cal: Mapping[str, Any]) -> list[list[str]]:
+    """Model vs constant predictor on Brier score and log-loss, plus the ECE."""
+    rows = []
+    for m in ("brier", "log_loss"):
+        worse = m in cal.get("worse_than_constant", [])
+        rows.append([f"{m} ↓", fmt(cal[m]), fmt(cal[f"{m}_constant"]),
+                     "WORSE than the constant predictor" if worse else "better"])
+    rows.append(["expected calibration error (ECE) ↓", fmt(cal["ece"]), "n/a",
+                 f"{cal['n_bins']} equal-width bins"])
+    return rows
+
+
+def calibration_html(cal: Mapping[str, Any] | None) -> str:
+    """The calibration section (empty when the model has no probabilities)."""
+    if not cal:
+        return ""
+    split = cal.get("split", "test")
+    return ('<section id="calibration"><h2>Calibration</h2>'
+            + html_table([f"Metric ({split} split)", "Model",
+                          f"Constant predictor (p = {fmt(cal['constant_prior'])})", "Verdict"],
+                         calibration_rows(cal), numeric=[1, 2])
+            + "<p>The constant predictor scores every row with the training split's positive "
+              "rate; a model worse than it on Brier score or log-loss fails the standard "
+              "gates. The reliability diagram is among the plots.</p></section>")
+
+
 def scorecard_markdown(card: Mapping[str, Any]) -> str:
     """Render a scorecard dict (:meth:`Scorecard.to_dict`) as Markdown."""
     out = [f"# Scorecard: {card['model_name']} v{card['model_version']}", "",
            f"**Status: {card['status'].upper()}**", "",
            md_table(["Item", "Value"], _summary_rows(card)), "", "## Acceptance gates", ""]
     gate_rows = _gate_rows(card)
-    out.append(md_table(["Gate", "Status", "Value", "Condition", "Detail"], gate_rows)
+    if replaced_gates_text(card):
+        out += [f"**WARNING:** {replaced_gates_text(card)}", ""]
+    out.append(md_table(GATE_HEADERS, gate_rows)
                if gate_rows else "_No acceptance gates were configured._")
     out += ["", "## Performance", ""]
     headers, rows = _metric_rows(card)
@@ -559,6 +629,8 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
         out += ["", md_table(["Rank", "Feature", "Mean \\|SHAP\\|"],
                              [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
                               for i, g in enumerate(ex.get("global_importance", []))])]
+    elif card.get("explanation_error"):
+        out.append(f"**Explanation FAILED:** {card['explanation_error']}")
     else:
         out.append("_No explanation was computed._")
     out += ["", "## Lineage", "", md_table(["Item", "Value"], _flatten("", card.get("lineage", {}))),

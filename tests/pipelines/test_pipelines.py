@@ -91,17 +91,22 @@ def test_dataset_training_and_validation_stages(project):
     inputs = [c["name"] for c in model.manifest["model_schema"]["input_schema"]["columnar_schema"]]
     assert "sex" not in inputs and "person_id" not in inputs and "workclass" in inputs
     result = model_validation.run(project, model_validation.ModelValidationConfig(
-        model_name=model_ref.name, gates=["roc_auc >= 0.6"], bootstrap_resamples=20, shap_samples=30))
+        model_name=model_ref.name, gates=["roc_auc >= 0.6"], replace_gates=True,
+        bootstrap_resamples=20, shap_samples=30))
     assert result.status == "passed"
-    card = json.loads((Path(model.model_path) / "scorecard.json").read_text())
+    card = json.loads(Path(result.scorecard_html).with_name("scorecard.json").read_text())
+    assert card["gate_selection"]["replaced_defaults"] is True
     assert {s["column"] for s in card["bias"]["slices"]} == {"sex", "race", "age"}
     assert card["threshold"]["chosen_on"] == "validation"
-    assert (Path(model.model_path) / "images" / "roc.png").exists()
+    assert (Path(result.scorecard_html).parent / "images" / "roc.png").exists()
     assert project.get_model_registry().get_model(model_ref.name, model_ref.version).validation_status == "passed"
     failed = model_validation.run(project, model_validation.ModelValidationConfig(
         model_name=model_ref.name, version=model_ref.version, gates=["roc_auc >= 0.999"],
         bootstrap_resamples=20, shap_samples=10))
     assert failed.status == "failed"
+    assert any(g.startswith("roc_auc >= 0.999 (value ") for g in failed.failing_gates)
+    history = project.get_model_registry().get_model(model_ref.name, model_ref.version).history()
+    assert [(e["seq"], e["status"]) for e in history] == [(1, "passed"), (2, "failed")]
 
 
 def test_config_errors_are_clear(project):
@@ -129,6 +134,11 @@ def test_strict_policy_stops_bad_data(project, monkeypatch):
         _features(project, "adult")
 
 
+def _last_card(root, name):
+    folder = sorted((root / "model_registry" / name / "1" / "history").iterdir())[-1]
+    return (folder / "scorecard.json").read_text()
+
+
 def _cli(root, *args):
     return CliRunner().invoke(app, [*args, "--root", str(root)])
 
@@ -141,8 +151,17 @@ def test_cli_exit_codes_and_json(tmp_path):
     out = _cli(root, "train", "adult", "-t", "1", "--param", "n_estimators=40", "--json")
     assert out.exit_code == 0, out.output
     name = json.loads(out.stdout)["name"]
-    assert _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.5").exit_code == 0
-    assert _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.9999").exit_code == 3
+    added = _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.5", "--json")
+    sources = {g["name"]: g["source"] for g in
+               json.loads(added.stdout and _last_card(root, name)) ["gates"]["results"]}
+    assert sources["roc_auc >= 0.5"] == "command line"  # --gate adds to the defaults
+    assert sources["roc_auc >= 0.85"] == "use-case default"
+    assert _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.5",
+                "--replace-gates").exit_code == 0
+    assert json.loads(_last_card(root, name))["gate_selection"]["replaced_defaults"] is True
+    failed = _cli(root, "validate", f"{name}:1", "--gate", "roc_auc >= 0.9999", "--json")
+    assert failed.exit_code == 3
+    assert "roc_auc >= 0.9999 (value" in json.loads(failed.stdout)["verdict"]
     bad = _cli(root, "train", "adult", "-t", "7")
     assert bad.exit_code == 2 and "Traceback" not in bad.output and "version 7" in bad.output
     assert _cli(root, "features", "nope").exit_code == 2
@@ -214,9 +233,9 @@ def test_lightgbm_through_training_and_validation(project):
     assert (Path(model.model_path) / "model" / "model.txt").is_file()
     result = model_validation.run(project, model_validation.ModelValidationConfig(
         model_name=model_ref.name, version=model_ref.version, gates=["roc_auc >= 0.6"],
-        bootstrap_resamples=20, shap_samples=30))
+        replace_gates=True, bootstrap_resamples=20, shap_samples=30))
     assert result.status == "passed"
-    card = json.loads((Path(model.model_path) / "scorecard.json").read_text())
+    card = json.loads(Path(result.scorecard_html).with_name("scorecard.json").read_text())
     assert card["explanation"]["method"].startswith("lightgbm pred_contrib")
 
 

@@ -45,7 +45,10 @@ def test_regression_scorecard(project, regression_model):
         model_name="house_prices", gates=["rmse <= 30", "r2 >= 0.9", "better_than_baseline"],
         bootstrap_resamples=30, shap_samples=40))
     assert ref.status == "passed" and ref.key_metric == "rmse" and ref.key_value < 30  # region (+40) is a helper: unseen
-    card = json.loads((Path(regression_model.model_path) / "scorecard.json").read_text())
+    card = json.loads(Path(ref.scorecard_html).with_name("scorecard.json").read_text())
+    sources = {g["gate"]: g["source"] for g in card["gate_selection"]["gates"]}
+    assert sources == {"explanation_available": "fstrain standard", "rmse <= 30": "config file",
+                       "r2 >= 0.9": "config file", "better_than_baseline": "config file"}
     assert card["task"] == "regression"
     assert {"mae", "mse", "rmse", "r2"} <= set(card["metrics"])
     assert card["baselines"]["mean_predictor"]["rmse"] > card["metrics"]["rmse"]
@@ -56,3 +59,5 @@ def test_regression_scorecard(project, regression_model):
         model_name="house_prices", version=1, gates=["rmse <= 0.01"], bootstrap_resamples=20,
         shap_samples=10))
     assert failed.status == "failed"
+    assert failed.verdict.startswith("FAILED: rmse <= 0.01 (value ") and "required <= 0.01" in failed.verdict
+    assert "r2" not in failed.verdict  # only the failing gate is named

@@ -44,7 +44,7 @@ def test_index_lists_every_model_and_version_with_relative_links(full_scorecard)
     assert p.rows == [("flights_delay", "1"), ("fraud <model>", "10"), ("fraud <model>", "3")]
     assert p.links == ["flights_delay/1/scorecard.html", "fraud%20%3Cmodel%3E/10/scorecard.html",
                        "fraud%20%3Cmodel%3E/3/scorecard.html"]
-    assert "<th>roc_auc</th>" in page and "<th>rmse</th>" in page
+    assert "<th>roc_auc (test split)</th>" in page and "<th>rmse (test split)</th>" in page
     assert f"{card['metrics']['roc_auc']:.4f}" in page and "12.5000" in page
     assert "badge failed" in page and "badge passed" in page
     assert "<script" not in page

@@ -15,7 +15,8 @@ from validation.scorecard import Scorecard, png_data_uri
 
 SECTIONS = {"model_name", "model_version", "task", "evaluation", "lineage", "library_versions",
             "metrics", "confidence_intervals", "threshold", "baselines", "bias", "explanation",
-            "gates", "notes", "created_at", "schema_version", "status", "baseline_differences"}
+            "gates", "notes", "created_at", "schema_version", "status", "baseline_differences",
+            "gate_selection", "explanation_error", "calibration"}
 
 
 class _Collect(HTMLParser):
@@ -85,8 +86,8 @@ def test_markdown_has_gates_metrics_and_every_slice_row(full_scorecard):
     md = card.to_markdown()
     assert md.startswith("# Scorecard: fraud <model> v3")
     assert "**Status: PASSED**" in md
-    assert "| max_abs_dp_difference <= 0.15 | passed |" in md
-    assert "| better_than_previous | skipped |" in md
+    assert "| max_abs_dp_difference <= 0.15 | n/a | passed |" in md
+    assert "| better_than_previous | n/a | skipped |" in md
     for col, value in _expected_slices(card):
         assert re.search(rf"^\| {re.escape(value)} \| [\d,]+ \|", md, re.M), (col, value)
     assert "### Helper column `race`" in md

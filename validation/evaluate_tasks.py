@@ -1,0 +1,139 @@
+"""The per-task steps of :func:`validation.evaluate.evaluate`: binary classification,
+regression and multi-class classification. Each fills the scorecard and returns its figures,
+the baseline's metrics and the primary metric that ``better_than_*`` gates compare."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from validation.evaluate import (
+    EvaluationData,
+    EvaluationSettings,
+    as_binary,
+    explain_model,
+    positive_class,
+)
+from validation.scorecard import Scorecard
+
+Result = tuple[dict[str, bytes], dict[str, Any], str]
+
+
+def _output_index(predictor: Any, positive: Any) -> int | None:
+    """The network output explaining the positive class (torch); None for other models."""
+    target = predictor.explain_target
+    if target.kind not in ("mlp", "cnn"):
+        return None
+    classes = list(target.classes)
+    return classes.index(positive) if positive in classes else len(classes) - 1
+
+
+def binary(card: Scorecard, predictor: Any, data: EvaluationData,
+           settings: EvaluationSettings) -> Result:
+    """Metrics, CIs, baseline, calibration, slices and an explanation of a binary classifier."""
+    from validation.bias import slice_report
+    from validation.calibration import calibration_report
+    from validation.metrics import (
+        baseline_metrics,
+        choose_threshold,
+        classification_cis,
+        classification_metrics,
+    )
+    from validation.plots import standard_plots
+
+    positive = positive_class(data.y_train)
+    y_tr, y_va, y_te = (as_binary(y, positive) for y in (data.y_train, data.y_validation,
+                                                          data.y_test))
+    s_va = np.asarray(predictor.predict_proba(data.X_validation), dtype=float)
+    s_te = np.asarray(predictor.predict_proba(data.X_test), dtype=float)
+    choice = choose_threshold(y_va, s_va, settings.threshold_strategy)
+    card.threshold = {**choice.to_dict(), "chosen_on": "validation"}
+    card.metrics = classification_metrics(y_te, s_te, choice.threshold)
+    card.confidence_intervals = classification_cis(
+        y_te, s_te, choice.threshold, n_resamples=settings.bootstrap_resamples,
+        seed=settings.seed,
+        metrics=("roc_auc", "pr_auc", "f1", "precision", "recall", "accuracy", "log_loss",
+                 "brier"))
+    base = baseline_metrics(y_te, prior=float(y_tr.mean()))
+    card.baselines = {"majority_class_prior": base}
+    card.calibration = calibration_report(y_te, s_te, prior=float(y_tr.mean()))
+    bias = None
+    if data.helpers.shape[1]:
+        bias = slice_report(y_te, s_te, (s_te >= choice.threshold).astype(int), data.helpers,
+                            min_slice_size=settings.min_slice_size,
+                            bands=settings.slice_bands or None)
+        card.bias = bias.to_dict()
+    explanation = explain_model(card, predictor, data.X_test, settings,
+                                _output_index(predictor, positive))
+    images = standard_plots(y_true=y_te, y_score=s_te, confusion=card.metrics["confusion_matrix"],
+                            threshold=choice.threshold, explanation=explanation, bias=bias)
+    return images, base, "roc_auc"
+
+
+def regression(card: Scorecard, predictor: Any, data: EvaluationData,
+               settings: EvaluationSettings) -> Result:
+    """MAE, RMSE, R² with bootstrap CIs, the mean predictor as baseline, per-slice errors."""
+    from validation.metrics import baseline_metrics, bootstrap_ci, regression_metrics
+    from validation.plots import shap_importance_png
+
+    y = data.y_test.to_numpy(dtype=float)
+    pred = np.asarray(predictor.predict(data.X_test), dtype=float)
+    card.metrics = regression_metrics(y, pred)
+    fns = {
+        "mae": lambda t, p: float(np.mean(np.abs(p - t))),
+        "rmse": lambda t, p: float(np.sqrt(np.mean((p - t) ** 2))),
+    }
+    card.confidence_intervals = {
+        name: bootstrap_ci(fn, y, pred, n_resamples=settings.bootstrap_resamples,
+                           seed=settings.seed)
+        for name, fn in fns.items()
+    }
+    base = baseline_metrics(y, task="regression", prior=float(data.y_train.mean()))
+    card.baselines = {"mean_predictor": base}
+    if data.helpers.shape[1]:
+        card.notes.append(_regression_slices(data.helpers, y, pred, settings.min_slice_size))
+    explanation = explain_model(card, predictor, data.X_test, settings, class_index=None)
+    images = {"shap_importance": shap_importance_png(explanation)} if explanation else {}
+    return images, base, "rmse"
+
+
+def _regression_slices(helpers: Any, y: np.ndarray, pred: np.ndarray, min_size: int) -> str:
+    parts = []
+    for column in helpers.columns:
+        values = helpers[column].astype(str).to_numpy()
+        for value in sorted(set(values)):
+            mask = values == value
+            mae = float(np.mean(np.abs(pred[mask] - y[mask])))
+            judged = "" if int(mask.sum()) >= min_size else " (not judged)"
+            parts.append(f"{column}={value}: n={int(mask.sum())}, MAE={mae:.4g}{judged}")
+    return ("Regression slices (test split): per helper-column value, size and MAE (slices "
+            f"with fewer than {min_size} rows are not judged): " + "; ".join(parts))
+
+
+def multiclass(card: Scorecard, predictor: Any, data: EvaluationData,
+               settings: EvaluationSettings) -> Result:
+    """Accuracy, macro F1, log-loss and per-class recall; the majority class as baseline."""
+    from sklearn.metrics import accuracy_score, f1_score, log_loss
+
+    from validation.plots import shap_importance_png
+
+    proba = np.asarray(predictor.predict_proba(data.X_test), dtype=float)
+    proba = proba / proba.sum(axis=1, keepdims=True)  # float32 softmax rows sum to 1 ± 1e-7
+    classes = list(predictor.explain_target.classes)
+    predicted = np.asarray(classes)[proba.argmax(axis=1)]
+    truth = data.y_test.to_numpy()
+    card.metrics = {
+        "accuracy": float(accuracy_score(truth, predicted)),
+        "macro_f1": float(f1_score(truth, predicted, average="macro")),
+        "log_loss": float(log_loss(truth, proba, labels=classes)),
+        "per_class_recall": {str(c): float((predicted[truth == c] == c).mean()) for c in classes},
+    }
+    majority = data.y_train.value_counts().idxmax()
+    card.baselines = {"majority_class": {"accuracy": float((truth == majority).mean())}}
+    card.notes.append("Multi-class model: bias slices need helper columns, which this view has "
+                      "none of; the explanation covers the most frequent predicted class.")
+    top = int(np.bincount(proba.argmax(axis=1)).argmax())
+    explanation = explain_model(card, predictor, data.X_test, settings, class_index=top)
+    images = {"shap_importance": shap_importance_png(explanation)} if explanation else {}
+    return images, card.baselines["majority_class"], "accuracy"
