@@ -85,12 +85,50 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() if name[:1].isupper() else name
 
 
+_NAME_KEYS = ("name", "expectation_suite_name", "expectationSuiteName")
+_TYPE_KEYS = ("type", "expectation_type", "expectationType")
+
+
+def _json_field(value: Any) -> Any:
+    """A field the SDK may serialise as a JSON string (``kwargs``, ``meta``) as a Python value."""
+    if isinstance(value, str):
+        import json
+
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _expectation_dict(exp: Any) -> Any:
+    """One expectation as a plain dict, from GX 1.x, GX 0.x-style or ``hsfs`` objects."""
+    if isinstance(exp, dict):
+        return exp
+    if hasattr(exp, "expectation_type") and hasattr(exp, "kwargs"):  # hsfs.GeExpectation, GX 0.x
+        return {"type": exp.expectation_type, "kwargs": exp.kwargs}
+    if hasattr(exp, "to_json_dict"):
+        return exp.to_json_dict()
+    if hasattr(exp, "type") and hasattr(exp, "kwargs"):
+        return {"type": exp.type, "kwargs": dict(exp.kwargs)}
+    return exp
+
+
 def suite_to_dict(suite: Any, default_name: str) -> dict[str, Any]:
-    """Canonical JSON form of a suite given in any accepted shape."""
+    """Canonical JSON form of a suite given in any accepted shape.
+
+    Accepted: a ``great_expectations.ExpectationSuite`` (1.x), the SDK's own
+    ``hsfs.expectation_suite.ExpectationSuite``, their dicts (GX's ``name``/``type``, GX 0.x's
+    ``expectation_suite_name``/``expectation_type``, or the SDK's camelCase JSON with
+    ``expectationSuiteName``/``expectationType`` and ``kwargs`` as a JSON string), or a list of
+    expectations.
+    """
+    if type(suite).__module__.startswith("hsfs") and hasattr(suite, "to_json_dict"):
+        suite = suite.to_json_dict()  # camelCase dict, handled below
     if isinstance(suite, dict):
         data = dict(suite)
         expectations = data.get("expectations", [])
-        name = data.get("name") or data.get("expectation_suite_name") or default_name
+        name = next((data[k] for k in _NAME_KEYS if data.get(k)), default_name)
     elif isinstance(suite, list | tuple):
         expectations, name = list(suite), default_name
     elif hasattr(suite, "to_json_dict"):
@@ -98,22 +136,25 @@ def suite_to_dict(suite: Any, default_name: str) -> dict[str, Any]:
         expectations, name = data.get("expectations", []), data.get("name") or default_name
     else:
         raise InvalidArgumentError(
-            f"expectation_suite must be a great_expectations.ExpectationSuite, its dict, or a "
-            f"list of {{'type', 'kwargs'}} entries. Got {type(suite).__name__} instead."
+            f"expectation_suite must be a great_expectations.ExpectationSuite, an "
+            f"hsfs ExpectationSuite, their dict, or a list of {{'type', 'kwargs'}} entries. "
+            f"Got {type(suite).__name__} instead."
         )
     canonical = []
-    for i, exp in enumerate(expectations):
-        if hasattr(exp, "to_json_dict"):
-            exp = exp.to_json_dict()
-        if hasattr(exp, "type") and hasattr(exp, "kwargs") and not isinstance(exp, dict):
-            exp = {"type": exp.type, "kwargs": dict(exp.kwargs)}
-        if not isinstance(exp, dict) or "type" not in exp:
+    for i, exp in enumerate(_json_field(expectations) or []):
+        exp = _expectation_dict(exp)
+        kind = next((exp[k] for k in _TYPE_KEYS if exp.get(k)), None) if isinstance(exp, dict) else None
+        if kind is None:
             raise InvalidArgumentError(
                 f"expectation #{i} of suite '{name}' must have a 'type'. Got {exp!r} instead."
             )
-        canonical.append(
-            {"type": _snake(str(exp["type"])), "kwargs": dict(exp.get("kwargs") or {})}
-        )
+        kwargs = _json_field(exp.get("kwargs")) or {}
+        if not isinstance(kwargs, dict):
+            raise InvalidArgumentError(
+                f"expectation #{i} ({kind}) of suite '{name}' must have dict kwargs. "
+                f"Got {kwargs!r} instead."
+            )
+        canonical.append({"type": _snake(str(kind)), "kwargs": dict(kwargs)})
     return {"name": name, "expectations": canonical}
 
 

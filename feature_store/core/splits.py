@@ -381,6 +381,8 @@ def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
         )
     col = _column(frame, event_time_column, "Event time")
     try:
+        if pd.api.types.is_integer_dtype(col.dtype):  # epoch milliseconds (Hopsworks' bigint)
+            return pd.to_datetime(col, unit="ms", utc=True)
         return pd.to_datetime(col, utc=True)
     except (TypeError, ValueError) as exc:
         raise SchemaMismatchError(

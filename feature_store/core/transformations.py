@@ -317,6 +317,24 @@ class TransformationFunction:
         """JSON-able form; :func:`transformation_from_dict` reverses it."""
         return {"name": self.name, "feature": self.feature, "params": dict(self.params)}
 
+    @property
+    def inputs(self) -> list[str]:
+        """The columns the transformation reads."""
+        return [self.feature]
+
+    @property
+    def dropped(self) -> list[str]:
+        """The columns it removes from the output (built-ins drop their input)."""
+        return [self.feature]
+
+    def fit_frame(self, frame: pd.DataFrame) -> dict[str, Any]:
+        """:meth:`fit` on ``frame[feature]`` (same interface as ``UdfTransformation``)."""
+        return self.fit(frame[self.feature])
+
+    def transform_frame(self, frame: pd.DataFrame, stats: Mapping[str, Any]) -> pd.DataFrame:
+        """:meth:`transform` on ``frame[feature]``."""
+        return self.transform(frame[self.feature], stats)
+
 
 def min_max_scaler(feature: str) -> TransformationFunction:
     """``(x-min)/(max-min)`` with train-split min/max; output ``min_max_scaler_{feature}_``."""
@@ -374,6 +392,10 @@ def transformation_from_dict(d: Mapping[str, Any]) -> TransformationFunction:
             f"A transformation function must be stored as a dict with 'name' and 'feature'. "
             f"Got {type(d).__name__} instead."
         )
+    if "udf" in d:  # a Hopsworks @udf, stored in the SDK's own serialisation
+        from feature_store.core.udf import UdfTransformation
+
+        return UdfTransformation.from_dict(d)
     unknown = sorted(set(d) - {"name", "feature", "params"})
     missing = sorted({"name", "feature"} - set(d))
     if unknown or missing:
@@ -387,41 +409,55 @@ def transformation_from_dict(d: Mapping[str, Any]) -> TransformationFunction:
 # --------------------------------------------------------------------------- lists of transformations
 
 
-def validate_transformations(
-    tfs: Iterable[TransformationFunction], columns: Iterable[str]
-) -> list[TransformationFunction]:
+def validate_transformations(tfs: Iterable[Any], columns: Iterable[str]) -> list[Any]:
     """Check ``tfs`` against the feature view's ``columns`` and return them as a list.
 
+    Items are bound built-ins (``standard_scaler("amount")``), or the Hopsworks SDK's own
+    transformation objects (``hopsworks.hsfs.builtin_transformations.label_encoder("x")``, an
+    ``@udf`` bound to features, an ``hsfs`` ``TransformationFunction``), converted with
+    :func:`feature_store.core.udf.from_sdk`.
+
     Raises:
-        InvalidArgumentError: an item is not a :class:`TransformationFunction` (e.g. the unbound
-            factory ``standard_scaler`` instead of ``standard_scaler("amount")``), or a feature is
-            transformed twice.
+        InvalidArgumentError: an item is neither (e.g. the unbound factory ``standard_scaler``
+            instead of ``standard_scaler("amount")``), or a feature is transformed twice.
         SchemaMismatchError: a transformed feature is not a column (with a did-you-mean).
     """
+    from feature_store.core.udf import (
+        UdfTransformation,
+        from_sdk,
+        is_sdk_transformation,
+    )
+
     cols = [str(c) for c in columns]
-    out: list[TransformationFunction] = []
-    seen: dict[str, TransformationFunction] = {}
+    out: list[Any] = []
+    seen: dict[str, Any] = {}
     for tf in tfs:
-        if not isinstance(tf, TransformationFunction):
+        if is_sdk_transformation(tf):
+            tf = from_sdk(tf)
+        if not isinstance(tf, TransformationFunction | UdfTransformation):
             hint = ""
             if callable(tf) and getattr(tf, "__name__", None) in BUILTINS:
                 hint = f" Bind it to a feature: {tf.__name__}('column')."
             raise InvalidArgumentError(
-                "transformation_functions must be bound calls such as standard_scaler('amount'). "
-                f"Got {tf!r} instead.{hint}"
+                "transformation_functions must be bound calls such as standard_scaler('amount') "
+                "or Hopsworks transformation functions such as "
+                f"hopsworks.hsfs.builtin_transformations.label_encoder('category'). Got {tf!r} "
+                f"instead.{hint}"
             )
-        if tf.feature not in cols:
-            raise SchemaMismatchError(
-                f"Transformation {tf.name}('{tf.feature}'): feature '{tf.feature}' is not a column "
-                f"of the feature view (columns: {', '.join(cols)}).{did_you_mean(tf.feature, cols)}"
-            )
-        if tf.feature in seen:
-            raise InvalidArgumentError(
-                f"Feature '{tf.feature}' must be transformed at most once. Got "
-                f"{seen[tf.feature].name}('{tf.feature}') and {tf.name}('{tf.feature}') instead. "
-                "Keep one of them."
-            )
-        seen[tf.feature] = tf
+        for feature in tf.inputs:
+            if feature not in cols:
+                raise SchemaMismatchError(
+                    f"Transformation {tf.name}('{feature}'): feature '{feature}' is not a column "
+                    f"of the feature view (columns: {', '.join(cols)}).{did_you_mean(feature, cols)}"
+                )
+        for feature in tf.dropped:
+            if feature in seen:
+                raise InvalidArgumentError(
+                    f"Feature '{feature}' must be transformed at most once. Got "
+                    f"{seen[feature].name}('{feature}') and {tf.name}('{feature}') instead. "
+                    "Keep one of them."
+                )
+            seen[feature] = tf
         out.append(tf)
     return out
 
@@ -435,7 +471,7 @@ def fit_transformations(
         JSON-able statistics keyed by :attr:`TransformationFunction.key` (``"{name}_{feature}"``).
     """
     tfs = validate_transformations(tfs, train_frame.columns)
-    return {tf.key: tf.fit(train_frame[tf.feature]) for tf in tfs}
+    return {tf.key: tf.fit_frame(train_frame) for tf in tfs}
 
 
 def apply_transformations(
@@ -450,18 +486,18 @@ def apply_transformations(
             name already exists.
         NotFoundError: ``stats`` has no entry for a transformation (fit it on the train split).
     """
-    tfs = list(tfs)
     cols = [str(c) for c in frame.columns]
+    tfs = validate_transformations(tfs, cols)
     outputs: list[pd.DataFrame] = []
-    for tf in validate_transformations(tfs, cols):
+    for tf in tfs:
         if tf.key not in stats:
             raise NotFoundError(
                 f"No fitted statistics for transformation {tf.name}('{tf.feature}') (key "
                 f"'{tf.key}'; stats hold: {', '.join(sorted(stats)) or 'none'}). Fit the "
                 "transformations on the train split with fit_transformations() first."
             )
-        outputs.append(tf.transform(frame[tf.feature], stats[tf.key]))
-    kept = frame.drop(columns=[tf.feature for tf in tfs])
+        outputs.append(tf.transform_frame(frame, stats[tf.key]))
+    kept = frame.drop(columns=list(dict.fromkeys(c for tf in tfs for c in tf.dropped)))
     for out in outputs:
         clash = [c for c in out.columns if c in kept.columns]
         if clash:

@@ -285,8 +285,10 @@ class FeatureGroup(TaggedEntity):
             self.get_feature(n)
         return Query(self, names)
 
-    def select_except(self, features: list[str | Feature] | None = None) -> Query:
-        """All features except the given ones."""
+    def select_except(self, features: str | Feature | list[str | Feature] | None = None) -> Query:
+        """All features except the given ones (one name or :class:`Feature`, or a list)."""
+        if isinstance(features, (str, Feature)):
+            features = [features]
         drop = {f.name if isinstance(f, Feature) else f for f in features or []}
         for n in drop:
             self.get_feature(n)
@@ -397,6 +399,20 @@ class FeatureGroup(TaggedEntity):
     def compute_statistics(self, commit_id: int | None = None) -> dict[str, Any]:
         """Compute (and store) statistics of the group at ``commit_id`` (default: latest)."""
         return self._store._statistics_for(self, commit_id, recompute=True)
+
+    def update_statistics_config(self) -> FeatureGroup:
+        """Persist the group's current ``statistics_config`` (after assigning it), as Hopsworks.
+
+        ``fg.statistics_config = {"enabled": True, "histograms": True}`` then
+        ``fg.update_statistics_config()``; the value is validated and stored in the catalog.
+        """
+        self.statistics_config = _statistics_config(self.statistics_config)
+        with self._store._catalog.transaction() as conn:
+            conn.execute(
+                "UPDATE feature_groups SET statistics_config=? WHERE id=?",
+                (dumps(self.statistics_config), self._require_saved()),
+            )
+        return self
 
     def get_statistics(
         self, computation_time: Any = None, feature_names: list[str] | None = None,
@@ -512,6 +528,9 @@ def _statistics_config(config: bool | dict[str, Any] | None) -> dict[str, Any]:
         return {"enabled": True}
     if config is False:
         return {"enabled": False}
+    if type(config).__name__ == "StatisticsConfig" and hasattr(config, "exact_uniqueness"):
+        config = {k: getattr(config, k) for k in
+                  ("enabled", "correlations", "histograms", "exact_uniqueness", "columns")}
     if isinstance(config, dict):
         unknown = set(config) - {"enabled", "correlations", "histograms", "exact_uniqueness", "columns"}
         if unknown:

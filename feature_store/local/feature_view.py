@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
+from feature_store.local.catalog import dumps
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
@@ -53,6 +54,8 @@ class FeatureView(TaggedEntity):
         transformation_functions: list[TransformationFunction] | None = None,
         prohibited_tags: list[str] | None = None,
         label_fill_values: dict[str, Any] | None = None,
+        logging_enabled: bool = False,
+        logging_paused: bool = False,
         fv_id: int | None = None,
     ) -> None:
         self._store = store
@@ -64,11 +67,16 @@ class FeatureView(TaggedEntity):
         self.labels = list(labels or [])
         self.training_helper_columns = list(training_helper_columns or [])
         self.inference_helper_columns = list(inference_helper_columns or [])
-        self.transformation_functions = list(transformation_functions or [])
+        from feature_store.core.udf import from_sdk, is_sdk_transformation
+
+        self.transformation_functions = [from_sdk(t) if is_sdk_transformation(t) else t
+                                         for t in transformation_functions or []]
         self.prohibited_tags = list(prohibited_tags or [])
         self.label_fill_values = dict(label_fill_values or {})
         self.id = fv_id
+        self._logging = {"enabled": bool(logging_enabled), "paused": bool(logging_paused)}
         self._batch_scoring_version: int | None = None
+        self._last_accessed_td: int | None = None
 
     def __repr__(self) -> str:
         return f"FeatureView({self.name!r}, {self.version}, labels={self.labels})"
@@ -137,7 +145,7 @@ class FeatureView(TaggedEntity):
             return {}
         from feature_store.core.transformations import fit_transformations
 
-        inputs = list(dict.fromkeys(tf.feature for tf in self.transformation_functions))
+        inputs = list(dict.fromkeys(c for tf in self.transformation_functions for c in tf.inputs))
         return fit_transformations(self.transformation_functions, train.select(inputs).to_pandas())
 
     def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
@@ -145,15 +153,16 @@ class FeatureView(TaggedEntity):
             return frame
         from feature_store.core.transformations import apply_transformations
 
-        present = [tf for tf in self.transformation_functions if tf.feature in frame.columns]
+        present = [tf for tf in self.transformation_functions
+                   if all(c in frame.columns for c in tf.inputs)]
         return apply_transformations(present, frame, stats) if present else frame
 
     def _label_names(self, stats: dict[str, Any]) -> list[str]:
         """Label columns after transformation (transformed labels are renamed, as Hopsworks)."""
         names = []
         for label in self.labels:
-            tf = next((t for t in self.transformation_functions if t.feature == label), None)
-            names += [label] if tf is None else tf.output_names(stats[f"{tf.name}_{tf.feature}"])
+            tf = next((t for t in self.transformation_functions if label in t.dropped), None)
+            names += [label] if tf is None else tf.output_names(stats[tf.key])
         return names
 
     # -- shaping results ---------------------------------------------------------------------
@@ -247,11 +256,13 @@ class FeatureView(TaggedEntity):
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
-        return self._td.create(
+        created = self._td.create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
             description=description, statistics_config=statistics_config, convert=convert,
         )
+        self._last_accessed_td = created[0]
+        return created
 
     def create_training_data(
         self, start_time: Any = "", end_time: Any = "", storage_connector: Any = None,
@@ -420,7 +431,13 @@ class FeatureView(TaggedEntity):
                 f"so {call}() cannot read it. Use {kinds.get(tuple(td.splits), 'another getter')}()."
             )
         td, splits = self._td.read_splits(version, verify=flags.pop("verify", False))
+        self._last_accessed_td = int(version)
         return self._result(td, splits, **flags)
+
+    def get_last_accessed_training_dataset(self) -> int | None:
+        """The training-dataset version this view object last created or read (as the SDK;
+        ``create_model(feature_view=fv)`` records it as the model's training dataset)."""
+        return self._last_accessed_td
 
     def get_training_data(
         self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
@@ -544,51 +561,181 @@ class FeatureView(TaggedEntity):
         if spine is not None:
             raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
         start_time, end_time = scheduler_bounds(start_time, end_time)
-        frame = self.query.read(start_time=start_time, end_time=end_time)
+        frame, root_columns = self._read_batch(start_time, end_time)
         stats: dict[str, Any] = {}
         if transformed and self.transformation_functions:
-            versions = self._td.versions()
-            version = (training_dataset_version or self._batch_scoring_version
-                       or (versions[-1] if versions else None))
-            if version is None:
-                raise NotFoundError(
-                    f"{self.owner} has transformation functions but no training dataset whose "
-                    "statistics they could use. Create a training dataset first."
-                )
-            stats = self._td.get(version).transformation_statistics
-        root = self.root_feature_group
-        keep = []
-        if primary_key:
-            keep += list(root.primary_key)
-        if event_time and root.event_time:
-            keep.append(root.event_time)
-        missing = [c for c in keep if c not in frame.columns]
-        if missing:
-            raise InvalidArgumentError(
-                f"{self.owner}: primary_key/event_time columns {missing} are not selected by the "
-                "view's query, so get_batch_data cannot return them. Select them in the query."
-            )
+            stats = self._batch_statistics(training_dataset_version)
+        keep = self._key_columns(root_columns, primary_key, event_time)
         keep += [c for c in self.feature_names if c not in keep]
         if inference_helper_columns:
             keep += [c for c in self.inference_helper_columns if c not in keep]
         frame = frame[keep]
         if transformed and self.transformation_functions:
-            tfs = [t for t in self.transformation_functions if t.feature in frame.columns]
-            if tfs:
-                from feature_store.core.transformations import apply_transformations
-
-                frame = apply_transformations(tfs, frame, stats)
+            frame = self._transform(frame, stats)
         if dataframe_type in ("default", "pandas"):
             return frame
         import pyarrow as pa
 
         return convert_result(pa.Table.from_pandas(frame, preserve_index=False), dataframe_type)
 
+    def _read_batch(self, start_time: Any, end_time: Any) -> tuple[pd.DataFrame, dict[str, str]]:
+        """The view's query over the window, with the root primary key and event time carried
+        even when the query does not select them (as the training-data calls do). Returns the
+        frame and a map root column -> output name."""
+        from feature_store.local import engine
+        from feature_store.local.pit import compile_query
+        from feature_store.local.training_data import ROOT_PREFIX
+
+        query = self.query
+        output = {f.name for f in query.features}
+        selected = set(query._left_features)
+        root_columns: dict[str, str] = {}
+        extra: list[tuple[str, str]] = []
+        for col in query.left_feature_group.upsert_key:
+            if col in selected:
+                root_columns[col] = col
+            else:
+                root_columns[col] = f"{ROOT_PREFIX}{col}" if col in output else col
+                extra.append((col, root_columns[col]))
+        compiled = compile_query(query, start_time=start_time, end_time=end_time,
+                                 order_by_root_key=True, extra_columns=extra)
+        con = engine.connect()
+        try:
+            frame = compiled.fetch(con).to_pandas()
+        finally:
+            con.close()
+        return frame, root_columns
+
+    def _batch_statistics(self, training_dataset_version: int | None) -> dict[str, Any]:
+        """Transformation statistics for batch data: the given version, else the one of
+        :meth:`init_batch_scoring`, else the latest version of the view."""
+        versions = self._td.versions()
+        version = (training_dataset_version or self._batch_scoring_version
+                   or (versions[-1] if versions else None))
+        if version is None:
+            raise NotFoundError(
+                f"{self.owner} has transformation functions but no training dataset whose "
+                "statistics they could use. Create a training dataset first."
+            )
+        return self._td.get(version).transformation_statistics
+
     def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
         """The inference helper columns for ``[start_time, end_time)``."""
         self._check_read_guarantees()
         frame = self.query.read(start_time=start_time, end_time=end_time)
         return frame[self.inference_helper_columns]
+
+    # -- feature logging (feature_store/local/feature_logging.py) ----------------------
+
+    @property
+    def logging_enabled(self) -> bool:
+        """Whether feature logging is enabled (``create_feature_view(logging_enabled=True)``,
+        :meth:`enable_logging`, or the first :meth:`log`)."""
+        return self._logging["enabled"]
+
+    @property
+    def logging_paused(self) -> bool:
+        """Whether materialization of logged rows is paused (:meth:`pause_logging`)."""
+        return self._logging["paused"]
+
+    @cached_property
+    def _logger(self) -> Any:
+        from feature_store.local.feature_logging import FeatureLogger
+
+        return FeatureLogger(self)
+
+    def _save_logging(self, **flags: bool) -> None:
+        self._logging.update(flags)
+        with self._store._catalog.transaction() as conn:
+            conn.execute("UPDATE feature_views SET spec=? WHERE id=?",
+                         (dumps(self.to_dict()), self._require_saved()))
+
+    def enable_logging(self, extra_log_columns: Any = None, **unsupported: Any) -> None:
+        """Enable feature logging (the log groups are created on the first materialization)."""
+        _refuse(unsupported, "enable_logging")
+        if extra_log_columns:
+            raise InvalidArgumentError(
+                f"{self.owner}: extra_log_columns are not supported locally; pass extra columns "
+                "to log() with logging_data/inference_helper_columns instead."
+            )
+        self._save_logging(enabled=True)
+
+    def log(
+        self, logging_data: Any = None, untransformed_features: Any = None,
+        predictions: Any = None, transformed_features: Any = None,
+        inference_helper_columns: Any = None, request_parameters: Any = None,
+        event_time: Any = None, serving_keys: Any = None, extra_logging_features: Any = None,
+        request_id: Any = None, write_options: dict[str, Any] | None = None,
+        training_dataset_version: int | None = None, model: Any = None,
+        model_name: str | None = None, model_version: int | None = None,
+    ) -> None:
+        """Log features and predictions (see :mod:`feature_store.local.feature_logging`).
+
+        Enables logging on first use (as Hopsworks, which warns). The training-dataset version
+        recorded is ``training_dataset_version``, else the model's, else the one of
+        :meth:`init_batch_scoring`, else the last accessed one.
+        """
+        if write_options:
+            raise InvalidArgumentError(f"{self.owner}: log() takes no write_options locally.")
+        if not self.logging_enabled:
+            self._save_logging(enabled=True)
+        td_version = (training_dataset_version or getattr(model, "training_dataset_version", None)
+                      or self._batch_scoring_version or self._last_accessed_td)
+        extra = [("inference_helper_columns", inference_helper_columns),
+                 ("request_parameters", request_parameters), ("event_time", event_time),
+                 ("serving_keys", serving_keys), ("extra_logging_features", extra_logging_features)]
+        self._logger.log(logging_data, untransformed_features, predictions, transformed_features,
+                         extra=extra, request_id=request_id, td_version=td_version, model=model,
+                         model_name=model_name, model_version=model_version)
+
+    def pause_logging(self) -> None:
+        """Keep logged rows buffered until :meth:`materialize_log` or :meth:`resume_logging`."""
+        self._save_logging(paused=True)
+
+    def resume_logging(self) -> None:
+        """Materialize buffered rows and again materialize every later :meth:`log` at once."""
+        self._save_logging(paused=False)
+        self._logger.materialize()
+
+    def materialize_log(self, wait: bool = False, transformed: bool | None = None) -> int:
+        """Move buffered log rows into the log groups now; returns the number of rows moved
+        (``wait`` has no effect locally: materialization is synchronous)."""
+        return self._logger.materialize(transformed)
+
+    def read_log(
+        self, start_time: Any = None, end_time: Any = None, filter: Any = None,
+        transformed: bool | None = False, training_dataset_version: int | None = None,
+        model: Any = None, model_name: str | None = None, model_version: int | None = None,
+        online: bool = False,
+    ) -> pd.DataFrame:
+        """Materialized log rows (untransformed, or ``transformed=True``), oldest first,
+        optionally within ``[start_time, end_time)`` of ``log_time`` and for one training
+        dataset version or model."""
+        if online:
+            raise InvalidArgumentError(
+                f"{self.owner}: read_log(online=True) needs an online store; use online=False."
+            )
+        if model is not None:
+            model_name, model_version = model.name, model.version
+        return self._logger.read(transformed=bool(transformed), start_time=start_time,
+                                 end_time=end_time, filter=filter,
+                                 td_version=training_dataset_version, model_name=model_name,
+                                 model_version=model_version)
+
+    def get_log_timeline(self, wallclock_time: Any = None, limit: int | None = None,
+                         transformed: bool | None = False) -> dict[int, dict[str, Any]]:
+        """Commits of the log group (``commit_details`` of ``{view}_{version}_log``)."""
+        fg = self._logger._group(bool(transformed))
+        return {} if fg is None else fg.commit_details(wallclock_time=wallclock_time, limit=limit)
+
+    def delete_log(self, transformed: bool | None = None) -> None:
+        """Delete the logs (both groups and the buffer) and disable logging."""
+        if transformed is not None:
+            raise InvalidArgumentError(
+                f"{self.owner}: delete_log deletes both logs locally; call it without transformed=."
+            )
+        self._logger.delete()
+        self._save_logging(enabled=False, paused=False)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -619,6 +766,8 @@ class FeatureView(TaggedEntity):
             "transformation_functions": [tf.to_dict() for tf in self.transformation_functions],
             "prohibited_tags": self.prohibited_tags,
             "label_fill_values": self.label_fill_values,
+            "logging_enabled": self.logging_enabled,
+            "logging_paused": self.logging_paused,
         }
 
 

@@ -14,6 +14,7 @@ from feature_store.local.feature_group import warn_default_version
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
+    NotFoundError,
     did_you_mean,
     listing,
     missing_version,
@@ -73,6 +74,7 @@ class FeatureViewOperations:
             inference_helper_columns=_as_list(inference_helper_columns),
             transformation_functions=list(transformation_functions or []),
             prohibited_tags=_as_list(prohibited_tags), label_fill_values=label_fill_values,
+            logging_enabled=bool(logging_enabled),
         )
         _validate_feature_view(fv)
         with self._catalog.transaction() as conn:
@@ -132,11 +134,29 @@ class FeatureViewOperations:
         rows = self._catalog.query("SELECT * FROM feature_views WHERE name=? ORDER BY version", (name,))
         return [self._fv_from_row(r) for r in rows]
 
-    def get_transformation_function(self, name: str, version: int | None = None) -> Any:
-        """A built-in transformation function factory by name (e.g. ``"standard_scaler"``)."""
-        from feature_store.core.transformations import get_transformation_function
+    def get_transformation_functions(self) -> list[Any]:
+        """The built-in transformation functions, as the SDK's own
+        ``hsfs.transformation_function.TransformationFunction`` objects (version 1)."""
+        from feature_store.core.udf import sdk_builtins
 
-        return get_transformation_function(name)
+        return sdk_builtins()
+
+    def get_transformation_function(self, name: str, version: int | None = None) -> Any:
+        """The built-in transformation function ``name`` (e.g. ``"standard_scaler"``), as the
+        SDK's ``TransformationFunction``; call it with feature names to bind it
+        (``fs.get_transformation_function("standard_scaler")("amount")``).
+
+        Raises:
+            NotFoundError: no such function, or a version other than 1 (built-ins have one).
+        """
+        found = {tf.hopsworks_udf.function_name: tf for tf in self.get_transformation_functions()}
+        if name not in found or version not in (None, 1):
+            raise NotFoundError(
+                f"Transformation function {name!r} version {version or 1} does not exist "
+                f"(built-ins, version 1: {', '.join(sorted(found))})."
+                f"{did_you_mean(str(name), list(found))}"
+            )
+        return found[name]
 
     def _fv_versions(self, name: str) -> list[int]:
         rows = self._catalog.query("SELECT version FROM feature_views WHERE name=? ORDER BY version", (name,))
@@ -160,7 +180,9 @@ class FeatureViewOperations:
             inference_helper_columns=spec["inference_helper_columns"],
             transformation_functions=[transformation_from_dict(t) for t in spec["transformation_functions"]],
             prohibited_tags=spec.get("prohibited_tags", []),
-            label_fill_values=spec.get("label_fill_values", {}), fv_id=row["id"],
+            label_fill_values=spec.get("label_fill_values", {}),
+            logging_enabled=spec.get("logging_enabled", False),
+            logging_paused=spec.get("logging_paused", False), fv_id=row["id"],
         )
 
     def _views_reading(self, name: str, version: int) -> list[str]:
@@ -174,6 +196,7 @@ class FeatureViewOperations:
     def _drop_feature_view(self, fv: Any) -> None:
         fv_id = fv._require_saved()
         fv.delete_all_training_datasets()
+        fv._logger.delete()  # its feature-log groups and buffer go with it
         with self._catalog.transaction() as conn:
             conn.execute("DELETE FROM tags WHERE entity_type='fv' AND entity_id=?", (fv_id,))
             conn.execute("DELETE FROM feature_views WHERE id=?", (fv_id,))

@@ -12,7 +12,9 @@ scans of its feature groups. Semantics (see DESIGN.md and the README):
   matches older than ``left.event_time - lookback``. Only ``left`` and ``inner`` are allowed.
 - **Plain** (either side lacks an event_time): an equality join. A right group *with* an
   event_time joined to a left side without one contributes its latest row per key.
-- The right group's event_time is not in the output unless the join has a ``prefix``; a right
+- The right group's event_time, when selected, is in the output like any feature (as Hopsworks:
+  ``select_all()`` of a joined group brings its event time); without a ``prefix`` it is dropped
+  only when a column of that name is already selected (the root's event time); a right
   key column is dropped if the left side already selects a column of that name; other name
   clashes get the right group's name as prefix, with a warning (as Hopsworks).
 - Filters that touch only the root group, and the ``start_time``/``end_time`` window on the
@@ -235,8 +237,8 @@ def _add_right_columns(jp: JoinPlan, columns: list[OutColumn], taken: set[str]) 
     left_selected = set(jp.left.selected)
     pending: list[tuple[str, str]] = []
     for col in jp.right.selected:
-        if col == rfg.event_time and join.prefix is None:
-            continue
+        if col == rfg.event_time and join.prefix is None and col in taken:
+            continue  # the root's (or an earlier group's) column of that name is the one kept
         if join.prefix is None and col in join.right_on:
             left_col = join.left_on[join.right_on.index(col)]
             if left_col == col and col in left_selected:
@@ -310,8 +312,7 @@ def compile_query(
             conds.append(f"{lt} >= {rt}")
             kind = "ASOF LEFT JOIN" if jp.join.join_type == "left" else "ASOF JOIN"
             if jp.join.lookback is not None:
-                micros = int(jp.join.lookback.total_seconds() * 1_000_000)
-                fresh = f"{rt} >= {lt} - to_microseconds({micros})"
+                fresh = _lookback_condition(jp, lt, rt)
                 if jp.join.join_type == "inner":
                     where_parts.append(fresh)
                 else:
@@ -396,14 +397,35 @@ def _placeholder(node: Node, scans: dict[str, Node]) -> str:
     return ph
 
 
+def _is_epoch_ms(fg: FeatureGroup) -> bool:
+    """Whether ``fg``'s event time is epoch milliseconds (a bigint column, as Hopsworks allows)."""
+    return fg.get_feature(fg.event_time).type in ("int64", "bigint")
+
+
+def _as_timestamptz(fg: FeatureGroup, expr: str) -> str:
+    """``expr`` (``fg``'s event time) as a TIMESTAMPTZ (epoch milliseconds converted, UTC)."""
+    if _is_epoch_ms(fg):
+        return f"CAST(epoch_ms({expr}) AS TIMESTAMPTZ)"
+    return f"CAST({expr} AS TIMESTAMPTZ)"
+
+
 def _event_time_pair(jp: JoinPlan) -> tuple[str, str]:
     lt = f"{jp.left.alias}.{q(jp.left.fg.event_time)}"
     rt = f"{jp.right.alias}.{q(jp.right.fg.event_time)}"
     ltype = jp.left.fg.get_feature(jp.left.fg.event_time).type
     rtype = jp.right.fg.get_feature(jp.right.fg.event_time).type
     if ltype != rtype:
-        lt, rt = f"CAST({lt} AS TIMESTAMPTZ)", f"CAST({rt} AS TIMESTAMPTZ)"
+        lt, rt = _as_timestamptz(jp.left.fg, lt), _as_timestamptz(jp.right.fg, rt)
     return lt, rt
+
+
+def _lookback_condition(jp: JoinPlan, lt: str, rt: str) -> str:
+    """``right.event_time >= left.event_time - lookback`` in the pair's unit."""
+    seconds = jp.join.lookback.total_seconds()
+    both_ms = _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg)
+    if both_ms:
+        return f"{rt} >= {lt} - {int(seconds * 1000)}"
+    return f"{rt} >= {lt} - to_microseconds({int(seconds * 1_000_000)})"
 
 
 def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any]) -> list[str]:
@@ -421,14 +443,13 @@ def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any])
             f"start_time must be before end_time (the window is [start, end)). Got "
             f"{start.isoformat()} and {end.isoformat()} instead."
         )
-    col = f"CAST({q(fg.event_time)} AS TIMESTAMPTZ)"
+    epoch_ms = _is_epoch_ms(fg)
+    col = q(fg.event_time) if epoch_ms else f"CAST({q(fg.event_time)} AS TIMESTAMPTZ)"
     conds = []
-    if start is not None:
-        conds.append(f"{col} >= ?")
-        params.append(start.to_pydatetime())
-    if end is not None:
-        conds.append(f"{col} < ?")
-        params.append(end.to_pydatetime())
+    for bound, op in ((start, ">="), (end, "<")):
+        if bound is not None:
+            conds.append(f"{col} {op} ?")
+            params.append(bound.value // 1_000_000 if epoch_ms else bound.to_pydatetime())
     return conds
 
 

@@ -269,7 +269,8 @@ class Query:
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
         from feature_store.local.pit import compile_query
 
-        return compile_query(self, start_time=start_time, end_time=end_time, limit=limit or self._limit)
+        return compile_query(self, start_time=start_time, end_time=end_time,
+                             limit=limit or self._limit, order_by_root_key=True)
 
     def read(
         self,
@@ -280,7 +281,10 @@ class Query:
         end_time: Any = None,
     ) -> Any:
         """Run the query. ``start_time``/``end_time`` bound the root event time, ``[start, end)``;
-        when both are omitted ``HOPS_START_TIME``/``HOPS_END_TIME`` apply (Hopsworks 5)."""
+        when both are omitted ``HOPS_START_TIME``/``HOPS_END_TIME`` apply (Hopsworks 5).
+
+        Rows come in the root group's primary-key (+ event time) order, so two identical reads
+        return the same rows in the same order (as training data does)."""
         from feature_store.local.feature_group import convert_result
         from fstrain.kernel.window import scheduler_bounds
 

@@ -235,11 +235,13 @@ def check_keys(
             )
     if event_time:
         et_type = table.column(event_time).type
-        if not (pa.types.is_timestamp(et_type) or pa.types.is_date(et_type)):
+        if not (pa.types.is_timestamp(et_type) or pa.types.is_date(et_type)
+                or pa.types.is_int64(et_type)):
             raise SchemaMismatchError(
-                f"{owner}: event_time column '{event_time}' must be a timestamp or date. Got "
-                f"{et_type} instead (first value {_first_value(table.column(event_time))!r}). "
-                "Convert epoch numbers with pandas.to_datetime(..., unit='ms', utc=True)."
+                f"{owner}: event_time column '{event_time}' must be a timestamp, a date or "
+                f"epoch milliseconds (int64, as Hopsworks). Got {et_type} instead (first value "
+                f"{_first_value(table.column(event_time))!r}). Convert it with "
+                "pandas.to_datetime(..., utc=True) or .astype('int64')."
             )
     _check_unique(table, owner, upsert_key)
 

@@ -118,8 +118,10 @@ def test_event_time_declared_but_absent_on_first_insert(fs):
 
 def test_event_time_of_wrong_type(fs):
     g = fs.get_or_create_feature_group("badet", version=1, primary_key=["id"], event_time="ts")
-    with pytest.raises(SchemaMismatchError, match="event_time column 'ts' must be a timestamp or date. Got int64"):
-        g.insert(pd.DataFrame({"id": [1], "ts": [1700000000000]}))
+    # epoch milliseconds (int64) are accepted, as Hopsworks documents; floats and strings are not
+    with pytest.raises(SchemaMismatchError, match="event_time column 'ts' must be a timestamp, a "
+                       "date or epoch milliseconds .* Got double"):
+        g.insert(pd.DataFrame({"id": [1], "ts": [1700000000000.5]}))
     assert g.id is None
 
 
