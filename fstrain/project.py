@@ -100,8 +100,10 @@ class Project:
     @cached_property
     def _feature_store(self) -> FeatureStore:
         from feature_store.local.feature_store import FeatureStore
+        from fstrain import sdk_objects
 
-        return FeatureStore(self.root / "feature_store", project_name=self.name)
+        return FeatureStore(self.root / "feature_store", project_name=self.name,
+                            sdk_objects=sdk_objects)
 
     @cached_property
     def _model_registry(self) -> LocalModelRegistry:

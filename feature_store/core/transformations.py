@@ -385,8 +385,9 @@ def get_transformation_function(name: str) -> Callable[[str], TransformationFunc
         ) from None
 
 
-def transformation_from_dict(d: Mapping[str, Any]) -> TransformationFunction:
-    """Rebuild a :class:`TransformationFunction` from :meth:`TransformationFunction.to_dict`."""
+def transformation_from_dict(d: Mapping[str, Any], sdk: Any = None) -> Any:
+    """Rebuild a :class:`TransformationFunction` from :meth:`TransformationFunction.to_dict`,
+    or a stored Hopsworks UDF (``UdfTransformation.to_dict``) with ``sdk``'s ``load_udf``."""
     if not isinstance(d, Mapping):
         raise ConfigError(
             f"A transformation function must be stored as a dict with 'name' and 'feature'. "
@@ -395,7 +396,7 @@ def transformation_from_dict(d: Mapping[str, Any]) -> TransformationFunction:
     if "udf" in d:  # a Hopsworks @udf, stored in the SDK's own serialisation
         from feature_store.core.udf import UdfTransformation
 
-        return UdfTransformation.from_dict(d)
+        return UdfTransformation.from_dict(d, sdk)
     unknown = sorted(set(d) - {"name", "feature", "params"})
     missing = sorted({"name", "feature"} - set(d))
     if unknown or missing:

@@ -21,7 +21,9 @@ an object into a model-dependent transformation of a feature view:
   the UDF sets them with ``.alias(...)``; a single output named after an input it does not drop
   keeps that input's name. Dropped inputs are the UDF's ``drop=``.
 
-The SDK is imported only when such an object is used.
+Nothing here imports the SDK: the objects come from the user and are used by duck typing. What
+needs the SDK itself (rebuilding a stored UDF, listing the built-ins) is passed in as
+:class:`SdkObjects` by the composition root (``fstrain.sdk_objects``).
 """
 
 from __future__ import annotations
@@ -29,15 +31,25 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError, SchemaMismatchError
 
-__all__ = ["UdfTransformation", "feature_statistics", "from_sdk", "is_sdk_transformation",
-           "sdk_builtins"]
+__all__ = ["SdkObjects", "UdfTransformation", "feature_statistics", "from_sdk",
+           "is_sdk_transformation"]
+
+class SdkObjects(Protocol):
+    """What the local backend needs from the SDK (implemented by ``fstrain.sdk_objects``)."""
+
+    def load_udf(self, data: dict[str, Any]) -> Any:
+        """A ``HopsworksUdf`` rebuilt from its JSON."""
+
+    def builtin_transformation_functions(self, featurestore_id: int = 1) -> list[Any]:
+        """The SDK's built-in transformation functions."""
+
 
 _MAPPED_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler", "label_encoder",
                     "one_hot_encoder")
@@ -69,20 +81,6 @@ def from_sdk(obj: Any) -> Any:
             and not udf.transformation_context):
         return TransformationFunction(udf.function_name, features[0])
     return UdfTransformation(udf)
-
-
-def sdk_builtins(featurestore_id: int = 1) -> list[Any]:
-    """The SDK's built-in transformation functions (``hsfs.builtin_transformations``) as
-    ``hsfs.transformation_function.TransformationFunction`` objects, version 1, sorted by name
-    (what ``fs.get_transformation_functions()`` lists on a cluster)."""
-    from hsfs import builtin_transformations
-    from hsfs.hopsworks_udf import HopsworksUdf
-    from hsfs.transformation_function import TransformationFunction
-
-    udfs = sorted((name, obj) for name, obj in vars(builtin_transformations).items()
-                  if isinstance(obj, HopsworksUdf))
-    return [TransformationFunction(featurestore_id=featurestore_id, hopsworks_udf=obj, version=1)
-            for _, obj in udfs]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -207,8 +205,15 @@ class UdfTransformation:
         return {"name": self.name, "udf": json.loads(self.udf.json())}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> UdfTransformation:
-        """Rebuild from :meth:`to_dict` (through ``HopsworksUdf.from_response_json``)."""
-        from hsfs.hopsworks_udf import HopsworksUdf
+    def from_dict(cls, data: Mapping[str, Any], sdk: SdkObjects | None) -> UdfTransformation:
+        """Rebuild from :meth:`to_dict` (through ``sdk.load_udf``).
 
-        return cls(HopsworksUdf.from_response_json(dict(data["udf"])))
+        Raises:
+            ConfigError: no SDK objects were given (the store was not opened by ``login``).
+        """
+        if sdk is None:
+            raise ConfigError(
+                f"Transformation function {data.get('name')!r} is a stored Hopsworks UDF; "
+                "rebuilding it needs the Hopsworks SDK. Open the store with fstrain.login()."
+            )
+        return cls(sdk.load_udf(dict(data["udf"])))

@@ -39,8 +39,10 @@ if TYPE_CHECKING:  # pragma: no cover
 class FeatureStore(FeatureViewOperations):
     """Feature groups, feature views and training datasets of one local project."""
 
-    def __init__(self, root: Path, project_name: str = "fstrain") -> None:
+    def __init__(self, root: Path, project_name: str = "fstrain", sdk_objects: Any = None) -> None:
         self.root = root
+        # the Hopsworks SDK's object factories (fstrain.sdk_objects), wired in by login()
+        self._sdk_objects = sdk_objects
         self.project_name = project_name
         self.name = f"{project_name}_featurestore"
         root.mkdir(parents=True, exist_ok=True)

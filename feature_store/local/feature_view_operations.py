@@ -13,6 +13,7 @@ from feature_store.local.catalog import Catalog, dumps, loads
 from feature_store.local.feature_group import warn_default_version
 from fstrain.kernel.errors import (
     AlreadyExistsError,
+    ConfigError,
     InvalidArgumentError,
     NotFoundError,
     did_you_mean,
@@ -25,6 +26,8 @@ from fstrain.kernel.timeutil import utc_now
 
 class FeatureViewOperations:
     """Feature-view operations of :class:`FeatureStore` (kept apart for readability)."""
+
+    _sdk_objects: Any = None  # fstrain.sdk_objects when opened by login()
 
     _catalog: Catalog
 
@@ -137,9 +140,12 @@ class FeatureViewOperations:
     def get_transformation_functions(self) -> list[Any]:
         """The built-in transformation functions, as the SDK's own
         ``hsfs.transformation_function.TransformationFunction`` objects (version 1)."""
-        from feature_store.core.udf import sdk_builtins
-
-        return sdk_builtins()
+        if self._sdk_objects is None:
+            raise ConfigError(
+                "get_transformation_functions() returns the Hopsworks SDK's objects; open the "
+                "store with fstrain.login() so the SDK is wired in."
+            )
+        return self._sdk_objects.builtin_transformation_functions()
 
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
         """The built-in transformation function ``name`` (e.g. ``"standard_scaler"``), as the
@@ -178,7 +184,8 @@ class FeatureViewOperations:
             description=row["description"], labels=spec["labels"],
             training_helper_columns=spec["training_helper_columns"],
             inference_helper_columns=spec["inference_helper_columns"],
-            transformation_functions=[transformation_from_dict(t) for t in spec["transformation_functions"]],
+            transformation_functions=[transformation_from_dict(t, self._sdk_objects)
+                                      for t in spec["transformation_functions"]],
             prohibited_tags=spec.get("prohibited_tags", []),
             label_fill_values=spec.get("label_fill_values", {}),
             logging_enabled=spec.get("logging_enabled", False),
