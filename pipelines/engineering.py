@@ -1,14 +1,48 @@
 """Feature engineering of the feature pipeline, per use case (pure functions on frames).
 
 Only ccfraud derives features here (the seed's card-velocity and location features); the other
-use cases store their source columns as they are. Engineered columns are computed within the
-loaded window (a run over ``[start, end)`` sees no earlier history: documented in the README).
+use cases store their source columns as they are. Every engineered value of an event uses only
+that event and the card's transactions **strictly before** it (no look-ahead: a later
+transaction, or another one at the same instant, never changes an earlier row). A run over a
+window ``[start, end)`` therefore loads the history before ``start`` that the features need
+(:func:`history_start`), engineers, and keeps only the window's rows (:func:`restrict`): its rows
+equal a full run's rows in that window.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
+
+#: Groups whose rows are cut to the run window after engineering, by their event-time column.
+WINDOWED = {"ccfraud": {"transactions": "event_time", "cc_fraud": "event_time"}}
+
+
+def history_start(use_case: str, start: Any) -> Any:
+    """Where loading must begin so a run starting at ``start`` sees the history it needs.
+
+    ccfraud's card median uses the card's whole past, so its runs load from the beginning;
+    use cases without engineered features need nothing before ``start``.
+    """
+    return None if use_case in WINDOWED else start
+
+
+def restrict(use_case: str, frames: dict[str, pd.DataFrame], start: Any, end: Any) -> dict[str, pd.DataFrame]:
+    """Keep only the rows of ``[start, end)`` of the use case's event-time groups."""
+    if use_case not in WINDOWED or (start is None and end is None):
+        return frames
+    out = dict(frames)
+    for name, column in WINDOWED[use_case].items():
+        frame = out[name]
+        mask = np.ones(len(frame), dtype=bool)
+        if start is not None:
+            mask &= (frame[column] >= start).to_numpy()
+        if end is not None:
+            mask &= (frame[column] < end).to_numpy()
+        out[name] = frame.loc[mask].reset_index(drop=True)
+    return out
 
 
 def engineer(use_case: str, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -20,14 +54,15 @@ def engineer(use_case: str, frames: dict[str, pd.DataFrame]) -> dict[str, pd.Dat
 
 def _ccfraud(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     tx = frames["transactions"].sort_values(["cc_num", "event_time", "t_id"]).copy()
-    by_card = tx.groupby("cc_num", sort=False)
-    gap = by_card["event_time"].diff().dt.total_seconds()
-    tx["seconds_since_prev_tx"] = gap.fillna(-1.0)
-    times = tx["event_time"].astype("int64").to_numpy() // 1_000_000_000
+    times = tx["event_time"].astype("int64").to_numpy()  # ns, sorted within each card
     cards = tx["cc_num"].to_numpy()
-    tx["tx_count_1h"] = _rolling_count(cards, times, 3600)
-    median = by_card["amount"].transform("median")
-    tx["amount_to_card_median"] = (tx["amount"] / median.replace(0, np.nan)).fillna(1.0)
+    amounts = tx["amount"].to_numpy(dtype=float)
+    gap_s, count_1h, median = _card_history(cards, times, amounts, window_ns=3600 * 10**9)
+    tx["seconds_since_prev_tx"] = gap_s
+    tx["tx_count_1h"] = count_1h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = amounts / np.where(median == 0, np.nan, median)
+    tx["amount_to_card_median"] = np.where(np.isfinite(ratio), ratio, 1.0)
     cards_frame = frames["card_details"][["cc_num", "bank_id"]].merge(
         frames["bank_details"][["bank_id", "country"]], on="bank_id", how="left"
     )
@@ -38,12 +73,24 @@ def _ccfraud(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def _rolling_count(keys: np.ndarray, seconds: np.ndarray, window: int) -> np.ndarray:
-    """Per key (rows sorted by key then time): transactions in ``(t - window, t]``, this one included."""
-    out = np.empty(len(keys), dtype=np.int64)
+def _card_history(
+    keys: np.ndarray, times: np.ndarray, amounts: np.ndarray, window_ns: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row (sorted by key then time), from the key's rows strictly earlier in time:
+    seconds since the latest one (-1 if none), 1 + how many fall in ``(t - window, t)``, and
+    their median amount (NaN if none)."""
+    n = len(keys)
+    gap = np.full(n, -1.0)
+    count = np.empty(n, dtype=np.int64)
+    median = np.full(n, np.nan)
     boundaries = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
     for start, stop in zip(boundaries[:-1], boundaries[1:], strict=True):
-        t = seconds[start:stop]
-        first = np.searchsorted(t, t - window, side="right")
-        out[start:stop] = np.arange(len(t)) - first + 1
-    return out
+        t = times[start:stop]
+        before = np.searchsorted(t, t, side="left")  # rows strictly earlier in time
+        has_prev = before > 0
+        gap[start:stop][has_prev] = (t[has_prev] - t[before[has_prev] - 1]) / 1e9
+        first = np.searchsorted(t, t - window_ns, side="right")
+        count[start:stop] = np.maximum(before - first, 0) + 1
+        expanding = pd.Series(amounts[start:stop]).expanding().median().to_numpy()
+        median[start:stop][has_prev] = expanding[before[has_prev] - 1]
+    return gap, count, median

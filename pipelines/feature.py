@@ -36,12 +36,13 @@ class FeaturePipelineConfig(PipelineConfig):
 
 def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
     """Load, engineer, validate and upsert every feature group of ``config.use_case``."""
-    from pipelines.engineering import engineer
+    from pipelines.engineering import engineer, restrict
     from pipelines.sources import get_source
 
     source = get_source(config.use_case)
     window = resolve_window(config.start, config.end)
-    frames = engineer(config.use_case, _load(source, project, config, window))
+    loaded = _load(source, project, config, window)
+    frames = restrict(config.use_case, engineer(config.use_case, loaded), window.start, window.end)
     fs = project.get_feature_store()
     refs = []
     for spec in source.FEATURE_GROUPS:
@@ -70,7 +71,11 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
 
 
 def _load(source: Any, project: Any, config: FeaturePipelineConfig, window: Any) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"start": window.start, "end": window.end}
+    """The source's frames for ``window``, plus the earlier history engineering needs."""
+    from pipelines.engineering import history_start
+
+    kwargs: dict[str, Any] = {"start": history_start(config.use_case, window.start),
+                              "end": window.end}
     if config.use_case == "ccfraud":
         kwargs.update(n_transactions=config.n_transactions, seed=config.seed)
     elif config.use_case == "mnist":
