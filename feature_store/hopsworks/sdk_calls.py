@@ -237,6 +237,9 @@ SDK_CALLS: dict[str, SdkCall] = {
     ),
     "DatasetApi.mkdir": SdkCall(f"{_DS}.mkdir", args=("path",)),
     "DatasetApi.exists": SdkCall(f"{_DS}.exists", args=("path",)),
+    "DatasetApi.move": SdkCall(
+        f"{_DS}.move", args=("source_path", "destination_path"), kwargs=("overwrite",)
+    ),
     # jobs and schedules (pipelines/jobs.py)
     "JobApi.get_configuration": SdkCall(f"{_JOBS}.get_configuration", args=("type",)),
     "JobApi.create_job": SdkCall(f"{_JOBS}.create_job", args=("name", "config")),

@@ -12,10 +12,14 @@
 * **Attachments and scorecards** are files: ``add_attachment``/``write_attachment`` write into a
   local mirror of the version (``<project root>/models/<name>/<version>``), update the manifest
   there, and upload the file and the manifest into the version's ``Files`` folder with the
-  SDK's dataset API (``images/*.png`` are what the Hopsworks UI shows). Not atomic: a failed
-  upload can leave the file uploaded and the manifest not (the next download then reports it).
-* ``model_path`` is that local mirror (downloaded on first use), so the pipelines read
-  scorecards the same way on both backends; ``remote_path`` is the path in Hopsworks.
+  SDK's dataset API (``images/*.png`` are what the Hopsworks UI shows). Each file is uploaded
+  under a temporary name and then moved over the old one, so a failed upload never loses the
+  file it was replacing. Not atomic across files: a failure between the file and the manifest
+  leaves the new file with the old manifest (the next download reports it).
+* ``model_path`` is that local mirror (downloaded on first use, and again when the registry's
+  manifest sha256 no longer matches it), so the pipelines read scorecards the same way on both
+  backends; ``remote_path`` is the path in Hopsworks. ``download()`` without a path never uses
+  ``hsml``'s model cache (stale once an attachment is added).
 """
 
 from __future__ import annotations
@@ -262,8 +266,19 @@ class HopsworksModel:
     # ------------------------------------------------------------------ files
 
     def download(self, local_path: str | os.PathLike[str] | None = None) -> str:
-        """Download the version's files and verify them against fstrain's manifest."""
-        dest = None if local_path is None else str(local_path)
+        """Download the version's files and verify them against fstrain's manifest.
+
+        Without ``local_path`` the files go into a new folder under the project's
+        ``downloads/<name>/<version>/``, never into ``hsml``'s model cache: that cache is keyed
+        by the model id only, so after an attachment is added it would hand back the files as
+        they were (and fail verification against the new manifest).
+        """
+        if local_path is None:
+            parent = self._registry.project.root / "downloads" / self._name / str(self._version)
+            parent.mkdir(parents=True, exist_ok=True)
+            dest = tempfile.mkdtemp(prefix="files-", dir=parent)
+        else:
+            dest = str(local_path)
         path = Path(sdk_call(self._saved(), "Model.download", local_path=dest,
                              _owner=self._label()))
         self._verify(path)
@@ -283,7 +298,7 @@ class HopsworksModel:
     def model_path(self) -> Path:
         """A verified local mirror of the version (downloaded on first use)."""
         mirror = self._registry.project.root / "models" / self._name / str(self._version)
-        if not (mirror / MANIFEST_FILE).is_file():
+        if not self._mirror_is_current(mirror):
             self._saved()
             mirror.parent.mkdir(parents=True, exist_ok=True)
             scratch = Path(tempfile.mkdtemp(prefix=".dl-", dir=mirror.parent))
@@ -294,6 +309,17 @@ class HopsworksModel:
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         return mirror
+
+    def _mirror_is_current(self, mirror: Path) -> bool:
+        """The mirror holds the manifest the registry names (another process may have added an
+        attachment since it was downloaded: then it is downloaded again)."""
+        import hashlib
+
+        path = mirror / MANIFEST_FILE
+        if not path.is_file():
+            return False
+        expected = self.get_tags().get(MANIFEST_TAG)
+        return expected is None or hashlib.sha256(path.read_bytes()).hexdigest() == expected
 
     @property
     def remote_path(self) -> str:
@@ -333,17 +359,28 @@ class HopsworksModel:
         manifest["files"] = sorted(entries.values(), key=lambda e: e["path"])
         manifest["updated"] = utc_now()
         sha = write_manifest(mirror, manifest)
-        datasets = self._registry.project.get_dataset_api()
         remote = self.remote_path
         remote_dir = remote if "/" not in rel else f"{remote}/{rel.rsplit('/', 1)[0]}"
-        if not sdk_call(datasets, "DatasetApi.exists", remote_dir, _owner=self._label()):
-            sdk_call(datasets, "DatasetApi.mkdir", remote_dir, _owner=self._label())
-        sdk_call(datasets, "DatasetApi.upload", str(target), remote_dir, overwrite=True,
-                 _owner=self._label())
-        sdk_call(datasets, "DatasetApi.upload", str(mirror / MANIFEST_FILE), remote,
-                 overwrite=True, _owner=self._label())
+        self._replace_remote(target, remote_dir)
+        self._replace_remote(mirror / MANIFEST_FILE, remote)
         self.add_tag(MANIFEST_TAG, sha)
         return target
+
+    def _replace_remote(self, local: Path, remote_dir: str) -> None:
+        """Put ``local`` into ``remote_dir`` under its name, replacing any file there only once
+        the new bytes are uploaded: the upload goes to a temporary name beside it, then is moved
+        over the old file (``DatasetApi.upload(overwrite=True)`` would delete the old file
+        first, and lose it if the upload then failed)."""
+        datasets = self._registry.project.get_dataset_api()
+        if not sdk_call(datasets, "DatasetApi.exists", remote_dir, _owner=self._label()):
+            sdk_call(datasets, "DatasetApi.mkdir", remote_dir, _owner=self._label())
+        with tempfile.TemporaryDirectory(dir=self._registry.project.root) as scratch:
+            part = Path(scratch) / f".{local.name}.{uuid.uuid4().hex}.part"
+            shutil.copyfile(local, part)
+            sdk_call(datasets, "DatasetApi.upload", str(part), remote_dir, overwrite=False,
+                     _owner=self._label())
+        sdk_call(datasets, "DatasetApi.move", f"{remote_dir}/{part.name}",
+                 f"{remote_dir}/{local.name}", overwrite=True, _owner=self._label())
 
     def write_attachment(self, relative_path: str, data: str | bytes | Mapping | list) -> Path:
         """Write an attachment from text, bytes, or a dict/list (as JSON)."""

@@ -280,7 +280,7 @@ class FakeModel:
 
     def save(self, model_path: str, await_registration: int = 480,
              keep_original_files: bool = False) -> FakeModel:
-        self.version = max(self.store, default=0) + 1
+        self.version = max((k for k in self.store if isinstance(k, int)), default=0) + 1
         self.model_files_path = f"/Projects/p/Models/{self.name}/{self.version}/Files"
         self.files = {p.relative_to(model_path).as_posix(): p.read_bytes()
                       for p in Path(model_path).rglob("*") if p.is_file()}
@@ -288,10 +288,17 @@ class FakeModel:
         return self
 
     def download(self, local_path: str | None = None) -> str:
-        dest = Path(local_path)
+        if local_path is None:  # as hsml: a cache keyed by the model, reused once complete
+            dest = self.store["cache"] / self.name / str(self.version)
+            if (dest / ".download_complete").is_file():
+                return str(dest)
+        else:
+            dest = Path(local_path)
         for rel, data in self.files.items():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             (dest / rel).write_bytes(data)
+        if local_path is None:
+            (dest / ".download_complete").write_text("done")
         return str(dest)
 
     def add_tag(self, name: str, value: Any) -> None:
@@ -310,8 +317,8 @@ class FakeFlavor:
 
 
 class FakeMR:
-    def __init__(self) -> None:
-        self.store: dict[int, FakeModel] = {}
+    def __init__(self, cache: Path | None = None) -> None:
+        self.store: dict[Any, Any] = {"cache": cache}
         self.python = self.sklearn = self.torch = FakeFlavor(self.store)
 
     def get_model(self, name: str, version: int | None = None) -> FakeModel | None:
@@ -319,25 +326,48 @@ class FakeMR:
 
 
 class FakeDatasets:
+    """Files of ``/Projects/p/Models/<name>/<version>/Files``; ``upload``/``move`` with
+    ``overwrite=True`` remove the existing file first, as the SDK's DatasetApi does."""
+
     def __init__(self, mr: FakeMR) -> None:
         self.mr, self.uploads = mr, []
+        self.fail_uploads = False
+
+    @staticmethod
+    def _split(path: str) -> tuple[int, str]:
+        parts = path.split("/")
+        return int(parts[5]), "/".join(parts[7:])
 
     def exists(self, path: str) -> bool:
         return True
 
     def upload(self, local_path: str, upload_path: str, overwrite: bool = False) -> str:
         self.uploads.append((Path(local_path).name, upload_path))
-        version = int(upload_path.split("/")[5])
-        rel = "/".join(upload_path.split("/")[7:] + [Path(local_path).name])
-        self.mr.store[version].files[rel] = Path(local_path).read_bytes()
+        version, folder = self._split(upload_path)
+        rel = "/".join([*([folder] if folder else []), Path(local_path).name])
+        files = self.mr.store[version].files
+        if rel in files and not overwrite:
+            raise RuntimeError(f"{rel} exists")
+        files.pop(rel, None)
+        if self.fail_uploads:
+            raise ConnectionError("upload interrupted")
+        files[rel] = Path(local_path).read_bytes()
         return upload_path
+
+    def move(self, source_path: str, destination_path: str, overwrite: bool = False) -> None:
+        version, source = self._split(source_path)
+        _, destination = self._split(destination_path)
+        files = self.mr.store[version].files
+        if destination in files and not overwrite:
+            raise RuntimeError(f"{destination} exists")
+        files[destination] = files.pop(source)
 
 
 class FakeProject:
     name = "p"
 
-    def __init__(self) -> None:
-        self.mr = FakeMR()
+    def __init__(self, cache: Path | None = None) -> None:
+        self.mr = FakeMR(cache)
         self.datasets = FakeDatasets(self.mr)
 
     def get_model_registry(self) -> FakeMR:
@@ -368,7 +398,7 @@ def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
     assert got.validation_status == "passed" and got.hyperparameters == {"depth": 3}
     got.write_attachment("scorecard.json", {"roc_auc": 0.9})
     got.add_attachment("images/roc.png", b"png")
-    assert ("roc.png", "/Projects/p/Models/m/1/Files/images") in project.sdk.datasets.uploads
+    assert "images/roc.png" in sdk.files and ".part" not in "".join(sdk.files)
     fresh = Path(mr.get_model("m", 1).download(str(tmp_path / "dl")))
     original = sdk.files["model.json"]
     assert json.loads((fresh / "scorecard.json").read_text()) == {"roc_auc": 0.9}
@@ -384,6 +414,64 @@ def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
     assert Path(mr.get_model("m", 1).download(str(tmp_path / "dl4"))).is_dir()
     with pytest.raises(NotFoundError, match="does not exist"):
         mr.get_model("m", 7)
+
+
+def _registry(sdk_project: FakeProject, root: Path) -> Any:
+    project = HopsworksProject(sdk_project, root=root)
+    project.bind_model_registry(HopsworksModelRegistry)
+    return project.get_model_registry()
+
+
+def _saved_model(tmp_path: Path, sdk_project: FakeProject) -> Any:
+    src = tmp_path / "model"
+    src.mkdir(exist_ok=True)
+    (src / "model.json").write_text('{"w": 1}')
+    mr = _registry(sdk_project, tmp_path / "client")
+    return mr.python.create_model("m").save(str(src))
+
+
+def test_download_after_an_attachment_is_not_the_stale_sdk_cache(tmp_path):
+    """hsml's ``download()`` without a path reuses its cache of the model id; after an
+    attachment is added that copy is stale, so the adapter never downloads through it."""
+    sdk_project = FakeProject(cache=tmp_path / "hsml-cache")
+    model = _saved_model(tmp_path, sdk_project)
+    first = Path(model.download())
+    assert sorted(p.name for p in first.iterdir()) == ["manifest.json", "model.json"]
+    model.write_attachment("scorecard.json", {"roc_auc": 0.9})
+    again = Path(_registry(sdk_project, tmp_path / "client").get_model("m", 1).download())
+    assert json.loads((again / "scorecard.json").read_text()) == {"roc_auc": 0.9}
+    assert again != first and again.is_relative_to(tmp_path / "client" / "downloads")
+
+
+def test_a_mirror_older_than_the_registry_manifest_is_downloaded_again(tmp_path):
+    """Two processes: the second one's local mirror predates the first one's attachment."""
+    sdk_project = FakeProject()
+    writer = _saved_model(tmp_path, sdk_project)
+    reader = _registry(sdk_project, tmp_path / "other").get_model("m", 1)
+    assert not (reader.model_path / "scorecard.json").exists()
+    writer.write_attachment("scorecard.json", {"roc_auc": 0.9})
+    again = _registry(sdk_project, tmp_path / "other").get_model("m", 1)
+    assert [e["path"] for e in again.manifest["files"]] == ["model.json", "scorecard.json"]
+    assert json.loads((again.model_path / "scorecard.json").read_text()) == {"roc_auc": 0.9}
+
+
+def test_overwriting_an_attachment_uploads_before_replacing(tmp_path):
+    """A failed upload of a new scorecard leaves the old one in the version, intact."""
+    sdk_project = FakeProject()
+    model = _saved_model(tmp_path, sdk_project)
+    model.write_attachment("scorecard.json", {"roc_auc": 0.9})
+    files = sdk_project.mr.store[1].files
+    old = files["scorecard.json"]
+    sdk_project.datasets.fail_uploads = True
+    with pytest.raises(Exception, match="upload interrupted"):
+        model.write_attachment("scorecard.json", {"roc_auc": 0.5})
+    assert files["scorecard.json"] == old
+    sdk_project.datasets.fail_uploads = False
+    model.write_attachment("scorecard.json", {"roc_auc": 0.7})
+    assert json.loads(files["scorecard.json"]) == {"roc_auc": 0.7}
+    assert not [f for f in files if f.endswith(".part")]
+    fresh = _registry(sdk_project, tmp_path / "third").get_model("m", 1)
+    assert json.loads((fresh.model_path / "scorecard.json").read_text()) == {"roc_auc": 0.7}
 
 
 def test_model_get_feature_view_returns_the_adapter_view_initialised_for_batch_scoring(tmp_path):
