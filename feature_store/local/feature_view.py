@@ -619,6 +619,24 @@ class FeatureView(TaggedEntity):
             )
         return self._td.get(version).transformation_statistics
 
+    def _online_only(self, call: str) -> InvalidArgumentError:
+        return InvalidArgumentError(
+            f"{self.owner}: {call}() serves feature vectors from the online store, which only a "
+            "Hopsworks cluster has. Use get_batch_data() for batch inference locally."
+        )
+
+    def init_serving(self, *args: Any, **kwargs: Any) -> None:
+        """Cluster-only (online store): refused locally with a clear error."""
+        raise self._online_only("init_serving")
+
+    def get_feature_vector(self, *args: Any, **kwargs: Any) -> Any:
+        """Cluster-only (online store): refused locally with a clear error."""
+        raise self._online_only("get_feature_vector")
+
+    def get_feature_vectors(self, *args: Any, **kwargs: Any) -> Any:
+        """Cluster-only (online store): refused locally with a clear error."""
+        raise self._online_only("get_feature_vectors")
+
     def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
         """The inference helper columns for ``[start_time, end_time)``."""
         self._check_read_guarantees()

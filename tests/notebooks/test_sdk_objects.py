@@ -340,3 +340,12 @@ def test_feature_logging_round_trip(fs, tx):
         fv.log(raw.head(3), predictions=predictions[:4])
     fv.delete_log()
     assert fv.read_log().empty and fv.logging_enabled is False
+
+
+def test_online_serving_calls_are_refused_clearly(fs, tx):
+    fv = fs.create_feature_view("online", query=tx.select_all(), labels=["y"])
+    for call in (fv.init_serving, fv.get_feature_vectors):
+        with pytest.raises(InvalidArgumentError, match="online store"):
+            call()
+    with pytest.raises(InvalidArgumentError, match="get_batch_data"):
+        fv.get_feature_vector({"tid": 1})
