@@ -17,12 +17,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from feature_views import USE_CASES  # the one list of use cases
 from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
 from pipelines.sources.spec import Expectation, FeatureGroupSpec, check_frame
 
 __all__ = ["USE_CASES", "Expectation", "FeatureGroupSpec", "check_frame", "get_source"]
-
-USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud")
 
 
 def get_source(use_case: str) -> ModuleType:
