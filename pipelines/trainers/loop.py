@@ -347,179 +347,229 @@ def evaluate(
 
 def fit(spec: LoopSpec) -> LoopResult:
     """Train ``spec.model``; see the module docstring for the exact step order."""
-    opts, dist = spec.options, spec.dist
-    device = dist.device or resolve_device(opts.device)
-    amp_dtype, use_scaler = resolve_amp(opts.amp, device)
-    raw_model = spec.model.to(device)
-    model = dist.wrap(raw_model) if dist.wrap else raw_model
-    optimizer = make_optimizer(raw_model, opts)
-    bs, accum = opts.batch_size, opts.grad_accum_steps
-    n_train = len(spec.train_set)
-    per_rank = len(epoch_indices(n_train, seed=spec.seed, epoch=0, rank=dist.rank,
-                                 world_size=dist.world_size))
-    n_batches = max(1, math.ceil(per_rank / bs))
-    opt_steps_per_epoch = math.ceil(n_batches / accum)
-    scheduler, per_step = make_scheduler(
-        optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode
-    )
-    scaler = torch.amp.GradScaler(device.type, enabled=use_scaler)
-    weight = None
-    if spec.class_weight is not None:
-        weight = torch.as_tensor(spec.class_weight, dtype=torch.float32, device=device)
-    loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=opts.label_smoothing)
-
-    generator = torch_generator(spec.seed)
-    sampler = _IndexSampler()
-    loader_kwargs: dict[str, Any] = {
-        "batch_size": bs, "num_workers": opts.num_workers, "collate_fn": collate,
-        "pin_memory": device.type == "cuda", "worker_init_fn": worker_init_fn,
-        "generator": generator,
-    }
-    if opts.num_workers > 0:
-        loader_kwargs["persistent_workers"] = True
-    train_loader = torch.utils.data.DataLoader(spec.train_set, sampler=sampler, **loader_kwargs)
-    val_indices = list(range(dist.rank, len(spec.val_set), dist.world_size))
-    val_loader = torch.utils.data.DataLoader(
-        torch.utils.data.Subset(spec.val_set, val_indices),
-        batch_size=max(bs, 256), shuffle=False, num_workers=0, collate_fn=collate,
-    )
-
-    state: dict[str, Any] = {
-        "epoch": 0, "batch_in_epoch": 0, "global_step": 0, "best_metric": None,
-        "best_epoch": -1, "bad_epochs": 0, "history": [], "epoch_loss_sum": 0.0,
-        "epoch_batches": 0, "stopped_early": False,
-    }
-    best_state: dict[str, torch.Tensor] | None = None
-    resumed_from = None
-    ckdir = spec.checkpoint_dir if opts.checkpoint else None
+    run = _Run(spec)
     if spec.resume:
+        run.resume()
+    return run.train()
+
+
+class _Run:
+    """One call of :func:`fit`: the model, optimiser, loaders and loop state it works on."""
+
+    def __init__(self, spec: LoopSpec) -> None:
+        self.spec, self.opts, self.dist = spec, spec.options, spec.dist
+        opts, dist = self.opts, self.dist
+        self.device = dist.device or resolve_device(opts.device)
+        self.amp_dtype, self.use_scaler = resolve_amp(opts.amp, self.device)
+        self.raw_model = spec.model.to(self.device)
+        self.model = dist.wrap(self.raw_model) if dist.wrap else self.raw_model
+        self.optimizer = make_optimizer(self.raw_model, opts)
+        self.n_train = len(spec.train_set)
+        per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
+                                     world_size=dist.world_size))
+        self.n_batches = max(1, math.ceil(per_rank / opts.batch_size))
+        opt_steps_per_epoch = math.ceil(self.n_batches / opts.grad_accum_steps)
+        self.scheduler, self.per_step = make_scheduler(
+            self.optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode
+        )
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.use_scaler)
+        weight = None
+        if spec.class_weight is not None:
+            weight = torch.as_tensor(spec.class_weight, dtype=torch.float32, device=self.device)
+        self.loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=opts.label_smoothing)
+        self.generator = torch_generator(spec.seed)
+        self.sampler = _IndexSampler()
+        self.train_loader, self.val_loader = self._loaders()
+        self.state: dict[str, Any] = {
+            "epoch": 0, "batch_in_epoch": 0, "global_step": 0, "best_metric": None,
+            "best_epoch": -1, "bad_epochs": 0, "history": [], "epoch_loss_sum": 0.0,
+            "epoch_batches": 0, "stopped_early": False,
+        }
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.resumed_from: dict[str, Any] | None = None
+        self.ckdir = spec.checkpoint_dir if opts.checkpoint else None
+        self.samples_seen = 0
+        self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+
+    def _loaders(self) -> tuple[torch.utils.data.DataLoader, torch.utils.data.DataLoader]:
+        spec, opts, dist = self.spec, self.opts, self.dist
+        loader_kwargs: dict[str, Any] = {
+            "batch_size": opts.batch_size, "num_workers": opts.num_workers, "collate_fn": collate,
+            "pin_memory": self.device.type == "cuda", "worker_init_fn": worker_init_fn,
+            "generator": self.generator,
+        }
+        if opts.num_workers > 0:
+            loader_kwargs["persistent_workers"] = True
+        train = torch.utils.data.DataLoader(spec.train_set, sampler=self.sampler, **loader_kwargs)
+        val_indices = list(range(dist.rank, len(spec.val_set), dist.world_size))
+        val = torch.utils.data.DataLoader(
+            torch.utils.data.Subset(spec.val_set, val_indices),
+            batch_size=max(opts.batch_size, 256), shuffle=False, num_workers=0, collate_fn=collate,
+        )
+        return train, val
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def resume(self) -> None:
+        """Restore model, optimiser, scheduler, scaler, RNG and loop state from ``last``."""
+        ckdir = self.ckdir
         if ckdir is None:
             raise ConfigError(
                 "resume=True needs checkpoints (torch.checkpoint: true and a workdir)."
             )
-        if ckpt.locate(ckdir, "last") is not None:
-            model_state, tensors, meta = ckpt.read(ckdir, "last")
-            ckpt.check_compatible(meta, spec.config, spec.lineage)
-            raw_model.load_state_dict(model_state)
-            optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
-            if scheduler is not None and meta.get("scheduler") is not None:
-                scheduler.load_state_dict(ckpt.unflatten(meta["scheduler"], tensors))
-            if meta.get("scaler"):
-                scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
-            host, rank_tensors = _rank_rng(meta, tensors, dist)
-            set_python_rng_state(host["python"])
-            set_numpy_rng_state(host["numpy"])
-            set_torch_rng_tensors(rank_tensors, generator)
-            state.update(meta["loop"])
-            state["epoch_loss_sum"] = host.get("epoch_loss_sum", state["epoch_loss_sum"])
-            if ckpt.locate(ckdir, "best") is not None:
-                best_state = ckpt.read(ckdir, "best")[0]
-            resumed_from = {"epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
-                            "global_step": state["global_step"]}
+        if ckpt.locate(ckdir, "last") is None:
+            return
+        model_state, tensors, meta = ckpt.read(ckdir, "last")
+        ckpt.check_compatible(meta, self.spec.config, self.spec.lineage)
+        self.raw_model.load_state_dict(model_state)
+        self.optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
+        if self.scheduler is not None and meta.get("scheduler") is not None:
+            self.scheduler.load_state_dict(ckpt.unflatten(meta["scheduler"], tensors))
+        if meta.get("scaler"):
+            self.scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
+        host, rank_tensors = _rank_rng(meta, tensors, self.dist)
+        set_python_rng_state(host["python"])
+        set_numpy_rng_state(host["numpy"])
+        set_torch_rng_tensors(rank_tensors, self.generator)
+        state = self.state
+        state.update(meta["loop"])
+        state["epoch_loss_sum"] = host.get("epoch_loss_sum", state["epoch_loss_sum"])
+        if ckpt.locate(ckdir, "best") is not None:
+            self.best_state = ckpt.read(ckdir, "best")[0]
+        self.resumed_from = {"epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
+                             "global_step": state["global_step"]}
 
-    def save(name: str) -> None:
+    def save(self, name: str) -> None:
+        """Write checkpoint ``name`` (every rank's RNG states, collected by rank 0)."""
+        ckdir, dist = self.ckdir, self.dist
         if ckdir is None:
             return
         # every rank's RNG states (dropout masks differ per rank), collected by rank 0
-        ranks = (dist.all_gather(_rank_snapshot(generator, state["epoch_loss_sum"]))
+        ranks = (dist.all_gather(_rank_snapshot(self.generator, self.state["epoch_loss_sum"]))
                  if dist.world_size > 1 else None)
         if not dist.is_main:
             return
-        tensors = torch_rng_tensors(generator)
-        meta = {
-            "loop": state,
-            "optimizer": ckpt.flatten(optimizer.state_dict(), tensors, "optimizer"),
-            "scheduler": (ckpt.flatten(scheduler.state_dict(), tensors, "scheduler")
-                          if scheduler is not None else None),
-            "scaler": ckpt.flatten(scaler.state_dict(), tensors, "scaler") if use_scaler else None,
-            "rng": {"python": python_rng_state(), "numpy": numpy_rng_state()},
-            "config": spec.config,
-            "lineage": spec.lineage,
-            "torch_version": torch.__version__,
-            "world_size": dist.world_size,
-        }
+        tensors = torch_rng_tensors(self.generator)
+        meta = self._checkpoint_meta(tensors)
         if ranks is not None:
             meta["rng_by_rank"] = [r["host"] for r in ranks]
             for rank, snapshot in enumerate(ranks[1:], start=1):
                 tensors.update({f"rank{rank}.{k}": v for k, v in snapshot["tensors"].items()})
-        path = ckpt.write(ckdir, name, model_state=raw_model.state_dict(),
+        path = ckpt.write(ckdir, name, model_state=self.raw_model.state_dict(),
                           state_tensors=tensors, meta=meta)
-        if spec.on_checkpoint is not None:
-            spec.on_checkpoint(path, meta)
+        if self.spec.on_checkpoint is not None:
+            self.spec.on_checkpoint(path, meta)
 
-    t_start = time.perf_counter()
-    samples_seen = 0
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    while state["epoch"] < opts.epochs and not state["stopped_early"]:
-        epoch = state["epoch"]
-        t_epoch = time.perf_counter()
-        indices = epoch_indices(n_train, seed=spec.seed, epoch=epoch, rank=dist.rank,
-                                world_size=dist.world_size)
+    def _checkpoint_meta(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        scheduler = self.scheduler
+        return {
+            "loop": self.state,
+            "optimizer": ckpt.flatten(self.optimizer.state_dict(), tensors, "optimizer"),
+            "scheduler": (ckpt.flatten(scheduler.state_dict(), tensors, "scheduler")
+                          if scheduler is not None else None),
+            "scaler": (ckpt.flatten(self.scaler.state_dict(), tensors, "scaler")
+                       if self.use_scaler else None),
+            "rng": {"python": python_rng_state(), "numpy": numpy_rng_state()},
+            "config": self.spec.config,
+            "lineage": self.spec.lineage,
+            "torch_version": torch.__version__,
+            "world_size": self.dist.world_size,
+        }
+
+    # ------------------------------------------------------------------ the loop
+
+    def train(self) -> LoopResult:
+        """Run the remaining epochs (early stopping permitting) and return the best model."""
+        t_start = time.perf_counter()
+        while self.state["epoch"] < self.opts.epochs and not self.state["stopped_early"]:
+            t_epoch = time.perf_counter()
+            self._train_epoch()
+            self._end_epoch(t_epoch)
+        if self.best_state is not None:
+            self.raw_model.load_state_dict(self.best_state)
+        self.raw_model.eval()
+        return self._result(time.perf_counter() - t_start)
+
+    def _train_epoch(self) -> None:
+        spec, opts, state = self.spec, self.opts, self.state
+        bs = opts.batch_size
+        indices = epoch_indices(self.n_train, seed=spec.seed, epoch=state["epoch"],
+                                rank=self.dist.rank, world_size=self.dist.world_size)
         start = state["batch_in_epoch"]
-        sampler.indices = indices[start * bs:]
-        loss_sum.fill_(state["epoch_loss_sum"])
-        model.train()
-        optimizer.zero_grad(set_to_none=True)
-        for i, (xb, yb) in enumerate(_batches(spec.train_set, train_loader, sampler.indices, bs,
-                                              opts.num_workers), start=start):
-            xb = xb.to(device, non_blocking=True)
-            yb = yb.to(device, non_blocking=True)
-            group_start = (i // accum) * accum
-            group_size = min(accum, n_batches - group_start)
-            boundary = (i + 1) % accum == 0 or i + 1 == n_batches
-            sync_ctx = model.no_sync() if (not boundary and hasattr(model, "no_sync")) else _null()
-            with sync_ctx:
-                if amp_dtype is not None:
-                    with torch.autocast(device_type=device.type, dtype=amp_dtype):
-                        logits = model(xb)
-                    logits = logits.float()
-                else:
+        self.sampler.indices = indices[start * bs:]
+        self.loss_sum.fill_(state["epoch_loss_sum"])
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        batches = _batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
+                           opts.num_workers)
+        for i, (xb, yb) in enumerate(batches, start=start):
+            self._train_batch(i, xb, yb)
+
+    def _train_batch(self, i: int, xb: torch.Tensor, yb: torch.Tensor) -> None:
+        accum, device = self.opts.grad_accum_steps, self.device
+        xb = xb.to(device, non_blocking=True)
+        yb = yb.to(device, non_blocking=True)
+        group_start = (i // accum) * accum
+        group_size = min(accum, self.n_batches - group_start)
+        boundary = (i + 1) % accum == 0 or i + 1 == self.n_batches
+        model = self.model
+        sync_ctx = model.no_sync() if (not boundary and hasattr(model, "no_sync")) else _null()
+        with sync_ctx:
+            if self.amp_dtype is not None:
+                with torch.autocast(device_type=device.type, dtype=self.amp_dtype):
                     logits = model(xb)
-                loss = loss_fn(logits, yb)
-                scaled = loss / group_size if group_size > 1 else loss
-                (scaler.scale(scaled) if use_scaler else scaled).backward()
-            loss_sum += loss.detach()
-            state["epoch_batches"] += 1
-            samples_seen += len(yb)
-            if boundary:
-                if opts.grad_clip is not None:
-                    if use_scaler:
-                        scaler.unscale_(optimizer)
-                    nn.utils.clip_grad_norm_(raw_model.parameters(), opts.grad_clip)
-                if use_scaler:
-                    scaler.step(optimizer)
-                    scaler.update()
-                else:
-                    optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                if scheduler is not None and per_step:
-                    scheduler.step()
-                state["global_step"] += 1
-                if (
-                    opts.checkpoint_every_steps
-                    and state["global_step"] % opts.checkpoint_every_steps == 0
-                    and i + 1 < n_batches
-                ):
-                    state["batch_in_epoch"] = i + 1
-                    state["epoch_loss_sum"] = float(loss_sum.item())
-                    save("last")
-                if spec.on_step is not None:
-                    spec.on_step(state["global_step"])
-        # ---- end of epoch: metrics, schedulers, early stopping, checkpoints ----
-        train_loss = dist.all_reduce_mean(float(loss_sum.item()) / max(state["epoch_batches"], 1))
-        probs, labels = evaluate(model, val_loader, device, amp_dtype)
-        gathered = dist.all_gather((probs, labels))
-        probs = np.concatenate([g[0] for g in gathered if len(g[1])])
-        labels = np.concatenate([g[1] for g in gathered if len(g[1])])
-        val = classification_metrics(labels, probs, spec.n_classes)
-        value = val[spec.metric]
-        if scheduler is not None and not per_step:
-            scheduler.step(value)
+                logits = logits.float()
+            else:
+                logits = model(xb)
+            loss = self.loss_fn(logits, yb)
+            scaled = loss / group_size if group_size > 1 else loss
+            (self.scaler.scale(scaled) if self.use_scaler else scaled).backward()
+        self.loss_sum += loss.detach()
+        self.state["epoch_batches"] += 1
+        self.samples_seen += len(yb)
+        if boundary:
+            self._optimizer_step(i)
+
+    def _optimizer_step(self, i: int) -> None:
+        opts, state, optimizer = self.opts, self.state, self.optimizer
+        if opts.grad_clip is not None:
+            if self.use_scaler:
+                self.scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(self.raw_model.parameters(), opts.grad_clip)
+        if self.use_scaler:
+            self.scaler.step(optimizer)
+            self.scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if self.scheduler is not None and self.per_step:
+            self.scheduler.step()
+        state["global_step"] += 1
+        if (
+            opts.checkpoint_every_steps
+            and state["global_step"] % opts.checkpoint_every_steps == 0
+            and i + 1 < self.n_batches
+        ):
+            state["batch_in_epoch"] = i + 1
+            state["epoch_loss_sum"] = float(self.loss_sum.item())
+            self.save("last")
+        if self.spec.on_step is not None:
+            self.spec.on_step(state["global_step"])
+
+    def _end_epoch(self, t_epoch: float) -> None:
+        """Metrics, schedulers, early stopping and checkpoints at the end of an epoch."""
+        spec, state, dist = self.spec, self.state, self.dist
+        epoch = state["epoch"]
+        train_loss = dist.all_reduce_mean(float(self.loss_sum.item())
+                                          / max(state["epoch_batches"], 1))
+        value, val = self._validate()
+        if self.scheduler is not None and not self.per_step:
+            self.scheduler.step(value)
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
             **{f"val_{k}": v for k, v in val.items() if k != "n"},
-            "lr": optimizer.param_groups[0]["lr"],
+            "lr": self.optimizer.param_groups[0]["lr"],
             "global_step": state["global_step"],
             "epoch_seconds": time.perf_counter() - t_epoch,
         }
@@ -527,45 +577,60 @@ def fit(spec: LoopSpec) -> LoopResult:
         improved = is_better(value, state["best_metric"], spec.mode)
         if improved:
             state["best_metric"], state["best_epoch"], state["bad_epochs"] = value, epoch, 0
-            best_state = _clone_state(raw_model)
+            self.best_state = _clone_state(self.raw_model)
         else:
             state["bad_epochs"] += 1
-            if opts.patience is not None and state["bad_epochs"] >= opts.patience:
+            if self.opts.patience is not None and state["bad_epochs"] >= self.opts.patience:
                 state["stopped_early"] = True
         state["epoch"] = epoch + 1
         state["batch_in_epoch"] = 0
         state["epoch_loss_sum"] = 0.0
         state["epoch_batches"] = 0
-        save("last")
-        if improved and ckdir is not None and dist.is_main:
-            ckpt.copy(ckdir, "last", "best")
+        self.save("last")
+        if improved and self.ckdir is not None and dist.is_main:
+            ckpt.copy(self.ckdir, "last", "best")
         if spec.report is not None:
             spec.report(dict(row))
-    if best_state is not None:
-        raw_model.load_state_dict(best_state)
-    raw_model.eval()
-    elapsed = time.perf_counter() - t_start
-    best_row = next((r for r in state["history"] if r["epoch"] == state["best_epoch"]), None)
-    metrics = {k[4:]: v for k, v in (best_row or {}).items() if k.startswith("val_")}
-    notes = []
-    if amp_dtype is not None:
-        notes.append(f"AMP {str(amp_dtype).removeprefix('torch.')} on {device.type}: low-precision "
-                     "matmuls; bitwise results depend on the kernel selection of the device")
-    if dist.world_size > 1:
-        notes.append(
-            f"DDP over {dist.world_size} ranks: gradient all-reduce sums in bucket order "
-            "(reproducible for a fixed world size and hardware); checkpoints hold every rank's "
-            "RNG states, and a resume with another world size continues from rank 0's"
+
+    def _validate(self) -> tuple[float, dict[str, Any]]:
+        """The selection metric and every validation metric, over all ranks' shards."""
+        probs, labels = evaluate(self.model, self.val_loader, self.device, self.amp_dtype)
+        gathered = self.dist.all_gather((probs, labels))
+        probs = np.concatenate([g[0] for g in gathered if len(g[1])])
+        labels = np.concatenate([g[1] for g in gathered if len(g[1])])
+        val = classification_metrics(labels, probs, self.spec.n_classes)
+        return val[self.spec.metric], val
+
+    def _result(self, elapsed: float) -> LoopResult:
+        state, amp_dtype = self.state, self.amp_dtype
+        best_row = next((r for r in state["history"] if r["epoch"] == state["best_epoch"]), None)
+        metrics = {k[4:]: v for k, v in (best_row or {}).items() if k.startswith("val_")}
+        return LoopResult(
+            model=self.raw_model, history=state["history"], best_metric=state["best_metric"],
+            best_epoch=state["best_epoch"], metrics=metrics, device=self.device.type,
+            amp=str(amp_dtype).removeprefix("torch.") if amp_dtype else "off",
+            global_step=state["global_step"], resumed_from=self.resumed_from,
+            notes=self._notes()
+            + [f"throughput: {self.samples_seen / max(elapsed, 1e-9):.0f} samples/s"],
         )
-    if opts.num_workers > 0:
-        notes.append(f"DataLoader workers={opts.num_workers}: seeded from the loader generator")
-    return LoopResult(
-        model=raw_model, history=state["history"], best_metric=state["best_metric"],
-        best_epoch=state["best_epoch"], metrics=metrics, device=device.type,
-        amp=str(amp_dtype).removeprefix("torch.") if amp_dtype else "off",
-        global_step=state["global_step"], resumed_from=resumed_from,
-        notes=notes + [f"throughput: {samples_seen / max(elapsed, 1e-9):.0f} samples/s"],
-    )
+
+    def _notes(self) -> list[str]:
+        notes = []
+        if self.amp_dtype is not None:
+            notes.append(f"AMP {str(self.amp_dtype).removeprefix('torch.')} on "
+                         f"{self.device.type}: low-precision matmuls; bitwise results depend on "
+                         "the kernel selection of the device")
+        if self.dist.world_size > 1:
+            notes.append(
+                f"DDP over {self.dist.world_size} ranks: gradient all-reduce sums in bucket "
+                "order (reproducible for a fixed world size and hardware); checkpoints hold "
+                "every rank's RNG states, and a resume with another world size continues from "
+                "rank 0's"
+            )
+        if self.opts.num_workers > 0:
+            notes.append(f"DataLoader workers={self.opts.num_workers}: seeded from the loader "
+                         "generator")
+        return notes
 
 
 class _null:
