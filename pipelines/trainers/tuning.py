@@ -250,7 +250,6 @@ def tune(
     from ray.tune.search.optuna import OptunaSearch
 
     from pipelines.trainers.data import label_info
-    from pipelines.trainers.metrics import resolve_metric
 
     cfg = load_config(config)
     opts = cfg.tune
@@ -259,29 +258,8 @@ def tune(
         validate_search_space(space, cfg.model)
     except ValueError as exc:
         raise ConfigError(f"Invalid search space: {exc}") from None
-    n_classes = label_info(y_train, cfg.task).n_classes
-    base_metric, base_mode = resolve_metric(cfg, n_classes)
-    metric = opts.metric or f"val_{base_metric}"
-    known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy")} | {"train_loss"}
-    if metric not in known:
-        from fstrain.kernel.errors import did_you_mean
-
-        raise ConfigError(
-            f"tune.metric must be one of {', '.join(sorted(known))}; got {metric!r}."
-            + did_you_mean(metric, known)
-        )
-    mode = opts.mode or ("min" if metric.endswith(("logloss", "loss")) else base_mode)
-    if opts.max_t is not None:
-        max_t = opts.max_t
-    elif cfg.model in BOOSTED_TREE_MODELS:
-        n_est = space.get("n_estimators")
-        max_t = int(n_est["high"]) if n_est and n_est["type"] != "choice" else int(
-            max(n_est["values"]) if n_est else cfg.params.get("n_estimators", 200)
-        )
-    elif cfg.is_torch:
-        max_t = cfg.torch.epochs
-    else:
-        max_t = 1
+    metric, mode = _tuning_metric(cfg, label_info(y_train, cfg.task).n_classes)
+    max_t = _max_t(cfg, space)
     ray_space, json_keys = _ray_space(space)
     workdir = Path(workdir).resolve()
     storage = workdir / "ray_results"
@@ -313,29 +291,8 @@ def tune(
         errors = [r.error for r in grid if r.error is not None]
         if len(errors) == len(grid):
             raise ConfigError(f"Every tuning trial failed; first error: {errors[0]}")
-        rows = []
-        for result in grid:
-            if result.error is not None:
-                continue
-            hist = result.metrics_dataframe
-            values = hist[metric] if hist is not None and metric in hist else pd.Series(dtype=float)
-            best_value = values.max() if mode == "max" else values.min()
-            iters = int(result.metrics.get("training_iteration", 0))
-            best_iter = (
-                int(values.idxmax() if mode == "max" else values.idxmin()) + 1
-                if len(values) else iters
-            )
-            rows.append({
-                "trial_id": result.metrics.get("trial_id"),
-                **_decode(
-                    {k: v for k, v in result.config.items() if k in ray_space}, json_keys
-                ),
-                "iterations": iters,
-                f"last_{metric}": result.metrics.get(metric),
-                f"best_{metric}": float(best_value) if len(values) else float("nan"),
-                "best_iteration": best_iter,
-                "stopped_early": iters < max_t,
-            })
+        rows = [_trial_row(result, metric, mode, ray_space, json_keys, max_t)
+                for result in grid if result.error is None]
     trials = pd.DataFrame(rows)
     best_col = f"best_{metric}"
     ordered = trials.sort_values(best_col, ascending=(mode == "min"), na_position="last")
@@ -353,6 +310,60 @@ def tune(
         metric=metric, mode=mode, max_t=max_t, trials=trials.reset_index(drop=True),
         storage_path=storage, notes=notes,
     )
+
+
+def _tuning_metric(cfg: TrainConfig, n_classes: int) -> tuple[str, str]:
+    """The metric trials are ranked by (``val_<metric>`` or ``train_loss``) and its direction."""
+    from pipelines.trainers.metrics import resolve_metric
+
+    base_metric, base_mode = resolve_metric(cfg, n_classes)
+    metric = cfg.tune.metric or f"val_{base_metric}"
+    known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy")} | {"train_loss"}
+    if metric not in known:
+        from fstrain.kernel.errors import did_you_mean
+
+        raise ConfigError(
+            f"tune.metric must be one of {', '.join(sorted(known))}; got {metric!r}."
+            + did_you_mean(metric, known)
+        )
+    mode = cfg.tune.mode or ("min" if metric.endswith(("logloss", "loss")) else base_mode)
+    return metric, mode
+
+
+def _max_t(cfg: TrainConfig, space: dict[str, dict[str, Any]]) -> int:
+    """ASHA's budget: rounds for boosted trees (the space's largest n_estimators), epochs for
+    networks, one step for the other models."""
+    if cfg.tune.max_t is not None:
+        return cfg.tune.max_t
+    if cfg.model in BOOSTED_TREE_MODELS:
+        n_est = space.get("n_estimators")
+        if n_est and n_est["type"] != "choice":
+            return int(n_est["high"])
+        return int(max(n_est["values"]) if n_est else cfg.params.get("n_estimators", 200))
+    if cfg.is_torch:
+        return cfg.torch.epochs
+    return 1
+
+
+def _trial_row(result: Any, metric: str, mode: str, ray_space: dict[str, Any],
+               json_keys: set[str], max_t: int) -> dict[str, Any]:
+    """One finished trial: its parameters, iterations and best/last metric value."""
+    hist = result.metrics_dataframe
+    values = hist[metric] if hist is not None and metric in hist else pd.Series(dtype=float)
+    best_value = values.max() if mode == "max" else values.min()
+    iters = int(result.metrics.get("training_iteration", 0))
+    best_iter = (
+        int(values.idxmax() if mode == "max" else values.idxmin()) + 1 if len(values) else iters
+    )
+    return {
+        "trial_id": result.metrics.get("trial_id"),
+        **_decode({k: v for k, v in result.config.items() if k in ray_space}, json_keys),
+        "iterations": iters,
+        f"last_{metric}": result.metrics.get(metric),
+        f"best_{metric}": float(best_value) if len(values) else float("nan"),
+        "best_iteration": best_iter,
+        "stopped_early": iters < max_t,
+    }
 
 
 def _plain(value: Any) -> Any:
