@@ -11,7 +11,9 @@ to Hopsworks SaaS or prompts for an API key on a scheduled job.
 Inside a Hopsworks job or notebook (``REST_ENDPOINT`` set by the cluster) the SDK authenticates
 from the job's own environment: ``REST_ENDPOINT``, ``HOPSWORKS_PROJECT_ID``, the project name
 (``HOPSWORKS_PROJECT_NAME``, else the ``HADOOP_USER_NAME`` prefix), the job's JWT
-(``$SECRETS_DIR/token.jwt``, else ``$SECRETS_DIR/api.key``) and the project certificates. There
+(``$SECRETS_DIR/token.jwt``, else ``$SECRETS_DIR/api.key``), ``HOPSWORKS_PUBLIC_HOST`` and the
+project's key material in the working directory (``material_passwd``, ``k_certificate``,
+``t_certificate``). There
 :func:`login` needs no ``HOPSWORKS_HOST`` or API key; see :func:`in_hopsworks_job`.
 """
 
