@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["builtin_transformation_functions", "load_udf"]
+__all__ = ["builtin_transformation_functions", "load_udf",
+           "model_dependent_transformation_functions"]
 
 
 def load_udf(data: dict[str, Any]) -> Any:
@@ -33,3 +34,30 @@ def builtin_transformation_functions(featurestore_id: int = 1) -> list[Any]:
                   if isinstance(obj, HopsworksUdf))
     return [TransformationFunction(featurestore_id=featurestore_id, hopsworks_udf=obj, version=1)
             for _, obj in udfs]
+
+
+def model_dependent_transformation_functions(
+    transformations: list[Any], statistics: dict[str, Any], featurestore_id: int = 1
+) -> list[Any]:
+    """``hsfs`` model-dependent ``TransformationFunction`` objects for a view's fitted
+    transformations (local built-ins become the SDK's built-in of the same name), with their
+    statistics set as the SDK sets them for batch scoring."""
+    from hsfs import builtin_transformations
+    from hsfs.transformation_function import TransformationFunction, TransformationType
+
+    from feature_store.core.udf import UdfTransformation, sdk_statistics
+
+    out = []
+    for tf in transformations:
+        if isinstance(tf, UdfTransformation):
+            udf = tf.udf
+        else:
+            udf = getattr(builtin_transformations, tf.name)(tf.feature)
+        function = TransformationFunction(featurestore_id=featurestore_id, hopsworks_udf=udf,
+                                          version=1,
+                                          transformation_type=TransformationType.MODEL_DEPENDENT)
+        sdk_stats = sdk_statistics(tf, statistics[tf.key])
+        if udf.statistics_features:
+            function.hopsworks_udf.transformation_statistics = sdk_stats
+        out.append(function)
+    return out

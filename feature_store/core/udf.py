@@ -50,6 +50,11 @@ class SdkObjects(Protocol):
     def builtin_transformation_functions(self, featurestore_id: int = 1) -> list[Any]:
         """The SDK's built-in transformation functions."""
 
+    def model_dependent_transformation_functions(
+        self, transformations: list[Any], statistics: dict[str, Any]
+    ) -> list[Any]:
+        """The SDK's ``TransformationFunction`` objects for fitted local transformations."""
+
 
 _MAPPED_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler", "label_encoder",
                     "one_hot_encoder")
@@ -117,6 +122,29 @@ def feature_statistics(series: pd.Series) -> dict[str, Any]:
         )
     stats["extended_statistics"] = {"unique_values": values, "histogram": histogram}
     return stats
+
+
+def sdk_statistics(tf: Any, stats: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``tf``'s fitted statistics in the SDK's shape, keyed by the UDF's statistics argument.
+
+    A :class:`UdfTransformation`'s statistics already are; a built-in's are mapped onto the fields
+    the SDK's own built-in reads (``min``/``max``, ``mean``/``std_dev``, ``percentiles`` with the
+    quartiles at indices 24, 49 and 74, ``unique_values``). The argument of the SDK's built-ins
+    is ``feature``.
+    """
+    if isinstance(tf, UdfTransformation):
+        return {k: dict(v) for k, v in stats.items()}
+    if tf.name == "min_max_scaler":
+        out: dict[str, Any] = {"min": stats["min"], "max": stats["max"]}
+    elif tf.name == "standard_scaler":
+        out = {"mean": stats["mean"], "std_dev": stats["std"]}
+    elif tf.name == "robust_scaler":
+        percentiles: list[Any] = [None] * 100
+        percentiles[24], percentiles[49], percentiles[74] = stats["p25"], stats["p50"], stats["p75"]
+        out = {"percentiles": percentiles}
+    else:  # label_encoder, one_hot_encoder
+        out = {"extended_statistics": {"unique_values": list(stats["values"])}}
+    return {"feature": out}
 
 
 # --------------------------------------------------------------------------- the transformation

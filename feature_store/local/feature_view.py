@@ -619,6 +619,25 @@ class FeatureView(TaggedEntity):
             )
         return self._td.get(version).transformation_statistics
 
+    @property
+    def _batch_scoring_server(self) -> Any:
+        """What notebooks read through the SDK's private ``fv._batch_scoring_server``:
+        ``model_dependent_transformation_functions``, the SDK's ``TransformationFunction``
+        objects with the statistics batch scoring uses (:meth:`init_batch_scoring`'s version,
+        else the latest)."""
+        from types import SimpleNamespace
+
+        sdk = self._store._sdk_objects
+        if sdk is None:
+            raise InvalidArgumentError(
+                f"{self.owner}: the SDK's transformation objects need the Hopsworks SDK; open "
+                "the store with fstrain.login()."
+            )
+        stats = self._batch_statistics(None) if self.transformation_functions else {}
+        functions = sdk.model_dependent_transformation_functions(
+            list(self.transformation_functions), stats)
+        return SimpleNamespace(model_dependent_transformation_functions=functions)
+
     def _online_only(self, call: str) -> InvalidArgumentError:
         return InvalidArgumentError(
             f"{self.owner}: {call}() serves feature vectors from the online store, which only a "

@@ -349,3 +349,24 @@ def test_online_serving_calls_are_refused_clearly(fs, tx):
             call()
     with pytest.raises(InvalidArgumentError, match="get_batch_data"):
         fv.get_feature_vector({"tid": 1})
+
+
+def test_batch_scoring_server_exposes_the_sdks_transformation_objects(fs, tx):
+    # the churn tutorial inverts its transformations through this (private) SDK attribute
+    fv = fs.create_feature_view("inv", query=tx.select(["tid", "cat", "fee", "amount", "y"]),
+                                labels=["y"],
+                                transformation_functions=[label_encoder("cat"),
+                                                          standard_scaler("fee"),
+                                                          centered("amount")])
+    fv.training_data(seed=1)
+    fv.init_batch_scoring(1)
+    stats = fv.get_training_dataset(1).transformation_statistics
+    functions = fv._batch_scoring_server.model_dependent_transformation_functions
+    by_name = {f.hopsworks_udf.function_name: f.hopsworks_udf for f in functions}
+    assert by_name["label_encoder"].output_column_names == ["label_encoder_cat_"]
+    assert list(by_name["label_encoder"].transformation_statistics.feature.unique_values) == \
+        stats["label_encoder_cat"]["values"]
+    assert by_name["standard_scaler"].transformation_statistics.feature.std_dev == \
+        stats["standard_scaler_fee"]["std"]
+    assert by_name["centered"].transformation_statistics.amount.mean == \
+        stats["centered_amount"]["amount"]["mean"]
