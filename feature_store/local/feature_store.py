@@ -134,6 +134,10 @@ class FeatureStore(FeatureViewOperations):
         :class:`~fstrain.kernel.errors.AlreadyExistsError`.
         """
         refuse_unsupported(unsupported, "create_feature_group")
+        _refuse_ignored(name, "create_feature_group", online_enabled=online_enabled, features=features,
+                        embedding_index=embedding_index, stream=stream,
+                        hudi_precombine_key=hudi_precombine_key,
+                        time_travel_format=time_travel_format)
         existing = self._versions(name)
         if version is None:
             version = (max(existing) + 1) if existing else 1
@@ -171,6 +175,10 @@ class FeatureStore(FeatureViewOperations):
         """Return the feature group if it exists (arguments are then ignored, as in Hopsworks),
         else a new, lazily created one."""
         refuse_unsupported(unsupported, "get_or_create_feature_group")
+        _refuse_ignored(name, "get_or_create_feature_group", online_enabled=online_enabled, features=features,
+                        embedding_index=embedding_index, stream=stream,
+                        hudi_precombine_key=hudi_precombine_key,
+                        time_travel_format=time_travel_format)
         version = 1 if version is None else version
         row = self._fg_row(name, version)
         if row is not None:
@@ -383,6 +391,33 @@ class FeatureStore(FeatureViewOperations):
                 (fg_id, commit, stats["computed_at"], dumps(stats)),
             )
         return stats
+
+
+_IGNORED_HELP = {
+    "online_enabled": "the local backend has only the offline store; drop online_enabled=True",
+    "features": "the schema is taken from the first insert; drop features= and insert a "
+                "DataFrame with those columns",
+    "embedding_index": "the local backend has no vector index; drop embedding_index=",
+    "stream": "the local backend writes in batch; drop stream=True",
+    "hudi_precombine_key": "local groups are Delta tables, deduplicated on primary key + "
+                           "event_time; drop hudi_precombine_key=",
+    "time_travel_format": "local groups are always Delta tables; pass None or 'DELTA'",
+}
+
+
+def _refuse_ignored(name: str, call: str, **options: Any) -> None:
+    """Refuse options the local backend would otherwise accept and silently ignore."""
+    for option, value in options.items():
+        if option == "time_travel_format":
+            given = value is not None and str(value).upper() != "DELTA"
+        elif option in ("online_enabled", "stream"):
+            given = bool(value)
+        else:
+            given = value is not None
+        if given:
+            raise InvalidArgumentError(
+                f"{call}('{name}'): {option}={value!r} is not supported: {_IGNORED_HELP[option]}."
+            )
 
 
 def _clear_orphan_table(table: DeltaFeatureTable) -> None:

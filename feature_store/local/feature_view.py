@@ -273,6 +273,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[int, None]:
         """Materialize an unsplit training dataset; returns ``(version, None)``."""
         _refuse(unsupported, "create_training_data")
+        _refuse_destination(storage_connector, location, "create_training_data")
         version, _, _ = self._create(
             None, materialize=True, seed=seed, split=None, start_time=start_time,
             end_time=end_time, extra_filter=extra_filter, data_format=data_format,
@@ -296,6 +297,7 @@ class FeatureView(TaggedEntity):
         drops rows after ``train_end``).
         """
         _refuse(unsupported, "create_train_test_split")
+        _refuse_destination(storage_connector, location, "create_train_test_split")
         version, _, _ = self._create(
             False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
@@ -318,6 +320,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[int, None]:
         """Materialize a train/validation/test split; returns ``(version, None)``."""
         _refuse(unsupported, "create_train_validation_test_split")
+        _refuse_destination(storage_connector, location, "create_train_validation_test_split")
         version, _, _ = self._create(
             True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
@@ -810,6 +813,17 @@ class FeatureView(TaggedEntity):
 
 def _verify(read_options: dict[str, Any] | None) -> bool:
     return bool((read_options or {}).get("verify", False))
+
+
+def _refuse_destination(storage_connector: Any, location: str, call: str) -> None:
+    """Materialized versions live under the store root; another destination is refused, not
+    silently ignored."""
+    if storage_connector is not None or location:
+        given = "storage_connector" if storage_connector is not None else "location"
+        raise InvalidArgumentError(
+            f"{call}(): {given}= is not supported by the local backend (training datasets are "
+            "written under the store root, and read back by version). Drop the argument."
+        )
 
 
 def _refuse(options: dict[str, Any], call: str) -> None:

@@ -265,8 +265,30 @@ def _validate_feature_view(fv: Any) -> None:
         from feature_store.core.transformations import validate_transformations
 
         validate_transformations(fv.transformation_functions, columns)
+        _check_numeric_inputs(fv)
     if fv.prohibited_tags:
         check_prohibited(fv)
+
+
+_NUMERIC_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler")
+
+
+def _check_numeric_inputs(fv: Any) -> None:
+    """Refuse a scaler bound to a column that is not numeric (it would fail at the first fit,
+    or worse, scale codes of a string column)."""
+    types = {f.name: str(f.type) for f in fv.features}
+    for tf in fv.transformation_functions:
+        name = getattr(tf, "name", None)
+        if name not in _NUMERIC_BUILTINS:
+            continue
+        kind = types.get(tf.feature, "")
+        if not (kind.startswith("int") or kind in ("double", "float", "bigint")
+                or kind.startswith("uint") or kind.startswith("decimal")):
+            raise InvalidArgumentError(
+                f"{fv.owner}: {name}('{tf.feature}') needs a numeric column, but "
+                f"'{tf.feature}' is {kind or 'unknown'}. Use label_encoder or one_hot_encoder "
+                "for categories, or cast the column in the feature group."
+            )
 
 
 def check_prohibited(fv: Any) -> None:

@@ -157,6 +157,8 @@ class Query:
                     f"join key '{k}' is not a feature of '{right_fg.name}' (features: "
                     f"{right_names}).{did_you_mean(k, right_names)}"
                 )
+        _check_prefix(prefix, right_fg.name)
+        _check_key_types(left_fg, right_fg, left_keys, right_keys)
         self._joins.append(
             Join(sub_query, left_keys, right_keys, "outer" if jt == "full" else jt, prefix,
                  _lookback(lookback))
@@ -368,6 +370,43 @@ class Query:
         if data.get("as_of"):
             query._time_travel = TimeTravel(**data["as_of"])
         return query
+
+
+def _check_prefix(prefix: Any, right_name: str) -> None:
+    """A join prefix must make valid column names (``[a-z_][a-z0-9_]*``)."""
+    import re
+
+    if prefix is None:
+        return
+    if not isinstance(prefix, str) or not re.match(r"^[a-z_][a-z0-9_]{0,40}$", prefix):
+        raise InvalidArgumentError(
+            f"join of '{right_name}': prefix must be lower case letters, digits and '_', "
+            f"starting with a letter or '_' (e.g. 'card_'). Got {prefix!r} instead."
+        )
+
+
+def _key_family(type_name: str) -> str:
+    t = type_name.lower()
+    if t.startswith(("int", "uint", "bigint")) or t in ("double", "float") or t.startswith("decimal"):
+        return "number"
+    if t.startswith(("string", "large_string", "varchar")):
+        return "string"
+    if t.startswith("timestamp"):
+        return "timestamp"
+    return t
+
+
+def _check_key_types(left: FeatureGroup, right: FeatureGroup, left_keys: list[str],
+                     right_keys: list[str]) -> None:
+    """Refuse joining keys of different kinds (an int key never equals a string key)."""
+    for lk, rk in zip(left_keys, right_keys, strict=True):
+        lt, rt = left.get_feature(lk).type, right.get_feature(rk).type
+        if _key_family(str(lt)) != _key_family(str(rt)):
+            raise InvalidArgumentError(
+                f"join of '{right.name}' onto '{left.name}': key '{lk}' is {lt} but "
+                f"'{right.name}.{rk}' is {rt}; no row would ever match. Store the keys with the "
+                "same type."
+            )
 
 
 def _existing_commit(fg: FeatureGroup, commit_id: int) -> int:
