@@ -41,6 +41,7 @@ from model_registry.manifest import (
     ManifestFields,
     build_manifest,
     file_entry,
+    git_commit,
     model_lineage,
     read_manifest,
     verify_directory,

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 from fstrain.project import Project
-from model_registry.cli import registry_app
+from pipelines.registry_cli import registry_app
 
 
 def _run(model, status, auc, *, failing=()):
