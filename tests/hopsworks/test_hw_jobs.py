@@ -314,7 +314,8 @@ def test_train_job_validates_the_version_it_registered(tmp_path):
     assert first.exit_code == 0, first.output
     name = json.loads(first.stdout)["name"]
     chained = cli("jobs", "exec", "train", "adult", "-t", "1", "--param", "n_estimators=20",
-                  *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5", *local)
+                  *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5",
+                  "--replace-gates", *local)
     assert chained.exit_code == 0, chained.output
     trained = json.loads(chained.stdout[:chained.stdout.index("\n}\n") + 2])
     assert trained == {"name": name, "version": 2}
