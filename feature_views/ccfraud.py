@@ -49,9 +49,9 @@ USE_CASE = UseCase(
     feature_view_name=NAME,
     feature_view_version=VERSION,
     build_feature_view=build,
-    split={"split": "time", "train_start": "2024-01-01", "train_end": "2024-04-15",
-           "validation_start": "2024-04-15", "validation_end": "2024-05-20",
-           "test_start": "2024-05-20", "test_end": "2024-07-01"},
+    # relative windows: test = the last 30 days of data, validation the 30 before, 1 day apart,
+    # so a daily schedule keeps working as later windows are loaded
+    split={"split": "time", "test_window": "30D", "validation_window": "30D", "gap": "1D"},
     model={"model": "xgboost", "imbalance": "scale_pos_weight",
            "params": {"n_estimators": 300, "max_depth": 5, "learning_rate": 0.1}},
     gates=("roc_auc >= 0.8", "pr_auc >= 0.2", "better_than_baseline"),

@@ -40,13 +40,8 @@ USE_CASE = UseCase(
     feature_view_name=NAME,
     feature_view_version=VERSION,
     build_feature_view=build,
-    split={
-        "split": "time",
-        "train_start": "2013-01-01", "train_end": "2013-09-01",
-        "validation_start": "2013-09-02", "validation_end": "2013-11-01",
-        "test_start": "2013-11-02", "test_end": "2014-01-01",
-        "gap": "1D",
-    },
+    # relative windows: test = the last 60 days of data, validation the 60 before, 1 day apart
+    split={"split": "time", "test_window": "60D", "validation_window": "60D", "gap": "1D"},
     model={"model": "xgboost", "imbalance": "scale_pos_weight",
            "params": {"n_estimators": 300, "max_depth": 6, "learning_rate": 0.1}},
     gates=("roc_auc >= 0.65", "better_than_baseline"),

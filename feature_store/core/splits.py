@@ -20,6 +20,15 @@ Strategies:
   quantiles: train is the earliest part, test the latest, and rows that share the cut timestamp
   all go to the later split. Rows with a null event time or outside every window get ``None``.
 
+**Relative windows** (time strategy). Instead of dates, ``test_window`` (and ``validation_window``,
+optionally ``train_window``) give durations counted back from an *anchor*: the data's last event
+time (``anchor=None``) or a timestamp (e.g. the scheduler's ``HOPS_END_TIME``; rows at or after it
+are left out). The test split is the last ``test_window`` before the anchor, validation the
+``validation_window`` before it, with ``gap`` between splits; train is everything earlier (or the
+``train_window`` before validation). :func:`resolve_time_bounds` turns them into explicit bounds
+at materialization, and the stored spec keeps both, so a daily schedule keeps working as new data
+arrives while every version records the exact dates it used.
+
 **Gap.** With ``gap`` (time strategy only), rows whose event time is in
 ``[train_end, train_end + gap)`` — and for three-way splits also in
 ``[validation_end, validation_end + gap)`` — are dropped (split ``None``), so rolling aggregates
@@ -55,12 +64,14 @@ __all__ = [
     "assign_splits",
     "kfold_indices",
     "make_split_spec",
+    "relative_bounds",
     "resolve_time_bounds",
 ]
 
 STRATEGIES = ("random", "stratified", "group", "time")
 SPLIT_NAMES = ("train", "validation", "test")
 _BOUNDS = ("train_start", "train_end", "validation_start", "validation_end", "test_start", "test_end")
+_WINDOWS = ("gap", "test_window", "validation_window", "train_window")
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,15 @@ class SplitSpec:
     group_column: str | None = None
     stratify_column: str | None = None
     three_way: bool = False
+    test_window: pd.Timedelta | None = None
+    validation_window: pd.Timedelta | None = None
+    train_window: pd.Timedelta | None = None
+    anchor: pd.Timestamp | None = None
+
+    @property
+    def is_relative(self) -> bool:
+        """Whether the windows are durations back from an anchor (see the module docstring)."""
+        return self.test_window is not None
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -108,7 +128,9 @@ class SplitSpec:
         d = asdict(self)
         for b in _BOUNDS:
             d[b] = None if d[b] is None else d[b].isoformat()
-        d["gap"] = None if self.gap is None else self.gap.isoformat()
+        for w in _WINDOWS:
+            d[w] = None if d[w] is None else d[w].isoformat()
+        d["anchor"] = None if self.anchor is None else self.anchor.isoformat()
         d["splits"] = list(self.splits)
         return d
 
@@ -131,8 +153,9 @@ class SplitSpec:
             )
         kwargs = {k: v for k, v in d.items() if k not in ("splits", "three_way")}
         three_way = bool(d.get("three_way", len(d.get("splits") or ()) == 3))
+        resolved = d.get("test_window") is not None and any(d.get(b) for b in _BOUNDS)
         try:
-            return make_split_spec(three_way=three_way, **kwargs)
+            return make_split_spec(three_way=three_way, resolved=resolved, **kwargs)
         except InvalidArgumentError as exc:
             raise ConfigError(f"Stored split spec is invalid: {exc}") from exc
 
@@ -155,7 +178,7 @@ def _size(value: Any, what: str) -> float | None:
     return v
 
 
-def _gap(value: Any) -> pd.Timedelta | None:
+def _gap(value: Any, what: str = "gap") -> pd.Timedelta | None:
     if value is None:
         return None
     try:
@@ -164,11 +187,12 @@ def _gap(value: Any) -> pd.Timedelta | None:
         gap = pd.Timedelta(value)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
-            "gap must be a pandas.Timedelta, a datetime.timedelta or a duration string such as "
-            f"'1D'. Got {value!r} instead."
+            f"{what} must be a pandas.Timedelta, a datetime.timedelta or a duration string such "
+            f"as '1D'. Got {value!r} instead."
         ) from exc
-    if gap is pd.NaT or gap < pd.Timedelta(0):
-        raise InvalidArgumentError(f"gap must be a non-negative duration. Got {value!r} instead.")
+    if gap is pd.NaT or gap < pd.Timedelta(0) or (what != "gap" and gap == pd.Timedelta(0)):
+        kind = "non-negative" if what == "gap" else "positive"
+        raise InvalidArgumentError(f"{what} must be a {kind} duration. Got {value!r} instead.")
     return gap
 
 
@@ -194,8 +218,18 @@ def make_split_spec(
     gap: Any = None,
     group_column: str | None = None,
     stratify_column: str | None = None,
+    test_window: Any = None,
+    validation_window: Any = None,
+    train_window: Any = None,
+    anchor: Any = None,
+    resolved: bool = False,
 ) -> SplitSpec:
     """Validate split arguments and return a :class:`SplitSpec`.
+
+    Relative time windows: ``test_window`` (+ ``validation_window`` for three-way, optional
+    ``train_window``) are durations counted back from ``anchor`` (a timestamp; ``None`` = the
+    data's last event time); they exclude sizes and explicit bounds. ``resolved=True`` is for
+    stored specs whose relative windows were already turned into bounds (they keep both).
 
     ``strategy=None`` is inferred: any time bound → ``"time"``; else ``group_column`` →
     ``"group"``; else ``stratify_column`` → ``"stratified"``; else ``"random"``. Time bounds
@@ -227,6 +261,20 @@ def make_split_spec(
     test = _size(test_size, "test_size")
     val = _size(validation_size, "validation_size")
     gap_td = _gap(gap)
+    windows = {w: _gap(v, w) for w, v in (("test_window", test_window),
+                                          ("validation_window", validation_window),
+                                          ("train_window", train_window))}
+    anchor_ts = to_utc(anchor, what="anchor")
+    relative = windows["test_window"] is not None
+    if not relative and (any(v is not None for v in windows.values()) or anchor_ts is not None):
+        given = [k for k, v in {**windows, "anchor": anchor_ts}.items() if v is not None]
+        raise InvalidArgumentError(
+            f"{given} need test_window, the duration of the test split counted back from the "
+            "anchor. Got test_window=None instead."
+        )
+    if relative:
+        _check_relative(strategy, three_way, windows, has_bounds and not resolved, test, val)
+        strategy = "time"
 
     if strategy is None:
         if has_bounds:
@@ -264,7 +312,9 @@ def make_split_spec(
             "instead."
         )
 
-    if strategy == "time" and has_bounds:
+    if relative and not has_bounds:
+        pass  # resolved against the data by resolve_time_bounds
+    elif strategy == "time" and has_bounds:
         if test is not None or val is not None:
             warnings.warn(
                 "Time bounds take priority over sizes: test_size/validation_size are ignored.",
@@ -305,8 +355,64 @@ def make_split_spec(
         group_column=group_column,
         stratify_column=stratify_column,
         three_way=bool(three_way),
+        anchor=anchor_ts,
+        **windows,
         **bounds,
     )
+
+
+def _check_relative(strategy: str | None, three_way: bool, windows: dict[str, Any],
+                    has_bounds: bool, test: float | None, val: float | None) -> None:
+    if strategy not in (None, "time"):
+        raise InvalidArgumentError(
+            f"test_window/validation_window/train_window only apply to strategy='time'. Got "
+            f"strategy={strategy!r} instead."
+        )
+    if has_bounds or test is not None or val is not None:
+        raise InvalidArgumentError(
+            "Relative windows (test_window, validation_window) replace time bounds and sizes: "
+            "give one or the other. Got both instead."
+        )
+    if three_way and windows["validation_window"] is None:
+        raise InvalidArgumentError(
+            "A train/validation/test split with relative windows needs validation_window (e.g. "
+            "'30D'). Got validation_window=None instead."
+        )
+    if not three_way and windows["validation_window"] is not None:
+        raise InvalidArgumentError(
+            "validation_window is only for train/validation/test splits. Got validation_window="
+            f"{windows['validation_window']} for a train/test split instead."
+        )
+
+
+def relative_bounds(spec: SplitSpec, data_end: pd.Timestamp | None) -> dict[str, pd.Timestamp | None]:
+    """Explicit bounds of a relative spec: its anchor, else ``data_end`` (the last event time).
+
+    With gap ``g``: test is ``[A - test_window, A)``, validation ``[… - validation_window, …)``
+    ending ``g`` before test, train ends ``g`` before validation. In the stored bounds the gap
+    sits at the start of the later split (the rows dropped by :func:`assign_splits`).
+    """
+    anchor = spec.anchor if spec.anchor is not None else data_end
+    if anchor is None or spec.test_window is None:
+        raise InvalidArgumentError(
+            f"Relative time windows need an anchor: the data has no event time (spec: "
+            f"{spec.to_dict()}). Pass anchor= or load data first."
+        )
+    gap = spec.gap or pd.Timedelta(0)
+    test_start = anchor - spec.test_window - gap
+    out: dict[str, pd.Timestamp | None] = dict.fromkeys(_BOUNDS)
+    out["test_start"] = test_start
+    out["test_end"] = spec.anchor  # None (data end): every row up to the last one is test
+    if spec.three_way:
+        assert spec.validation_window is not None
+        out["validation_end"] = test_start
+        out["validation_start"] = out["train_end"] = test_start - spec.validation_window - gap
+    else:
+        out["train_end"] = test_start
+    if spec.train_window is not None:
+        assert out["train_end"] is not None
+        out["train_start"] = out["train_end"] - spec.train_window
+    return out
 
 
 def _first(*values: pd.Timestamp | None) -> pd.Timestamp | None:
@@ -406,6 +512,10 @@ def resolve_time_bounds(
         )
     if spec.has_time_bounds:
         return spec
+    if spec.is_relative:
+        times = _event_times(frame, spec, event_time_column).dropna()
+        bounds = relative_bounds(spec, None if times.empty else pd.Timestamp(times.max()))
+        return replace(spec, **bounds)
     assert spec.test_size is not None
     times = _event_times(frame, spec, event_time_column).dropna().sort_values(kind="mergesort")
     m = len(times)

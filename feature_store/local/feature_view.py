@@ -288,13 +288,15 @@ class FeatureView(TaggedEntity):
         data_format: str = "parquet", coalesce: bool = False, seed: int | None = None,
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
         split: str | None = None, gap: Any = None, group_column: str | None = None,
-        stratify_column: str | None = None, **unsupported: Any,
+        stratify_column: str | None = None, test_window: Any = None, train_window: Any = None,
+        anchor: Any = None, **unsupported: Any,
     ) -> tuple[int, None]:
         """Materialize a train/test split; returns ``(version, None)``.
 
         ``split`` is ``"random"`` (default), ``"stratified"`` (on the label), ``"group"``
         (``group_column``) or ``"time"`` (time bounds, or sizes cut in time order; ``gap``
-        drops rows after ``train_end``).
+        drops rows after ``train_end``). ``test_window`` (e.g. ``"30D"``) instead of bounds
+        makes the windows relative to ``anchor`` (default: the data's last event time).
         """
         _refuse(unsupported, "create_train_test_split")
         _refuse_destination(storage_connector, location, "create_train_test_split")
@@ -304,6 +306,7 @@ class FeatureView(TaggedEntity):
             test_size=test_size, train_start=train_start or None, train_end=train_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
+            **_relative(test_window=test_window, train_window=train_window, anchor=anchor),
         )
         return version, None
 
@@ -316,9 +319,15 @@ class FeatureView(TaggedEntity):
         seed: int | None = None, statistics_config: Any = None,
         write_options: dict[str, Any] | None = None, split: str | None = None,
         gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
-        **unsupported: Any,
+        test_window: Any = None, validation_window: Any = None, train_window: Any = None,
+        anchor: Any = None, **unsupported: Any,
     ) -> tuple[int, None]:
-        """Materialize a train/validation/test split; returns ``(version, None)``."""
+        """Materialize a train/validation/test split; returns ``(version, None)``.
+
+        ``test_window``/``validation_window`` (e.g. ``"30D"``, with ``gap`` between splits)
+        instead of bounds make a time split relative to ``anchor`` (default: the data's last
+        event time); the version records the dates they resolved to.
+        """
         _refuse(unsupported, "create_train_validation_test_split")
         _refuse_destination(storage_connector, location, "create_train_validation_test_split")
         version, _, _ = self._create(
@@ -329,6 +338,8 @@ class FeatureView(TaggedEntity):
             validation_start=validation_start or None, validation_end=validation_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
+            **_relative(test_window=test_window, validation_window=validation_window,
+                        train_window=train_window, anchor=anchor),
         )
         return version, None
 
@@ -831,3 +842,8 @@ def _refuse(options: dict[str, Any], call: str) -> None:
         raise InvalidArgumentError(
             f"{call}() got options the local backend does not support: {sorted(options)}."
         )
+
+
+def _relative(**kwargs: Any) -> dict[str, Any]:
+    """The relative-window arguments that were given (so older specs stay unchanged)."""
+    return {k: v for k, v in kwargs.items() if v not in (None, "")}

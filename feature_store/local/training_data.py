@@ -191,6 +191,10 @@ class TrainingDataStore:
                       if c is not None and c in table.column_names]
             keys = (table.select(needed).to_pandas() if needed
                     else pd.DataFrame(index=pd.RangeIndex(table.num_rows)))
+            if spec.is_relative:  # record the dates the relative windows resolve to
+                from feature_store.core.splits import resolve_time_bounds
+
+                spec = resolve_time_bounds(keys, spec, event_time_column=et or "")
             assignment = assign_splits(keys, spec, event_time_column=et, label_column=label)
             splits = {name: table.filter(pa.array(assignment == name)) for name in spec.splits}
         facts = {
@@ -201,6 +205,8 @@ class TrainingDataStore:
             "event_start_time": iso(to_utc(start_time, what="start_time")),
             "event_end_time": iso(to_utc(end_time, what="end_time")),
         }
+        if spec is not None and spec.is_relative:
+            facts["split_spec"] = spec.to_dict()
         return splits, facts
 
     def create(
