@@ -3,7 +3,8 @@
 ``run(project, config)`` loads one use case's source over a window (``--start/--end``, else
 ``HOPS_START_TIME``/``HOPS_END_TIME``, else everything), derives features, and upserts each
 feature group with its expectation suite attached (ingestion policy from the config). Re-running
-the same window leaves the data unchanged (upsert on primary key + event time).
+the same window writes nothing (no new commit; the ref says ``unchanged``), and a window in which
+the root group has no rows writes nothing at all (the ref says ``empty``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
     window = resolve_window(config.start, config.end)
     loaded = _load(source, project, config, window)
     frames = restrict(config.use_case, engineer(config.use_case, loaded), window.start, window.end)
+    root = source.FEATURE_GROUPS[0].name
+    if len(frames[root]) == 0:
+        # the detail groups are not windowed: writing them alone would be a silent partial run
+        return FeaturePipelineRef(config.use_case, (), window=window.describe(), empty=True)
     fs = project.get_feature_store()
     refs = []
     for spec in source.FEATURE_GROUPS:
@@ -60,14 +65,18 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
             validation_ingestion_policy=config.ingestion_policy,
         )
         new = fg.id is None
+        before = None if new else fg.latest_commit_id()
         fg.insert(frame)
         if new:
             _describe(fg, spec)
         commit = fg.latest_commit_id()
+        if commit == before:
+            refs.append(FeatureGroupRef(spec.name, spec.version, commit, unchanged=True))
+            continue
         details = fg.commit_details(limit=1).get(commit, {})
         refs.append(FeatureGroupRef(spec.name, spec.version, commit,
                                     details.get("rowsInserted", 0), details.get("rowsUpdated", 0)))
-    return FeaturePipelineRef(config.use_case, tuple(refs))
+    return FeaturePipelineRef(config.use_case, tuple(refs), window=window.describe())
 
 
 def _load(source: Any, project: Any, config: FeaturePipelineConfig, window: Any) -> dict[str, Any]:

@@ -14,20 +14,45 @@ class FeatureGroupRef:
     commit: int
     rows_inserted: int = 0
     rows_updated: int = 0
+    unchanged: bool = False  # the data was already there: no commit was written
 
     def __str__(self) -> str:
-        return f"{self.name} v{self.version} @ commit {self.commit}"
+        if self.unchanged:
+            return f"{self.name} v{self.version} @ commit {self.commit} (unchanged, nothing written)"
+        return (f"{self.name} v{self.version} @ commit {self.commit} "
+                f"({self.rows_inserted} inserted, {self.rows_updated} updated)")
 
 
 @dataclass(frozen=True)
 class FeaturePipelineRef:
-    """What one run of the feature pipeline wrote."""
+    """What one run of the feature pipeline wrote.
+
+    ``empty``: the window held no rows of the root group, so nothing was written at all.
+    """
 
     use_case: str
     feature_groups: tuple[FeatureGroupRef, ...]
+    window: str = "[-inf, +inf)"
+    empty: bool = False
+
+    @property
+    def wrote_nothing(self) -> bool:
+        """Whether the run left every feature group as it was."""
+        return self.empty or all(r.unchanged for r in self.feature_groups)
+
+    def summary(self) -> str:
+        """Human lines: one per group, or why nothing was written."""
+        if self.empty:
+            return (f"{self.use_case}: the window {self.window} holds no rows; nothing was "
+                    "written.")
+        lines = [f"feature group {r}" for r in self.feature_groups]
+        if self.wrote_nothing:
+            lines.append(f"{self.use_case}: the data of window {self.window} is already in the "
+                         "store; nothing was written.")
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "wrote_nothing": self.wrote_nothing}
 
 
 @dataclass(frozen=True)

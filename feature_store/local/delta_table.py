@@ -77,6 +77,14 @@ def key_predicate(data: pa.Table, keys: Sequence[str]) -> str:
     return " AND ".join(parts)
 
 
+def changed_predicate(data: pa.Table, keys: Sequence[str]) -> str | None:
+    """The merge-update condition: some non-key column differs (null-safe), else ``None``."""
+    values = [c for c in data.column_names if c not in set(keys)]
+    if not values:
+        return None
+    return " OR ".join(f"(t.{_quote(c)} IS DISTINCT FROM s.{_quote(c)})" for c in values)
+
+
 class DeltaFeatureTable:
     """Delta Lake storage of one feature group version."""
 
@@ -209,7 +217,8 @@ class DeltaFeatureTable:
     ) -> int:
         """Upsert ``data`` on ``keys`` (or replace everything with ``overwrite``) in one commit.
 
-        Returns the new table version. Must be called while holding :meth:`write_lock`.
+        Only rows whose values differ are updated; an upsert that changes nothing (a re-run of
+        the same data) writes no commit and returns the current version. Returns the version. Must be called while holding :meth:`write_lock`.
         """
         for attempt in range(_RETRIES):
             try:
@@ -235,7 +244,7 @@ class DeltaFeatureTable:
                             source_alias="s",
                             target_alias="t",
                         )
-                        .when_matched_update_all()
+                        .when_matched_update_all(predicate=changed_predicate(data, keys))
                         .when_not_matched_insert_all()
                         .execute()
                     )

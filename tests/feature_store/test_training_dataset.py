@@ -45,15 +45,15 @@ def _hash_all(frames) -> list[str]:
     return [frame_sha256(f.reset_index(drop=True)) for f in frames]
 
 
-def _backfill(fs):
+def _backfill(fs, bump=0.0):
     tx = fs.get_feature_group("tx", 1)
     agg = fs.get_feature_group("card_agg", 1)
     # upsert existing rows, add rows inside the old window, and new feature history
     tx.insert(pd.DataFrame({"tid": [0, 1, 10_000], "card": [1, 1, 1],
                             "ts": [T0, T0 + pd.Timedelta(hours=1), T0 + pd.Timedelta(minutes=30)],
-                            "amount": [999.0, 999.0, 5.0], "label": [1, 1, 0]}))
-    agg.insert(pd.DataFrame({"card": np.arange(40), "ts": T0 + pd.Timedelta(hours=2), "spend": 42.0}))
-    agg.insert(pd.DataFrame({"card": np.arange(40), "ts": T0, "spend": -1.0}))  # rewrite history
+                            "amount": [999.0 + bump, 999.0, 5.0], "label": [1, 1, 0]}))
+    agg.insert(pd.DataFrame({"card": np.arange(40), "ts": T0 + pd.Timedelta(hours=2), "spend": 42.0 + bump}))
+    agg.insert(pd.DataFrame({"card": np.arange(40), "ts": T0, "spend": -1.0 - bump}))  # rewrite history
 
 
 @pytest.mark.parametrize("data_format", ["parquet", "csv", "jsonl"])
@@ -253,8 +253,8 @@ def test_vacuum_keeps_pinned_commits(fs, fv):
     in_memory = fv.train_test_split(test_size=0.3, seed=4)
     mem_version = fv.get_training_datasets()[-1].version
     before = _hash_all(fv.get_train_test_split(version))
-    for _ in range(3):
-        _backfill(fs)  # rewrites files of both groups
+    for i in range(3):
+        _backfill(fs, bump=float(i))  # rewrites files of both groups (unchanged data would not)
     tx = fs.get_feature_group("tx", 1)
     removable = tx.vacuum(dry_run=True)
     assert removable, "upserts after the pinned commit left unreferenced files"
