@@ -164,7 +164,7 @@ def features(
         )
         with _step(f"feature pipeline: {use_case}"):
             ref = feature.run(_project(), config)
-        _emit(ref.to_dict(), "\n".join(f"feature group {r}" for r in ref.feature_groups))
+        _emit(ref.to_dict(), ref.summary())
 
     _guard(body)
 
@@ -177,7 +177,10 @@ def dataset(
     validation_size: Annotated[float | None, typer.Option(help="Fraction for validation.")] = None,
     test_size: Annotated[float | None, typer.Option(help="Fraction for test.")] = None,
     group_column: Annotated[str | None, typer.Option(help="Group split: column whose groups stay together.")] = None,
-    gap: Annotated[str | None, typer.Option(help="Time split: gap after train_end, e.g. 1D.")] = None,
+    gap: Annotated[str | None, typer.Option(help="Time split: gap between splits, e.g. 1D.")] = None,
+    test_window: Annotated[str | None, typer.Option(help="Time split: test = the last TEST_WINDOW before the anchor, e.g. 30D.")] = None,
+    validation_window: Annotated[str | None, typer.Option(help="Time split: validation = the VALIDATION_WINDOW before test, e.g. 30D.")] = None,
+    anchor: Annotated[str | None, typer.Option(help="Relative windows end at: data (last event time, default), end-time ($HOPS_END_TIME) or a date.")] = None,
     data_format: Annotated[str, typer.Option(help="parquet, csv or jsonl.")] = "parquet",
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
@@ -190,6 +193,7 @@ def dataset(
         config = training_dataset.TrainingDatasetConfig(
             use_case=use_case, split=split, seed=seed, validation_size=validation_size,
             test_size=test_size, group_column=group_column, gap=gap, data_format=data_format,
+            test_window=test_window, validation_window=validation_window, anchor=anchor,
         )
         with _step(f"training-dataset pipeline: {use_case}"):
             ref = training_dataset.run(_project(), config)
@@ -201,7 +205,7 @@ def dataset(
 @app.command()
 def train(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
-    training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version to train on.")],
+    training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version to train on (a number or 'latest').")],
     model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp or cnn.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
@@ -219,7 +223,9 @@ def train(
 
     def body() -> None:
         from pipelines import training
+        from pipelines.versions import parse_version
 
+        version = parse_version(training_dataset_version, "--training-dataset-version")
         overrides: dict[str, Any] = {}
         if config is not None:
             import yaml
@@ -231,7 +237,7 @@ def train(
         if param:
             overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
         cfg = training.TrainingPipelineConfig(
-            use_case=use_case, training_dataset_version=training_dataset_version, model=overrides,
+            use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
             workers=workers, cv=cv,
         )
@@ -239,7 +245,7 @@ def train(
         if smoke:
             _smoke(project, cfg)
             return
-        with _step(f"training pipeline: {use_case} on training dataset v{training_dataset_version}"):
+        with _step(f"training pipeline: {use_case} on training dataset {training_dataset_version}"):
             ref = training.run(project, cfg)
         human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
@@ -309,8 +315,14 @@ def validate(
 # -- end to end ---------------------------------------------------------------------------------
 
 
-def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str, Any]:
-    """All four stages of one use case; returns a summary row."""
+def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str | None = None,
+                 end: str | None = None, anchor: str | None = None) -> dict[str, Any]:
+    """All four stages of one use case; returns a summary row.
+
+    ``start``/``end`` is the feature pipeline's window (default ``HOPS_START_TIME``/
+    ``HOPS_END_TIME``); ``anchor='end-time'`` ends the relative split windows at that window's
+    end. A window with no rows stops after the feature stage (``status: "empty window"``).
+    """
     from feature_views import get_use_case
     from pipelines import feature, model_validation, training, training_dataset
     from pipelines.training import deep_merge
@@ -320,10 +332,20 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False) -> dict[str
     started = time.perf_counter()
     feature_args = {k: v for k, v in settings.items() if k in ("sample", "n_transactions")}
     with _step(f"{use_case}: feature pipeline"):
-        fref = feature.run(project, feature.FeaturePipelineConfig(use_case=use_case, **feature_args))
-    _progress(f"{use_case}: feature groups " + ", ".join(str(r) for r in fref.feature_groups))
+        fref = feature.run(project, feature.FeaturePipelineConfig(
+            use_case=use_case, start=start, end=end, **feature_args))
+    _progress(fref.summary() if fref.wrote_nothing else
+              f"{use_case}: feature groups " + ", ".join(str(r) for r in fref.feature_groups))
+    if fref.empty:
+        return {"use_case": use_case, "feature_groups": [], "training_dataset_version": None,
+                "model": None, "key_metric": None, "key_value": None, "status": "empty window",
+                "scorecard": None, "message": fref.summary(),
+                "seconds": round(time.perf_counter() - started, 1)}
+    if anchor in ("end-time", "end_time") and end:
+        anchor = end
     with _step(f"{use_case}: training-dataset pipeline"):
-        tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case=use_case))
+        tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+            use_case=use_case, anchor=anchor))
     _progress(f"{use_case}: training dataset {tref}")
     with _step(f"{use_case}: training pipeline"):
         mref = training.run(project, training.TrainingPipelineConfig(
@@ -367,24 +389,30 @@ def _summary(rows: list[dict[str, Any]]) -> None:
         table.add_column(column)
     for r in rows:
         value = "n/a" if r["key_value"] is None else f"{r['key_metric']} {r['key_value']:.3f}"
-        style = "green" if r["status"] == "passed" else "red"
-        table.add_row(r["use_case"], str(r["training_dataset_version"]), r["model"], value,
-                      f"[{style}]{r['status']}[/{style}]", str(r["seconds"]))
+        style = {"passed": "green", "empty window": "yellow"}.get(r["status"], "red")
+        table.add_row(r["use_case"], str(r["training_dataset_version"] or "-"), r["model"] or "-",
+                      value, f"[{style}]{r['status']}[/{style}]", str(r["seconds"]))
     console = Console(width=max(100, Console().width))
     console.print(table)
     for r in rows:
-        console.print(f"scorecard ({r['use_case']}): {r['scorecard']}", highlight=False, soft_wrap=True)
+        line = r.get("message") or f"scorecard ({r['use_case']}): {r['scorecard']}"
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("run")
 def run_command(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    start: Annotated[str | None, typer.Option(help="Feature window start (ISO-8601; default $HOPS_START_TIME).")] = None,
+    end: Annotated[str | None, typer.Option(help="Feature window end, exclusive (default $HOPS_END_TIME).")] = None,
+    anchor: Annotated[str | None, typer.Option(help="Relative split windows end at: data (default), end-time (the window end) or a date.")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """All four pipelines of one use case, printing each ref."""
+    """All four pipelines of one use case, printing each ref (an empty window stops after the
+    feature stage, exit 0)."""
     _set(root, backend, as_json, debug)
     with _stages(4):
-        row = _guard(lambda: run_use_case(_project(), use_case))
+        row = _guard(lambda: run_use_case(_project(), use_case, start=start, end=end,
+                                          anchor=anchor))
     if as_json:
         typer.echo(json.dumps(row, indent=2))
     else:

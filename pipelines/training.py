@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
+from pipelines.versions import resolve_training_dataset_version
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -31,7 +32,7 @@ class TrainingPipelineConfig(PipelineConfig):
     """Configuration of one training-pipeline run."""
 
     use_case: str
-    training_dataset_version: int = Field(ge=1)
+    training_dataset_version: int | str  # a number, or "latest" (the newest version)
     model: dict[str, Any] = Field(default_factory=dict)  # overrides of the use case's trainer config
     model_name: str | None = None
     tune: bool = False
@@ -41,6 +42,17 @@ class TrainingPipelineConfig(PipelineConfig):
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     resume: bool = False
     description: str = ""
+
+    @field_validator("training_dataset_version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> int | str:
+        if value == "latest" or (isinstance(value, str) and value.strip().lower() == "latest"):
+            return "latest"
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("'latest' or an integer greater than or equal to 1")
+        return value
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -65,10 +77,14 @@ def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
     return load_config(deep_merge(base, overrides))
 
 
-def read_splits(project: Any, use_case: Any, version: int) -> tuple[Any, tuple[Any, ...]]:
-    """The feature view and ``(X_train, X_val, y_train, y_val)`` of a version (no test split)."""
+def read_splits(project: Any, use_case: Any, version: int | str) -> tuple[Any, tuple[Any, ...]]:
+    """The feature view and ``(X_train, X_val, y_train, y_val)`` of a version (no test split).
+
+    ``version`` may be ``"latest"``.
+    """
     fs = project.get_feature_store()
     fv = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    version = resolve_training_dataset_version(fv, version)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     return fv, (X_tr, X_va, y_tr, y_va)
 
@@ -82,6 +98,10 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
 
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
+    fs = project.get_feature_store()
+    fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
+        fv0, config.training_dataset_version)})
     fv, (X_tr, X_va, y_tr, y_va) = read_splits(project, use_case, config.training_dataset_version)
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"

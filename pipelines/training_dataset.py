@@ -27,8 +27,16 @@ class TrainingDatasetConfig(PipelineConfig):
     test_size: float | None = None
     group_column: str | None = None
     gap: str | None = None
+    test_window: str | None = None  # time split: the last test_window before the anchor, e.g. 30D
+    validation_window: str | None = None  # time split: the validation_window before test
+    anchor: str | None = None  # "data" (last event time), "end-time" ($HOPS_END_TIME) or a date
     data_format: Literal["parquet", "csv", "jsonl"] = "parquet"
     description: str = ""
+
+
+_RELATIVE = ("test_window", "validation_window", "train_window", "anchor")
+_BOUNDS = ("train_start", "train_end", "validation_start", "validation_end", "test_start",
+           "test_end")
 
 
 def split_arguments(default: dict[str, Any], config: TrainingDatasetConfig) -> dict[str, Any]:
@@ -41,11 +49,43 @@ def split_arguments(default: dict[str, Any], config: TrainingDatasetConfig) -> d
         if config.split != "time":
             args.setdefault("validation_size", 0.15)
             args.setdefault("test_size", 0.2)
-    for key in ("seed", "validation_size", "test_size", "group_column", "gap"):
+    if config.test_size is not None or config.validation_size is not None:
+        # sizes replace the default's windows (relative or dated)
+        args = {k: v for k, v in args.items() if k not in _RELATIVE + _BOUNDS}
+    if config.test_window is not None or config.validation_window is not None:
+        args = {k: v for k, v in args.items() if k not in _BOUNDS + ("validation_size", "test_size")}
+    for key in ("seed", "validation_size", "test_size", "group_column", "gap", "test_window",
+                "validation_window"):
         value = getattr(config, key)
         if value is not None:
             args[key] = value
+    anchor = resolve_anchor(config.anchor if config.anchor is not None else args.get("anchor"))
+    args.pop("anchor", None)
+    if anchor is not None:
+        args["anchor"] = anchor
     return args
+
+
+def resolve_anchor(anchor: str | None) -> str | None:
+    """The anchor of relative windows: ``None`` for the data's end, else a timestamp.
+
+    ``"end-time"`` is the scheduler's ``HOPS_END_TIME`` (its window end), so a backfill of an
+    older window splits that window's data as the original run did.
+    """
+    from fstrain.kernel.errors import ConfigError
+    from fstrain.kernel.window import scheduler_bounds
+
+    if anchor in (None, "", "data"):
+        return None
+    if anchor in ("end-time", "end_time"):
+        end = scheduler_bounds()[1]
+        if not end:
+            raise ConfigError(
+                "anchor 'end-time' takes the window end from HOPS_END_TIME, which is not set. "
+                "Set it, give a date, or use anchor 'data' (the data's last event time)."
+            )
+        return str(end)
+    return anchor
 
 
 def run(project: Project, config: TrainingDatasetConfig) -> TrainingDatasetRef:
