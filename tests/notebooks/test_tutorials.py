@@ -18,6 +18,7 @@ Any other cell that raises fails the test, naming the notebook and the cell.
 from __future__ import annotations
 
 import json
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,11 +174,15 @@ def test_fraud_batch_tutorial_runs_on_the_embedded_store(notebook_env, monkeypat
     monkeypatch.syspath_prepend(str(folder))  # the tutorial's own `features` package
     sources = fraud_batch_sources()
     namespaces = []
-    for name, edits in FRAUD_BATCH_EDITS.items():
-        namespace = {"__name__": "__main__", "SOURCES": sources}
-        ran = run_notebook(folder / name, namespace, edits)
-        assert ran, name
-        namespaces.append(namespace)
+    try:
+        for name, edits in FRAUD_BATCH_EDITS.items():
+            namespace = {"__name__": "__main__", "SOURCES": sources}
+            ran = run_notebook(folder / name, namespace, edits)
+            assert ran, name
+            namespaces.append(namespace)
+    finally:  # the tutorial's `features` package must not shadow anything in later tests
+        for module in [m for m in sys.modules if m == "features" or m.startswith("features.")]:
+            del sys.modules[module]
     feature, training, inference = namespaces
     # feature pipeline: epoch-millisecond event times and a GX suite on the group
     assert feature["trans_fg"].get_feature("datetime").type == "int64"
