@@ -202,6 +202,38 @@ def dataset(
     _guard(body)
 
 
+@app.command("select-features")
+def select_features(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version whose train split is ranked.")],
+    seed: Annotated[int, typer.Option(help="Seed of the row sample, folds and MI estimator.")] = 0,
+    max_rows: Annotated[int, typer.Option(help="Rows sampled from the train split.")] = 50_000,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Rank a version's train-split features by mutual information; flag constant, redundant and leaky ones."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> None:
+        from feature_views import get_use_case
+        from pipelines.feature_selection import rank_features, selection_report
+
+        uc = get_use_case(use_case)
+        fv = _project().get_feature_store().get_feature_view(uc.feature_view_name,
+                                                             uc.feature_view_version)
+        splits = fv.get_training_dataset(training_dataset_version).splits
+        if "validation" in splits:
+            X_train, *_rest, y_train, _y_val, _y_test = fv.get_train_validation_test_split(
+                training_dataset_version)
+        else:
+            X_train, _X_test, y_train, _y_test = fv.get_train_test_split(training_dataset_version)
+        table = rank_features(X_train, y_train, seed=seed, max_rows=max_rows)
+        payload = {"use_case": use_case, "training_dataset_version": training_dataset_version,
+                   **table.attrs, "features": table.to_dict(orient="records")}
+        _emit(payload, selection_report(table))
+
+    _guard(body)
+
+
 @app.command()
 def train(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],

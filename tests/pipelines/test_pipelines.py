@@ -148,6 +148,15 @@ def test_cli_exit_codes_and_json(tmp_path):
     assert _cli(root, "features", "adult", "--sample", "2000").exit_code == 0
     out = _cli(root, "dataset", "adult", "--seed", "1", "--json")
     assert out.exit_code == 0 and json.loads(out.stdout)["version"] == 1
+    ranked = _cli(root, "select-features", "adult", "-t", "1", "--max-rows", "500", "--json")
+    assert ranked.exit_code == 0, ranked.output
+    table = json.loads(ranked.stdout)
+    assert table["task"] == "classification" and table["rows_used"] == 500
+    assert [f["rank"] for f in table["features"]] == list(range(1, len(table["features"]) + 1))
+    assert "sex" not in {f["feature"] for f in table["features"]}  # helper columns are not ranked
+    text = _cli(root, "select-features", "adult", "-t", "1", "--max-rows", "500")
+    assert "mutual" in text.stdout.lower() or "rank" in text.stdout.lower()
+    assert _cli(root, "select-features", "adult", "-t", "9").exit_code == 2
     out = _cli(root, "train", "adult", "-t", "1", "--param", "n_estimators=40", "--json")
     assert out.exit_code == 0, out.output
     name = json.loads(out.stdout)["name"]

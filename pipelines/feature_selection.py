@@ -1,4 +1,7 @@
-"""Feature selection helpers: rank features and flag the ones that should not be trained on.
+"""Feature selection: rank a training split's features and flag the ones not to train on.
+
+``fstrain select-features USE_CASE -t VERSION`` prints :func:`selection_report` for a version's
+train split.
 
 :func:`rank_features` covers the four families of checks in one table:
 
@@ -312,87 +315,30 @@ def rank_features(
         ``leak_reason``, sorted by rank. ``attrs`` holds ``task``, ``single_feature_metric`` and
         ``rows_used``.
     """
-    if not isinstance(X, pd.DataFrame):
-        raise InvalidArgumentError(f"X must be a pandas DataFrame. Got {type(X).__name__} instead.")
-    if X.shape[1] == 0:
-        raise InvalidArgumentError("X must have at least one feature column. Got none instead.")
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 10:
-        raise InvalidArgumentError(f"max_rows must be an integer of at least 10. Got {max_rows!r} instead.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidArgumentError(f"seed must be a non-negative integer. Got {seed!r} instead.")
-    n = len(X)
-    label = _label(y, n)
-    X = X.reset_index(drop=True)
-    features = [str(c) for c in X.columns]
-    dupes = sorted({c for c in features if features.count(c) > 1})
-    if dupes:
-        raise InvalidArgumentError(
-            f"X must have unique column names. Got duplicates {dupes} instead. Rename them."
-        )
-    X.columns = features
-
-    late: dict[str, float] = {}
-    if event_times:
-        if label_time is None:
-            raise InvalidArgumentError(
-                "event_times needs label_time, the label's event time per row, to detect features "
-                "observed after the label. Got label_time=None instead."
-            )
-        for name, times in event_times.items():
-            if name not in features:
-                raise SchemaMismatchError(
-                    f"event_times names feature '{name}', which is not a column of X (columns: "
-                    f"{', '.join(features)}).{did_you_mean(str(name), features)}"
-                )
-            if len(times) != n or len(label_time) != n:
-                raise InvalidArgumentError(
-                    f"event_times['{name}'] and label_time must have one value per row of X ({n}). "
-                    f"Got {len(times)} and {len(label_time)} instead."
-                )
-            late[name] = _late_event_share(times, label_time)
-
-    keep = label.notna().to_numpy()
-    rows = np.flatnonzero(keep)
+    X, label = _checked_inputs(X, y, seed, max_rows)
+    features = list(X.columns)
+    late = _late_shares(features, len(X), event_times, label_time)
     rng = np.random.default_rng(seed)
-    if len(rows) > max_rows:
-        rows = np.sort(rng.choice(rows, size=max_rows, replace=False))
-    if len(rows) < 10:
-        raise InvalidArgumentError(
-            f"rank_features needs at least 10 rows with a non-null label. Got {len(rows)} instead."
-        )
+    rows = _sample_rows(label, max_rows, rng)
     Xs = X.iloc[rows].reset_index(drop=True)
     ys = label.iloc[rows].reset_index(drop=True)
     classification = _is_classification(ys)
     folds = rng.permutation(len(rows)) % _FOLDS
-
     if classification:
         y_codes, _ = pd.factorize(ys.astype(object), sort=False)
-        y_codes = y_codes.astype(np.int64)
-        y_num = None
+        y_codes, y_num = y_codes.astype(np.int64), None
     else:
-        y_codes = None
-        y_num = ys.to_numpy(dtype="float64")
-
+        y_codes, y_num = None, ys.to_numpy(dtype="float64")
     encoded: dict[str, np.ndarray] = {}
     discrete: dict[str, bool] = {}
     for c in features:
         encoded[c], discrete[c] = _encode(Xs[c])
     mi = _mutual_information(Xs, features, encoded, discrete, y_codes, y_num, folds, seed)
-
-    numeric = [c for c in features if _is_numeric(Xs[c])]
-    redundant = _redundancy(Xs, numeric)
-    metric = "auc" if classification else "r2"
-    records: list[dict[str, Any]] = []
+    redundant = _redundancy(Xs, [c for c in features if _is_numeric(Xs[c])])
+    records = []
     for c in features:
         score = _single_feature_score(Xs[c], y_codes, y_num, folds)
-        reasons: list[str] = []
-        if not np.isnan(score):
-            if classification and (score >= LEAK_AUC or score <= 1 - LEAK_AUC):
-                reasons.append(f"alone predicts the label (AUC {score:.3f})")
-            elif not classification and score >= LEAK_R2:
-                reasons.append(f"alone predicts the label (R² {score:.3f})")
-        if late.get(c, 0.0) > LATE_EVENT_SHARE:
-            reasons.append(f"event time after the label's ({late[c]:.0%} of rows)")
+        reasons = _leak_reasons(score, classification, late.get(c, 0.0))
         records.append({
             "feature": c,
             "mutual_information": mi[c],
@@ -402,14 +348,93 @@ def rank_features(
             "likely_leak": bool(reasons),
             "leak_reason": "; ".join(reasons),
         })
-    table = pd.DataFrame.from_records(records)
-    order = np.lexsort((np.arange(len(features)), -table["mutual_information"].to_numpy()))
+    table = _ranked(pd.DataFrame.from_records(records), len(features))
+    table.attrs.update(task="classification" if classification else "regression",
+                       single_feature_metric="auc" if classification else "r2",
+                       rows_used=int(len(rows)))
+    return table
+
+
+def _checked_inputs(X: Any, y: Any, seed: Any, max_rows: Any) -> tuple[pd.DataFrame, pd.Series]:
+    """``X`` re-indexed with string column names, and the label as a Series; or an error."""
+    if not isinstance(X, pd.DataFrame):
+        raise InvalidArgumentError(f"X must be a pandas DataFrame. Got {type(X).__name__} instead.")
+    if X.shape[1] == 0:
+        raise InvalidArgumentError("X must have at least one feature column. Got none instead.")
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 10:
+        raise InvalidArgumentError(f"max_rows must be an integer of at least 10. Got {max_rows!r} instead.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(f"seed must be a non-negative integer. Got {seed!r} instead.")
+    label = _label(y, len(X))
+    X = X.reset_index(drop=True)
+    features = [str(c) for c in X.columns]
+    dupes = sorted({c for c in features if features.count(c) > 1})
+    if dupes:
+        raise InvalidArgumentError(
+            f"X must have unique column names. Got duplicates {dupes} instead. Rename them."
+        )
+    X.columns = features
+    return X, label
+
+
+def _late_shares(features: list[str], n: int, event_times: Mapping[str, pd.Series] | None,
+                 label_time: pd.Series | None) -> dict[str, float]:
+    """Per feature with an event time: the share of rows observed after the label."""
+    late: dict[str, float] = {}
+    if not event_times:
+        return late
+    if label_time is None:
+        raise InvalidArgumentError(
+            "event_times needs label_time, the label's event time per row, to detect features "
+            "observed after the label. Got label_time=None instead."
+        )
+    for name, times in event_times.items():
+        if name not in features:
+            raise SchemaMismatchError(
+                f"event_times names feature '{name}', which is not a column of X (columns: "
+                f"{', '.join(features)}).{did_you_mean(str(name), features)}"
+            )
+        if len(times) != n or len(label_time) != n:
+            raise InvalidArgumentError(
+                f"event_times['{name}'] and label_time must have one value per row of X ({n}). "
+                f"Got {len(times)} and {len(label_time)} instead."
+            )
+        late[name] = _late_event_share(times, label_time)
+    return late
+
+
+def _sample_rows(label: pd.Series, max_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """Positions of at most ``max_rows`` rows with a label, sorted (seeded)."""
+    rows = np.flatnonzero(label.notna().to_numpy())
+    if len(rows) > max_rows:
+        rows = np.sort(rng.choice(rows, size=max_rows, replace=False))
+    if len(rows) < 10:
+        raise InvalidArgumentError(
+            f"rank_features needs at least 10 rows with a non-null label. Got {len(rows)} instead."
+        )
+    return rows
+
+
+def _leak_reasons(score: float, classification: bool, late_share: float) -> list[str]:
+    """Why a feature looks like a leak: it alone predicts the label, or it is observed late."""
+    reasons: list[str] = []
+    if not np.isnan(score):
+        if classification and (score >= LEAK_AUC or score <= 1 - LEAK_AUC):
+            reasons.append(f"alone predicts the label (AUC {score:.3f})")
+        elif not classification and score >= LEAK_R2:
+            reasons.append(f"alone predicts the label (R² {score:.3f})")
+    if late_share > LATE_EVENT_SHARE:
+        reasons.append(f"event time after the label's ({late_share:.0%} of rows)")
+    return reasons
+
+
+def _ranked(table: pd.DataFrame, n_features: int) -> pd.DataFrame:
+    """Rows sorted by mutual information (ties: column order) with a 1-based ``rank``."""
+    order = np.lexsort((np.arange(n_features), -table["mutual_information"].to_numpy()))
     table["rank"] = 0
-    table.loc[order, "rank"] = np.arange(1, len(features) + 1)
+    table.loc[order, "rank"] = np.arange(1, n_features + 1)
     table = table.iloc[order][COLUMNS].reset_index(drop=True)
     table["rank"] = table["rank"].astype("int64")
-    table.attrs.update(task="classification" if classification else "regression",
-                       single_feature_metric=metric, rows_used=int(len(rows)))
     return table
 
 
