@@ -43,14 +43,24 @@ def is_history_path(rel: str) -> bool:
     return rel == HISTORY_DIR or rel.startswith(HISTORY_DIR + "/")
 
 
-def history_sequence(manifest: Mapping[str, Any]) -> list[int]:
-    """The event numbers present in a version's manifest, ascending."""
-    seqs = set()
+def _event_folders(manifest: Mapping[str, Any]) -> dict[int, set[str]]:
+    folders: dict[int, set[str]] = {}
     for entry in manifest.get("files", []):
-        parts = str(entry["path"]).split("/")
-        if len(parts) >= 3 and parts[0] == HISTORY_DIR and parts[1].isdigit():
-            seqs.add(int(parts[1]))
-    return sorted(seqs)
+        parts = str(entry["path"]).split("/", 2)
+        if len(parts) == 3 and parts[0] == HISTORY_DIR and parts[1].isdigit():
+            folders.setdefault(int(parts[1]), set()).add(parts[2])
+    return folders
+
+
+def history_sequence(manifest: Mapping[str, Any]) -> list[int]:
+    """The complete events (those with their ``record.json``) in a manifest, ascending."""
+    return sorted(seq for seq, names in _event_folders(manifest).items() if RECORD_FILE in names)
+
+
+def next_seq(manifest: Mapping[str, Any]) -> int:
+    """The number of the next event: after every folder, complete or not (an upload that
+    failed half-way on a backend without multi-file atomicity is never reused)."""
+    return max(_event_folders(manifest), default=0) + 1
 
 
 def current_user() -> str:
@@ -154,3 +164,75 @@ def signoff_payload(history: list[Mapping[str, Any]], decision: str, *, reviewer
             "override_reason": None if override is None else override.strip(),
             "validation_seq": None if run is None else run["seq"],
             "validation_status": status}
+
+
+class HistoryMixin:
+    """The history API of a model version, shared by the backends. A backend provides
+    ``_append_history(kind, payload, files, status)`` (store one event atomically, refusing any
+    existing path), ``_history_events()`` (every event record, integrity-checked),
+    ``model_path`` and ``_label()``."""
+
+    def _append_history(self, kind: str, payload: dict[str, Any], files: dict[str, bytes],
+                        status: str | None) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _history_events(self) -> list[dict[str, Any]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _label(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def record_validation(self, status: str, payload: Mapping[str, Any],
+                          files: Mapping[str, bytes]) -> dict[str, Any]:
+        """Append a validation run to the version's history and set ``validation_status``.
+
+        ``payload`` (gates, results, failing gates, scorecard sha256, ...) and ``files``
+        (scorecard, model card, images; names relative to the run's folder) are stored under
+        ``history/<seq>/`` and never replaced. Returns the stored record (with ``seq``,
+        ``created``, ``user``, ``fstrain_version``, ``code_commit`` and file hashes).
+        """
+        if status not in ("passed", "failed"):
+            raise InvalidArgumentError(
+                f"{self._label()}: a validation run is 'passed' or 'failed'. Got {status!r}."
+            )
+        return self._append_history("validation", {**payload, "status": status},
+                                    {k: bytes(v) for k, v in files.items()}, status)
+
+    def sign_off(self, decision: str, *, reviewer: str, note: str,
+                 override: str | None = None) -> dict[str, Any]:
+        """Append a reviewer's ``"approval"`` or ``"rejection"`` of the latest validation run.
+
+        Approving a version whose latest run failed (or that was never validated) raises
+        :class:`InvalidArgumentError` unless ``override`` gives the reason.
+        """
+        payload = signoff_payload(self.history(), decision, reviewer=reviewer, note=note,
+                                  override=override, label=self._label())
+        return self._append_history(decision, payload, {}, None)
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every history event (validation runs and sign-offs) of this version, oldest first."""
+        return self._history_events()
+
+    @property
+    def approval_status(self) -> str:
+        """``approved``, ``rejected`` or ``not reviewed`` (a later validation run resets it)."""
+        return approval_state(self.history())
+
+    def latest_validation(self) -> dict[str, Any] | None:
+        """The newest validation run's record, or None when the version was never validated."""
+        event = latest(self.history(), ("validation",))
+        return None if event is None else dict(event)
+
+    def read_history_file(self, seq: int, name: str) -> bytes:
+        """A file of history event ``seq`` (e.g. ``scorecard.json``), checked against its hash."""
+        from fstrain.kernel.errors import IntegrityError
+
+        events = {e["seq"]: e for e in self.history()}
+        if seq not in events or name not in events[seq]["files"]:
+            raise InvalidArgumentError(
+                f"{self._label()}: history event {seq} has no file {name!r}."
+            )
+        data = (self.model_path / event_dir(seq) / name).read_bytes()  # type: ignore[attr-defined]
+        if sha256_bytes(data) != events[seq]["files"][name]:
+            raise IntegrityError(f"{self._label()}: {event_dir(seq)}/{name} was changed.")
+        return data

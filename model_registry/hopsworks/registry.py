@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError
+from model_registry import history
 from model_registry.errors import ModelNotFoundError, ModelNotSavedError
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
@@ -138,7 +139,7 @@ class HopsworksModelFramework:
         )
 
 
-class HopsworksModel:
+class HopsworksModel(history.HistoryMixin):
     """A model version in Hopsworks (mirrors fstrain's local ``Model``)."""
 
     def __init__(self, registry: HopsworksModelRegistry, name: str, *, framework: str,
@@ -331,7 +332,34 @@ class HopsworksModel:
         return self._verify(self.model_path)
 
     def add_attachment(self, relative_path: str, source: bytes | str | os.PathLike[str]) -> Path:
-        """Add or replace a file in the version (uploaded into its ``Files`` folder)."""
+        """Add or replace a file in the version (uploaded into its ``Files`` folder); the
+        append-only ``history/`` folder is written only by :meth:`_append_history`."""
+        if history.is_history_path(check_attachment_path(relative_path, owner=self._label())):
+            raise InvalidArgumentError(f"{self._label()}: '{relative_path}' is inside the "
+                                       "append-only 'history/' folder.")
+        return self._attach(relative_path, source)
+
+    def _append_history(self, kind: str, payload: dict[str, Any], files: dict[str, bytes],
+                        status: str | None) -> dict[str, Any]:
+        """One history event as attachments, its ``record.json`` last (an event without it
+        is incomplete and never listed); no existing path is ever replaced."""
+        from fstrain.kernel.timeutil import utc_now_iso as utc_now
+        from model_registry.manifest import git_commit
+
+        manifest = self.manifest
+        event = history.build_event(kind, payload, files, seq=history.next_seq(manifest),
+                                    created=utc_now(), code_commit=git_commit())
+        for rel, data in history.event_files(event, files).items():
+            self._attach(rel, data)
+        if status is not None:
+            self.set_validation_status(status)
+        return event
+
+    def _history_events(self) -> list[dict[str, Any]]:
+        """Events read from the verified mirror (the manifest's sha256 is the model tag)."""
+        return history.read_history(self.manifest, lambda rel: (self.model_path / rel).read_bytes())
+
+    def _attach(self, relative_path: str, source: bytes | str | os.PathLike[str]) -> Path:
         from fstrain.kernel.timeutil import utc_now_iso as utc_now
         from model_registry.manifest import file_entry, write_manifest
 

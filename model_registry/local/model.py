@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fstrain.kernel.canonical_json import to_jsonable
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.errors import ModelNotSavedError
+from model_registry.history import HistoryMixin
 from model_registry.naming import (
     check_metrics,
     check_model_name,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 FRAMEWORKS = ("python", "sklearn", "torch")
 
 
-class Model:
+class Model(HistoryMixin):
     """A model in the registry: metadata plus, once saved, a version folder of files.
 
     Use ``mr.python.create_model(...)`` (or ``mr.sklearn``/``mr.torch``) to make one, then
@@ -211,69 +212,12 @@ class Model:
 
     # ------------------------------------------------------------------ history
 
-    def record_validation(self, status: str, payload: Mapping[str, Any],
-                          files: Mapping[str, bytes]) -> dict[str, Any]:
-        """Append a validation run to the version's history and set ``validation_status``.
+    def _append_history(self, kind: str, payload: dict[str, Any], files: dict[str, bytes],
+                        status: str | None) -> dict[str, Any]:
+        return self._registry._append_history(self._saved(), kind, payload, files, status)
 
-        ``payload`` (gates, results, failing gates, scorecard sha256, ...) and ``files``
-        (scorecard, model card, images; names relative to the run's folder) are stored under
-        ``history/<seq>/`` and never replaced. Returns the stored record (with ``seq``,
-        ``created``, ``user``, ``fstrain_version``, ``code_commit`` and file hashes).
-        """
-        if status not in ("passed", "failed"):
-            raise InvalidArgumentError(
-                f"{self._label()}: a validation run is 'passed' or 'failed'. Got {status!r}."
-            )
-        return self._registry._append_history(
-            self._saved(), "validation", {**payload, "status": status},
-            {k: bytes(v) for k, v in files.items()}, status)
-
-    def sign_off(self, decision: str, *, reviewer: str, note: str,
-                 override: str | None = None) -> dict[str, Any]:
-        """Append a reviewer's ``"approval"`` or ``"rejection"`` of the latest validation run.
-
-        Approving a version whose latest run failed (or that was never validated) raises
-        :class:`InvalidArgumentError` unless ``override`` gives the reason.
-        """
-        from model_registry.history import signoff_payload
-
-        payload = signoff_payload(self.history(), decision, reviewer=reviewer, note=note,
-                                  override=override, label=self._label())
-        return self._registry._append_history(self._saved(), decision, payload, {})
-
-    def history(self) -> list[dict[str, Any]]:
-        """Every history event (validation runs and sign-offs) of this version, oldest first."""
+    def _history_events(self) -> list[dict[str, Any]]:
         return self._registry._history(self._saved())
-
-    @property
-    def approval_status(self) -> str:
-        """``approved``, ``rejected`` or ``not reviewed`` (a later validation run resets it)."""
-        from model_registry.history import approval_state
-
-        return approval_state(self.history())
-
-    def latest_validation(self) -> dict[str, Any] | None:
-        """The newest validation run's record, or None when the version was never validated."""
-        from model_registry.history import latest
-
-        event = latest(self.history(), ("validation",))
-        return None if event is None else dict(event)
-
-    def read_history_file(self, seq: int, name: str) -> bytes:
-        """A file of history event ``seq`` (e.g. ``scorecard.json``), checked against its hash."""
-        from model_registry.history import event_dir, sha256_bytes
-
-        events = {e["seq"]: e for e in self.history()}
-        if seq not in events or name not in events[seq]["files"]:
-            raise InvalidArgumentError(
-                f"{self._label()}: history event {seq} has no file {name!r}."
-            )
-        data = (self.model_path / event_dir(seq) / name).read_bytes()
-        if sha256_bytes(data) != events[seq]["files"][name]:
-            from fstrain.kernel.errors import IntegrityError
-
-            raise IntegrityError(f"{self._label()}: {event_dir(seq)}/{name} was changed.")
-        return data
 
     # ------------------------------------------------------------------ tags
 

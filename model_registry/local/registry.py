@@ -376,8 +376,7 @@ class LocalModelRegistry:
         event: dict[str, Any] = {}
 
         def change(manifest: dict[str, Any], undo: list[Callable[[], None]]) -> None:
-            done = history.history_sequence(manifest)
-            seq = (done[-1] if done else 0) + 1
+            seq = history.next_seq(manifest)
             if kind != "validation" and payload.get("validation_seq") != _last_run(self, row):
                 raise InvalidArgumentError(f"{label}: a validation run was recorded meanwhile; "
                                            "review it and sign off again.")

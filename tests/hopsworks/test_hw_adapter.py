@@ -509,3 +509,25 @@ def test_model_get_feature_view_returns_the_adapter_view_initialised_for_batch_s
     assert scored == [3]
     with pytest.raises(InvalidArgumentError, match="online=True"):
         got.get_feature_view(online=True)
+
+
+def test_validation_history_is_appended_through_attachments(tmp_path):
+    """The Hopsworks registry keeps the same append-only history as the local one."""
+    sdk_project = FakeProject()
+    model = _saved_model(tmp_path, sdk_project)
+    failing = ["roc_auc >= 0.9 (value 0.8, required >= 0.9)"]
+    first = model.record_validation("failed", {"failing_gates": failing},
+                                    {"scorecard.json": b'{"run": 1}'})
+    second = model.record_validation("passed", {"failing_gates": []},
+                                     {"scorecard.json": b'{"run": 2}'})
+    files = sdk_project.mr.store[1].files
+    assert files["history/0001/scorecard.json"] == b'{"run": 1}'  # never overwritten
+    assert files["history/0002/scorecard.json"] == b'{"run": 2}'
+    with pytest.raises(InvalidArgumentError, match="append-only"):
+        model.write_attachment("history/0001/scorecard.json", {"run": 3})
+    model.sign_off("approval", reviewer="bob", note="ok")
+    reader = _registry(sdk_project, tmp_path / "reader").get_model("m", 1)
+    assert [e["kind"] for e in reader.history()] == ["validation", "validation", "approval"]
+    assert (first["seq"], second["seq"]) == (1, 2) and reader.validation_status == "passed"
+    assert reader.approval_status == "approved"
+    assert reader.read_history_file(1, "scorecard.json") == b'{"run": 1}'
