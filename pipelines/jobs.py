@@ -61,6 +61,10 @@ ENTRY_SCRIPT = "fstrain_job.py"
 JOBS_DIR = "Resources/jobs"
 DEFAULT_ENVIRONMENT = "fstrain-pipeline"
 BASE_ENVIRONMENT = "python-feature-pipeline"
+#: The environments a Hopsworks 5.2 cluster ships (read-only; cloned, never modified).
+BUILT_IN_ENVIRONMENTS = ("python-feature-pipeline", "python-training-pipeline",
+                         "pandas-training-pipeline", "torch-training-pipeline",
+                         "tensorflow-training-pipeline", "jupyter-python")
 #: Separates chained stages in one job's arguments; ``{model}`` is the previous stage's model.
 THEN = "--then"
 MODEL_PLACEHOLDER = "{model}"
@@ -291,6 +295,14 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
             f"jobs config '{path}': missing field 'project' (the Hopsworks project whose "
             "Resources/jobs folder holds the entry script). Add `project: <name>`, pass "
             "--project or set HOPSWORKS_PROJECT."
+        )
+    if config.install != "none" and config.environment in BUILT_IN_ENVIRONMENTS:
+        raise ConfigError(
+            f"jobs config '{path}': environment {config.environment!r} is a built-in Hopsworks "
+            "environment, which is read-only, so fstrain cannot be installed into it. Name the "
+            f"jobs' own environment (e.g. `environment: {DEFAULT_ENVIRONMENT}`); deploy clones "
+            f"base_environment ({config.base_environment!r}) into it. Or set `install: none` if "
+            "fstrain is already there."
         )
     if config.install == "requirements":
         if config.requirements is None:
@@ -584,6 +596,7 @@ def deploy(project: Any, definitions: list[dict[str, Any]], config: JobsConfig |
     from pipelines import job_install
 
     service = project.get_jobs()
+    folder = f"/Projects/{project.name}/{JOBS_DIR}"  # where the jobs' appPath points
     installed = None
     with tempfile.TemporaryDirectory() as tmp:
         if config is not None and config.install != "none":
@@ -595,8 +608,8 @@ def deploy(project: Any, definitions: list[dict[str, Any]], config: JobsConfig |
                 artifact = job_install.check_artifact(config.requirements, "requirements file")
             installed = service.install(
                 artifact, kind=config.install, environment=config.environment,
-                base_environment=config.base_environment, folder=JOBS_DIR)
-        results = service.deploy(definitions, ENTRY_SCRIPT, ENTRY_SCRIPT_TEXT, JOBS_DIR)
+                base_environment=config.base_environment, folder=folder)
+        results = service.deploy(definitions, ENTRY_SCRIPT, ENTRY_SCRIPT_TEXT, folder)
     return {"project": getattr(project, "name", None), "environment": installed, "jobs": results}
 
 

@@ -113,4 +113,8 @@ class HopsworksJobs:
         execution = sdk_call(job, "Job.run", args=plan.get("args"),
                              await_termination=plan["await_termination"],
                              start_time=start, end_time=end, _owner=owner)
-        return {**plan, "execution": str(execution)}
+        if execution is None:  # the SDK found a run of this job already going
+            return {**plan, "execution": None}
+        return {**plan, "execution": {
+            key: sdk_attr(execution, "Execution", key) for key in ("id", "state", "final_status")
+        }}

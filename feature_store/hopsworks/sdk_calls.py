@@ -288,6 +288,7 @@ SDK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
          "model_path", "version_path", "model_files_path", "training_dataset_version"),
     _JOB: ("name", "config", "job_schedule"),
     "hopsworks_common.job_schedule.JobSchedule": ("cron_expression", "enabled"),
+    "hopsworks_common.execution.Execution": ("id", "state", "final_status"),
 }
 
 _SHORT = {path.rsplit(".", 1)[1]: path for path in SDK_ATTRIBUTES}

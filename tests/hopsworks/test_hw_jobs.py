@@ -186,6 +186,10 @@ class FakeSchedule:
     enabled = True
 
 
+class FakeExecution:
+    id, state, final_status = 1, "INITIALIZING", "UNDEFINED"
+
+
 class FakeJob:
     def __init__(self, name: str, log: list, scheduled: bool) -> None:
         self.name, self.log = name, log
@@ -201,7 +205,7 @@ class FakeJob:
     def run(self, args: Any = None, await_termination: bool = True, *, start_time: Any = None,
             end_time: Any = None) -> str:
         self.log.append(("run", self.name, await_termination, start_time, end_time))
-        return "execution-1"
+        return FakeExecution()
 
 
 class FakeJobApi:
@@ -237,6 +241,8 @@ class FakeDatasetApi:
 
 
 class FakeProject:
+    name = "fraud"
+
     def __init__(self) -> None:
         self.log: list = []
 
@@ -279,7 +285,7 @@ def test_run_passes_the_backfill_window_to_the_job():
     assert (name, wait) == ("fstrain_ccfraud_features", False)
     assert (start.isoformat(), end.isoformat()) == ("2024-01-01T00:00:00+00:00",
                                                     "2024-01-02T00:00:00+00:00")
-    assert out["execution"] == "execution-1"
+    assert out["execution"] == {"id": 1, "state": "INITIALIZING", "final_status": "UNDEFINED"}
     from fstrain.kernel.errors import NotFoundError
 
     with pytest.raises(NotFoundError, match="fstrain jobs deploy"):

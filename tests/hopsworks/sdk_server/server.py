@@ -109,7 +109,10 @@ def _load_routes() -> None:
         return
     from sdk_server import (  # noqa: F401  (registration by import)
         routes_datasets,
+        routes_environments,
         routes_featurestore,
+        routes_jobs,
         routes_platform,
+        routes_uploads,
         routes_views,
     )

@@ -67,6 +67,7 @@ class State:
         self.feature_views: dict[tuple[str, int], FeatureView] = {}
         self.jobs: dict[str, dict[str, Any]] = {}
         self.executions: dict[str, list[dict[str, Any]]] = {}
+        self.environments: dict[str, dict[str, Any]] = {}  # routes_environments
 
     def next_id(self) -> int:
         return next(self._ids)
