@@ -69,6 +69,13 @@ CREATE TABLE IF NOT EXISTS feature_views (
     created_at TEXT NOT NULL,
     UNIQUE (name, version)
 );
+CREATE TABLE IF NOT EXISTS transformation_functions (
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    udf TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (name, version)
+);
 CREATE TABLE IF NOT EXISTS training_datasets (
     fv_id INTEGER NOT NULL,
     version INTEGER NOT NULL,

@@ -137,32 +137,52 @@ class FeatureViewOperations:
         rows = self._catalog.query("SELECT * FROM feature_views WHERE name=? ORDER BY version", (name,))
         return [self._fv_from_row(r) for r in rows]
 
-    def get_transformation_functions(self) -> list[Any]:
-        """The built-in transformation functions, as the SDK's own
-        ``hsfs.transformation_function.TransformationFunction`` objects (version 1)."""
+    def _sdk_builtin_transformation_functions(self) -> list[Any]:
         if self._sdk_objects is None:
             raise ConfigError(
-                "get_transformation_functions() returns the Hopsworks SDK's objects; open the "
-                "store with fstrain.login() so the SDK is wired in."
+                "Transformation functions are the Hopsworks SDK's objects; open the store with "
+                "fstrain.login() so the SDK is wired in."
             )
         return self._sdk_objects.builtin_transformation_functions()
 
+    def create_transformation_function(self, transformation_function: Any,
+                                       version: int | None = None) -> Any:
+        """A named, versioned ``@udf`` (persisted by its ``save()``), as the SDK's method."""
+        from feature_store.local.transformation_functions import LocalTransformationFunction
+
+        return LocalTransformationFunction(self, transformation_function, version)
+
+    def get_transformation_functions(self) -> list[Any]:
+        """The SDK's built-in transformation functions (its ``TransformationFunction``
+        objects, version 1) and every saved ``@udf`` (:meth:`create_transformation_function`)."""
+        from feature_store.local.transformation_functions import saved
+
+        return self._sdk_builtin_transformation_functions() + saved(self)
+
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
-        """The built-in transformation function ``name`` (e.g. ``"standard_scaler"``), as the
-        SDK's ``TransformationFunction``; call it with feature names to bind it
-        (``fs.get_transformation_function("standard_scaler")("amount")``).
+        """The transformation function ``name``: a saved ``@udf`` (``version=None`` means 1,
+        as the SDK) or a built-in such as ``"standard_scaler"``; call it with feature names to
+        bind it (``fs.get_transformation_function("standard_scaler")("amount")``).
 
         Raises:
-            NotFoundError: no such function, or a version other than 1 (built-ins have one).
+            NotFoundError: no such function or version (the message lists what exists).
         """
-        found = {tf.hopsworks_udf.function_name: tf for tf in self.get_transformation_functions()}
-        if name not in found or version not in (None, 1):
-            raise NotFoundError(
-                f"Transformation function {name!r} version {version or 1} does not exist "
-                f"(built-ins, version 1: {', '.join(sorted(found))})."
-                f"{did_you_mean(str(name), list(found))}"
-            )
-        return found[name]
+        from feature_store.local.transformation_functions import load, versions
+
+        builtins = {tf.hopsworks_udf.function_name: tf
+                    for tf in self._sdk_builtin_transformation_functions()}
+        found = load(self, name, version or 1)
+        if found is not None:
+            return found
+        if name in builtins and version in (None, 1):
+            return builtins[name]
+        mine = versions(self, name)
+        where = (f"saved versions: {mine}" if mine
+                 else f"built-ins, version 1: {', '.join(sorted(builtins))}")
+        raise NotFoundError(
+            f"Transformation function {name!r} version {version or 1} does not exist "
+            f"({where}).{did_you_mean(str(name), list(builtins))}"
+        )
 
     def _fv_versions(self, name: str) -> list[int]:
         rows = self._catalog.query("SELECT version FROM feature_views WHERE name=? ORDER BY version", (name,))

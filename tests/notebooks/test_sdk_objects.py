@@ -370,3 +370,29 @@ def test_batch_scoring_server_exposes_the_sdks_transformation_objects(fs, tx):
         stats["standard_scaler_fee"]["std"]
     assert by_name["centered"].transformation_statistics.amount.mean == \
         stats["centered_amount"]["amount"]["mean"]
+
+
+def test_saved_udfs_are_listed_fetched_and_bound(fs, tx):
+    from fstrain.kernel.errors import AlreadyExistsError
+
+    meta = fs.create_transformation_function(centered, version=1)
+    meta.save()
+    fs.create_transformation_function(centered).save()  # next version: 2
+    assert [(t.name, t.version) for t in fs.get_transformation_functions()
+            if getattr(t, "name", None) == "centered"] == [("centered", 1), ("centered", 2)]
+    fetched = fs.get_transformation_function("centered")  # version 1, as the SDK
+    assert fetched.version == 1
+    fv = fs.create_feature_view("saved", query=tx.select(["tid", "amount", "y"]), labels=["y"],
+                                transformation_functions=[fetched("amount")])
+    X, _ = fv.training_data()
+    assert list(X.columns) == ["centered_amount_"]
+    assert abs(X["centered_amount_"].mean()) < 1e-9  # centred on the train mean
+    with pytest.raises(AlreadyExistsError, match="version 1 already exists"):
+        fs.create_transformation_function(centered, version=1).save()
+    with pytest.raises(AlreadyExistsError, match="built-in"):
+        fs.create_transformation_function(standard_scaler).save()
+    fetched.delete()
+    with pytest.raises(NotFoundError, match=r"saved versions: \[2\]"):
+        fs.get_transformation_function("centered", version=1)
+    assert fs.get_feature_view("saved", 1).training_data()[0].columns.tolist() == \
+        ["centered_amount_"]  # the view keeps its own copy
