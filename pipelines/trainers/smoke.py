@@ -57,7 +57,8 @@ def smoke_check(
 
     Args:
         config: the training config (dropout/regularisation are switched off for the check).
-        X, y: any split (usually train); only the first ``batch_size`` rows are used.
+        X, y: any split (usually train); a batch of ``batch_size`` rows is taken from it,
+            stratified by class (see :func:`stratified_batch`).
         model / loss_fn: torch only — check this module / loss instead of the configured ones
             (e.g. a model being debugged). ``model`` is a module or a factory called with the
             arch dict (``n_features``, ``n_classes``, ...); it must output logits
@@ -67,10 +68,32 @@ def smoke_check(
         SmokeCheckError: the loss did not get near zero, with the likely cause.
     """
     cfg = load_config(config)
-    Xb, yb = X.iloc[:batch_size], y.iloc[:batch_size]
+    rows = stratified_batch(y, batch_size)
+    Xb, yb = X.iloc[rows], y.iloc[rows]
     if cfg.is_torch:
         return _smoke_torch(cfg, Xb, yb, max_steps, target_loss, lr, image_loader, model, loss_fn)
     return _smoke_tabular(cfg, Xb, yb, target_loss)
+
+
+def stratified_batch(y: pd.DataFrame | pd.Series, batch_size: int) -> np.ndarray:
+    """Row positions of a small batch holding every class: classes take turns (in order of
+    first appearance, each its rows in order) until ``batch_size`` rows are taken, so a rare
+    class (0.5% fraud) is in the batch. Deterministic. A label with more distinct values than
+    ``batch_size`` (a regression) gets the first rows."""
+    labels = y.iloc[:, 0] if isinstance(y, pd.DataFrame) else y
+    n = min(int(batch_size), len(labels))
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    if len(uniques) > n or len(uniques) < 2:
+        return np.arange(n)
+    per_class = [np.flatnonzero(codes == k) for k in range(len(uniques))]
+    picked: list[int] = []
+    depth = 0
+    while len(picked) < n:
+        for rows in per_class:
+            if depth < len(rows) and len(picked) < n:
+                picked.append(int(rows[depth]))
+        depth += 1
+    return np.sort(np.asarray(picked, dtype=np.int64))
 
 
 def _smoke_torch(

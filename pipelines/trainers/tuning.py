@@ -144,17 +144,37 @@ def _decode(sampled: dict[str, Any], json_keys: set[str]) -> dict[str, Any]:
     return out
 
 
-def _short_temp_dir(workdir: Path) -> tuple[Path, list[str]]:
-    """Ray's temp dir under ``workdir``, unless that path is too long for Unix sockets."""
+# Ray appends "/session_<date>_<time>_<usec>_<pid>/sockets/plasma_store" (about 62 characters)
+# to its temp dir, and a Unix socket path must stay under 108 bytes (107 usable).
+RAY_SOCKET_SUFFIX = 62
+SOCKET_PATH_MAX = 107
+
+
+def _short_temp_dir(workdir: Path) -> tuple[Path, list[str], bool]:
+    """A Ray temp dir short enough for its Unix sockets: ``workdir/ray``, else a new folder in
+    ``$TMPDIR``, else in ``/tmp``. Returns ``(path, notes, created)``; ``created`` folders are
+    removed when the session ends."""
+    budget = SOCKET_PATH_MAX - RAY_SOCKET_SUFFIX
     preferred = workdir / "ray"
-    if len(str(preferred.resolve())) <= 48:
+    if len(str(preferred.resolve())) <= budget:
         preferred.mkdir(parents=True, exist_ok=True)
-        return preferred, []
-    short = Path(tempfile.mkdtemp(prefix="fst-ray-"))
-    return short, [
-        f"Ray temp dir {short} (not under workdir: {preferred} is too long for Ray's Unix "
-        "socket paths, which must stay under 107 characters)"
-    ]
+        return preferred, [], False
+    for parent in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
+        # the folder name is about 11 characters: check the parent leaves room for it
+        if len(str(Path(parent).resolve())) + 12 > budget or not Path(parent).is_dir():
+            continue
+        short = Path(tempfile.mkdtemp(prefix="fr-", dir=parent)).resolve()
+        return short, [
+            f"Ray temp dir {short} (not under workdir: {preferred} is too long for Ray's Unix "
+            f"socket paths, which must stay under {SOCKET_PATH_MAX + 1} bytes)"
+        ], True
+    from fstrain.kernel.errors import ConfigError
+
+    raise ConfigError(
+        f"No temp folder is short enough for Ray's Unix sockets ({SOCKET_PATH_MAX} bytes with "
+        f"about {RAY_SOCKET_SUFFIX} added by Ray): {preferred}, {tempfile.gettempdir()} and /tmp "
+        "are all too long. Set TMPDIR to a short folder, e.g. TMPDIR=/tmp."
+    )
 
 
 @contextmanager
@@ -166,6 +186,7 @@ def ray_session(workdir: Path, *, ray_address: str | None = None,
 
     notes: list[str] = []
     owner = False
+    created = False
     if ray.is_initialized():
         notes.append("reused the Ray session already running in this process")
     elif ray_address:
@@ -173,7 +194,7 @@ def ray_session(workdir: Path, *, ray_address: str | None = None,
         owner = True
         notes.append(f"joined Ray cluster at {ray_address}")
     else:
-        temp, notes = _short_temp_dir(Path(workdir))
+        temp, notes, created = _short_temp_dir(Path(workdir))
         ray.init(num_cpus=num_cpus, include_dashboard=False, _temp_dir=str(temp.resolve()),
                  log_to_driver=False)
         owner = True
@@ -182,6 +203,10 @@ def ray_session(workdir: Path, *, ray_address: str | None = None,
     finally:
         if owner:
             ray.shutdown()
+        if created:
+            import shutil
+
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 def _trial(sampled: dict[str, Any], *, base: dict[str, Any], json_keys: list[str],
