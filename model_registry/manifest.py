@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -80,20 +79,23 @@ def library_versions(framework: str) -> dict[str, str]:
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` in ``cwd`` (default: the current directory), or None; never fails."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=cwd or Path.cwd(),
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    sha = done.stdout.strip()
-    return sha if done.returncode == 0 and len(sha) in (40, 64) else None
+    """The source commit of the running fstrain code, or None; never fails.
+
+    Taken from how fstrain was installed (see :mod:`fstrain.kernel.build_info`), never from the
+    current directory; ``cwd`` asks a specific checkout instead.
+    """
+    from fstrain.kernel.build_info import source_info
+
+    if cwd is not None:
+        return source_info.__wrapped__(Path(cwd) / "fstrain").get("source_commit")
+    return source_info().get("source_commit")
+
+
+def code_version() -> dict[str, Any]:
+    """``{fstrain_version, source_commit, source, dirty}`` of the running code."""
+    from fstrain.kernel.build_info import source_info
+
+    return dict(source_info())
 
 
 def unsafe_files(entries: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -154,6 +156,7 @@ def build_manifest(fields: ManifestFields) -> dict[str, Any]:
         "validation_status": "pending",
         "libraries": library_versions(fields.framework),
         "git_commit": git_commit(),
+        "code_version": code_version(),
         "feature_view_name": view.get("name"),
         "feature_view_version": view.get("version"),
         "training_dataset_version": fields.lineage.get("training_dataset_version"),

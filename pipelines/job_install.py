@@ -57,6 +57,9 @@ def build_wheel(out_dir: Path) -> Path:
                 shutil.copytree(src, Path(scratch) / name, ignore=ignore)
             elif src.is_file():
                 shutil.copy2(src, Path(scratch) / name)
+        from fstrain.kernel.build_info import write_source_commit
+
+        write_source_commit(root, Path(scratch) / "fstrain")  # models record it (no git there)
         done = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
              "-w", str(out_dir), scratch], check=False, capture_output=True, text=True, timeout=600)

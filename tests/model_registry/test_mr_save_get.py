@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -172,20 +173,39 @@ def test_torch_framework_records_torch_version(registry, model_dir):
     assert "torch" in model.manifest["libraries"]
 
 
-def test_git_commit_recorded_inside_a_repo(registry, model_dir, tmp_path, monkeypatch):
+def test_code_version_is_the_source_of_fstrain_not_the_cwd(registry, model_dir, tmp_path,
+                                                           monkeypatch):
+    import fstrain
+
+    checkout = Path(fstrain.__file__).resolve().parents[1]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True,
+                          text=True, check=False).stdout.strip()
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    monkeypatch.chdir(repo)
-    assert registry.python.create_model("m").save(model_dir).manifest["git_commit"] == head
-    monkeypatch.chdir(tmp_path / "model_src")  # not a git repository (tmp dirs are not)
-    outside = registry.python.create_model("m").save(model_dir)
-    assert outside.manifest["git_commit"] is None
+    other = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    for cwd in (repo, tmp_path / "model_src"):  # another repository; no repository at all
+        monkeypatch.chdir(cwd)
+        manifest = registry.python.create_model("m").save(model_dir).manifest
+        assert manifest["git_commit"] != other
+        assert manifest["git_commit"] == (head or None)
+        code = manifest["code_version"]
+        assert code["fstrain_version"] == metadata.version("fstrain")
+        assert code["source_commit"] == manifest["git_commit"]
+
+
+def test_a_wheel_records_the_commit_stamped_at_build(tmp_path):
+    from fstrain.kernel.build_info import COMMIT_FILE, source_info
+
+    package = tmp_path / "site" / "fstrain"
+    package.mkdir(parents=True)
+    (package / COMMIT_FILE).write_text("a" * 40 + "\n")
+    info = source_info.__wrapped__(package)
+    assert info["source_commit"] == "a" * 40 and info["source"] == "build"
+    assert source_info.__wrapped__(tmp_path / "nowhere")["source_commit"] is None
 
 
 def test_project_returns_a_local_registry(tmp_path, model_dir):
@@ -197,3 +217,18 @@ def test_project_returns_a_local_registry(tmp_path, model_dir):
         .save(model_dir)
         .model_path.is_relative_to(tmp_path / "store" / "model_registry")
     )
+
+
+def test_the_jobs_wheel_carries_the_commit_it_was_built_from(tmp_path):
+    import zipfile
+
+    import fstrain
+    from pipelines.job_install import build_wheel
+
+    checkout = Path(fstrain.__file__).resolve().parents[1]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    wheel = build_wheel(tmp_path / "wheels")
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("fstrain/_source_commit.txt").decode().strip() == head
+    assert not (checkout / "fstrain" / "_source_commit.txt").exists()  # the checkout is untouched
