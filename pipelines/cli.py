@@ -65,9 +65,17 @@ def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
 def _project() -> Any:
     import feature_store
 
-    if OPTIONS.backend == "local":
+    from fstrain.kernel.errors import ConfigError
+
+    if OPTIONS.backend != "local":
+        return feature_store.login(backend=OPTIONS.backend)
+    try:
         return feature_store.login(backend="local", root=OPTIONS.root)
-    return feature_store.login(backend=OPTIONS.backend)
+    except OSError as exc:  # FSTRAIN_HOME/--root is a file, read-only, or not a real folder
+        raise ConfigError(
+            f"store root {OPTIONS.root or './.fstrain'} cannot be used ({exc.__class__.__name__}: "
+            f"{exc.strerror or exc}). Point --root or FSTRAIN_HOME at a writable folder."
+        ) from exc
 
 
 @contextmanager
@@ -124,6 +132,45 @@ def _emit(payload: dict[str, Any], human: str) -> None:
         typer.echo(human)
 
 
+def _read_yaml_config(path: Path) -> dict[str, Any]:
+    """The mapping in a ``--config`` YAML file; a missing, unreadable or malformed file is a
+    :class:`ConfigError` naming the file."""
+    import yaml
+
+    from fstrain.kernel.errors import ConfigError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config {path}: cannot be read ({exc.__class__.__name__}: "
+                          f"{getattr(exc, 'strerror', None) or exc}).") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"--config {path}: not valid YAML{where} ({getattr(exc, 'problem', exc)}).") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: must hold a mapping of trainer options (e.g. "
+                          f"'params: {{max_depth: 4}}'). Got a {type(data).__name__} instead.")
+    return data
+
+
+def _model_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME`` or ``NAME:VERSION`` (a positive integer), else a ConfigError."""
+    from fstrain.kernel.errors import ConfigError
+
+    name, sep, version = ref.partition(":")
+    if not sep:
+        return name, None
+    if not version.isdigit() or int(version) < 1:
+        raise ConfigError(f"model reference {ref!r}: the version after ':' must be a positive "
+                          f"integer, e.g. '{name}:1'. Got {version!r} instead.")
+    return name, int(version)
+
+
 def _parse_params(values: list[str] | None) -> dict[str, Any]:
     from fstrain.kernel.errors import ConfigError
 
@@ -149,7 +196,7 @@ def features(
     end: Annotated[str | None, typer.Option(help="Window end, exclusive (default $HOPS_END_TIME).")] = None,
     policy: Annotated[str, typer.Option(help="Ingestion policy of the expectation suites: strict or always.")] = "strict",
     sample: Annotated[int | None, typer.Option(help="Deterministic subsample of the root rows.")] = None,
-    n_transactions: Annotated[int, typer.Option(help="ccfraud: transactions to generate.")] = 100_000,
+    n_transactions: Annotated[int | None, typer.Option(help="ccfraud: transactions to generate (default 100000).")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Feature pipeline: source data → validated feature groups (upsert; re-runs change nothing)."""
@@ -158,9 +205,10 @@ def features(
     def body() -> None:
         from pipelines import feature
 
+        given = {k: v for k, v in (("sample", sample), ("n_transactions", n_transactions))
+                 if v is not None}
         config = feature.FeaturePipelineConfig(
-            use_case=use_case, start=start, end=end, ingestion_policy=policy, sample=sample,
-            n_transactions=n_transactions,
+            use_case=use_case, start=start, end=end, ingestion_policy=policy, **given,
         )
         with _step(f"feature pipeline: {use_case}"):
             ref = feature.run(_project(), config)
@@ -258,11 +306,11 @@ def train(
         from pipelines.versions import parse_version
 
         version = parse_version(training_dataset_version, "--training-dataset-version")
+        _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume,
+                           workers=workers > 1, ray_address=ray_address is not None)
         overrides: dict[str, Any] = {}
         if config is not None:
-            import yaml
-
-            overrides = yaml.safe_load(config.read_text()) or {}
+            overrides = _read_yaml_config(config)
         if model is not None:
             overrides["model"] = model
             overrides.setdefault("params", {})
@@ -291,6 +339,18 @@ def train(
         _emit(payload, human)
 
     _guard(body)
+
+
+def _refuse_with_smoke(smoke: bool, **given: bool) -> None:
+    """``--smoke`` only overfits one batch: options of a real run would be ignored."""
+    from fstrain.kernel.errors import ConfigError
+
+    used = [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
+    if smoke and used:
+        raise ConfigError(
+            f"--smoke only overfits one small batch and registers nothing, so {', '.join(used)} "
+            "would be ignored. Run the smoke check without them, then train."
+        )
 
 
 def _smoke(project: Any, cfg: Any) -> None:
@@ -327,9 +387,9 @@ def validate(
     def body() -> Any:
         from pipelines import model_validation
 
-        name, _, version = model_ref.partition(":")
+        name, version = _model_ref(model_ref)
         config = model_validation.ModelValidationConfig(
-            model_name=name, version=int(version) if version else None, gates=gate,
+            model_name=name, version=version, gates=gate,
             gate_source="command line", replace_gates=replace_gates,
             threshold_strategy=threshold_strategy,
         )

@@ -42,6 +42,8 @@ def validation_message(exc: ValidationError, fields: Any = (), *, title: bool = 
             name = str(err["loc"][-1])
             hint = did_you_mean(name, list(fields)) if len(err["loc"]) == 1 else ""
             parts.append(f"unknown field '{where}'.{hint}".rstrip("."))
+        elif not err["loc"]:  # a check across options: its message names them
+            parts.append(str(err["msg"]).removeprefix("Value error, "))
         else:
             msg = str(err["msg"]).removeprefix("Value error, ")
             parts.append(f"option '{where}': {msg}; got {err.get('input')!r}")

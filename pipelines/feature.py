@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fstrain.kernel.errors import DataValidationError
 from fstrain.kernel.window import resolve_window
+from pydantic import model_validator
+
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import FeatureGroupRef, FeaturePipelineRef
 
@@ -33,6 +35,18 @@ class FeaturePipelineConfig(PipelineConfig):
     n_transactions: int = 100_000  # ccfraud generator size
     seed: int = 42
     image_dir: str | None = None  # mnist: where PNGs are written (default: <root>/mnist_images)
+
+    @model_validator(mode="after")
+    def _options_of_the_use_case(self) -> FeaturePipelineConfig:
+        """Options that only one use case reads are refused for the others, not ignored."""
+        given = self.model_fields_set
+        only = {"sample": ("flights", "adult", "mnist"), "n_transactions": ("ccfraud",),
+                "image_dir": ("mnist",)}
+        for option, use_cases in only.items():
+            if option in given and getattr(self, option) is not None and self.use_case not in use_cases:
+                raise ValueError(f"{option} applies to {', '.join(use_cases)} only, not "
+                                 f"{self.use_case!r}; drop it")
+        return self
 
 
 def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:

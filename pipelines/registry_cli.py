@@ -290,6 +290,11 @@ def _open(root: Path | None) -> Any:
     from fstrain.project import Project
 
     project_root = resolve_root(root)
+    if project_root.exists() and not project_root.is_dir():
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
+                          "FSTRAIN_HOME at a folder.")
     if not (project_root / "model_registry").is_dir():
         return None
     return Project(project_root).get_model_registry()

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
@@ -53,6 +53,25 @@ class TrainingPipelineConfig(PipelineConfig):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("'latest' or an integer greater than or equal to 1")
         return value
+    @field_validator("model_name")
+    @classmethod
+    def _registry_name(cls, value: str | None) -> str | None:
+        """Checked before any work: the name also names the run folder under the store."""
+        if value is None:
+            return value
+        from model_registry.naming import check_model_name
+
+        return check_model_name(value)
+
+    @model_validator(mode="after")
+    def _no_ignored_options(self) -> TrainingPipelineConfig:
+        if self.ray_address is not None and not self.tune and self.workers == 1:
+            raise ValueError("ray_address is only used by tune=True (--tune) or workers > 1; "
+                             "drop it or add --tune")
+        if self.resume and self.tune:
+            raise ValueError("resume continues a single torch run from its checkpoint; a tuned "
+                             "run cannot be resumed. Drop --resume or --tune")
+        return self
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +117,13 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
 
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
+    if config.resume and not cfg.is_torch:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn), which "
+            f"writes checkpoints; {cfg.model!r} trains in one go. Drop --resume."
+        )
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(

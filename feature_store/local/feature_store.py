@@ -45,8 +45,7 @@ class FeatureStore(FeatureViewOperations):
         self._sdk_objects = sdk_objects
         self.project_name = project_name
         self.name = f"{project_name}_featurestore"
-        root.mkdir(parents=True, exist_ok=True)
-        self._catalog = Catalog(root / "catalog.sqlite")
+        self._catalog = open_catalog(root)
 
     def __repr__(self) -> str:
         return f"FeatureStore(root='{self.root}')"
@@ -391,6 +390,24 @@ class FeatureStore(FeatureViewOperations):
                 (fg_id, commit, stats["computed_at"], dumps(stats)),
             )
         return stats
+
+
+def open_catalog(root: Path) -> Catalog:
+    """The catalog of the store at ``root``; a root that is a file, read-only or not a real
+    folder is a :class:`BackendError` naming it (not an OSError traceback)."""
+    import sqlite3
+
+    from fstrain.kernel.errors import BackendError
+
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        return Catalog(root / "catalog.sqlite")
+    except (OSError, sqlite3.Error) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise BackendError(
+            f"feature store at {root} cannot be opened ({type(exc).__name__}: {reason}). Point "
+            "--root or FSTRAIN_HOME at a writable folder."
+        ) from exc
 
 
 _IGNORED_HELP = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 from fstrain.kernel.canonical_json import dumps
 from fstrain.kernel.errors import (
+    BackendError,
     IntegrityError,
     InvalidArgumentError,
     did_you_mean,
@@ -75,8 +77,15 @@ class LocalModelRegistry:
         ``model.get_feature_view()``); a registry opened on its own has none."""
         self.root = Path(root)
         self._feature_store = feature_store
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._index = RegistryIndex(self.root / INDEX_FILE)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._index = RegistryIndex(self.root / INDEX_FILE)
+        except (OSError, sqlite3.Error) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise BackendError(
+                f"model registry at {self.root} cannot be opened ({type(exc).__name__}: "
+                f"{reason}). Point --root or FSTRAIN_HOME at a writable folder."
+            ) from exc
         self._store = VersionStore(self.root)
 
     def __repr__(self) -> str:

@@ -98,6 +98,41 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
     "cnn": frozenset({"channels", "hidden", "dropout", "image_size", "in_channels"}),
 }
 
+#: Numeric hyperparameters: (integer?, lowest allowed, lowest inclusive?, highest or None).
+#: ``None`` values are left to the model (e.g. sklearn's max_depth=None: unlimited).
+PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
+    "n_estimators": (True, 1, True, None), "num_boost_round": (True, 1, True, None),
+    "max_depth": (True, -1, True, None), "num_leaves": (True, 2, True, None),
+    "max_iter": (True, 1, True, None), "max_bin": (True, 2, True, None),
+    "learning_rate": (False, 0, False, None), "eta": (False, 0, False, None),
+    "subsample": (False, 0, False, 1), "colsample_bytree": (False, 0, False, 1),
+    "colsample_bylevel": (False, 0, False, 1), "colsample_bynode": (False, 0, False, 1),
+    "bagging_fraction": (False, 0, False, 1), "feature_fraction": (False, 0, False, 1),
+    "min_child_weight": (False, 0, True, None), "gamma": (False, 0, True, None),
+    "reg_alpha": (False, 0, True, None), "reg_lambda": (False, 0, True, None),
+    "alpha": (False, 0, True, None), "lambda": (False, 0, True, None),
+    "C": (False, 0, False, None), "tol": (False, 0, False, None),
+    "dropout": (False, 0, True, 0.999999),
+}
+
+
+def check_param_value(model: str, key: str, value: Any) -> None:
+    """Refuse a numeric hyperparameter of the wrong type or outside its range (e.g.
+    ``max_depth='abc'``, ``learning_rate=-1``), naming the parameter and the value."""
+    rule = PARAM_RANGES.get(key)
+    if rule is None or value is None:
+        return
+    integer, low, inclusive, high = rule
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            integer and isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"params.{key} of model {model!r} must be {kind}; got {value!r}.")
+    below = value < low if inclusive else value <= low
+    if below or (high is not None and value > high) or value != value:
+        bound = f"{'>=' if inclusive else '>'} {low}" + (f" and <= {high}" if high is not None else "")
+        raise ValueError(f"params.{key} of model {model!r} must be {bound}; got {value!r}.")
+
+
 #: Distribution types of a declarative ``tune.search_space`` entry.
 SEARCH_SPACE_TYPES: tuple[str, ...] = (
     "uniform", "loguniform", "quniform", "randint", "lograndint", "qrandint", "choice",
@@ -221,6 +256,8 @@ class TrainConfig(_Strict):
                     + did_you_mean(key, allowed)
                     + f" Accepted: {', '.join(sorted(allowed))}."
                 )
+        for key, value in self.params.items():
+            check_param_value(self.model, key, value)
         if self.tune.search_space is not None:
             validate_search_space(self.tune.search_space, self.model)
         return self
