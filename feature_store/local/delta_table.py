@@ -9,7 +9,6 @@ the OS if the process dies); a commit conflict with any other writer is retried.
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -42,20 +41,11 @@ class Commit:
     rows_deleted: int
 
 
-@functools.lru_cache(maxsize=256)
-def _snapshot(path: str, version: int) -> DeltaTable:
-    """A Delta table loaded at one committed version (immutable, so safe to share)."""
-    dt = DeltaTable(path)
-    dt.load_as_version(version)
-    return dt
-
-
 def forget_snapshots() -> None:
     """Drop cached snapshots (a dropped table's path may be reused by a new table)."""
-    _snapshot.cache_clear()
-    from feature_store.local import engine
+    from feature_store.local import snapshots
 
-    engine.forget_file_columns()
+    snapshots.forget()
 
 
 def _quote(column: str) -> str:
@@ -131,7 +121,9 @@ class DeltaFeatureTable:
         """The table at ``version`` (a committed version never changes, so it is cached)."""
         if version is None:
             return DeltaTable(str(self.path))
-        return _snapshot(str(self.path), int(version))
+        from feature_store.local.snapshots import snapshot
+
+        return snapshot(str(self.path), int(version)).table
 
     def version(self) -> int:
         """The latest committed version.

@@ -23,9 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.delta_table import DeltaFeatureTable
 
 _counter = itertools.count()
-_file_columns_cache: dict[tuple[str, int], tuple[str, ...]] = {}
-_scan_schema_cache: dict[tuple[str, int], pa.Schema] = {}
-_cache_lock = threading.Lock()
 
 
 _database: tuple[int, duckdb.DuckDBPyConnection] | None = None
@@ -79,37 +76,26 @@ def sql_type(arrow_type: pa.DataType) -> str:
 def _file_columns(
     con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int, files: list[str]
 ) -> tuple[str, ...]:
-    key = (str(table.path), version)
-    with _cache_lock:
-        cached = _file_columns_cache.get(key)
-    if cached is not None:
-        return cached
-    rel = con.sql(f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name=true) LIMIT 0")
-    cols = tuple(rel.columns)
-    with _cache_lock:
-        _file_columns_cache[key] = cols
-    return cols
+    """The columns ``version``'s files hold (cached with the version's snapshot)."""
+    from feature_store.local.snapshots import snapshot
+
+    snap = snapshot(str(table.path), version)
+    if snap.file_columns is None:
+        rel = con.sql(f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name=true) LIMIT 0")
+        snap.file_columns = tuple(rel.columns)
+    return snap.file_columns
 
 
 def scan_schema(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int) -> pa.Schema:
-    """The Arrow schema of :func:`scan` results for ``version`` (planned, not run; cached)."""
-    key = (str(table.path), version)
-    with _cache_lock:
-        cached = _scan_schema_cache.get(key)
-    if cached is not None:
-        return cached
-    schema = con.sql(f"SELECT * FROM {scan(con, table, version)} LIMIT 0").to_arrow_table().schema
-    with _cache_lock:
-        _scan_schema_cache[key] = schema
-    return schema
+    """The Arrow schema of :func:`scan` results for ``version`` (planned, not run; cached with the
+    version's snapshot)."""
+    from feature_store.local.snapshots import snapshot
 
-
-def forget_file_columns() -> None:
-    """Drop the cached file column lists and scan schemas (see
-    :func:`feature_store.local.delta_table.forget_snapshots`)."""
-    with _cache_lock:
-        _file_columns_cache.clear()
-        _scan_schema_cache.clear()
+    snap = snapshot(str(table.path), version)
+    if snap.scan_schema is None:
+        query = f"SELECT * FROM {scan(con, table, version)} LIMIT 0"
+        snap.scan_schema = con.sql(query).to_arrow_table().schema
+    return snap.scan_schema
 
 
 def _file_list(files: list[str]) -> str:
