@@ -1,25 +1,27 @@
 """Bias tests on helper-column slices.
 
 The evaluation rows are grouped by each *training helper column* of the feature view (``sex``,
-``race``, an age column banded with :func:`age_bands`, ...). Helper columns are never model
-features; they exist only so the model can be judged on these slices.
+``race``, an age column banded with :func:`age_bands`, ...) and by *intersections* of two
+columns (``sex×race``). Helper columns are never model features; they exist only so the model
+can be judged on these slices.
 
-Per slice we report size, base rate, selection rate, TPR, FPR, precision and AUC. Per helper
-column we report three disparity figures over the *judged* slices:
+Per slice we report size, positives, negatives, base rate, selection rate, TPR, FPR, precision
+and AUC, with bootstrap intervals on the rates. Per column we report the disparity figures of
+:mod:`validation.fairness` (demographic parity difference, disparate impact ratio, equal
+opportunity and equalized odds differences, AUC gap) over the *judged* slices, each with a
+bootstrap interval and a verdict against its limit.
 
-* demographic parity difference = max − min selection rate;
-* equal opportunity difference  = max − min TPR (slices without positive rows have no TPR and are
-  left out of this figure only);
-* AUC gap                       = max − min slice AUC (slices holding a single class have no AUC).
-
-A slice smaller than ``min_slice_size`` is still reported, with ``judged=False``, but is excluded
-from every disparity figure: its rates are too noisy to judge the model by.
+A slice is judged only when it has at least ``min_slice_size`` rows, ``min_positives`` positive
+and ``min_negatives`` negative rows; any other slice is still reported, with ``judged=False``
+and the reason, but is excluded from every disparity figure: its rates are too noisy to judge
+the model by.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,14 +29,13 @@ import numpy as np
 import pandas as pd
 
 from fstrain.kernel.errors import InvalidArgumentError, did_you_mean, listing
+from validation import fairness
+from validation.fairness import DISPARITY_FIGURES, HIGHER_IS_FAIRER
 from validation.metrics import _as_binary_labels, _as_float, _check_lengths, roc_auc
 
 MISSING_LABEL = "(missing)"
 
-#: The disparity figures computed per helper column, as named in gates and reports.
-DISPARITY_FIGURES: tuple[str, ...] = (
-    "demographic_parity_difference", "equal_opportunity_difference", "auc_gap",
-)
+INTERSECTION = "×"
 
 
 def _fmt_edge(x: float) -> str:
@@ -92,10 +93,14 @@ class SliceMetrics:
     auc: float | None
     judged: bool
     note: str = ""
+    negatives: int | None = None
+    intervals: Mapping[str, Any] = field(default_factory=dict)  # rate → [lower, upper]
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return asdict(self)
+        d = asdict(self)
+        d["intervals"] = dict(self.intervals)
+        return d
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,10 @@ class Disparity:
     excluded_slices: tuple[str, ...]
     extremes: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
+    disparate_impact_ratio: float | None = None
+    equalized_odds_difference: float | None = None
+    intervals: Mapping[str, Any] = field(default_factory=dict)  # figure → [lower, upper]
+    verdicts: Mapping[str, Any] = field(default_factory=dict)  # figure → {op, limit, passed}
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -122,6 +131,8 @@ class Disparity:
         d["excluded_slices"] = list(self.excluded_slices)
         d["extremes"] = {k: list(v) for k, v in self.extremes.items()}
         d["notes"] = dict(self.notes)
+        d["intervals"] = dict(self.intervals)
+        d["verdicts"] = dict(self.verdicts)
         return d
 
 
@@ -132,18 +143,21 @@ class BiasReport:
     min_slice_size: int
     slices: tuple[SliceMetrics, ...]
     disparities: tuple[Disparity, ...]
+    rule: JudgingRule | None = None
 
     def figures(self) -> dict[str, float | None]:
         """Flat figures for acceptance gates.
 
-        ``max_abs_dp_difference`` / ``demographic_parity_difference``,
-        ``equal_opportunity_difference`` and ``auc_gap`` are the maxima over helper columns
-        (``None`` when no column has the figure); ``<figure>[<column>]`` is the per-column value.
+        Each figure is its worst value over the helper columns (the maximum of a difference,
+        the minimum of ``disparate_impact_ratio``; ``None`` when no column has it);
+        ``<figure>[<column>]`` is the per-column value; ``max_abs_dp_difference`` is the worst
+        demographic parity difference.
         """
         out: dict[str, float | None] = {}
         for fig in DISPARITY_FIGURES:
             vals = [getattr(d, fig) for d in self.disparities if getattr(d, fig) is not None]
-            out[fig] = max(vals) if vals else None
+            worst = min if fig in HIGHER_IS_FAIRER else max
+            out[fig] = worst(vals) if vals else None
             for d in self.disparities:
                 out[f"{fig}[{d.column}]"] = getattr(d, fig)
         out["max_abs_dp_difference"] = out["demographic_parity_difference"]
@@ -160,8 +174,11 @@ class BiasReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict (``from_dict`` reads it back)."""
+        rule = self.rule or JudgingRule(self.min_slice_size, 0, 0)
         return {
             "min_slice_size": self.min_slice_size,
+            "min_positives": rule.min_positives,
+            "min_negatives": rule.min_negatives,
             "slices": [s.to_dict() for s in self.slices],
             "disparities": [d.to_dict() for d in self.disparities],
             "figures": self.figures(),
@@ -181,10 +198,16 @@ class BiasReport:
                 excluded_slices=tuple(d["excluded_slices"]),
                 extremes={k: (v[0], v[1]) for k, v in d.get("extremes", {}).items()},
                 notes=dict(d.get("notes", {})),
+                disparate_impact_ratio=d.get("disparate_impact_ratio"),
+                equalized_odds_difference=d.get("equalized_odds_difference"),
+                intervals=dict(d.get("intervals", {})),
+                verdicts=dict(d.get("verdicts", {})),
             )
             for d in data["disparities"]
         )
-        return cls(int(data["min_slice_size"]), slices, disparities)
+        rule = JudgingRule(int(data["min_slice_size"]), int(data.get("min_positives", 0)),
+                           int(data.get("min_negatives", 0)))
+        return cls(int(data["min_slice_size"]), slices, disparities, rule)
 
 
 def _slice_label(value: Any) -> str:
@@ -193,49 +216,107 @@ def _slice_label(value: Any) -> str:
     return str(value)
 
 
+@dataclass(frozen=True)
+class JudgingRule:
+    """The least rows, positive rows and negative rows a slice needs to be judged."""
+
+    min_size: int = 30
+    min_positives: int = 10
+    min_negatives: int = 10
+
+    def reasons(self, n: int, pos: int, neg: int) -> list[str]:
+        """Why a slice is not judged (empty when it is)."""
+        out = []
+        for have, need, what in ((n, self.min_size, "rows"), (pos, self.min_positives,
+                                 "positive rows"), (neg, self.min_negatives, "negative rows")):
+            if have < need:
+                out.append(f"{have} {what} < {need}")
+        return out
+
+
 def _slice(column: str, value: str, y: np.ndarray, s: np.ndarray, p: np.ndarray,
-           min_size: int) -> SliceMetrics:
+           rule: JudgingRule) -> SliceMetrics:
     n = len(y)
     pos = int(y.sum())
     neg = n - pos
     tp = int(np.sum((p == 1) & (y == 1)))
     fp = int(np.sum((p == 1) & (y == 0)))
-    notes = []
-    judged = n >= min_size
-    if not judged:
-        notes.append(f"not judged: {n} rows < min_slice_size {min_size}")
+    reasons = rule.reasons(n, pos, neg)
+    notes = [f"not judged: {', '.join(reasons)}"] if reasons else []
     if pos == 0:
         notes.append("no positive rows: TPR undefined")
     if neg == 0:
         notes.append("no negative rows: FPR undefined")
     auc = roc_auc(y, s)
-    if auc is None and pos and neg:
-        notes.append("AUC undefined")
-    elif auc is None:
-        notes.append("single class: AUC undefined")
+    if auc is None:
+        notes.append("single class: AUC undefined" if not (pos and neg) else "AUC undefined")
     return SliceMetrics(
-        column=column,
-        value=value,
-        size=n,
-        positives=pos,
-        base_rate=pos / n,
-        selection_rate=float(p.mean()),
-        tpr=tp / pos if pos else None,
-        fpr=fp / neg if neg else None,
-        precision=tp / (tp + fp) if (tp + fp) else None,
-        auc=auc,
-        judged=judged,
-        note="; ".join(notes),
+        column=column, value=value, size=n, positives=pos, base_rate=pos / n,
+        selection_rate=float(p.mean()), tpr=tp / pos if pos else None,
+        fpr=fp / neg if neg else None, precision=tp / (tp + fp) if (tp + fp) else None,
+        auc=auc, judged=not reasons, note="; ".join(notes), negatives=neg,
     )
 
 
-def _spread(slices: Iterable[SliceMetrics], attr: str) -> tuple[float | None, tuple[str, str] | None]:
-    vals = [(getattr(s, attr), s.value) for s in slices if getattr(s, attr) is not None]
-    if len(vals) < 2:
-        return None, None
-    hi = max(vals, key=lambda v: v[0])
-    lo = min(vals, key=lambda v: v[0])
-    return float(hi[0] - lo[0]), (hi[1], lo[1])
+def _extremes(judged: Sequence[SliceMetrics]) -> tuple[dict[str, tuple[str, str]],
+                                                       dict[str, str]]:
+    """Which slices hold the max and min of each figure's rate, or why a figure is missing."""
+    attrs = {"demographic_parity_difference": "selection_rate",
+             "disparate_impact_ratio": "selection_rate", "equal_opportunity_difference": "tpr",
+             "equalized_odds_difference": "tpr", "auc_gap": "auc"}
+    extremes, notes = {}, {}
+    for fig, attr in attrs.items():
+        vals = [(getattr(s, attr), s.value) for s in judged if getattr(s, attr) is not None]
+        if len(vals) >= 2:
+            extremes[fig] = (max(vals)[1], min(vals)[1])
+        else:
+            notes[fig] = f"fewer than two judged slices with a defined {attr}"
+    return extremes, notes
+
+
+def _labels(helpers: pd.DataFrame, col: str, bands: Mapping[str, Sequence[float]]
+            ) -> tuple[np.ndarray, list[str]]:
+    """Slice label of every row and the slices in report order (bands ascending, missing
+    last; an intersection ``a×b`` combines both columns' labels)."""
+    if INTERSECTION in col:
+        parts = [_labels(helpers, c, bands) for c in col.split(INTERSECTION)]
+        labels = np.array([" × ".join(t) for t in zip(*(lab for lab, _ in parts))], dtype=object)
+        rank = {v: i for i, v in enumerate(
+            " × ".join(t) for t in itertools.product(*(o for _, o in parts)))}
+        return labels, sorted(pd.unique(labels), key=lambda v: rank.get(v, len(rank)))
+    raw = helpers[col].reset_index(drop=True)
+    labels = (age_bands(raw, bands[col]) if col in bands else raw.map(_slice_label))
+    labels = labels.astype(str).to_numpy()
+    order = list(pd.unique(labels))
+    if col not in bands:
+        return labels, sorted(order)
+    numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    return labels, sorted(order, key=lambda lab: (
+        lab == MISSING_LABEL,
+        np.nanmin(numeric[labels == lab]) if lab != MISSING_LABEL else 0.0))
+
+
+def _column(col: str, labels: np.ndarray, order: Sequence[str], y: np.ndarray, s: np.ndarray,
+            p: np.ndarray, rule: JudgingRule, n_resamples: int, seed: int
+            ) -> tuple[list[SliceMetrics], Disparity]:
+    """The slices of one column (with rate intervals) and its disparities."""
+    raw = [_slice(col, v, y[labels == v], s[labels == v], p[labels == v], rule) for v in order]
+    index = {v: i for i, v in enumerate(order)}
+    codes = np.fromiter((index[v] for v in labels), dtype=np.int64, count=len(labels))
+    judged_idx = [i for i, sl in enumerate(raw) if sl.judged]
+    boot = fairness.bootstrap(codes, judged_idx, y, p, n_resamples=n_resamples, seed=seed)
+    slices = [SliceMetrics(**{**asdict(sl), "intervals": boot["slices"].get(i, {})})
+              for i, sl in enumerate(raw)]
+    judged = [slices[i] for i in judged_idx]
+    rates = {r: [getattr(sl, r) for sl in judged] for r in fairness.RATES}
+    figs = fairness.figures(rates, [sl.auc for sl in judged])
+    extremes, notes = _extremes(judged)
+    return slices, Disparity(
+        column=col, judged_slices=tuple(sl.value for sl in judged),
+        excluded_slices=tuple(sl.value for sl in slices if not sl.judged),
+        extremes=extremes, notes=notes, intervals=boot["figures"],
+        verdicts=fairness.verdicts(figs), **figs,
+    )
 
 
 def slice_report(
@@ -246,9 +327,14 @@ def slice_report(
     *,
     columns: Sequence[str] | None = None,
     min_slice_size: int = 30,
+    min_positives: int = 0,
+    min_negatives: int = 0,
     bands: Mapping[str, Sequence[float]] | None = None,
+    intersections: Sequence[tuple[str, str]] = (),
+    n_resamples: int = 200,
+    seed: int = 0,
 ) -> BiasReport:
-    """Evaluate the model on every slice of every helper column.
+    """Evaluate the model on every slice of every helper column and intersection.
 
     Args:
         y_true: evaluation labels (0/1).
@@ -257,9 +343,12 @@ def slice_report(
         helpers: the training helper columns of the same rows, in the same order (the index is
             ignored; rows are matched by position).
         columns: helper columns to slice by (default: every column of ``helpers``).
-        min_slice_size: slices with fewer rows are reported with ``judged=False`` and left out
-            of the disparity figures.
+        min_slice_size, min_positives, min_negatives: a slice with fewer rows, positive rows or
+            negative rows is reported with ``judged=False`` (and why) and left out of the
+            disparity figures.
         bands: ``{column: edges}`` for numeric columns to band with :func:`age_bands` first.
+        intersections: pairs of helper columns to slice by together (e.g. ``("sex", "race")``).
+        n_resamples, seed: the bootstrap of the slice rates and the disparity figures.
 
     Returns:
         A :class:`BiasReport`.
@@ -272,59 +361,24 @@ def slice_report(
             f"helpers must be a pandas DataFrame of helper columns. Got {type(helpers).__name__}."
         )
     _check_lengths(y_true=y, y_score=s, y_pred=p, helpers=np.empty(len(helpers)))
-    if min_slice_size < 1:
-        raise InvalidArgumentError(f"min_slice_size must be >= 1. Got {min_slice_size!r}.")
+    if min_slice_size < 1 or min_positives < 0 or min_negatives < 0:
+        raise InvalidArgumentError(
+            f"min_slice_size must be >= 1 and min_positives/min_negatives >= 0. Got "
+            f"{min_slice_size!r}, {min_positives!r}, {min_negatives!r}.")
     cols = list(helpers.columns) if columns is None else list(columns)
     bands = dict(bands or {})
-    for c in [*cols, *bands]:
+    for c in [*cols, *bands, *(c for pair in intersections for c in pair)]:
         if c not in helpers.columns:
             raise InvalidArgumentError(
                 f"Helper column {c!r} is not in the evaluation data.{did_you_mean(c, helpers.columns)}"
                 f" Available helper columns: {listing(helpers.columns)}."
             )
+    rule = JudgingRule(min_slice_size, min_positives, min_negatives)
     slices: list[SliceMetrics] = []
     disparities: list[Disparity] = []
-    for col in cols:
-        raw = helpers[col].reset_index(drop=True)
-        labels = age_bands(raw, bands[col]) if col in bands else raw.map(_slice_label)
-        labels = labels.astype(str).to_numpy()
-        order = pd.unique(labels)
-        if col in bands:  # bands in ascending order of value, missing last
-            numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-            order = sorted(order, key=lambda lab: (
-                lab == MISSING_LABEL,
-                np.nanmin(numeric[labels == lab]) if lab != MISSING_LABEL else 0.0,
-            ))
-        else:
-            order = sorted(order)
-        col_slices = []
-        for value in order:
-            mask = labels == value
-            col_slices.append(_slice(col, value, y[mask], s[mask], p[mask], min_slice_size))
+    for col in [*cols, *(INTERSECTION.join(pair) for pair in intersections)]:
+        labels, order = _labels(helpers, col, bands)
+        col_slices, disparity = _column(col, labels, order, y, s, p, rule, n_resamples, seed)
         slices.extend(col_slices)
-        judged = [sl for sl in col_slices if sl.judged]
-        extremes: dict[str, tuple[str, str]] = {}
-        notes: dict[str, str] = {}
-        figs: dict[str, float | None] = {}
-        for fig, attr in zip(DISPARITY_FIGURES, ("selection_rate", "tpr", "auc")):
-            value, ext = _spread(judged, attr)
-            figs[fig] = value
-            if ext is not None:
-                extremes[fig] = ext
-            else:
-                notes[fig] = (
-                    f"fewer than two judged slices (size >= {min_slice_size}) with a defined "
-                    f"{attr}"
-                )
-        disparities.append(Disparity(
-            column=col,
-            demographic_parity_difference=figs["demographic_parity_difference"],
-            equal_opportunity_difference=figs["equal_opportunity_difference"],
-            auc_gap=figs["auc_gap"],
-            judged_slices=tuple(sl.value for sl in judged),
-            excluded_slices=tuple(sl.value for sl in col_slices if not sl.judged),
-            extremes=extremes,
-            notes=notes,
-        ))
-    return BiasReport(min_slice_size, tuple(slices), tuple(disparities))
-
+        disparities.append(disparity)
+    return BiasReport(min_slice_size, tuple(slices), tuple(disparities), rule)

@@ -62,7 +62,11 @@ def binary(card: Scorecard, predictor: Any, data: EvaluationData,
     if data.helpers.shape[1]:
         bias = slice_report(y_te, s_te, (s_te >= choice.threshold).astype(int), data.helpers,
                             min_slice_size=settings.min_slice_size,
-                            bands=settings.slice_bands or None)
+                            min_positives=settings.min_slice_positives,
+                            min_negatives=settings.min_slice_negatives,
+                            bands=settings.slice_bands or None,
+                            intersections=settings.intersections,
+                            n_resamples=settings.bootstrap_resamples, seed=settings.seed)
         card.bias = bias.to_dict()
     explanation = explain_model(card, predictor, data.X_test, settings,
                                 _output_index(predictor, positive))

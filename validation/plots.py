@@ -176,28 +176,47 @@ def shap_beeswarm_png(explanation: Explanation, *, max_features: int = 20,
 
 def slice_metrics_png(report: BiasReport, column: str,
                       metrics: Sequence[str] = ("selection_rate", "tpr", "fpr")) -> bytes:
-    """Grouped bars of slice metrics for one helper column; unjudged slices are hatched and
-    labelled ``(not judged)``."""
+    """Horizontal grouped bars of slice metrics for one helper column, with their bootstrap
+    intervals as error bars. Slice names sit on the vertical axis (long or many labels never
+    overlap); the rate axis is fitted to the largest value so small rates stay visible.
+    Unjudged slices are hatched and labelled ``not judged``."""
     slices = report.slices_for(column)
     if not slices:
         return _message(f"Slices of {column}", f"No slices for helper column {column!r}.")
-    fig = _figure(max(5.0, 1.0 + 0.9 * len(slices)), 4)
+    fig = _figure(7.0, max(2.5, 0.9 + 0.32 * len(slices) * len(metrics)))
     ax = fig.add_subplot()
-    width = 0.8 / len(metrics)
-    x = np.arange(len(slices))
+    height = 0.8 / len(metrics)
+    y = np.arange(len(slices))[::-1]
+    top = 0.0
     for k, metric in enumerate(metrics):
-        vals = [getattr(s, metric) for s in slices]
-        heights = [v if v is not None else 0.0 for v in vals]
-        bars = ax.bar(x + (k - (len(metrics) - 1) / 2) * width, heights, width, label=metric)
+        vals = np.array([np.nan if getattr(s, metric) is None else getattr(s, metric)
+                         for s in slices], dtype=float)
+        lows, highs = _interval_arms(slices, metric, vals)
+        pos = y + ((len(metrics) - 1) / 2 - k) * height
+        bars = ax.barh(pos, np.nan_to_num(vals), height, label=metric,
+                       xerr=[lows, highs], error_kw={"elinewidth": 0.8, "capsize": 2})
+        top = max(top, float(np.nanmax(np.append(vals + highs, 0.0))))
         for bar, s in zip(bars, slices):
             if not s.judged:
                 bar.set_hatch("//")
                 bar.set_alpha(0.5)
-    labels = [f"{s.value}\n(n={s.size}{', not judged' if not s.judged else ''})" for s in slices]
-    ax.set_xticks(x, labels, fontsize=8)
-    ax.set(ylim=(0, 1.05), ylabel="rate", title=f"Slice metrics by {column}")
-    ax.legend(fontsize=8)
+    labels = [f"{s.value} (n={s.size}{', not judged' if not s.judged else ''})" for s in slices]
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set(xlim=(0, min(1.0, max(0.05, top * 1.1))), xlabel="rate (test split)",
+           title=f"Slice metrics by {column} (95% bootstrap intervals)")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(metrics))
     return _png(fig)
+
+
+def _interval_arms(slices: Sequence[Any], metric: str, vals: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Error-bar lengths below and above each value (0 where no interval is known)."""
+    lows, highs = np.zeros(len(vals)), np.zeros(len(vals))
+    for i, s in enumerate(slices):
+        ci = (getattr(s, "intervals", None) or {}).get(metric)
+        if ci and np.isfinite(vals[i]):
+            lows[i], highs[i] = max(0.0, vals[i] - ci[0]), max(0.0, ci[1] - vals[i])
+    return lows, highs
 
 
 def standard_plots(

@@ -393,27 +393,72 @@ def replaced_gates_text(card: Mapping[str, Any]) -> str | None:
             "REPLACED for this run (--replace-gates): only the gates listed below were applied.")
 
 
-SLICE_HEADERS = ["Slice", "Rows", "Positives", "Base rate", "Selection rate", "TPR", "FPR",
-                 "Precision", "AUC", "Judged", "Note"]
+SLICE_HEADERS = ["Slice", "Rows", "Positives", "Negatives", "Base rate",
+                 "Selection rate [95% CI]", "TPR [95% CI]", "FPR [95% CI]", "Precision", "AUC",
+                 "Judged", "Note"]
+_JUDGED = SLICE_HEADERS.index("Judged")
+DISPARITY_HEADERS = ["Disparity", "Value", "95% CI", "Limit", "Verdict", "Between"]
+
+
+def _with_interval(value: Any, interval: Any) -> str:
+    if value is None:
+        return "n/a"
+    if not interval:
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(interval[0])}, {fmt(interval[1])}]"
 
 
 def slice_rows(bias: Mapping[str, Any], column: str) -> list[list[str]]:
-    """Rows of the slice table of one helper column."""
-    return [
-        [s["value"], fmt(s["size"]), fmt(s["positives"]), fmt(s["base_rate"]),
-         fmt(s["selection_rate"]), fmt(s["tpr"]), fmt(s["fpr"]), fmt(s["precision"]),
-         fmt(s["auc"]), fmt(s["judged"]), s.get("note", "")]
-        for s in bias.get("slices", []) if s["column"] == column
-    ]
+    """Rows of the slice table of one helper column (rates with bootstrap intervals)."""
+    rows = []
+    for s in bias.get("slices", []):
+        if s["column"] != column:
+            continue
+        ci = s.get("intervals") or {}
+        negatives = s.get("negatives")
+        rows.append([s["value"], fmt(s["size"]), fmt(s["positives"]),
+                     fmt(negatives if negatives is not None else s["size"] - s["positives"]),
+                     fmt(s["base_rate"]),
+                     *(_with_interval(s[r], ci.get(r)) for r in ("selection_rate", "tpr", "fpr")),
+                     fmt(s["precision"]), fmt(s["auc"]), fmt(s["judged"]), s.get("note", "")])
+    return rows
+
+
+_FIGURES = ("demographic_parity_difference", "disparate_impact_ratio",
+            "equal_opportunity_difference", "equalized_odds_difference", "auc_gap")
+
+
+def _verdict_text(v: Mapping[str, Any] | None) -> tuple[str, str]:
+    if not v:
+        return "n/a", "n/a"
+    limit = f"{v['op']} {fmt(v['limit'])}"
+    if v.get("passed") is None:
+        return limit, "not judged"
+    return limit, "pass" if v["passed"] else "FAIL"
 
 
 def _disparity_rows(d: Mapping[str, Any]) -> list[list[str]]:
     rows = []
-    for fig in ("demographic_parity_difference", "equal_opportunity_difference", "auc_gap"):
+    for fig in _FIGURES:
+        if fig not in d:
+            continue
         ext = d.get("extremes", {}).get(fig)
         between = f"max {ext[0]} vs min {ext[1]}" if ext else d.get("notes", {}).get(fig, "")
-        rows.append([fig, fmt(d.get(fig)), between])
+        interval = (d.get("intervals") or {}).get(fig)
+        ci = f"[{fmt(interval[0])}, {fmt(interval[1])}]" if interval else "n/a"
+        limit, verdict = _verdict_text((d.get("verdicts") or {}).get(fig))
+        rows.append([fig, fmt(d.get(fig)), ci, limit, verdict, between])
     return rows
+
+
+def judging_text(bias: Mapping[str, Any]) -> str:
+    """How slices are judged (shown above the slice tables)."""
+    return (f"A slice is judged only with at least {bias['min_slice_size']} rows, "
+            f"{bias.get('min_positives', 0)} positive and {bias.get('min_negatives', 0)} "
+            "negative rows; other slices are listed (with the reason) but excluded from the "
+            "disparity figures. Rates and disparities carry 95% percentile-bootstrap intervals "
+            "over the test rows. Verdicts compare each disparity with its limit (four-fifths "
+            "rule for the disparate impact ratio); the acceptance gates decide the status.")
 
 
 def _summary_rows(card: Mapping[str, Any]) -> list[list[str]]:
@@ -515,20 +560,18 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     out.append('<section id="bias"><h2>Bias evaluation on helper-column slices</h2>')
     bias = card.get("bias")
     if bias:
-        out.append(f"<p>Slices with fewer than {esc(bias['min_slice_size'])} rows are reported "
-                   "but not judged: they are excluded from the disparity figures.</p>")
+        out.append(f"<p>{esc(judging_text(bias))}</p>")
         for d in bias.get("disparities", []):
             col = d["column"]
             out.append(f'<h3 id="slices-{esc(col)}">Helper column <code>{esc(col)}</code></h3>')
             srows = slice_rows(bias, col)
             attrs = [
-                f'class="slice-row{"" if r[9] == "yes" else " not-judged"}" '
+                f'class="slice-row{"" if r[_JUDGED] == "yes" else " not-judged"}" '
                 f'data-column="{esc(col)}" data-slice="{esc(r[0])}"' for r in srows
             ]
             out.append(html_table(SLICE_HEADERS, srows, row_attrs=attrs,
-                                  numeric=list(range(1, 9))))
-            out.append(html_table(["Disparity", "Value", "Between"], _disparity_rows(d),
-                                  numeric=[1]))
+                                  numeric=list(range(1, 10))))
+            out.append(html_table(DISPARITY_HEADERS, _disparity_rows(d), numeric=[1]))
     else:
         out.append('<p class="todo">No bias evaluation was run (no helper columns).</p>')
     out.append("</section>")
@@ -613,12 +656,11 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
     out += ["", "## Bias evaluation on helper-column slices", ""]
     bias = card.get("bias")
     if bias:
-        out.append(f"Slices with fewer than {bias['min_slice_size']} rows are reported but not "
-                   "judged (excluded from disparity figures).")
+        out.append(judging_text(bias))
         for d in bias.get("disparities", []):
             out += ["", f"### Helper column `{d['column']}`", "",
                     md_table(SLICE_HEADERS, slice_rows(bias, d["column"])), "",
-                    md_table(["Disparity", "Value", "Between"], _disparity_rows(d))]
+                    md_table(DISPARITY_HEADERS, _disparity_rows(d))]
     else:
         out.append("_No bias evaluation was run._")
     out += ["", "## Explainability (SHAP)", ""]

@@ -96,7 +96,7 @@ def test_dataset_training_and_validation_stages(project):
     assert result.status == "passed"
     card = json.loads(Path(result.scorecard_html).with_name("scorecard.json").read_text())
     assert card["gate_selection"]["replaced_defaults"] is True
-    assert {s["column"] for s in card["bias"]["slices"]} == {"sex", "race", "age"}
+    assert {s["column"] for s in card["bias"]["slices"]} == {"sex", "race", "age", "sex×race"}
     assert card["threshold"]["chosen_on"] == "validation"
     assert (Path(result.scorecard_html).parent / "images" / "roc.png").exists()
     assert project.get_model_registry().get_model(model_ref.name, model_ref.version).validation_status == "passed"

@@ -125,3 +125,59 @@ def test_unknown_helper_column_is_named_with_a_suggestion(eval_data):
         _report(eval_data, columns=["gender"])
     with pytest.raises(InvalidArgumentError, match="Did you mean 'race'"):
         _report(eval_data, columns=["rase"])
+
+
+def test_disparate_impact_equalized_odds_and_their_intervals(biased_data):
+    from validation.bias import slice_report
+    from validation.gates import evaluate_gates, failing_gates
+
+    d = biased_data
+    pred = (d.score >= 0.5).astype(int)
+    report = slice_report(d.y, d.score, pred, d.helpers[["sex"]], n_resamples=60, seed=1)
+    sex = report.disparities[0]
+    f, m = report.slices_for("sex")
+    assert sex.disparate_impact_ratio == pytest.approx(f.selection_rate / m.selection_rate)
+    assert sex.disparate_impact_ratio < 0.8 and sex.verdicts["disparate_impact_ratio"]["passed"] is False
+    tpr_gap, fpr_gap = abs(f.tpr - m.tpr), abs(f.fpr - m.fpr)
+    assert sex.equalized_odds_difference == pytest.approx(max(tpr_gap, fpr_gap))
+    lo, hi = sex.intervals["disparate_impact_ratio"]
+    assert lo < sex.disparate_impact_ratio < hi
+    lo, hi = f.intervals["selection_rate"]
+    assert lo < f.selection_rate < hi and hi - lo < 0.1
+    figures = report.figures()
+    gates = evaluate_gates(["disparate_impact_ratio >= 0.8"], figures).to_dict()
+    [line] = failing_gates(gates)
+    assert line.startswith("disparate_impact_ratio >= 0.8 (value 0.") and "required >= 0.8" in line
+
+
+def test_slices_with_too_few_positives_are_shown_not_judged(eval_data):
+    import pandas as pd
+
+    from validation.bias import slice_report
+
+    d = eval_data
+    group = pd.Series(["big"] * len(d.y))
+    rare = np.flatnonzero(d.y == 0)[:200]  # 200 rows, all negative but 5
+    group.iloc[rare] = "rare"
+    group.iloc[np.flatnonzero(d.y == 1)[:5]] = "rare"
+    helpers = pd.DataFrame({"group": group})
+    report = slice_report(d.y, d.score, (d.score >= 0.5).astype(int), helpers,
+                          min_positives=10, min_negatives=10, n_resamples=20)
+    rare_slice = next(s for s in report.slices if s.value == "rare")
+    assert rare_slice.size == 205 and not rare_slice.judged
+    assert "not judged: 5 positive rows < 10" in rare_slice.note
+    assert report.disparities[0].excluded_slices == ("rare",)
+    assert report.disparities[0].equal_opportunity_difference is None  # one judged slice
+
+
+def test_intersectional_slices(eval_data):
+    from validation.bias import slice_report
+
+    d = eval_data
+    report = slice_report(d.y, d.score, (d.score >= 0.5).astype(int), d.helpers[["sex", "race"]],
+                          intersections=[("sex", "race")], n_resamples=20)
+    assert report.columns == ["sex", "race", "sex×race"]
+    values = [s.value for s in report.slices_for("sex×race")]
+    assert values[:4] == ["F × A", "F × B", "F × C", "F × D"]
+    assert sum(s.size for s in report.slices_for("sex×race")) == len(d.y)
+    assert "demographic_parity_difference[sex×race]" in report.figures()

@@ -91,7 +91,7 @@ def test_markdown_has_gates_metrics_and_every_slice_row(full_scorecard):
     for col, value in _expected_slices(card):
         assert re.search(rf"^\| {re.escape(value)} \| [\d,]+ \|", md, re.M), (col, value)
     assert "### Helper column `race`" in md
-    assert re.search(r"^\| D \| 12 \|.*\| no \| not judged: 12 rows < min_slice_size 30",
+    assert re.search(r"^\| D \| 12 \|.*\| no \| not judged: 12 rows < 30",
                      md, re.M)  # the tiny slice is listed, marked not judged
     assert "transactions_fv" in md
 
