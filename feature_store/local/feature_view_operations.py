@@ -148,7 +148,9 @@ class FeatureViewOperations:
     def create_transformation_function(self, transformation_function: Any,
                                        version: int | None = None) -> Any:
         """A named, versioned ``@udf`` (persisted by its ``save()``), as the SDK's method."""
-        from feature_store.local.transformation_functions import LocalTransformationFunction
+        from feature_store.local.transformation_functions import (
+            LocalTransformationFunction,
+        )
 
         return LocalTransformationFunction(self, transformation_function, version)
 

@@ -13,7 +13,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from feature_store.local.catalog import loads
-from fstrain.kernel.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
+from fstrain.kernel.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+)
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
