@@ -53,7 +53,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fstrain.kernel.errors import ConfigError, FeatureStoreError
+from fstrain.kernel.errors import ConfigError
 from pipelines.config_base import validation_message
 
 STAGES = ("features", "dataset", "train", "validate")
@@ -478,8 +478,8 @@ def job_main(argv: list[str]) -> int:
     """What a deployed job runs: ``fstrain <stage> ...``, then any stages chained after
     ``--then``, each given the previous stage's model as ``{model}``.
 
-    ``--training-dataset-version latest`` is resolved to the newest completed version of the
-    use case's feature view first. Returns the first non-zero exit code (2: user error, 3:
+    ``--training-dataset-version latest`` is resolved by the train stage to the newest
+    completed version (:func:`pipelines.versions.resolve_training_dataset_version`). Returns the first non-zero exit code (2: user error, 3:
     validation failed), else 0.
     """
     segments: list[list[str]] = [[]]
@@ -520,13 +520,6 @@ def _run_stage(argv: list[str]) -> tuple[int, Any]:
     from pipelines.cli import app
 
     argv = list(argv)
-    if "--training-dataset-version" in argv:
-        i = argv.index("--training-dataset-version")
-        if i + 1 < len(argv) and argv[i + 1] == "latest":
-            try:
-                argv[i + 1] = str(_latest_training_dataset(argv[1]))
-            except FeatureStoreError as exc:
-                return _user_error(str(exc)), None
     if argv[:1] == ["validate"] and len(argv) > 1 and ":" not in argv[1]:
         return _user_error(
             f"validate {argv[1]}: a job validates an exact version, NAME:VERSION (run it with "
@@ -561,27 +554,6 @@ def _last_json(text: str) -> Any:
             except json.JSONDecodeError:
                 continue
     return None
-
-
-def _latest_training_dataset(use_case: str) -> int:
-    """The newest training-dataset version whose creation completed (state ``ok``): a version
-    whose materialization job failed, or was purged, is skipped."""
-    import feature_store
-    from feature_views import get_use_case
-
-    uc = get_use_case(use_case)
-    fv = feature_store.login(backend="hopsworks").get_feature_store().get_feature_view(
-        uc.feature_view_name, uc.feature_view_version)
-    tds = fv.get_training_datasets()
-    usable = [td.version for td in tds if getattr(td, "state", "ok") == "ok"]
-    if not usable:
-        skipped = sorted(td.version for td in tds)
-        raise ConfigError(
-            f"feature view '{fv.name}' has no completed training dataset"
-            f"{f' (versions {skipped} did not complete)' if skipped else ''}: run the dataset "
-            "stage first."
-        )
-    return max(usable)
 
 
 # -- talking to Hopsworks (through the project's job service) ---------------------------------

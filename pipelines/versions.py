@@ -7,6 +7,9 @@ from typing import Any
 from fstrain.kernel.errors import ConfigError, NotFoundError
 
 LATEST = "latest"
+#: Training-dataset states ``latest`` skips: on Hopsworks a version whose materialization job
+#: failed exists in the metadata but never got fstrain's record (state ``incomplete``).
+UNFINISHED = ("incomplete", "failed")
 
 
 def parse_version(value: Any, what: str = "version") -> int | str:
@@ -23,14 +26,18 @@ def parse_version(value: Any, what: str = "version") -> int | str:
 
 
 def resolve_training_dataset_version(fv: Any, version: Any) -> int:
-    """The training-dataset version of ``fv`` meant by ``version`` (a number or ``latest``)."""
+    """The training-dataset version of ``fv`` meant by ``version`` (a number, or ``latest``: the
+    newest version whose creation completed)."""
     parsed = parse_version(version, "training dataset version")
     if parsed != LATEST:
         return int(parsed)
-    versions = [td.version for td in fv.get_training_datasets()]
+    tds = fv.get_training_datasets()
+    versions = [td.version for td in tds if getattr(td, "state", "ok") not in UNFINISHED]
     if not versions:
+        unfinished = sorted(td.version for td in tds)
         raise NotFoundError(
-            f"feature view '{fv.name}' v{fv.version} has no training dataset, so 'latest' names "
-            f"none. Create one first: fstrain dataset <use case>."
+            f"feature view '{fv.name}' v{fv.version} has no completed training dataset"
+            f"{f' (versions {unfinished} never completed)' if unfinished else ''}, so 'latest' "
+            "names none. Create one first: fstrain dataset <use case>."
         )
     return max(versions)

@@ -531,3 +531,19 @@ def test_validation_history_is_appended_through_attachments(tmp_path):
     assert (first["seq"], second["seq"]) == (1, 2) and reader.validation_status == "passed"
     assert reader.approval_status == "approved"
     assert reader.read_history_file(1, "scorecard.json") == b'{"run": 1}'
+
+
+def test_latest_skips_a_training_dataset_whose_creation_never_completed():
+    """A version whose materialization job failed exists in Hopsworks' metadata but never got
+    fstrain's record tag: it reads as ``incomplete`` and ``latest`` passes over it."""
+    from pipelines.versions import resolve_training_dataset_version
+
+    fv, sdk, version = _view_with_version()
+    sdk.tds[version + 1] = TD(version + 1, seed=3)  # the SDK raised: no tag was written
+    assert fv.get_training_dataset(version).state == "ok"
+    assert fv.get_training_dataset(version + 1).state == "incomplete"
+    assert resolve_training_dataset_version(fv, "latest") == version
+    assert resolve_training_dataset_version(fv, version + 1) == version + 1  # asked by number
+    del sdk.td_tags[version]
+    with pytest.raises(NotFoundError, match=r"no completed training dataset \(versions \[1, 2\]"):
+        resolve_training_dataset_version(fv, "latest")

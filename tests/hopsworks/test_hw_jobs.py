@@ -262,8 +262,8 @@ def test_deploy_uploads_the_entry_script_then_upserts_jobs_and_schedules(tmp_pat
     project = FakeProject()
     results = jobs.deploy(project, jobs.job_definitions(jobs.load_config(_write(tmp_path, data))))
     log = project.log
-    assert log[0] == ("mkdir", "Resources/jobs")
-    assert log[1][0] == "upload" and "job_main" in log[1][1] and log[1][2:] == ("Resources/jobs", True)
+    assert log[0] == ("mkdir", "/Projects/fraud/Resources/jobs")
+    assert log[1][0] == "upload" and "job_main" in log[1][1] and log[1][2:] == ("/Projects/fraud/Resources/jobs", True)
     created = [e for e in log if e[0] == "create_job"]
     assert [e[1] for e in created] == [f"fstrain_ccfraud_{s}" for s in
                                        ("features", "dataset", "train", "validate")]
