@@ -116,5 +116,7 @@ class HopsworksJobs:
         if execution is None:  # the SDK found a run of this job already going
             return {**plan, "execution": None}
         return {**plan, "execution": {
-            key: sdk_attr(execution, "Execution", key) for key in ("id", "state", "final_status")
+            "id": sdk_attr(execution, "Execution", "id"),
+            "state": sdk_attr(execution, "Execution", "state"),
+            "final_status": sdk_attr(execution, "Execution", "final_status"),
         }}
