@@ -261,10 +261,12 @@ class DeltaFeatureTable:
 
     def vacuum(self, keep_versions: Sequence[int], *, retention_hours: int, dry_run: bool) -> list[str]:
         """Delete data files no longer referenced by the latest version, the versions in
-        ``keep_versions``, or any version younger than ``retention_hours``."""
+        ``keep_versions``, or any version younger than ``retention_hours``, and files no commit
+        ever referenced (left by writers killed before their commit) older than that."""
         removed = self.table().vacuum(
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False,
             keep_versions=sorted(set(keep_versions)),
+            full=True,  # also files no commit references (part files of killed writers)
         )
         if not dry_run:
             forget_snapshots()

@@ -13,10 +13,7 @@ catalog transaction that allocates the version, so a failed or killed create lea
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +22,7 @@ from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
 from feature_store.local.catalog import dumps, loads
+from fstrain.kernel.scratch import scratch_name
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
@@ -41,38 +39,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
-_STAGING = ".staging-"
-_STALE_STAGING_S = 3600.0
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+_STAGING = ".staging"
 
 
 def clean_stale_staging(folder: Path) -> list[Path]:
-    """Remove staging folders of creates that were killed: their process is gone, or (older
-    folders without a process id) they are more than an hour old. Returns what was removed."""
-    removed = []
-    if not folder.is_dir():
-        return removed
-    for entry in folder.iterdir():
-        if not entry.name.startswith(_STAGING) or not entry.is_dir():
-            continue
-        owner = entry.name[len(_STAGING):].split("-", 1)[0]
-        if owner.isdigit() and "-" in entry.name[len(_STAGING):]:
-            stale = int(owner) != os.getpid() and not _pid_alive(int(owner))
-        else:
-            stale = time.time() - entry.stat().st_mtime > _STALE_STAGING_S
-        if stale:
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
-    return removed
+    """Remove staging folders of creates that were killed (their process is gone)."""
+    from fstrain.kernel.scratch import clean_stale
+
+    return clean_stale(folder, (_STAGING,))
 
 
 def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
@@ -319,7 +293,7 @@ class TrainingDataStore:
         """Write the splits into a fresh staging folder (renamed into place on commit)."""
         self.root.mkdir(parents=True, exist_ok=True)
         clean_stale_staging(self.root)
-        staging = self.root / f"{_STAGING}{os.getpid()}-{uuid.uuid4().hex}"
+        staging = self.root / scratch_name(_STAGING)
         staging.mkdir()
         try:
             for name, part in splits.items():
@@ -408,7 +382,7 @@ class TrainingDataStore:
         self.verify(td, splits)
         if td.type != "MATERIALIZED":
             return
-        staging = self.root / f"{_STAGING}{os.getpid()}-{uuid.uuid4().hex}"
+        staging = self.root / scratch_name(_STAGING)
         staging.mkdir(parents=True)
         for name, part in splits.items():
             _write_split(part, staging / f"{name}.{td.data_format}", td.data_format)

@@ -11,13 +11,14 @@ import contextlib
 import os
 import shutil
 import stat
-import uuid
 from pathlib import Path
 
 from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.scratch import clean_stale, scratch_name
 from model_registry.naming import RESERVED_FILES
 
 TMP_DIR = ".tmp"
+_TEMP_PREFIXES = ("stage", "trash", "attachment")
 
 
 class VersionStore:
@@ -32,9 +33,15 @@ class VersionStore:
         return self.root / name / str(version)
 
     def new_temp_path(self, prefix: str) -> Path:
-        """A fresh, not yet existing path under ``<root>/.tmp``."""
+        """A fresh, not yet existing path under ``<root>/.tmp`` (named after this process, so a
+        later writer can tell it from the leftovers of killed saves, which it removes)."""
         self.tmp.mkdir(parents=True, exist_ok=True)
-        return self.tmp / f"{prefix}-{uuid.uuid4().hex}"
+        self.clean_stale()
+        return self.tmp / scratch_name(prefix)
+
+    def clean_stale(self) -> list[Path]:
+        """Remove what killed saves, attachments and deletes left under ``.tmp``."""
+        return clean_stale(self.tmp, _TEMP_PREFIXES)
 
     def new_staging_dir(self) -> Path:
         """An empty directory under ``<root>/.tmp`` to assemble a version in."""
@@ -81,6 +88,8 @@ def list_source_files(source: Path, *, owner: str) -> list[tuple[Path, str]]:
             for f in sorted(filenames):
                 path = base / f
                 mode = path.lstat().st_mode
+                if stat.S_ISLNK(mode):
+                    _check_link_inside(path, source, owner)
                 if not stat.S_ISLNK(mode) and not stat.S_ISREG(mode):
                     raise InvalidArgumentError(
                         f"{owner}: '{path}' is not a regular file; remove it from the model folder."
@@ -97,6 +106,18 @@ def list_source_files(source: Path, *, owner: str) -> list[tuple[Path, str]]:
             "itself. Remove or rename them (a downloaded model folder cannot be saved as is)."
         )
     return files
+
+
+def _check_link_inside(link: Path, source: Path, owner: str) -> None:
+    """A symlinked file must resolve inside the model folder: a link to anything outside
+    (``/etc/passwd``, a secret elsewhere) would copy that file into the registry."""
+    target = link.resolve()
+    root = source.resolve()
+    if not target.is_relative_to(root):
+        raise InvalidArgumentError(
+            f"{owner}: '{link}' is a symlink to '{target}', outside the model folder '{root}'. "
+            "Copy the file into the model folder instead."
+        )
 
 
 def copy_files(files: list[tuple[Path, str]], dest: Path) -> None:

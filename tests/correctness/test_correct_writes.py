@@ -80,3 +80,19 @@ def test_orphan_delta_folder_from_a_killed_first_insert_is_recovered(fs):
     assert list(again.read()["new"]) == [2.0]
     again.insert(pd.DataFrame({"id": [2], "new": [3.0]}))
     assert len(again.read()) == 2
+
+
+def test_vacuum_removes_part_files_of_killed_writers_and_keeps_pinned_commits(fs):
+    fg = fs.create_feature_group("vac", version=1, primary_key=["id"])
+    fg.insert(pd.DataFrame({"id": [1], "v": [1.0]}))
+    fv = fs.create_feature_view("vac_fv", version=1, query=fg.select_all())
+    version, _ = fv.create_training_data(seed=1)
+    fg.insert(pd.DataFrame({"id": [1], "v": [2.0]}))
+    stray = fg._table.path / "part-00000-killed-writer.snappy.parquet"
+    stray.write_bytes(b"PAR1 partial")
+    removed = fg.vacuum()
+    assert not stray.exists()
+    assert any("killed-writer" in r for r in removed)
+    x, _ = fv.get_training_data(version)  # the pinned commit's files survive
+    assert list(x["v"]) == [1.0]
+    assert list(fg.read()["v"]) == [2.0]
