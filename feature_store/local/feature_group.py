@@ -126,8 +126,13 @@ class FeatureGroup(TaggedEntity):
         return key
 
     @property
-    def _table(self) -> DeltaFeatureTable:
+    def delta_table(self) -> DeltaFeatureTable:
+        """The Delta table holding this group version (for the query compiler and the engine)."""
         return self._store._delta_table(self.name, self.version)
+
+    @property
+    def _table(self) -> DeltaFeatureTable:
+        return self.delta_table
 
     def _require_saved(self) -> int:
         if self.id is None:

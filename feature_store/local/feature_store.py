@@ -322,7 +322,7 @@ class FeatureStore(FeatureViewOperations):
             f.feature_group = fg
 
     def _refresh_features(self, fg: FeatureGroup, descriptions: dict[str, str] | None = None) -> None:
-        features = self._features_from_schema(fg, fg._table.schema(), descriptions)
+        features = self._features_from_schema(fg, fg.delta_table.schema(), descriptions)
         with self._catalog.transaction() as conn:
             conn.execute(
                 "UPDATE feature_groups SET features=? WHERE id=?",
@@ -346,7 +346,7 @@ class FeatureStore(FeatureViewOperations):
                 conn.execute(f"DELETE FROM {table} WHERE fg_id=?", (fg_id,))
             conn.execute("DELETE FROM tags WHERE entity_type='fg' AND entity_id=?", (fg_id,))
             conn.execute("DELETE FROM feature_groups WHERE id=?", (fg_id,))
-        shutil.rmtree(fg._table.path, ignore_errors=True)
+        shutil.rmtree(fg.delta_table.path, ignore_errors=True)
         from feature_store.local.delta_table import forget_snapshots
 
         forget_snapshots()
@@ -369,7 +369,7 @@ class FeatureStore(FeatureViewOperations):
         from feature_store.local.statistics import compute_statistics
 
         fg_id = fg._require_saved()
-        table = fg._table
+        table = fg.delta_table
         commit = table.version() if commit_id is None else int(commit_id)
         if not recompute:
             row = self._catalog.query_one(

@@ -602,7 +602,7 @@ class FeatureView(TaggedEntity):
 
         query = self.query
         output = {f.name for f in query.features}
-        selected = set(query._left_features)
+        selected = set(query.left_features)
         root_columns: dict[str, str] = {}
         extra: list[tuple[str, str]] = []
         for col in query.left_feature_group.upsert_key:
@@ -611,7 +611,7 @@ class FeatureView(TaggedEntity):
             else:
                 root_columns[col] = f"{ROOT_PREFIX}{col}" if col in output else col
                 extra.append((col, root_columns[col]))
-        compiled = compile_query(query, start_time=start_time, end_time=end_time,
+        compiled = compile_query(query.spec(), start_time=start_time, end_time=end_time,
                                  order_by_root_key=True, extra_columns=extra)
         con = engine.connect()
         try:

@@ -343,7 +343,7 @@ def _carried(tags: dict[str, Any]) -> set[str]:
 def _source_column(fv: Any, feature: Feature) -> str:
     from feature_store.local.pit import plan
 
-    for column in plan(fv._query).columns:
+    for column in plan(fv.query.spec()).columns:
         if column.name == feature.name:
             return column.source
     return feature.name

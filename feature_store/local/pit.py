@@ -1,6 +1,7 @@
 """The one place where joins — point-in-time and plain — are turned into SQL.
 
-A :class:`~feature_store.local.query.Query` compiles to a single DuckDB statement over the Delta
+A query, frozen as a :class:`~feature_store.local.query.QuerySpec`, compiles to one DuckDB
+statement over the Delta
 scans of its feature groups. Semantics (see DESIGN.md and the README):
 
 - **Point-in-time** (both sides have an event_time): for each left row, the latest right row with
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from feature_store.local.feature_group import FeatureGroup
-    from feature_store.local.query import Join, Query
+    from feature_store.local.query import JoinSpec, QuerySpec
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Node:
 class JoinPlan:
     left: Node
     right: Node
-    join: Join
+    join: JoinSpec
     point_in_time: bool
     dedupe: str | None  # QUALIFY clause for the right scan, or None
 
@@ -118,7 +119,7 @@ class CompiledQuery:
         gathered = set() if single_statement else {g.node.alias for g in self.gathers}
         sql = self.display_template if single_statement and self.display_template else self.template
         for placeholder, node in self.scans.items():
-            scan = engine.scan(con, node.fg._table, node.commit, row_id=node.alias in gathered)
+            scan = engine.scan(con, node.fg.delta_table, node.commit, row_id=node.alias in gathered)
             sql = sql.replace(placeholder, scan)
         return sql
 
@@ -148,7 +149,7 @@ class CompiledQuery:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
         sql = self.display_template or self.template
         for placeholder, node in self.scans.items():
-            sql = sql.replace(placeholder, f"delta_scan('{node.fg._table.path}', version => {node.commit})")
+            sql = sql.replace(placeholder, f"delta_scan('{node.fg.delta_table.path}', version => {node.commit})")
         parts = sql.split("?")
         out = parts[0]
         for value, rest in zip(self.params, parts[1:], strict=False):
@@ -169,28 +170,26 @@ def _literal(value: Any) -> str:
 # -- planning ------------------------------------------------------------------------------
 
 
-def plan(query: Query) -> Plan:
-    """Flatten a query into nodes, joins and output columns."""
+def plan(spec: QuerySpec) -> Plan:
+    """Flatten a frozen query into nodes, joins and output columns."""
     counter = [0]
 
-    def new_node(chain: list[Query]) -> Node:
-        owner = chain[-1]
-        fg = owner._left_feature_group
-        node = Node(f"t{counter[0]}", fg, list(owner._left_features), query._commit_for(fg, chain))
+    def new_node(sub: QuerySpec) -> Node:
+        node = Node(f"t{counter[0]}", sub.feature_group, list(sub.features), sub.commit)
         counter[0] += 1
         return node
 
-    root = new_node([query])
+    root = new_node(spec)
     nodes, joins = [root], []
 
-    def walk(chain: list[Query], left: Node) -> None:
-        for j in chain[-1]._joins:
-            right = new_node([*chain, j.query])
+    def walk(sub: QuerySpec, left: Node) -> None:
+        for j in sub.joins:
+            right = new_node(j.query)
             nodes.append(right)
             joins.append(_plan_join(left, right, j))
-            walk([*chain, j.query], right)
+            walk(j.query, right)
 
-    walk([query], root)
+    walk(spec, root)
     columns = [OutColumn(c, root, c, _feature(root.fg, c, c)) for c in root.selected]
     taken = {c.name for c in columns}
     for jp in joins:
@@ -204,7 +203,7 @@ def _feature(fg: FeatureGroup, source: str, name: str) -> Feature:
                    partition=f.partition, event_time=f.event_time, feature_group=fg)
 
 
-def _plan_join(left: Node, right: Node, join: Join) -> JoinPlan:
+def _plan_join(left: Node, right: Node, join: JoinSpec) -> JoinPlan:
     lfg, rfg = left.fg, right.fg
     pit = bool(lfg.event_time and rfg.event_time)
     if pit and join.join_type not in ("left", "inner"):
@@ -264,7 +263,7 @@ def _add_right_columns(jp: JoinPlan, columns: list[OutColumn], taken: set[str]) 
 
 
 def compile_query(
-    query: Query,
+    spec: QuerySpec,
     *,
     start_time: Any = None,
     end_time: Any = None,
@@ -272,16 +271,16 @@ def compile_query(
     order_by_root_key: bool = False,
     extra_columns: list[tuple[str, str]] | None = None,
 ) -> CompiledQuery:
-    """Compile ``query`` to one SQL statement.
+    """Compile the frozen query ``spec`` (``query.spec()``) to one SQL statement.
 
     ``extra_columns`` adds ``(node-alias-of-root column, output name)`` pairs of the root group
     (used to carry keys/event time that were not selected). ``order_by_root_key`` sorts by the
     root group's primary key and event time so results are reproducible.
     """
-    p = plan(query)
+    p = plan(spec)
     params: list[Any] = []
     scans: dict[str, Node] = {}
-    root_only, post = _split_filter(query._filter, p.root.fg)
+    root_only, post = _split_filter(spec.filter, p.root.fg)
 
     # root scan with pushed-down filters and the event-time window
     root_conditions = []
@@ -384,8 +383,8 @@ def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather
         row_column = f"{engine.ROW_ID}_{node.alias}"
         if (not jp.point_in_time or not columns or node.alias in lefts or node.alias in filtered
                 or row_column in taken
-                or engine.ROW_ID in node.fg._table.schema(node.commit).names
-                or not policy.admit(node.fg._table, node.commit, [src for src, _ in columns])):
+                or engine.ROW_ID in node.fg.delta_table.schema(node.commit).names
+                or not policy.admit(node.fg.delta_table, node.commit, [src for src, _ in columns])):
             continue
         gathers.append(Gather(node, row_column, columns))
     return gathers

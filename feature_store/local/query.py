@@ -59,6 +59,30 @@ class TimeTravel:
         return self.wallclock_ms is not None or self.commit_id is not None
 
 
+@dataclass(frozen=True)
+class JoinSpec:
+    """One join of a frozen query: the sub-query, its keys and how it joins."""
+
+    query: QuerySpec
+    left_on: tuple[str, ...]
+    right_on: tuple[str, ...]
+    join_type: str
+    prefix: str | None
+    lookback: Any = None  # a pandas.Timedelta or None
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """A query frozen for the compiler (:mod:`feature_store.local.pit`): every group with the
+    commit it is read at, its selected features and its joins; ``filter`` on the outermost."""
+
+    feature_group: FeatureGroup
+    features: tuple[str, ...]
+    commit: int
+    joins: tuple[JoinSpec, ...]
+    filter: FilterLike | None = None
+
+
 def fg_key(fg: FeatureGroup) -> str:
     """The key identifying a feature group version inside a query (``name:version``)."""
     return f"{fg.name}:{fg.version}"
@@ -85,6 +109,11 @@ class Query:
     @property
     def left_feature_group(self) -> FeatureGroup:
         return self._left_feature_group
+
+    @property
+    def left_features(self) -> list[str]:
+        """The features selected from the root group."""
+        return list(self._left_features)
 
     @property
     def joins(self) -> list[Join]:
@@ -240,6 +269,22 @@ class Query:
             out += j.query._groups_with_chain(chain)
         return out
 
+    def spec(self) -> QuerySpec:
+        """This query frozen for compiling: each group's commit resolved now (pins, ``as_of``
+        of the query and its sub-queries, else the latest)."""
+        return self._frozen([self])
+
+    def _frozen(self, chain: list[Query]) -> QuerySpec:
+        node = chain[-1]
+        joins = tuple(
+            JoinSpec(self._frozen([*chain, j.query]), tuple(j.left_on), tuple(j.right_on),
+                     j.join_type, j.prefix, j.lookback)
+            for j in node._joins
+        )
+        fg = node._left_feature_group
+        return QuerySpec(fg, tuple(node._left_features), self._commit_for(fg, chain), joins,
+                         self._filter if len(chain) == 1 else None)
+
     def _commit_for(self, fg: FeatureGroup, chain: list[Query] | None = None) -> int:
         """The commit ``fg`` is read at; ``chain`` lists the queries from this one down to the
         sub-query whose root ``fg`` is (default: this query's root)."""
@@ -251,8 +296,8 @@ class Query:
             return _existing_commit(fg, owner._time_travel.commit_id)
         for query in reversed(chain):
             if query._time_travel.wallclock_ms is not None:
-                return fg._table.version_at(query._time_travel.wallclock_ms)
-        return fg._table.version()
+                return fg.delta_table.version_at(query._time_travel.wallclock_ms)
+        return fg.delta_table.version()
 
     def limit(self, n: int) -> Query:
         """Return at most ``n`` rows; mutates and returns ``self``."""
@@ -266,12 +311,12 @@ class Query:
         """The output features, named as they appear in the result."""
         from feature_store.local.pit import plan
 
-        return [c.feature for c in plan(self).columns]
+        return [c.feature for c in plan(self.spec()).columns]
 
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
         from feature_store.local.pit import compile_query
 
-        return compile_query(self, start_time=start_time, end_time=end_time,
+        return compile_query(self.spec(), start_time=start_time, end_time=end_time,
                              limit=limit or self._limit, order_by_root_key=True)
 
     def read(
@@ -411,9 +456,9 @@ def _check_key_types(left: FeatureGroup, right: FeatureGroup, left_keys: list[st
 
 def _existing_commit(fg: FeatureGroup, commit_id: int) -> int:
     """``commit_id`` if ``fg`` has it, else a NotFoundError listing the commits it has."""
-    latest = fg._table.version()
+    latest = fg.delta_table.version()
     if commit_id > latest:
-        commits = sorted(c.commit_id for c in fg._table.history())
+        commits = sorted(c.commit_id for c in fg.delta_table.history())
         raise NotFoundError(
             f"{fg.owner} has no commit {commit_id} (commits: {commits}; latest {latest})."
         )

@@ -157,7 +157,7 @@ def read_source(gather: Gather) -> Source:
     import pyarrow.parquet as pq
 
     node = gather.node
-    table = node.fg._table
+    table = node.fg.delta_table
     names = [src for src, _ in gather.columns]
     con = engine.connect()
     try:

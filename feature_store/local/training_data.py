@@ -130,7 +130,7 @@ class TrainingDataStore:
         pinned = query.pin_commits(pins)
         root = query.left_feature_group
         output = {f.name for f in pinned.features}
-        root_selected = set(query._left_features)
+        root_selected = set(query.left_features)
         extra_cols = []
         root_columns: dict[str, str] = {}
         for col in root.upsert_key:
@@ -141,7 +141,7 @@ class TrainingDataStore:
             extra_cols.append((col, name))
             root_columns[col] = name
         compiled = compile_query(
-            pinned, start_time=start_time, end_time=end_time, order_by_root_key=True,
+            pinned.spec(), start_time=start_time, end_time=end_time, order_by_root_key=True,
             extra_columns=extra_cols,
         )
         con = engine.connect()

@@ -94,7 +94,7 @@ class FeatureGroupWriter:
 
         if fg.id is None:
             self._store._create_metadata(fg, target)
-        delta = fg._table
+        delta = fg.delta_table
         with delta.write_lock():
             commit_id = delta.upsert(table, fg.upsert_key, overwrite=overwrite)
         if pending is not None:
@@ -155,7 +155,7 @@ class FeatureGroupWriter:
         keys = table.select(fg.upsert_key)
         keys = schema_rules.conform(keys, pa.schema([target.field(k) for k in fg.upsert_key]), fg.owner)
         schema_rules.check_keys(keys, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
-        delta = fg._table
+        delta = fg.delta_table
         with delta.write_lock():
             commit_id = delta.delete_matching(keys, fg.upsert_key)
         if fg.statistics_config.get("enabled", True):
@@ -183,7 +183,7 @@ class FeatureGroupWriter:
                 )
             fields.append(pa.field(name, _parse_type(f.type, fg.owner, name)))
             existing.add(name)
-        delta = fg._table
+        delta = fg.delta_table
         with delta.write_lock():
             delta.add_columns(fields)
         self._store._refresh_features(fg, descriptions={f.name.lower(): f.description for f in new})

@@ -245,7 +245,7 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
             direction="backward", allow_exact_matches=True,
         )
         expected = oracle
-    assert len(pit.compile_query(query).gathers) == 2
+    assert len(pit.compile_query(query.spec()).gathers) == 2
     got = query.read().sort_values("id").reset_index(drop=True)
     want = expected.sort_values("id").reset_index(drop=True)[got.columns]
     pd.testing.assert_frame_equal(got, want, check_dtype=False)

@@ -35,7 +35,7 @@ def _gather_small_files(monkeypatch):
 
 
 def _run_both(query, **kwargs):
-    compiled = compile_query(query, order_by_root_key=True, **kwargs)
+    compiled = compile_query(query.spec(), order_by_root_key=True, **kwargs)
     con = engine.connect()
     try:
         return compiled, compiled.fetch(con), compiled.fetch(con, single_statement=True)
@@ -216,7 +216,7 @@ def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypat
     card = _card_history(fs)  # 6 rows in 3 files
     query = labels.select_all().join(card.select(["spend"]))
     monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 2)
-    assert len(compile_query(query).gathers) == 1  # 2 rows per file on average: gathered
+    assert len(compile_query(query.spec()).gathers) == 1  # 2 rows per file on average: gathered
     monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 3)
     compiled, gathered, single = _run_both(query)
     assert compiled.gathers == []  # below the rule: one statement
@@ -228,8 +228,8 @@ def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monk
     monkeypatch.setattr(row_gather, "MIN_COLUMNS", 3)
     two = labels.select_all().join(card.select(["spend", "kind"]))
     three = labels.select_all().join(card.select(["spend", "kind", "n"]))
-    assert compile_query(two).gathers == []
-    assert len(compile_query(three).gathers) == 1
+    assert compile_query(two.spec()).gathers == []
+    assert len(compile_query(three.spec()).gathers) == 1
     compiled, gathered, single = _run_both(two)
     _assert_same(gathered, single)
 
