@@ -396,3 +396,26 @@ def test_saved_udfs_are_listed_fetched_and_bound(fs, tx):
         fs.get_transformation_function("centered", version=1)
     assert fs.get_feature_view("saved", 1).training_data()[0].columns.tolist() == \
         ["centered_amount_"]  # the view keeps its own copy
+
+
+@udf(float)
+def broken(fee):
+    return fee / undefined_name  # noqa: F821 - fails when run
+
+
+def test_udf_context_is_passed_and_a_failing_udf_is_named(fs, tx):
+    from hopsworks.hsfs.builtin_transformations import impute_constant
+
+    fill = impute_constant("fee")
+    fill.transformation_context = {"value": -1.0}
+    tx.insert(pd.DataFrame({"tid": [500], "cat": ["a"], "amount": [1.0], "fee": [np.nan],
+                            "ts": [T0], "y": [0]}))
+    fv = fs.create_feature_view("ctx", query=tx.select(["tid", "fee", "y"]), labels=["y"],
+                                transformation_functions=[fill])
+    X, _ = fv.training_data(primary_key=True)
+    assert X.set_index("tid").loc[500, "impute_constant_fee_"] == -1.0
+    bad = fs.create_feature_view("bad_udf", query=tx.select(["tid", "fee", "y"]), labels=["y"],
+                                 transformation_functions=[broken("fee")])
+    with pytest.raises(InvalidArgumentError, match=r"broken\(fee\) failed: NameError"):
+        bad.training_data()
+    assert bad.get_training_datasets() == []  # nothing registered
