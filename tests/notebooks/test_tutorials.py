@@ -187,7 +187,10 @@ def test_fraud_batch_tutorial_runs_on_the_embedded_store(notebook_env, monkeypat
     # feature pipeline: epoch-millisecond event times and a GX suite on the group
     assert feature["trans_fg"].get_feature("datetime").type == "int64"
     assert feature["trans_fg"].get_latest_validation_report().success
-    # training pipeline: the built-in label_encoder, the joined group's event time, lineage
+    # training pipeline: join keys by the SDK's rule (no on=: the primary keys both share)
+    joins = training["feature_view"].query.joins
+    assert [(j.left_on, j.right_on) for j in joins] == [(["cc_num"], ["cc_num"])]
+    # the built-in label_encoder, the joined group's event time, lineage
     assert "label_encoder_category_" in training["X_train"].columns
     assert training["fraud_model"].training_dataset_version == 1
     # inference: batch data transformed with version 1's statistics, logged and read back
@@ -263,6 +266,9 @@ def test_churn_tutorial_runs_on_the_embedded_store(notebook_env):
         assert run_notebook(folder / name, namespace, edits), name
         namespaces.append(namespace)
     _, training, inference = namespaces
+    # joins without on=: the primary key both groups share
+    joins = training["feature_view"].query.joins
+    assert [(j.left_on, j.right_on) for j in joins] == [(["customerid"], ["customerid"])] * 2
     # three-way split, 18 built-in transformations, lineage to the version trained on
     assert training["model"].training_dataset_version == 1
     assert "min_max_scaler_tenure_" in training["X_train"].columns
