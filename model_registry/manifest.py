@@ -24,6 +24,7 @@ from fstrain.kernel.canonical_json import dumps, to_jsonable
 from fstrain.kernel.errors import IntegrityError
 from fstrain.kernel.timeutil import utc_now_iso
 from model_registry.naming import MANIFEST_FILE
+from model_registry.predictor_record import predictor_record
 
 MANIFEST_VERSION = 1
 _CHUNK = 1 << 20
@@ -167,6 +168,7 @@ def build_manifest(fields: ManifestFields) -> dict[str, Any]:
         "training_config": fields.training_config,
         "files": files,
         "unsafe_files": unsafe_files(files),
+        "predictor": predictor_record([e["path"] for e in files], fields.framework),
         **fields.extra,
     }
 

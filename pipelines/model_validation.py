@@ -75,6 +75,30 @@ def _previous_best(registry: Any, model: Any) -> tuple[dict[str, Any], str] | No
     return best
 
 
+def _require_lineage(model: Any) -> None:
+    from fstrain.kernel.errors import ConfigError
+
+    if not model.feature_view_name or model.training_dataset_version is None:
+        raise ConfigError(
+            f"model {model.name}:{model.version} was registered without its lineage, so there "
+            "is no test split to validate it on. Register it with create_model(..., "
+            "feature_view=fv, training_dataset_version=v)."
+        )
+
+
+def _load_model(model: Any, y_train: Any) -> Any:
+    """Load the version through the registry's load-and-predict record (inferred from its
+    files when it has none); the download lives in a temp folder removed before returning."""
+    import tempfile
+
+    from model_registry.predictor_record import record_of
+    from pipelines.trainers.external import load_registered_predictor
+
+    with tempfile.TemporaryDirectory(prefix="fstrain-validate-") as scratch:
+        folder = Path(model.download(scratch))
+        return load_registered_predictor(folder, record_of(model.manifest), y_train=y_train)
+
+
 def _load_data(fv: Any, td_version: int) -> Any:
     from validation.evaluate import EvaluationData
 
@@ -109,16 +133,16 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
 
 def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and record the run in the registry."""
-    from pipelines.trainers import load_predictor
     from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
 
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))
+    _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
     data = _load_data(fv, model.training_dataset_version)
-    predictor = load_predictor(Path(model.download()))
+    predictor = _load_model(model, data.y_train)
     use_case = _use_case_for(fv.name)
     gates = select_gates(list(use_case.gates if use_case else []), config.gates,
                          task=task_of(predictor, data.y_train), source=config.gate_source,
