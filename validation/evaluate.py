@@ -170,7 +170,26 @@ def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: Ev
         card.notes.append(f"Explanation failed: {card.explanation_error}")
         return None
     card.explanation = explanation.to_dict()
+    columns = list(getattr(getattr(predictor, "schema", None), "names", ()) or ())
+    if target.kind != "cnn" and columns:
+        from validation.explain import by_column
+
+        card.explanation["by_column"] = by_column(explanation, columns)
+    card.explanation["split"] = "test"
     return explanation
+
+
+def explanation_images(predictor: Any, explanation: Any) -> dict[str, bytes]:
+    """The explanation's figures: importance bars, and a pixel heatmap for an image model."""
+    from validation.plots import attribution_heatmap_png, shap_importance_png
+
+    if explanation is None:
+        return {}
+    images = {"shap_importance": shap_importance_png(explanation)}
+    if predictor.explain_target.kind == "cnn":
+        side = int(np.sqrt(explanation.values.shape[1]) + 0.5)
+        images["attribution_heatmap"] = attribution_heatmap_png(explanation, (side, side))
+    return images
 
 
 def pixel_names(shape: Sequence[int]) -> list[str]:

@@ -13,6 +13,7 @@ from validation.evaluate import (
     EvaluationSettings,
     as_binary,
     explain_model,
+    explanation_images,
     positive_class,
 )
 from validation.scorecard import Scorecard
@@ -79,8 +80,6 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
                settings: EvaluationSettings) -> Result:
     """MAE, RMSE, R² with bootstrap CIs, the mean predictor as baseline, per-slice errors."""
     from validation.metrics import baseline_metrics, bootstrap_ci, regression_metrics
-    from validation.plots import shap_importance_png
-
     y = data.y_test.to_numpy(dtype=float)
     pred = np.asarray(predictor.predict(data.X_test), dtype=float)
     card.metrics = regression_metrics(y, pred)
@@ -98,8 +97,7 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
     if data.helpers.shape[1]:
         card.notes.append(_regression_slices(data.helpers, y, pred, settings.min_slice_size))
     explanation = explain_model(card, predictor, data.X_test, settings, class_index=None)
-    images = {"shap_importance": shap_importance_png(explanation)} if explanation else {}
-    return images, base, "rmse"
+    return explanation_images(predictor, explanation), base, "rmse"
 
 
 def _regression_slices(helpers: Any, y: np.ndarray, pred: np.ndarray, min_size: int) -> str:
@@ -120,8 +118,6 @@ def multiclass(card: Scorecard, predictor: Any, data: EvaluationData,
     """Accuracy, macro F1, log-loss and per-class recall; the majority class as baseline."""
     from sklearn.metrics import accuracy_score, f1_score, log_loss
 
-    from validation.plots import shap_importance_png
-
     proba = np.asarray(predictor.predict_proba(data.X_test), dtype=float)
     proba = proba / proba.sum(axis=1, keepdims=True)  # float32 softmax rows sum to 1 ± 1e-7
     classes = list(predictor.explain_target.classes)
@@ -139,5 +135,4 @@ def multiclass(card: Scorecard, predictor: Any, data: EvaluationData,
                       "none of; the explanation covers the most frequent predicted class.")
     top = int(np.bincount(proba.argmax(axis=1)).argmax())
     explanation = explain_model(card, predictor, data.X_test, settings, class_index=top)
-    images = {"shap_importance": shap_importance_png(explanation)} if explanation else {}
-    return images, card.baselines["majority_class"], "accuracy"
+    return explanation_images(predictor, explanation), card.baselines["majority_class"], "accuracy"

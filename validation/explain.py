@@ -100,6 +100,43 @@ class Explanation:
         return out
 
 
+def readable_name(encoded: str, columns: Sequence[str]) -> tuple[str, str | None]:
+    """The original column and category of a preprocessed feature name: ``cat__city_oslo`` →
+    ``("city", "oslo")``, ``num__age`` → ``("age", None)``; unknown names map to themselves.
+    The longest matching column name wins (``age`` vs ``age_band``)."""
+    base = encoded.split("__", 1)[1] if "__" in encoded else encoded
+    for column in sorted(columns, key=len, reverse=True):
+        if base == column:
+            return column, None
+        if base.startswith(column + "_"):
+            return column, base[len(column) + 1:]
+    return base, None
+
+
+def by_column(explanation: Explanation, columns: Sequence[str], *, top_k: int = 15
+              ) -> list[dict[str, Any]]:
+    """Importance per *original* column: the SHAP values of the encoded features that come from
+    one column (one-hot categories, indicators) are summed per row before the mean |.|, so a
+    column's share is not split over its categories. Each entry lists its top categories with
+    readable names (``city = oslo``); at most ``top_k`` columns, most important first."""
+    groups: dict[str, list[int]] = {}
+    labels: list[str] = []
+    for i, name in enumerate(explanation.feature_names):
+        column, category = readable_name(name, columns)
+        groups.setdefault(column, []).append(i)
+        labels.append(column if category is None else f"{column} = {category}")
+    per_feature = np.abs(explanation.values).mean(axis=0)
+    out = []
+    for column, idx in groups.items():
+        total = float(np.abs(explanation.values[:, idx].sum(axis=1)).mean())
+        members = sorted(idx, key=lambda i: -per_feature[i])
+        out.append({"column": column, "mean_abs_shap": total, "encoded_features": len(idx),
+                    "top_features": [{"feature": labels[i], "mean_abs_shap": float(per_feature[i])}
+                                     for i in members[:3] if per_feature[i] > 0]})
+    out.sort(key=lambda g: (-g["mean_abs_shap"], g["column"]))
+    return out[:top_k]
+
+
 def sample_rows(n_rows: int, max_samples: int, seed: int) -> np.ndarray:
     """Sorted positions of at most ``max_samples`` of ``n_rows`` rows, drawn without replacement."""
     if max_samples < 1:

@@ -174,6 +174,24 @@ def shap_beeswarm_png(explanation: Explanation, *, max_features: int = 20,
     return _png(fig)
 
 
+def attribution_heatmap_png(explanation: Explanation, shape: Sequence[int], *,
+                            title: str = "Mean |attribution| per pixel") -> bytes:
+    """The mean absolute attribution of every pixel of an image model as a heatmap
+    (``shape`` = ``(height, width)``): where the model looks."""
+    values = np.abs(np.asarray(explanation.values, dtype=float)).mean(axis=0)
+    height, width = int(shape[0]), int(shape[1])
+    if values.size % (height * width):
+        return _message(title, f"{values.size} attributions do not fit a {height}×{width} image.")
+    grid = values.reshape(-1, height, width).sum(axis=0)
+    fig = _figure(4.5, 4)
+    ax = fig.add_subplot()
+    im = ax.imshow(grid, cmap="viridis")
+    ax.set(title=f"{title}\n({explanation.method.split(' (')[0]}, {len(explanation.values)} images)",
+           xticks=[], yticks=[])
+    fig.colorbar(im, ax=ax, label="mean |attribution|")
+    return _png(fig)
+
+
 def slice_metrics_png(report: BiasReport, column: str,
                       metrics: Sequence[str] = ("selection_rate", "tpr", "fpr")) -> bytes:
     """Horizontal grouped bars of slice metrics for one helper column, with their bootstrap

@@ -59,6 +59,7 @@ PLOT_CAPTIONS: dict[str, str] = {
     "calibration": "Calibration (reliability diagram)",
     "shap_importance": "Global feature importance (mean |SHAP|)",
     "shap_beeswarm": "SHAP values per explained row",
+    "attribution_heatmap": "Mean |attribution| per pixel (where the image model looks)",
 }
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -451,6 +452,31 @@ def _disparity_rows(d: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
+TOP_K = 15
+
+
+def explanation_table(ex: Mapping[str, Any]) -> tuple[list[str], list[list[Any]], str]:
+    """The top-k features of an explanation as a reader knows them: per original column (the
+    encoded categories summed) when the scorecard has that grouping, else the top non-zero
+    features; plus a note on what is left out."""
+    split = ex.get("split", "test")
+    groups = ex.get("by_column")
+    if groups:
+        rows = [[i + 1, g["column"], fmt(g["mean_abs_shap"]),
+                 ", ".join(f"{t['feature']} ({fmt(t['mean_abs_shap'])})"
+                           for t in g.get("top_features", []))]
+                for i, g in enumerate(groups[:TOP_K])]
+        return (["Rank", "Column", f"Mean |SHAP| ({split} split)", "Strongest categories"],
+                rows, "Encoded features (one-hot categories) are summed per original column.")
+    imp = ex.get("global_importance", [])
+    shown = [g for g in imp if g["mean_abs_shap"] > 0][:TOP_K]
+    rows = [[i + 1, g["feature"], fmt(g["mean_abs_shap"])] for i, g in enumerate(shown)]
+    left = len(imp) - len(shown)
+    return (["Rank", "Feature", f"Mean |SHAP| ({split} split)"], rows,
+            f"{left} further features (with zero or smaller attribution) are not listed."
+            if left else "")
+
+
 def judging_text(bias: Mapping[str, Any]) -> str:
     """How slices are judged (shown above the slice tables)."""
     return (f"A slice is judged only with at least {bias['min_slice_size']} rows, "
@@ -582,10 +608,10 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
         out.append(f"<p>Method: {esc(ex['method'])}; explained output: {esc(ex['output'])}; "
                    f"{esc(ex['n_rows'])} rows explained; expected value "
                    f"{esc(fmt(ex['expected_value']))}.{(' ' + esc(ex['note'])) if ex.get('note') else ''}</p>")
-        out.append(html_table(
-            ["Rank", "Feature", "Mean |SHAP|"],
-            [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
-             for i, g in enumerate(ex.get("global_importance", []))], numeric=[0, 2]))
+        headers, rows, note = explanation_table(ex)
+        out.append(html_table(headers, rows, numeric=[0, 2]))
+        if note:
+            out.append(f"<p>{esc(note)}</p>")
     elif card.get("explanation_error"):
         out.append('<p class="warning" id="explanation-failed"><strong>Explanation FAILED:'
                    f"</strong> {esc(card['explanation_error'])}</p>")
@@ -668,9 +694,8 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
     if ex:
         out.append(f"Method: {ex['method']}; explained output: {ex['output']}; "
                    f"{ex['n_rows']} rows explained.")
-        out += ["", md_table(["Rank", "Feature", "Mean \\|SHAP\\|"],
-                             [[i + 1, g["feature"], fmt(g["mean_abs_shap"])]
-                              for i, g in enumerate(ex.get("global_importance", []))])]
+        headers, rows, note = explanation_table(ex)
+        out += ["", md_table(headers, rows)] + (["", note] if note else [])
     elif card.get("explanation_error"):
         out.append(f"**Explanation FAILED:** {card['explanation_error']}")
     else:
