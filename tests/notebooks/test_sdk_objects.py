@@ -419,3 +419,12 @@ def test_udf_context_is_passed_and_a_failing_udf_is_named(fs, tx):
     with pytest.raises(InvalidArgumentError, match=r"broken\(fee\) failed: NameError"):
         bad.training_data()
     assert bad.get_training_datasets() == []  # nothing registered
+
+
+def test_update_statistics_config_takes_the_sdks_statistics_config(fs, tx):
+    from hsfs.statistics_config import StatisticsConfig
+
+    tx.statistics_config = StatisticsConfig(enabled=True, correlations=True, histograms=False)
+    tx.update_statistics_config()
+    stored = fs.get_feature_group("tx", 1).statistics_config
+    assert stored["correlations"] is True and stored["histograms"] is False
