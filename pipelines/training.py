@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from model_registry.metric_names import registry_metrics
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
 from pipelines.versions import resolve_training_dataset_version
@@ -152,7 +153,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
         result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
                        lineage=lineage)
-        metrics = {f"tuned_val_{tuned.metric}": tuned.best_metric}
+        # the best trial's held-out validation score (the refit saw validation rows)
+        metrics = registry_metrics({tuned.metric: tuned.best_metric})
     elif config.workers > 1:
         if not cfg.is_torch:
             from fstrain.kernel.errors import ConfigError
@@ -166,11 +168,11 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
                                    num_cpus=config.num_cpus, lineage=lineage, resume=config.resume)
-        metrics = dict(result.metrics)
+        metrics = registry_metrics(result.metrics)
     else:
         result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                        resume=config.resume)
-        metrics = dict(result.metrics)
+        metrics = registry_metrics(result.metrics)
 
     cross_validation: dict[str, Any] | None = None
     if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)

@@ -147,7 +147,9 @@ class LocalModelRegistry:
         *, require_approval: bool = False,
     ) -> Model | None:
         """The version of ``name`` with the highest (``"max"``) or lowest (``"min"``) training
-        metric ``metric``; ties go to the newest version. Versions without that metric are
+        metric ``metric``; ties go to the newest version. ``metric`` is a registered key
+        (``validation_roc_auc``) or a bare name meaning its validation value (``roc_auc``,
+        ``auc``; see :mod:`model_registry.metric_names`). Versions without that metric are
         skipped. With ``validated_only=True`` only versions whose validation status is
         ``passed`` count; with ``require_approval=True`` only versions a reviewer approved
         after their latest validation run. Returns None when no version qualifies (as hsml).
@@ -162,8 +164,13 @@ class LocalModelRegistry:
             raise InvalidArgumentError(
                 f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
             )
-        record = self._index.best(name, metric, direction_norm, validated_only=validated_only,
-                                  require_approval=require_approval)
+        from model_registry.metric_names import metric_key
+
+        record = self._index.best(name, metric_key(metric), direction_norm,
+                                  validated_only=validated_only, require_approval=require_approval)
+        if record is None and metric_key(metric) != metric:  # a metric outside the vocabulary
+            record = self._index.best(name, metric, direction_norm, validated_only=validated_only,
+                                      require_approval=require_approval)
         return None if record is None else Model._from_record(self, record)
 
     def list_models(self, name: str | None = None) -> list[Model]:
