@@ -57,6 +57,11 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "Feature view and training data",
         "the feature view, the training data (size, feature groups) and the model signature.",
     ),
+    "data_provenance": (
+        "Data provenance",
+        "where the source data comes from (owner, collection period, consent or licence) and "
+        "known gaps in its coverage.",
+    ),
     "performance": (
         "Performance evaluation",
         "evaluation metrics, the test dataset (size, split strategy), key results and the "
@@ -318,6 +323,7 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
     if labels:
         facts.append(f"Label: {labels}")
     g["feature_view_and_training_data"] = (facts, not facts or signature is None)
+    g["data_provenance"] = (_provenance(lineage), True)
 
     facts = []
     if evaluation:
@@ -410,6 +416,20 @@ def _helper_feature_check(helpers: list[str], features: Any) -> list[str]:
                 "features"]
     return ["None of these columns is among the model's input features (checked against the "
             "registered input schema and the loaded model's input columns)"]
+
+
+def _provenance(lineage: Mapping[str, Any]) -> list[str]:
+    """What the lineage proves about the data: feature-group commits, split files' sha256,
+    the split and its seed (the owner adds sources, consent and coverage)."""
+    facts = []
+    for name, commit in (lineage.get("feature_group_commits") or {}).items():
+        facts.append(f"Feature group {name} read at commit {commit}")
+    for split, sha in (lineage.get("training_dataset_sha256") or {}).items():
+        facts.append(f"Training-dataset split '{split}' sha256 {sha}")
+    if lineage.get("split"):
+        facts.append(f"Split: {_kv(lineage['split']) if isinstance(lineage['split'], Mapping) else lineage['split']}"
+                     f" (seed {lineage.get('seed')})")
+    return facts
 
 
 def _signature_text(model_schema: Any) -> str | None:

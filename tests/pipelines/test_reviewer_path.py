@@ -1,0 +1,164 @@
+"""A compliance reviewer's path on a model made by the real pipelines (adult, small data):
+validation with the default gates, the scorecard and model card as a reviewer reads them, the
+append-only history, a sign-off with an override, and the registry report in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines import feature, model_validation, training, training_dataset
+from pipelines.registry_cli import registry_app
+
+
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory):
+    """The adult model made by the feature, dataset and training pipelines, validated once
+    with the defaults (use-case and fstrain standard gates)."""
+    import feature_store
+
+    root = tmp_path_factory.mktemp("reviewer") / "store"
+    project = feature_store.login(backend="local", root=root)
+    feature.run(project, feature.FeaturePipelineConfig(use_case="adult", sample=3000))
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult"))
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version,
+        model={"params": {"n_estimators": 60}}))
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=ref.name, version=ref.version, bootstrap_resamples=30, shap_samples=30))
+    return project, root, ref, result
+
+
+def _card(result):
+    return json.loads(Path(result.scorecard_html).with_name("scorecard.json").read_text())
+
+
+def test_verdict_names_exactly_the_failing_gates(adult):
+    _, _, _, result = adult
+    card = _card(result)
+    failed = {r["name"] for r in card["gates"]["results"] if r["status"] == "failed"}
+    named = {line.split(" (")[0] for line in result.failing_gates}
+    assert named == failed
+    assert (result.status == "failed") == bool(failed)
+    sources = {r["name"]: r["source"] for r in card["gates"]["results"]}
+    assert sources["roc_auc >= 0.85"] == "use-case default"
+    assert sources["better_than_baseline(log_loss)"] == "fstrain standard"
+    assert sources["explanation_available"] == "fstrain standard"
+    assert card["gate_selection"]["replaced_defaults"] is False
+    di = card["bias"]["figures"]["disparate_impact_ratio[sex]"]
+    gate = next(r for r in card["gates"]["results"]
+                if r["name"] == "disparate_impact_ratio[sex] >= 0.8")
+    assert gate["value"] == pytest.approx(di) and gate["status"] == ("passed" if di >= 0.8
+                                                                      else "failed")
+
+
+def test_model_card_checks_helper_columns_against_the_real_inputs(adult):
+    _, _, _, result = adult
+    card_md = Path(result.scorecard_html).with_name("model_card.md").read_text()
+    assert "could not be checked" not in card_md
+    assert "None of these columns is among the model's input features" in card_md
+    inputs = next(line for line in card_md.splitlines() if line.startswith("- Input features"))
+    assert "workclass" in inputs and "sex" not in inputs and "race" not in inputs
+    architecture = next(line for line in card_md.splitlines() if "Architecture:" in line)
+    assert "xgboost (xgboost.Booster)" in architecture  # read from the loaded model
+    trees = int(architecture.split(" boosted trees")[0].rsplit(" ", 1)[1])
+    assert 0 < trees <= 60 and "requested_rounds=60" in architecture  # early stopping
+    assert "## Data provenance" in card_md and "sha256" in card_md
+
+
+def test_scorecard_sections_a_reviewer_needs(adult):
+    _, _, _, result = adult
+    card = _card(result)
+    cal = card["calibration"]
+    assert cal["split"] == "test" and 0 <= cal["ece"] <= 1
+    assert cal["brier_constant"] > 0 and cal["log_loss_constant"] > 0
+    assert card["explanation"] and card["explanation_error"] is None
+    columns = [g["column"] for g in card["explanation"]["by_column"]]
+    assert "sex" not in columns and len(columns) <= 15
+    html = Path(result.scorecard_html).read_text()
+    assert 'id="calibration"' in html and "Constant predictor" in html
+    assert "Value (test split)" in html and "Strongest categories" in html
+    assert "sex×race" in html and "disparate_impact_ratio" in html
+
+
+def test_history_sign_off_and_report_in_chromium(adult, tmp_path):
+    project, root, ref, result = adult
+    runner = CliRunner()
+    target = f"{ref.name}:{ref.version}"
+    approve = ["approve", target, "--reviewer", "rita", "--note", "reviewed", "--root", str(root)]
+    if result.status == "failed":
+        refused = runner.invoke(registry_app, approve)
+        assert refused.exit_code != 0 and "--override" in refused.output
+        approve += ["--override", "disparity traced to base rates; human review of denials"]
+    assert runner.invoke(registry_app, approve).exit_code == 0
+    registry = project.get_model_registry()
+    model = registry.get_model(ref.name, ref.version)
+    assert [e["kind"] for e in model.history()] == ["validation", "approval"]
+    assert registry.get_best_model(ref.name, "auc", require_approval=True).version == ref.version
+    shown = json.loads(runner.invoke(registry_app, ["show", target, "--root", str(root),
+                                                    "--json"]).output)
+    assert shown["approval_status"] == "approved"
+    assert shown["history"][0]["scorecard_sha256"] == _sha(result.scorecard_html)
+    report = runner.invoke(registry_app, ["report", "--root", str(root)])
+    index = Path(report.output.strip())
+    dom = _Dom()
+    dom.feed(_dump(index, tmp_path))
+    assert dom.version_rows == [(ref.name, str(ref.version))]
+    assert dom.links, "the index links the scorecard of the run"
+    for link in dom.links:
+        assert (index.parent / unquote(link)).is_file()  # no dead link
+    assert "APPROVED" in dom.text and "rita" in dom.text and "run 1" in dom.text
+    page = _Dom()
+    page.feed(_dump(Path(result.scorecard_html), tmp_path))
+    assert "Source" in page.headers and "Verdict" in page.text
+
+
+def _sha(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).with_name("scorecard.json").read_bytes()).hexdigest()
+
+
+def _dump(page: Path, tmp_path: Path) -> str:
+    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(n)), None)
+    if browser is None:
+        pytest.skip("needs a 'chromium' binary on PATH (apt-get install -y chromium)")
+    out = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--no-first-run", f"--user-data-dir={tmp_path / page.stem}",
+                          "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+class _Dom(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.version_rows: list[tuple[str, str]] = []
+        self.headers: list[str] = []
+        self.text = ""
+        self._th = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "a":
+            self.links.append(a["href"])
+        elif tag == "tr" and a.get("class") == "version-row":
+            self.version_rows.append((a["data-model"], a["data-version"]))
+        self._th = tag == "th"
+
+    def handle_data(self, data):
+        self.text += data
+        if self._th:
+            self.headers.append(data)
+            self._th = False
