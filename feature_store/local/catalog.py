@@ -103,11 +103,12 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = self._connect()
-        try:
-            retry_busy(lambda: conn.executescript(_SCHEMA), _BUSY_TIMEOUT_S)
-        finally:
-            conn.close()
+        with self._damage_is_typed():
+            conn = self._connect()
+            try:
+                retry_busy(lambda: conn.executescript(_SCHEMA), _BUSY_TIMEOUT_S)
+            finally:
+                conn.close()
 
     def _connect(self) -> sqlite3.Connection:
         conn = connect(self.path, _BUSY_TIMEOUT_S)
@@ -119,15 +120,34 @@ class Catalog:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A connection for reads (autocommit; each statement sees a consistent snapshot)."""
-        conn = self._connect()
+        with self._damage_is_typed():
+            conn = self._connect()
+            try:
+                yield conn
+            finally:
+                conn.close()
+
+    @contextmanager
+    def _damage_is_typed(self) -> Iterator[None]:
+        """A catalog file that is not a database (or is damaged) is a BackendError naming it."""
         try:
-            yield conn
-        finally:
-            conn.close()
+            yield
+        except sqlite3.DatabaseError as exc:
+            from fstrain.kernel.errors import BackendError
+
+            raise BackendError(
+                f"catalog {self.path} cannot be used ({type(exc).__name__}: {exc}). Restore it "
+                "from a backup; the Delta tables beside it are intact."
+            ) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction holding the database write lock from the start."""
+        with self._damage_is_typed(), self._transaction() as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         conn = self._connect()
         try:
             retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), _BUSY_TIMEOUT_S)

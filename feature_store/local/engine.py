@@ -181,7 +181,9 @@ def _param_value(value: Any, feature: Any) -> Any:
     if feature.type.startswith("timestamp") and value is not None and not isinstance(value, list):
         from fstrain.kernel.timeutil import to_utc
 
-        return to_utc(value, what=f"filter value for '{feature.name}'").to_pydatetime()
+        fg = getattr(feature, "feature_group", None)
+        of = f" of feature group '{fg.name}' v{fg.version}" if fg is not None else ""
+        return to_utc(value, what=f"filter value for '{feature.name}'{of}").to_pydatetime()
     return value
 
 

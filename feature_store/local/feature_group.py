@@ -160,7 +160,13 @@ class FeatureGroup(TaggedEntity):
         for f in self.__dict__.get("_features", []):
             if f.name == name:
                 return f
-        raise AttributeError(f"{type(self).__name__} has no attribute or feature '{name}'")
+        from fstrain.kernel.errors import UnknownFeatureError
+
+        names = [f.name for f in self.__dict__.get("_features", [])]
+        raise UnknownFeatureError(
+            f"{self.owner if 'name' in self.__dict__ else type(self).__name__} has no attribute "
+            f"or feature '{name}' (features: {names}).{did_you_mean(name, names)}"
+        )
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -377,9 +377,12 @@ class FeatureStore(FeatureViewOperations):
             )
             if row is not None:
                 return loads(row["content"])
+        from feature_store.local.storage_errors import storage_boundary
+
         con = engine.connect()
         try:
-            stats = compute_statistics(con, engine.scan(con, table, commit), table.schema(commit))
+            with storage_boundary(fg.owner, f"computing statistics of commit {commit}"):
+                stats = compute_statistics(con, engine.scan(con, table, commit), table.schema(commit))
         finally:
             con.close()
         stats = {"commit_id": commit, "computed_at": utc_now().isoformat(), **stats}

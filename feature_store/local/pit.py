@@ -131,6 +131,13 @@ class CompiledQuery:
         ``single_statement`` runs the equivalent single statement instead (same result; used
         to check the two against each other).
         """
+        from feature_store.local.storage_errors import storage_boundary
+
+        groups = ", ".join(dict.fromkeys(f"'{n.fg.name}' v{n.fg.version}" for n in self.scans.values()))
+        with storage_boundary(f"query over feature group(s) {groups}", "reading"):
+            return self._fetch(con, single_statement=single_statement)
+
+    def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool) -> pa.Table:
         import pyarrow as pa
 
         from feature_store.local import row_gather

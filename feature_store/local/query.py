@@ -315,9 +315,16 @@ class Query:
 
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
         from feature_store.local.pit import compile_query
+        from feature_store.local.storage_errors import storage_boundary
 
-        return compile_query(self.spec(), start_time=start_time, end_time=end_time,
-                             limit=limit or self._limit, order_by_root_key=True)
+        with storage_boundary(self._owner(), "planning"):
+            return compile_query(self.spec(), start_time=start_time, end_time=end_time,
+                                 limit=limit or self._limit, order_by_root_key=True)
+
+    def _owner(self) -> str:
+        """How error messages name this query: its feature groups."""
+        names = ", ".join(f"'{fg.name}' v{fg.version}" for fg in self.feature_groups())
+        return f"query over feature group(s) {names}"
 
     def read(
         self,

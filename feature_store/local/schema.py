@@ -112,8 +112,10 @@ def to_arrow(data: Any, owner: str) -> pa.Table:
         _check_mixed_timezones(data, owner)
         try:
             return pa.Table.from_pandas(data, preserve_index=False)
-        except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+        except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError) as exc:
             column = str(exc).rsplit("column ", 1)[-1].split(" ", 1)[0] if "column" in str(exc) else "?"
+            if column == "?":
+                column = _failing_column(data)
             raise SchemaMismatchError(
                 f"{owner}: column '{column}' could not be converted to a single type ({exc}). "
                 "Give every value in a column the same type."
@@ -124,6 +126,16 @@ def to_arrow(data: Any, owner: str) -> pa.Table:
         f"{owner}: data must be a pandas DataFrame or a pyarrow Table. "
         f"Got {type(data).__name__} instead."
     )
+
+
+def _failing_column(frame: Any) -> str:
+    """The first column of ``frame`` that Arrow cannot convert (e.g. an int beyond 64 bits)."""
+    for col in frame.columns:
+        try:
+            pa.array(frame[col], from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError):
+            return str(col)
+    return "?"
 
 
 def normalize_table(data: Any, owner: str) -> pa.Table:
@@ -159,6 +171,13 @@ def normalize_table(data: Any, owner: str) -> pa.Table:
 def infer_schema(table: pa.Table, owner: str) -> pa.Schema:
     """The schema a first insert creates; refuses columns whose type cannot be inferred."""
     for field in table.schema:
+        if (pa.types.is_duration(field.type) or pa.types.is_time(field.type)
+                or pa.types.is_interval(field.type)):
+            raise SchemaMismatchError(
+                f"{owner}: column '{field.name}' is {field.type}, which Delta Lake cannot store. "
+                "Store durations as a number (e.g. seconds via .dt.total_seconds()) and times of "
+                "day as a string or a number."
+            )
         if pa.types.is_null(field.type):
             raise SchemaMismatchError(
                 f"{owner}: column '{field.name}' holds only nulls, so its type cannot be "

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from feature_store.feature import Feature
 from feature_store.local import schema as schema_rules
 from feature_store.local.catalog import dumps
+from feature_store.local.storage_errors import storage_boundary
 from fstrain.kernel.errors import (
     DataValidationError,
     InvalidArgumentError,
@@ -36,7 +37,13 @@ class FeatureGroupWriter:
     def __init__(self, store: FeatureStore) -> None:
         self._store = store
 
-    def insert(
+    def insert(self, fg: FeatureGroup, data: Any, **options: Any) -> tuple[None, ValidationReport | None]:
+        """Insert ``data`` into ``fg`` (see :meth:`FeatureGroup.insert`); storage errors are
+        translated into fstrain errors naming the group."""
+        with storage_boundary(fg.owner, "insert"):
+            return self._insert(fg, data, **options)
+
+    def _insert(
         self,
         fg: FeatureGroup,
         data: Any,
@@ -143,6 +150,10 @@ class FeatureGroupWriter:
             )
 
     def remove_rows(self, fg: FeatureGroup, data: Any) -> int:
+        with storage_boundary(fg.owner, "remove_rows"):
+            return self._remove_rows(fg, data)
+
+    def _remove_rows(self, fg: FeatureGroup, data: Any) -> int:
         fg._require_saved()
         table = schema_rules.normalize_table(data, fg.owner)
         missing = [k for k in fg.upsert_key if k not in table.column_names]

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidNameError",
     "ModelAlreadyExistsError",
     "NotFoundError",
+    "UnknownFeatureError",
     "SchemaMismatchError",
     "UnsafeFormatError",
     "did_you_mean",
@@ -36,6 +37,11 @@ class FeatureStoreError(Exception):
 
 class NotFoundError(FeatureStoreError, LookupError):
     """An object (feature group, feature view, training dataset, model, version) does not exist."""
+
+
+class UnknownFeatureError(NotFoundError, AttributeError):
+    """``fg.some_name`` names no feature of the group. Also an ``AttributeError``, so
+    ``hasattr``/``getattr(..., default)`` keep working."""
 
 
 class AlreadyExistsError(FeatureStoreError):
