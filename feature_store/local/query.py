@@ -5,9 +5,11 @@ A query selects features from a root feature group and joins other groups to it.
 SQL statement (see :mod:`feature_store.local.pit` — the only place where joins are written);
 point-in-time-joined groups' columns are fetched by row after it runs.
 
-Join keys: ``on``, else ``left_on``/``right_on``, else the right group's primary key columns
-found by name in the left group (foreign-key style). In a chain ``a.join(b).join(c)`` both joins
-use ``a`` as their left side; a nested sub-query joins against its own root.
+Join keys: ``on``, else ``left_on``/``right_on``, else — Hopsworks' rule — the primary-key names
+both groups share (all of them); groups sharing none are refused with the keys to pass, as the
+Hopsworks server refuses them (HTTP 400, errorCode 270096), so a view that runs here runs there.
+In a chain ``a.join(b).join(c)`` both joins use ``a`` as their left side; a nested sub-query
+joins against its own root.
 """
 
 from __future__ import annotations
@@ -165,15 +167,7 @@ class Query:
                     f"have the same, non-zero length. Got {left_keys} and {right_keys} instead."
                 )
         else:
-            missing = [k for k in right_fg.primary_key if k not in left_names]
-            if missing:
-                raise InvalidArgumentError(
-                    f"cannot infer join keys of '{right_fg.name}' onto '{left_fg.name}': the "
-                    f"right group's primary key {right_fg.primary_key} must appear by name in "
-                    f"the left group, but {missing} is missing from '{left_fg.name}' "
-                    f"(columns: {left_names}). Pass on=, or left_on= and right_on=."
-                )
-            left_keys = right_keys = list(right_fg.primary_key)
+            left_keys = right_keys = _shared_primary_key(left_fg, right_fg, left_names)
         for k in left_keys:
             if k not in left_names:
                 raise InvalidArgumentError(
@@ -555,3 +549,20 @@ def _epoch_ms(ts: Any) -> int:
     import numpy as np
 
     return int(ts.asm8.astype("datetime64[ms]").astype(np.int64))
+
+
+def _shared_primary_key(left_fg: Any, right_fg: Any, left_names: list[str]) -> list[str]:
+    """Hopsworks' implicit join keys: the primary-key names both groups share, in the right
+    group's order. None shared is an error naming both groups and the likely ``on=`` keys."""
+    left_pk = set(left_fg.primary_key)
+    shared = [k for k in right_fg.primary_key if k in left_pk]
+    if shared:
+        return shared
+    likely = [k for k in right_fg.primary_key if k in left_names] or list(right_fg.primary_key)
+    raise InvalidArgumentError(
+        f"join of '{right_fg.name}' onto '{left_fg.name}': without on=/left_on=/right_on= the "
+        f"join keys are the primary-key names both groups share (Hopsworks' rule), and "
+        f"'{left_fg.name}' (primary key {list(left_fg.primary_key)}) and '{right_fg.name}' "
+        f"(primary key {list(right_fg.primary_key)}) share none. Name the keys, e.g. "
+        f"on={likely!r}, or left_on=[...] and right_on=[...]."
+    )

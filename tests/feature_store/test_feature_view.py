@@ -35,7 +35,7 @@ def groups(fs):
 
 
 def _view(fs, tx, people, **kwargs):
-    query = tx.select_all().join(people.select(["sex"]))
+    query = tx.select_all().join(people.select(["sex"]), on=["pid"])
     args = dict(labels=["fraud"], training_helper_columns=["sex"])
     args.update(kwargs)
     return fs.create_feature_view("fraud_view", query=query, **args)
@@ -92,7 +92,7 @@ def test_prohibited_tags(fs, groups):
     _view(fs, tx, people, prohibited_tags=["pii"], training_helper_columns=["sex", "note"])
     # a feature from a pii-tagged group
     with pytest.raises(InvalidArgumentError, match="feature 'zip' comes from feature group 'people' tagged 'pii'"):
-        fs.create_feature_view("bad1", query=tx.select(["tid", "ts", "fraud"]).join(people.select(["zip"])),
+        fs.create_feature_view("bad1", query=tx.select(["tid", "ts", "fraud"]).join(people.select(["zip"]), on=["pid"]),
                                labels=["fraud"], prohibited_tags=["pii"])
     # a feature tagged pii itself
     with pytest.raises(InvalidArgumentError, match="feature 'note' comes from feature 'tx.note' tagged 'pii'"):

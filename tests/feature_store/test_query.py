@@ -41,7 +41,7 @@ def _by_id(df):
 
 def test_pit_golden_cases(groups):
     labels, card = groups
-    out = _by_id(labels.select_all().join(card.select(["spend"])).read())
+    out = _by_id(labels.select_all().join(card.select(["spend"]), on=["card"]).read())
     assert len(out) == 5  # exactly one row per root row
     assert out.loc[1, "spend"] == 2.0  # exact timestamp match is inclusive (a@10)
     assert out.loc[2, "spend"] == 3.0  # several history rows: latest before (a@15)
@@ -53,17 +53,17 @@ def test_pit_golden_cases(groups):
 
 def test_inner_pit_join_drops_unmatched(groups):
     labels, card = groups
-    out = labels.select_all().join(card.select(["spend"]), join_type="inner").read()
+    out = labels.select_all().join(card.select(["spend"]), on=["card"], join_type="inner").read()
     assert sorted(out["id"]) == [1, 2, 5]
 
 
 def test_lookback_edge_is_inclusive(groups):
     labels, card = groups
-    out = _by_id(labels.select_all().join(card.select(["spend"]), lookback="5h").read())
+    out = _by_id(labels.select_all().join(card.select(["spend"]), on=["card"], lookback="5h").read())
     assert out.loc[1, "spend"] == 2.0  # same time
     assert out.loc[2, "spend"] == 3.0  # 20 - 15 = 5h: exactly at the edge still matches
     assert out.loc[5, "spend"] == 1.0  # a@0 seen at t=5: exactly 5h old, inclusive
-    tighter = _by_id(labels.select_all().join(card.select(["spend"]), lookback="4h").read())
+    tighter = _by_id(labels.select_all().join(card.select(["spend"]), on=["card"], lookback="4h").read())
     assert np.isnan(tighter.loc[5, "spend"]) and tighter.loc[1, "spend"] == 2.0
 
 
@@ -72,10 +72,10 @@ def test_lookback_excludes_older_rows(fs):
     left.insert(pd.DataFrame({"id": [1, 2], "k": [1, 1], "ts": _t([10, 16])}))
     right = fs.get_or_create_feature_group("lb_right", version=1, primary_key=["k"], event_time="ts")
     right.insert(pd.DataFrame({"k": [1], "ts": _t([5]), "v": [7.0]}))
-    out = _by_id(left.select_all().join(right.select(["v"]), lookback=pd.Timedelta(hours=5)).read())
+    out = _by_id(left.select_all().join(right.select(["v"]), on=["k"], lookback=pd.Timedelta(hours=5)).read())
     assert out.loc[1, "v"] == 7.0  # 10 - 5 = 5h: at the edge, inclusive
     assert np.isnan(out.loc[2, "v"])  # 11h old
-    inner = left.select_all().join(right.select(["v"]), lookback="5h", join_type="inner").read()
+    inner = left.select_all().join(right.select(["v"]), on=["k"], lookback="5h", join_type="inner").read()
     assert inner["id"].tolist() == [1]
 
 
@@ -83,7 +83,7 @@ def test_group_without_event_time_joins_plainly(fs, groups):
     labels, _ = groups
     cards = fs.get_or_create_feature_group("card_static", version=1, primary_key=["card"])
     cards.insert(pd.DataFrame({"card": ["a", "b"], "tier": ["gold", "basic"]}))
-    out = _by_id(labels.select_all().join(cards.select(["tier"])).read())
+    out = _by_id(labels.select_all().join(cards.select(["tier"]), on=["card"]).read())
     assert out.loc[1, "tier"] == "gold" and out.loc[3, "tier"] == "basic"
     assert pd.isna(out.loc[4, "tier"])
 
@@ -92,7 +92,7 @@ def test_root_without_event_time_takes_latest_right_row(fs, groups):
     _, card = groups
     people = fs.get_or_create_feature_group("cards_root", version=1, primary_key=["card"])
     people.insert(pd.DataFrame({"card": ["a", "b", "z"]}))
-    out = people.select_all().join(card.select(["spend"])).read().set_index("card")
+    out = people.select_all().join(card.select(["spend"]), on=["card"]).read().set_index("card")
     assert out.loc["a", "spend"] == 3.0 and out.loc["b", "spend"] == 4.0 and np.isnan(out.loc["z", "spend"])
 
 
@@ -115,7 +115,9 @@ def test_chained_joins_use_the_root_and_nested_use_their_own(fs):
     merchants.insert(pd.DataFrame({"merchant": ["m1", "m2"], "category": ["food", "travel"]}))
     banks = fs.get_or_create_feature_group("banks", version=1, primary_key=["bank_id"])
     banks.insert(pd.DataFrame({"bank_id": [7, 8], "rating": ["A", "B"]}))
-    q = tx.select_all().join(cards.select_all().join(banks.select(["rating"]))).join(merchants.select(["category"]))
+    q = (tx.select_all()
+         .join(cards.select_all().join(banks.select(["rating"]), on=["bank_id"]), on=["cc_num"])
+         .join(merchants.select(["category"]), on=["merchant"]))
     out = q.read().sort_values("t_id")
     assert out[["cc_num", "bank_id", "rating", "category"]].values.tolist() == [
         [10, 7, "A", "food"], [20, 8, "B", "travel"]]
@@ -125,15 +127,31 @@ def test_chained_joins_use_the_root_and_nested_use_their_own(fs):
 def test_join_mutates_and_returns_self(groups):
     labels, card = groups
     q = labels.select_all()
-    assert q.join(card.select(["spend"])) is q and len(q.joins) == 1
+    assert q.join(card.select(["spend"]), on=["card"]) is q and len(q.joins) == 1
 
 
-def test_missing_inferred_key_names_both_groups(fs, groups):
-    labels, _ = groups
+def test_no_shared_primary_key_is_refused_naming_both_groups_and_keys(fs, groups):
+    """Hopsworks' rule: without on=, the keys are the primary-key names both groups share;
+    none shared is refused (the cluster answers HTTP 400, errorCode 270096)."""
+    labels, card = groups
     other = fs.get_or_create_feature_group("merchant_feats", version=1, primary_key=["merchant_id"])
     other.insert(pd.DataFrame({"merchant_id": [1], "x": [1]}))
-    with pytest.raises(InvalidArgumentError, match=r"'merchant_feats' onto 'labels'.*\['merchant_id'\] is missing"):
+    with pytest.raises(InvalidArgumentError, match=r"'merchant_feats' onto 'labels'.*share none.*"
+                                                   r"on=\['merchant_id'\]"):
         labels.select_all().join(other.select_all())
+    # a foreign key found by name is suggested, never used silently
+    with pytest.raises(InvalidArgumentError, match=r"'card_feats' onto 'labels'.*on=\['card'\]"):
+        labels.select_all().join(card.select(["spend"]))
+
+
+def test_shared_primary_key_names_are_the_implicit_keys(fs):
+    left = fs.get_or_create_feature_group("pk_left", version=1, primary_key=["store", "day"])
+    left.insert(pd.DataFrame({"store": ["s", "t"], "day": [1, 1], "a": [1.0, 2.0]}))
+    right = fs.get_or_create_feature_group("pk_right", version=1, primary_key=["day", "store"])
+    right.insert(pd.DataFrame({"store": ["s", "t"], "day": [1, 1], "b": [10.0, 20.0]}))
+    q = left.select_all().join(right.select(["b"]))
+    assert (q.joins[0].left_on, q.joins[0].right_on) == (["day", "store"], ["day", "store"])
+    assert q.read().sort_values("store")["b"].tolist() == [10.0, 20.0]
 
 
 def test_explicit_keys_and_errors(fs, groups):
@@ -149,7 +167,7 @@ def test_explicit_keys_and_errors(fs, groups):
     with pytest.raises(InvalidArgumentError, match="join_type must be one of"):
         labels.select_all().join(card.select_all(), join_type="cross")
     with pytest.raises(InvalidArgumentError, match="must be 'left' or 'inner'"):
-        labels.select_all().join(card.select(["spend"]), join_type="outer").read()
+        labels.select_all().join(card.select(["spend"]), on=["card"], join_type="outer").read()
 
 
 def test_name_clash_gets_prefix_with_warning(fs, groups):
@@ -157,12 +175,12 @@ def test_name_clash_gets_prefix_with_warning(fs, groups):
     other = fs.get_or_create_feature_group("card_scores", version=1, primary_key=["card"])
     other.insert(pd.DataFrame({"card": ["a"], "y": [0.7]}))
     with pytest.warns(UserWarning, match="prefixed with 'card_scores_'"):
-        q = labels.select_all().join(other.select(["y"]))
+        q = labels.select_all().join(other.select(["y"]), on=["card"])
         cols = [f.name for f in q.features]
     assert cols == ["id", "card", "ts", "y", "card_scores_y"]
-    no_prefix = [f.name for f in labels.select_all().join(card.select(["spend", "ts"])).features]
+    no_prefix = [f.name for f in labels.select_all().join(card.select(["spend", "ts"]), on=["card"]).features]
     assert no_prefix.count("ts") == 1  # the right event time is dropped without a prefix
-    explicit = labels.select_all().join(card.select(["spend", "ts"]), prefix="c_")
+    explicit = labels.select_all().join(card.select(["spend", "ts"]), on=["card"], prefix="c_")
     assert {"c_spend", "c_ts"} <= {f.name for f in explicit.features}
     out = explicit.read().set_index("id")
     assert out.loc[2, "c_ts"] == T0 + pd.Timedelta(hours=15)
@@ -170,9 +188,9 @@ def test_name_clash_gets_prefix_with_warning(fs, groups):
 
 def test_filters_push_down_and_apply_after_joins(groups):
     labels, card = groups
-    q = labels.select_all().join(card.select(["spend"])).filter(labels.y == 0)
+    q = labels.select_all().join(card.select(["spend"]), on=["card"]).filter(labels.y == 0)
     assert sorted(q.read()["id"]) == [1, 3, 5]
-    q2 = labels.select_all().join(card.select(["spend"])).filter((card.spend > 1.5) & (labels.y == 0))
+    q2 = labels.select_all().join(card.select(["spend"]), on=["card"]).filter((card.spend > 1.5) & (labels.y == 0))
     assert q2.read()["id"].tolist() == [1]
     sql = q.to_string()
     assert "ASOF LEFT JOIN" in sql and "WHERE" in sql.split("ASOF")[0]  # pushed into the root scan
@@ -180,7 +198,7 @@ def test_filters_push_down_and_apply_after_joins(groups):
 
 def test_window_applies_to_root_event_time(groups):
     labels, card = groups
-    q = labels.select_all().join(card.select(["spend"]))
+    q = labels.select_all().join(card.select(["spend"]), on=["card"])
     assert sorted(q.read(start_time=_t([10])[0], end_time=_t([20])[0])["id"]) == [1, 3, 4]
 
 
@@ -190,10 +208,10 @@ def test_arrow_output_and_as_of_across_joins(groups):
     labels, card = groups
     before = pd.Timestamp.now(tz="UTC")
     card.insert(pd.DataFrame({"card": ["c"], "ts": _t([1]), "spend": [99.0]}))
-    q = labels.select_all().join(card.select(["spend"]))
+    q = labels.select_all().join(card.select(["spend"]), on=["card"])
     assert isinstance(q.read(dataframe_type="arrow"), pa.Table)
     assert _by_id(q.read()).loc[4, "spend"] == 99.0
-    old = labels.select_all().join(card.select(["spend"])).as_of(before)
+    old = labels.select_all().join(card.select(["spend"]), on=["card"]).as_of(before)
     assert np.isnan(_by_id(old.read()).loc[4, "spend"])
 
 
@@ -201,7 +219,7 @@ def test_query_round_trips_through_dict(fs, groups):
     from feature_store.local.query import Query
 
     labels, card = groups
-    q = labels.select_all().join(card.select(["spend"]), lookback="2D").filter(labels.y == 1)
+    q = labels.select_all().join(card.select(["spend"]), on=["card"], lookback="2D").filter(labels.y == 1)
     again = Query.from_dict(fs, q.to_dict())
     pd.testing.assert_frame_equal(_by_id(again.read()), _by_id(q.read()))
 
@@ -239,7 +257,7 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
         for part in (right.iloc[:cut], right.iloc[cut:]):
             if len(part):
                 fg.insert(part)
-        query.join(fg.select([f"v_{name}"]))
+        query.join(fg.select([f"v_{name}"]), on=[key])
         oracle = pd.merge_asof(
             expected.sort_values("ts"), right.sort_values("ts"), on="ts", by=key,
             direction="backward", allow_exact_matches=True,

@@ -87,7 +87,7 @@ def _card_history(fs):
 def test_gathered_columns_equal_the_single_statement_across_files_and_types(fs, labels):
     card = _card_history(fs)
     assert len(card._table.files()) >= 2
-    query = labels.select_all().join(card.select_features())
+    query = labels.select_all().join(card.select_features(), on=["card"])
     compiled, gathered, single = _run_both(query)
     assert [g.node.fg.name for g in compiled.gathers] == ["card"]
     _assert_same(gathered, single)
@@ -107,7 +107,7 @@ def test_evolved_columns_and_lookback_give_nulls_like_the_single_statement(fs, l
         "card": ["b"], "ts": _t([35]), "spend": [6.0], "kind": ["u"], "n": pd.array([6], "Int64"),
         "flag": [True], "day": [dt.date(2024, 4, 1)], "seen": _t([6]), "risk": [0.5],
     }))
-    query = labels.select_all().join(card.select(["spend", "risk"]), lookback="2D")
+    query = labels.select_all().join(card.select(["spend", "risk"]), on=["card"], lookback="2D")
     compiled, gathered, single = _run_both(query)
     assert len(compiled.gathers) == 1
     _assert_same(gathered, single)
@@ -127,7 +127,7 @@ def test_inner_join_ties_window_and_limit_match_the_single_statement(fs, labels)
         "amount": [20.0, 10.0, 90.0, 30.0],
     }))
     query = (labels.select_all()
-             .join(card.select(["spend"]), join_type="inner")
+             .join(card.select(["spend"]), on=["card"], join_type="inner")
              .join(merchant.select(["amount"]), on=["card"]))
     for kwargs in ({}, {"start_time": _t([6])[0]}, {"limit": 3}):
         compiled, gathered, single = _run_both(query, **kwargs)
@@ -142,12 +142,12 @@ def test_groups_read_after_their_join_stay_in_the_statement(fs, labels):
     card = _card_history(fs)
     region = fs.get_or_create_feature_group("region", version=1, primary_key=["kind"])
     region.insert(pd.DataFrame({"kind": ["x", "w", "z"], "region": ["north", "south", "east"]}))
-    card_region = card.select(["spend", "kind"]).join(region.select(["region"]))
-    nested = labels.select_all().join(card_region)
+    card_region = card.select(["spend", "kind"]).join(region.select(["region"]), on=["kind"])
+    nested = labels.select_all().join(card_region, on=["card"])
     compiled, gathered, single = _run_both(nested)
     assert compiled.gathers == []  # card is the left side of the region join
     _assert_same(gathered, single)
-    filtered = labels.select_all().join(card.select(["spend"])).filter(card.spend > 2)
+    filtered = labels.select_all().join(card.select(["spend"]), on=["card"]).filter(card.spend > 2)
     compiled, gathered, single = _run_both(filtered)
     assert compiled.gathers == []  # the filter reads card.spend after the join
     _assert_same(gathered, single)
@@ -156,7 +156,7 @@ def test_groups_read_after_their_join_stay_in_the_statement(fs, labels):
 
 def test_training_data_and_its_hash_are_unchanged_by_gathering(fs, labels):
     card = _card_history(fs)
-    query = labels.select_all().join(card.select_features())
+    query = labels.select_all().join(card.select_features(), on=["card"])
     fv = fs.create_feature_view("v", version=1, query=query, labels=["y"])
     X, y = fv.training_data(seed=0, statistics_config=False)
     compiled, gathered, single = _run_both(fv.query)
@@ -206,7 +206,7 @@ def test_a_group_whose_rows_were_all_removed_gives_nulls(fs, labels):
     card = _card_history(fs)
     card.remove_rows(card.read()[["card", "ts"]])
     assert card.read().empty
-    compiled, gathered, single = _run_both(labels.select_all().join(card.select(["spend", "kind"])))
+    compiled, gathered, single = _run_both(labels.select_all().join(card.select(["spend", "kind"]), on=["card"]))
     assert len(compiled.gathers) == 1
     _assert_same(gathered, single)
     assert gathered["spend"].null_count == gathered.num_rows == 8
@@ -214,7 +214,7 @@ def test_a_group_whose_rows_were_all_removed_gives_nulls(fs, labels):
 
 def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypatch):
     card = _card_history(fs)  # 6 rows in 3 files
-    query = labels.select_all().join(card.select(["spend"]))
+    query = labels.select_all().join(card.select(["spend"]), on=["card"])
     monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 2)
     assert len(compile_query(query.spec()).gathers) == 1  # 2 rows per file on average: gathered
     monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 3)
@@ -226,8 +226,8 @@ def test_groups_of_small_files_are_joined_in_one_statement(fs, labels, monkeypat
 def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monkeypatch):
     card = _card_history(fs)
     monkeypatch.setattr(row_gather, "MIN_COLUMNS", 3)
-    two = labels.select_all().join(card.select(["spend", "kind"]))
-    three = labels.select_all().join(card.select(["spend", "kind", "n"]))
+    two = labels.select_all().join(card.select(["spend", "kind"]), on=["card"])
+    three = labels.select_all().join(card.select(["spend", "kind", "n"]), on=["card"])
     assert compile_query(two.spec()).gathers == []
     assert len(compile_query(three.spec()).gathers) == 1
     compiled, gathered, single = _run_both(two)
@@ -237,8 +237,8 @@ def test_joins_bringing_few_columns_are_joined_in_one_statement(fs, labels, monk
 def test_prefixed_event_time_and_a_group_joined_twice(fs, labels):
     card = _card_history(fs)
     query = (labels.select_all()
-             .join(card.select(["spend", "ts"]), prefix="now_")
-             .join(card.select(["spend", "seen"]), prefix="again_", lookback="1D"))
+             .join(card.select(["spend", "ts"]), on=["card"], prefix="now_")
+             .join(card.select(["spend", "seen"]), on=["card"], prefix="again_", lookback="1D"))
     compiled, gathered, single = _run_both(query)
     assert len(compiled.gathers) == 2
     _assert_same(gathered, single)
@@ -254,8 +254,8 @@ def test_gathering_stays_within_its_memory_share(fs, labels, monkeypatch):
     merchant.insert(pd.DataFrame({"card": ["a", "b"], "ts": _t([1, 2]), "amount": [1.0, 2.0],
                                   "visits": [3, 4], "region": ["n", "s"]}))
     query = (labels.select_all()
-             .join(card.select(["spend", "n", "day"]))
-             .join(merchant.select(["amount", "visits", "region"])))
+             .join(card.select(["spend", "n", "day"]), on=["card"])
+             .join(merchant.select(["amount", "visits", "region"]), on=["card"]))
     card_size = card._table.row_count() * (8 + 8 + 4)  # double, bigint, date
     merchant_size = 2 * (8 + 8 + 32)  # double, bigint, a string estimated at 32 bytes
     assert merchant_size < card_size

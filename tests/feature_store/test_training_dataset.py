@@ -38,7 +38,8 @@ def _populate(fs):
 @pytest.fixture
 def fv(fs):
     tx, agg = _populate(fs)
-    return fs.create_feature_view("fraud", query=tx.select_all().join(agg.select(["spend"])), labels=["label"])
+    return fs.create_feature_view("fraud", query=tx.select_all().join(agg.select(["spend"]), on=["card"]),
+                                  labels=["label"])
 
 
 def _hash_all(frames) -> list[str]:
