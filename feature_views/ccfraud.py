@@ -2,7 +2,8 @@
 
 Root ``transactions``; the ``cc_fraud`` label group holds only frauds, so it is LEFT-joined and
 missing labels are filled with 0. Card, account, bank and merchant details are joined by their
-keys (account and bank through the card, as nested joins). The card group is tagged ``pii``:
+keys, named explicitly (foreign keys: Hopsworks only infers shared primary-key names);
+account and bank join through the card, as nested joins. The card group is tagged ``pii``:
 only the cardholder's gender and age group come from it, as training helper columns.
 """
 
@@ -27,14 +28,14 @@ def build(fs: Any) -> Any:
     merchants = fs.get_feature_group("merchant_details", 1)
     card_query = (
         cards.select(HELPERS)
-        .join(accounts.select(["credit_limit", "debt_end_prev_month"]))
-        .join(banks.select(["credit_rating", "country"]), prefix="bank_")
+        .join(accounts.select(["credit_limit", "debt_end_prev_month"]), on=["account_id"])
+        .join(banks.select(["credit_rating", "country"]), on=["bank_id"], prefix="bank_")
     )
     query = (
         tx.select_except(["cc_num", "merchant_id"])
-        .join(labels.select(["is_fraud"]))
-        .join(card_query)
-        .join(merchants.select(["category", "country"]), prefix="merchant_")
+        .join(labels.select(["is_fraud"]))  # both keyed by t_id: Hopsworks' rule finds it
+        .join(card_query, on=["cc_num"])
+        .join(merchants.select(["category", "country"]), on=["merchant_id"], prefix="merchant_")
     )
     return fs.get_or_create_feature_view(
         NAME, VERSION, query, labels=["is_fraud"], label_fill_values={"is_fraud": 0},

@@ -3,7 +3,9 @@
 Root ``flights`` (event time = scheduled departure). ``weather`` is joined point-in-time on
 ``origin`` (the latest hourly observation at or before the scheduled departure), ``planes`` on
 ``tailnum`` and ``airlines`` on ``carrier`` (plain joins: they have no event time).
-``arr_delay`` is the label's source, so it is never a feature. Time-series split with a gap.
+Join keys are named: the groups share no primary-key name with ``flights``, so Hopsworks (and
+the local store, which follows its rule) would not find them. ``arr_delay`` is the label's
+source, so it is never a feature. Time-series split with a gap.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ def build(fs: Any) -> Any:
     airlines = fs.get_feature_group("airlines", 1)
     query = (
         flights.select_except(["arr_delay", "flight"])
-        .join(weather.select_features())
-        .join(planes.select_features())
-        .join(airlines.select(["name"]), prefix="airline_")
+        .join(weather.select_features(), on=["origin"])
+        .join(planes.select_features(), on=["tailnum"])
+        .join(airlines.select(["name"]), on=["carrier"], prefix="airline_")
     )
     return fs.get_or_create_feature_view(
         NAME, VERSION, query, labels=["is_delayed"],
