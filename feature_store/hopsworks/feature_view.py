@@ -124,7 +124,7 @@ def split_arguments(owner: str, *, three_way: bool, split: str | None, seed: int
             f"{owner}: a time split on Hopsworks needs bounds (train_start/train_end, "
             "[validation_start/validation_end,] test_start/test_end). Got sizes only."
         )
-    bounds = {k: v for k, v in bounds.items() if v}
+    bounds = {k: utc_bound(owner, k, v) for k, v in bounds.items() if v}
     if gap:
         delta = pd.Timedelta(gap)
         follows = [("train_end", "validation_start" if three_way else "test_start")]
@@ -132,13 +132,30 @@ def split_arguments(owner: str, *, three_way: bool, split: str | None, seed: int
             follows.append(("validation_end", "test_start"))
         for end_key, start_key in follows:
             if end_key in bounds:
-                earliest = pd.Timestamp(bounds[end_key]) + delta
-                start = pd.Timestamp(bounds.get(start_key, bounds[end_key]))
-                bounds[start_key] = max(start, earliest).isoformat()
+                earliest = bounds[end_key] + delta
+                bounds[start_key] = max(bounds.get(start_key, bounds[end_key]), earliest)
         spec["gap"] = delta.isoformat()
     kwargs.update(bounds)
-    spec.update({k: str(v) for k, v in bounds.items()})
+    spec.update({k: v.isoformat() for k, v in bounds.items()})
     return kwargs, spec
+
+
+def utc_bound(owner: str, name: str, value: Any) -> Any:
+    """A split or window bound as a UTC ``pandas.Timestamp`` (naive means UTC, as locally).
+
+    The SDK converts a Timestamp to epoch milliseconds itself; it refuses ISO strings with a
+    ``T`` ("Unable to identify format of the provided date value") and reads small integers
+    as seconds, so neither is sent.
+    """
+    import pandas as pd
+
+    try:
+        stamp = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"{owner}: {name} must be a date/time (e.g. '2024-01-01'). Got {value!r} instead."
+        ) from None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
 class HopsworksFeatureView:
@@ -241,7 +258,9 @@ class HopsworksFeatureView:
 
         seed = draw_seed() if seed is None else int(seed)
         if len(splits) == 1:
-            kwargs, spec = {"seed": seed, **{k: v for k, v in bounds.items() if v}}, None
+            kwargs = {"seed": seed, **{k: utc_bound(self.owner, k, v)
+                                       for k, v in bounds.items() if v}}
+            spec = None
         else:
             kwargs, spec = split_arguments(
                 self.owner, three_way=len(splits) == 3, split=split, seed=seed, sizes=sizes,
