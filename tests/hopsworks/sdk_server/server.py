@@ -113,6 +113,7 @@ def _load_routes() -> None:
         routes_featurestore,
         routes_jobs,
         routes_platform,
+        routes_training_datasets,
         routes_uploads,
         routes_views,
     )
