@@ -140,6 +140,33 @@ def split_arguments(owner: str, *, three_way: bool, split: str | None, seed: int
     return kwargs, spec
 
 
+def relative_windows(owner: str, three_way: bool, split: str | None, seed: int | None,
+                     gap: Any, windows: dict[str, Any], anchor: Any, bounds: dict[str, Any],
+                     sizes: tuple[Any, Any]) -> tuple[str, dict[str, Any]]:
+    """``("time", bounds)`` of relative windows counted back from ``anchor``, validated and
+    computed by the backend-neutral split code (same bounds as the local store).
+
+    The local store's default anchor is the data's last event time; the Hopsworks Python
+    client cannot read it without the Query Service, so here ``anchor`` is required: a
+    timestamp, e.g. ``$HOPS_END_TIME`` in a scheduled job (``--anchor end-time``).
+    """
+    from feature_store.core.splits import make_split_spec, relative_bounds
+
+    if anchor is None:
+        raise InvalidArgumentError(
+            f"{owner}: relative windows ({', '.join(k for k, v in windows.items() if v)}) on "
+            "Hopsworks need anchor= (a date, or 'end-time' for $HOPS_END_TIME): the data's last "
+            "event time, the local default, cannot be read from the Python client."
+        )
+    spec = make_split_spec(
+        split or "time", seed=0 if seed is None else int(seed), three_way=three_way,
+        validation_size=sizes[0], test_size=sizes[1], gap=gap,
+        anchor=utc_bound(owner, "anchor", anchor),
+        **{k: v for k, v in bounds.items() if v}, **windows,
+    )
+    return "time", {k: v for k, v in relative_bounds(spec, None).items() if k in bounds}
+
+
 def utc_bound(owner: str, name: str, value: Any) -> Any:
     """A split or window bound as a UTC ``pandas.Timestamp`` (naive means UTC, as locally).
 
@@ -285,14 +312,25 @@ class HopsworksFeatureView:
         seed: int | None = None, statistics_config: Any = None,
         write_options: dict[str, Any] | None = None, split: str | None = None, gap: Any = None,
         group_column: str | None = None, stratify_column: str | None = None,
+        test_window: Any = None, validation_window: Any = None, train_window: Any = None,
+        anchor: Any = None,
     ) -> tuple[int, Any]:
-        """Materialize a train/validation/test version; returns ``(version, job)``."""
+        """Materialize a train/validation/test version; returns ``(version, job)``.
+
+        ``test_window``/``validation_window``/``train_window`` count back from ``anchor`` (a
+        timestamp, required here: see :func:`relative_windows`)."""
+        bounds = {"train_start": train_start, "train_end": train_end,
+                  "validation_start": validation_start, "validation_end": validation_end,
+                  "test_start": test_start, "test_end": test_end}
+        windows = {"test_window": test_window, "validation_window": validation_window,
+                   "train_window": train_window}
+        if any(v is not None for v in windows.values()):
+            split, bounds = relative_windows(self.owner, True, split, seed, gap, windows, anchor,
+                                             bounds, (validation_size, test_size))
         return self._create(
             "FeatureView.create_train_validation_test_split", _SPLITS_3, seed=seed, split=split,
             sizes={"validation_size": validation_size, "test_size": test_size},
-            bounds={"train_start": train_start, "train_end": train_end,
-                    "validation_start": validation_start, "validation_end": validation_end,
-                    "test_start": test_start, "test_end": test_end},
+            bounds=bounds,
             gap=gap, group_column=group_column, stratify_column=stratify_column,
             common={"description": description, "extra_filter": extra_filter,
                     "data_format": data_format, "statistics_config": statistics_config,
@@ -305,14 +343,22 @@ class HopsworksFeatureView:
         extra_filter: Any = None, data_format: str = "parquet", seed: int | None = None,
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
         split: str | None = None, gap: Any = None, group_column: str | None = None,
-        stratify_column: str | None = None,
+        stratify_column: str | None = None, test_window: Any = None, train_window: Any = None,
+        anchor: Any = None,
     ) -> tuple[int, Any]:
-        """Materialize a train/test version; returns ``(version, job)``."""
+        """Materialize a train/test version; returns ``(version, job)`` (relative windows as
+        in :meth:`create_train_validation_test_split`)."""
+        bounds = {"train_start": train_start, "train_end": train_end,
+                  "test_start": test_start, "test_end": test_end}
+        windows = {"test_window": test_window, "validation_window": None,
+                   "train_window": train_window}
+        if any(v is not None for v in windows.values()):
+            split, bounds = relative_windows(self.owner, False, split, seed, gap, windows, anchor,
+                                             bounds, (None, test_size))
         return self._create(
             "FeatureView.create_train_test_split", _SPLITS_2, seed=seed, split=split,
             sizes={"test_size": test_size},
-            bounds={"train_start": train_start, "train_end": train_end,
-                    "test_start": test_start, "test_end": test_end},
+            bounds=bounds,
             gap=gap, group_column=group_column, stratify_column=stratify_column,
             common={"description": description, "extra_filter": extra_filter,
                     "data_format": data_format, "statistics_config": statistics_config,

@@ -176,8 +176,10 @@ def test_split_arguments_map_random_time_gap_stratified_and_refuse_group():
     kwargs, spec = split_arguments("fv", three_way=True, split="time", seed=5, sizes={},
                                    bounds=bounds, gap="2D", group_column=None,
                                    stratify_column=None)
-    assert pd.Timestamp(kwargs["validation_start"]) == pd.Timestamp("2024-02-03")
-    assert pd.Timestamp(kwargs["test_start"]) == pd.Timestamp("2024-03-05")  # already later
+    # UTC Timestamps, which the SDK turns into epoch ms (it refuses ISO strings with a "T")
+    assert kwargs["validation_start"] == pd.Timestamp("2024-02-03", tz="UTC")
+    assert kwargs["test_start"] == pd.Timestamp("2024-03-05", tz="UTC")  # already later
+    assert all(isinstance(v, pd.Timestamp) for k, v in kwargs.items() if k != "seed")
     assert spec["gap"] == "P2DT0H0M0S"
     with pytest.warns(UserWarning, match="no stratified split"):
         kwargs, spec = split_arguments("fv", three_way=True, split="stratified", seed=5,

@@ -12,12 +12,14 @@ from typing import Any
 
 from sdk_server.errors import INODE_NOT_FOUND, not_found
 from sdk_server.fixtures import envelope, template
-from sdk_server.routes_uploads import project_path
 from sdk_server.server import FakeHopsworks, route
 from sdk_server.transport import Call
 
 
 def _file(server: FakeHopsworks, project_id: str, path: str) -> Path:
+    # imported here: this module's routes must register before routes_uploads' catch-all GET
+    from sdk_server.routes_uploads import project_path
+
     target = project_path(server, project_id, path)
     if not target.exists():
         raise not_found(INODE_NOT_FOUND, f"path {path}")

@@ -84,8 +84,15 @@ def split_rows(frame: pd.DataFrame, millis: pd.Series | None, td: dict[str, Any]
     if all(s.get("splitType") == "TIME_SERIES_SPLIT" for s in splits):
         if millis is None:
             raise ValueError("time-series split on a query whose root group has no event time")
-        return {s["name"]: frame[((millis >= s["startTime"]) & (millis < s["endTime"])).to_numpy()]
-                for s in splits}
+        out = {}
+        for split in splits:  # a missing bound is open (e.g. train without a start)
+            keep = pd.Series(True, index=millis.index)
+            if split.get("startTime") is not None:
+                keep &= millis >= split["startTime"]
+            if split.get("endTime") is not None:
+                keep &= millis < split["endTime"]
+            out[split["name"]] = frame[keep.to_numpy()]
+        return out
     order = np.random.default_rng(td.get("seed")).permutation(len(frame))
     out, start = {}, 0
     for i, split in enumerate(splits):
