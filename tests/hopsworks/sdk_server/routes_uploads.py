@@ -3,8 +3,8 @@
 A path the SDK sends is absolute (``/Projects/<project>/...``) or relative to the project
 (``Resources/jobs``, as Hopsworks resolves it). Uploads arrive as ``flow`` chunks (multipart
 with ``flowChunkNumber``/``flowTotalChunks``/``flowFilename`` and the bytes as ``file``); the
-file appears once its last chunk is in. Reads (stat, listing, download) are answered by
-:mod:`routes_datasets`.
+file appears once its last chunk is in. Reads (stat, listing, download) are answered here until
+:mod:`routes_datasets` has them (the first module registered wins).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sdk_server.errors import ILLEGAL_ARGUMENT, INODE_NOT_FOUND, bad_request, not_found
+from sdk_server.fixtures import envelope, template
 from sdk_server.hopsfs import local_path
 from sdk_server.server import FakeHopsworks, route
 from sdk_server.transport import Call
@@ -31,14 +32,34 @@ def project_path(server: FakeHopsworks, project_id: str, path: str) -> Path:
     return local_path(server.state.hopsfs, path)
 
 
-@route("GET", DATASET + "/{path:path}")
-def stat(server: FakeHopsworks, call: Call, project_id: str, path: str) -> dict:
-    """Whether a path exists (``DatasetApi.exists``); listings are :mod:`routes_datasets`'."""
+@route("GET", DATASET + "/download/with_auth/{path:path}")
+def download(server: FakeHopsworks, call: Call, project_id: str, path: str) -> bytes:
     target = project_path(server, project_id, path)
-    if not target.exists() or call.q("action") not in (None, "stat"):
+    if not target.is_file():
+        raise not_found(INODE_NOT_FOUND, f"file {path}")
+    return target.read_bytes()
+
+
+def _inode(server: FakeHopsworks, target: Path) -> dict:
+    item = template("inode")["items"][0]
+    item["attributes"] = item["attributes"] | {
+        "path": "/" + target.relative_to(server.state.hopsfs).as_posix(), "name": target.name,
+        "dir": target.is_dir(), "size": 0 if target.is_dir() else target.stat().st_size}
+    return item
+
+
+@route("GET", DATASET + "/{path:path}")
+def stat_or_list(server: FakeHopsworks, call: Call, project_id: str, path: str) -> dict:
+    """``DatasetApi.exists``/``get`` (stat) and listings (``action=listing``)."""
+    target = project_path(server, project_id, path)
+    if not target.exists():
         raise not_found(INODE_NOT_FOUND, f"path {path}")
-    return {"attributes": {"path": path, "name": target.name, "dir": target.is_dir(),
-                           "size": 0 if target.is_dir() else target.stat().st_size}}
+    if call.q("action") == "listing":
+        children = sorted(target.iterdir()) if target.is_dir() else [target]
+        offset, limit = int(call.q("offset", 0)), int(call.q("limit", 1000))
+        return envelope("inode", [_inode(server, c) for c in children[offset:offset + limit]]) | {
+            "count": len(children)}
+    return _inode(server, target)
 
 
 @route("POST", DATASET + "/upload/{path:path}")

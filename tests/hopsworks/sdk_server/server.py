@@ -112,6 +112,7 @@ def _load_routes() -> None:
         routes_environments,
         routes_featurestore,
         routes_jobs,
+        routes_models,
         routes_platform,
         routes_training_datasets,
         routes_uploads,

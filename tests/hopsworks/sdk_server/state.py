@@ -68,6 +68,11 @@ class State:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.executions: dict[str, list[dict[str, Any]]] = {}
         self.environments: dict[str, dict[str, Any]] = {}  # routes_environments
+        self.models: dict[str, dict[str, Any]] = {}  # routes_models, by "<name>_<version>"
+        for project in self.projects.values():  # the datasets every project has
+            for dataset in ("Models", "Resources", "Jobs", "Logs"):
+                (self.hopsfs / "Projects" / project.name / dataset).mkdir(parents=True,
+                                                                          exist_ok=True)
 
     def next_id(self) -> int:
         return next(self._ids)
