@@ -245,11 +245,7 @@ def make_split_spec(
             1 or more, missing sizes/bounds, empty, reversed or overlapping windows, a gap outside
             the time strategy, ``group`` without ``group_column``, a bad seed.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidArgumentError(
-            f"seed must be a non-negative integer. Got {seed!r} instead. Draw one with "
-            "numpy.random.default_rng().integers(2**31) when the user passes None."
-        )
+    _check_seed(seed)
     if strategy is not None and strategy not in STRATEGIES:
         raise InvalidArgumentError(
             f"strategy must be one of {STRATEGIES}. Got {strategy!r} instead."
@@ -275,17 +271,61 @@ def make_split_spec(
     if relative:
         _check_relative(strategy, three_way, windows, has_bounds and not resolved, test, val)
         strategy = "time"
+    strategy = strategy or _inferred_strategy(has_bounds, group_column, stratify_column)
+    _check_strategy_options(strategy, bounds, group_column, stratify_column, gap, gap_td)
+    if relative and not has_bounds:
+        pass  # resolved against the data by resolve_time_bounds
+    elif strategy == "time" and has_bounds:
+        if test is not None or val is not None:
+            warnings.warn(
+                "Time bounds take priority over sizes: test_size/validation_size are ignored.",
+                UserWarning,
+                stacklevel=2,
+            )
+        test = val = None
+        bounds = _fill_bounds(bounds, three_way)
+        _check_windows(bounds, three_way)
+    else:
+        _check_sizes(strategy, three_way, test, val)
+    return SplitSpec(
+        strategy=strategy,
+        seed=int(seed),
+        test_size=test,
+        validation_size=val,
+        gap=gap_td,
+        group_column=group_column,
+        stratify_column=stratify_column,
+        three_way=bool(three_way),
+        anchor=anchor_ts,
+        **windows,
+        **bounds,
+    )
 
-    if strategy is None:
-        if has_bounds:
-            strategy = "time"
-        elif group_column is not None:
-            strategy = "group"
-        elif stratify_column is not None:
-            strategy = "stratified"
-        else:
-            strategy = "random"
-    if has_bounds and strategy != "time":
+
+def _check_seed(seed: Any) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidArgumentError(
+            f"seed must be a non-negative integer. Got {seed!r} instead. Draw one with "
+            "numpy.random.default_rng().integers(2**31) when the user passes None."
+        )
+
+
+def _inferred_strategy(has_bounds: bool, group_column: str | None,
+                       stratify_column: str | None) -> str:
+    """Any time bound → time; else group_column → group; else stratify_column → stratified."""
+    if has_bounds:
+        return "time"
+    if group_column is not None:
+        return "group"
+    if stratify_column is not None:
+        return "stratified"
+    return "random"
+
+
+def _check_strategy_options(strategy: str, bounds: dict[str, Any], group_column: str | None,
+                            stratify_column: str | None, gap: Any, gap_td: Any) -> None:
+    """Each option belongs to one strategy: refuse it with another."""
+    if any(v is not None for v in bounds.values()) and strategy != "time":
         given = [b for b, v in bounds.items() if v is not None]
         raise InvalidArgumentError(
             f"Time bounds {given} only apply to strategy='time'. Got strategy={strategy!r} "
@@ -312,53 +352,30 @@ def make_split_spec(
             "instead."
         )
 
-    if relative and not has_bounds:
-        pass  # resolved against the data by resolve_time_bounds
-    elif strategy == "time" and has_bounds:
-        if test is not None or val is not None:
-            warnings.warn(
-                "Time bounds take priority over sizes: test_size/validation_size are ignored.",
-                UserWarning,
-                stacklevel=2,
-            )
-        test = val = None
-        bounds = _fill_bounds(bounds, three_way)
-        _check_windows(bounds, three_way)
-    else:
-        if test is None:
-            extra = " or time bounds (train_end/test_start)" if strategy == "time" else ""
-            raise InvalidArgumentError(
-                f"A {strategy} split needs test_size{extra}. Got test_size=None instead."
-            )
-        if three_way and val is None:
-            raise InvalidArgumentError(
-                "A train/validation/test split needs validation_size in (0, 1). "
-                "Got validation_size=None instead."
-            )
-        if not three_way and val is not None:
-            raise InvalidArgumentError(
-                f"validation_size is only for train/validation/test splits. Got "
-                f"validation_size={val!r} for a train/test split instead."
-            )
-        total = test + (val or 0.0)
-        if total >= 1.0:
-            raise InvalidArgumentError(
-                f"test_size + validation_size must be below 1 so train keeps rows. Got "
-                f"{test!r} + {val or 0.0!r} = {total!r} instead."
-            )
-    return SplitSpec(
-        strategy=strategy,
-        seed=int(seed),
-        test_size=test,
-        validation_size=val,
-        gap=gap_td,
-        group_column=group_column,
-        stratify_column=stratify_column,
-        three_way=bool(three_way),
-        anchor=anchor_ts,
-        **windows,
-        **bounds,
-    )
+
+def _check_sizes(strategy: str, three_way: bool, test: float | None, val: float | None) -> None:
+    """A size-based split needs test_size (and validation_size for three ways), summing below 1."""
+    if test is None:
+        extra = " or time bounds (train_end/test_start)" if strategy == "time" else ""
+        raise InvalidArgumentError(
+            f"A {strategy} split needs test_size{extra}. Got test_size=None instead."
+        )
+    if three_way and val is None:
+        raise InvalidArgumentError(
+            "A train/validation/test split needs validation_size in (0, 1). "
+            "Got validation_size=None instead."
+        )
+    if not three_way and val is not None:
+        raise InvalidArgumentError(
+            f"validation_size is only for train/validation/test splits. Got "
+            f"validation_size={val!r} for a train/test split instead."
+        )
+    total = test + (val or 0.0)
+    if total >= 1.0:
+        raise InvalidArgumentError(
+            f"test_size + validation_size must be below 1 so train keeps rows. Got "
+            f"{test!r} + {val or 0.0!r} = {total!r} instead."
+        )
 
 
 def _check_relative(strategy: str | None, three_way: bool, windows: dict[str, Any],
