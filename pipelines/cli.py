@@ -291,6 +291,7 @@ def train(
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
     tune: Annotated[bool, typer.Option("--tune", help="Ray Tune (ASHA + Optuna), then refit the best.")] = False,
+    tune_metric: Annotated[str | None, typer.Option(help="Metric --tune optimises on the validation split: roc_auc, pr_auc, log_loss, accuracy or f1 (F1 at its best threshold).")] = None,
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
     workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
@@ -316,6 +317,8 @@ def train(
             overrides.setdefault("params", {})
         if param:
             overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
+        if tune_metric is not None:
+            overrides["tune"] = {**overrides.get("tune", {}), "metric": _tune_metric(tune_metric)}
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
@@ -351,6 +354,20 @@ def _refuse_with_smoke(smoke: bool, **given: bool) -> None:
             f"--smoke only overfits one small batch and registers nothing, so {', '.join(used)} "
             "would be ignored. Run the smoke check without them, then train."
         )
+
+
+def _tune_metric(name: str) -> str:
+    """A vocabulary metric name (``f1``, ``pr_auc``, ``log_loss``, ``validation_roc_auc``) as
+    the trainers' ``val_<metric>``."""
+    from fstrain.kernel.errors import ConfigError, did_you_mean
+
+    trainer = {"roc_auc": "auc", "auc": "auc", "pr_auc": "pr_auc", "log_loss": "logloss",
+               "logloss": "logloss", "accuracy": "accuracy", "f1": "f1"}
+    bare = name.removeprefix("validation_").removeprefix("val_")
+    if bare not in trainer:
+        raise ConfigError(f"--tune-metric must be one of {', '.join(sorted(trainer))}. Got "
+                          f"{name!r} instead.{did_you_mean(bare, trainer)}")
+    return f"val_{trainer[bare]}"
 
 
 def _smoke(project: Any, cfg: Any) -> None:

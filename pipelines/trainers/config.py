@@ -56,6 +56,7 @@ NAN_TOLERANT_MODELS: frozenset[str] = BOOSTED_TREE_MODELS | {"sklearn_rf"}
 
 #: Metric names understood everywhere (history uses ``val_<name>``); ``mode`` derives from them.
 METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min",
+                                "f1": "max",
                                 "rmse": "min", "mae": "min"}
 #: Metrics of regression models (the others are classification metrics).
 REGRESSION_METRICS: frozenset[str] = frozenset({"rmse", "mae"})
@@ -188,7 +189,9 @@ class TrainConfig(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     seed: int = 42
     task: Literal["auto", "binary", "multiclass", "regression"] = "auto"
-    metric: Literal["auto", "auc", "pr_auc", "accuracy", "logloss", "rmse", "mae"] = "auto"
+    # f1: binary F1 at the threshold that maximises it on the validation split (the threshold
+    # the model-validation pipeline picks with --threshold-strategy f1)
+    metric: Literal["auto", "auc", "pr_auc", "accuracy", "logloss", "f1", "rmse", "mae"] = "auto"
     imbalance: Literal["none", "scale_pos_weight", "class_weight", "oversample", "undersample"] = (
         "none"
     )

@@ -62,6 +62,14 @@ def lightgbm_params(
         params["objective"] = "regression"
         params["metric"] = ["l1", "rmse"] if metric == "mae" else ["rmse", "l1"]
     elif n_classes == 2:
+        if metric == "f1":
+            from fstrain.kernel.errors import ConfigError
+
+            raise ConfigError(
+                "metric='f1' is computed for xgboost, scikit-learn and torch models; LightGBM's "
+                "early stopping takes its own metrics. Use metric='pr_auc' (or 'logloss') for "
+                "lightgbm, or tune an xgboost model on f1."
+            )
         params["objective"] = "binary"
         first = _LGB_METRIC[metric][0]
         params["metric"] = list(dict.fromkeys([first, "binary_logloss"]))

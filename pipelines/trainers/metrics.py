@@ -15,7 +15,7 @@ def resolve_metric(config: TrainConfig, n_classes: int) -> tuple[str, str]:
         return metric, METRIC_MODES[metric]
     if metric == "auto":
         metric = "auc" if n_classes == 2 else "logloss"
-    if metric == "pr_auc" and n_classes != 2:
+    if metric in ("pr_auc", "f1") and n_classes != 2:
         metric = "logloss"
     return metric, METRIC_MODES[metric]
 
@@ -52,8 +52,9 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
         if len(present) == 2:
             out["auc"] = float(roc_auc(y, mat[:, 1]))
             out["pr_auc"] = float(average_precision(y, mat[:, 1]))
+            out["f1"] = best_f1(y, mat[:, 1])
         else:
-            out["auc"] = out["pr_auc"] = float("nan")
+            out["auc"] = out["pr_auc"] = out["f1"] = float("nan")
     else:
         from sklearn.metrics import roc_auc_score
 
@@ -62,6 +63,23 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
         else:
             out["auc"] = float("nan")
     return out
+
+
+def best_f1(y: np.ndarray, score: np.ndarray) -> float:
+    """Binary F1 at the score threshold that maximises it (predict positive when
+    ``score >= t``, ``t`` one of the scores): the F1 a threshold tuned on this split reaches."""
+    y = np.asarray(y, dtype=np.int64)
+    score = np.asarray(score, dtype=np.float64)
+    positives = int(y.sum())
+    if positives == 0 or len(y) == 0:
+        return float("nan")
+    order = np.argsort(-score, kind="mergesort")
+    s, t = score[order], y[order]
+    tp = np.cumsum(t)
+    predicted = np.arange(1, len(t) + 1)
+    last = np.r_[s[1:] != s[:-1], True]  # a threshold keeps every row tied with it
+    f1 = 2.0 * tp[last] / (predicted[last] + positives)
+    return float(f1.max())
 
 
 def regression_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:

@@ -36,7 +36,15 @@ _XGB_METRIC = {
     "pr_auc": ("aucpr", "aucpr"),
     "logloss": ("logloss", "mlogloss"),
     "accuracy": ("error", "merror"),
+    "f1": (None, None),  # a custom metric (xgboost_f1), computed after every round
 }
+
+
+def xgboost_f1(predt: np.ndarray, dmatrix: Any) -> tuple[str, float]:
+    """XGBoost ``custom_metric``: binary F1 at its best threshold on the evaluation set."""
+    from pipelines.trainers.metrics import best_f1
+
+    return "f1", best_f1(dmatrix.get_label(), predt)
 
 
 def xgboost_device(requested: str) -> tuple[str, list[str]]:
@@ -141,7 +149,7 @@ def xgboost_params(
         return params, rounds
     eval_metrics = ["logloss" if n_classes == 2 else "mlogloss"]
     xgb_metric = _XGB_METRIC[metric][0 if n_classes == 2 else 1]
-    if xgb_metric not in eval_metrics:
+    if xgb_metric is not None and xgb_metric not in eval_metrics:
         eval_metrics.append(xgb_metric)  # the last one drives early stopping
     if n_classes == 2:
         params["objective"] = "binary:logistic"
@@ -216,19 +224,21 @@ def train_xgboost(
             return False
 
     callbacks: list[Any] = [_Record()]
+    custom = xgboost_f1 if metric == "f1" and k == 2 else None
+    watched = "f1" if custom is not None else params["eval_metric"][-1]
     if config.early_stopping_rounds:
         callbacks.append(
             xgb.callback.EarlyStopping(
                 rounds=config.early_stopping_rounds,
-                metric_name=params["eval_metric"][-1],
+                metric_name=watched,
                 data_name="val",
-                maximize=params["eval_metric"][-1] in ("auc", "aucpr"),
+                maximize=watched in ("auc", "aucpr", "f1"),
                 save_best=True,
             )
         )
     booster = xgb.train(
         params, dtrain, num_boost_round=rounds, evals=[(dval, "val")], callbacks=callbacks,
-        verbose_eval=False,
+        verbose_eval=False, custom_metric=custom,
     )
     t_fit = time.perf_counter()
     best = int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))

@@ -28,6 +28,7 @@ import pandas as pd
 from fstrain.kernel.errors import ConfigError
 from pipelines.trainers.config import (
     BOOSTED_TREE_MODELS,
+    METRIC_MODES,
     TrainConfig,
     load_config,
     validate_search_space,
@@ -40,6 +41,8 @@ XGBOOST_SPACE: dict[str, dict[str, Any]] = {
     "subsample": {"type": "uniform", "low": 0.5, "high": 1.0},
     "colsample_bytree": {"type": "uniform", "low": 0.5, "high": 1.0},
     "min_child_weight": {"type": "loguniform", "low": 0.5, "high": 20.0},
+    "reg_lambda": {"type": "loguniform", "low": 1e-3, "high": 10.0},
+    "reg_alpha": {"type": "loguniform", "low": 1e-3, "high": 10.0},
     "n_estimators": {"type": "randint", "low": 50, "high": 500},
 }
 LIGHTGBM_SPACE: dict[str, dict[str, Any]] = {
@@ -284,6 +287,13 @@ def tune(
     except ValueError as exc:
         raise ConfigError(f"Invalid search space: {exc}") from None
     metric, mode = _tuning_metric(cfg, label_info(y_train, cfg.task).n_classes)
+    trained_on = metric.removeprefix("val_")
+    if metric.startswith("val_") and trained_on in METRIC_MODES and cfg.metric != trained_on:
+        # trials stop early and are ranked on the tuning metric, so they report it every round
+        cfg = cfg.model_copy(update={"metric": trained_on})
+        notes_metric = [f"trials train with metric={trained_on!r} (tune.metric={metric!r})"]
+    else:
+        notes_metric = []
     max_t = _max_t(cfg, space)
     ray_space, json_keys = _ray_space(space)
     workdir = Path(workdir).resolve()
@@ -333,7 +343,7 @@ def tune(
     return TuneResult(
         best_params=best_params, best_config=best_config, best_metric=float(best[best_col]),
         metric=metric, mode=mode, max_t=max_t, trials=trials.reset_index(drop=True),
-        storage_path=storage, notes=notes,
+        storage_path=storage, notes=notes + notes_metric,
     )
 
 
@@ -343,7 +353,7 @@ def _tuning_metric(cfg: TrainConfig, n_classes: int) -> tuple[str, str]:
 
     base_metric, base_mode = resolve_metric(cfg, n_classes)
     metric = cfg.tune.metric or f"val_{base_metric}"
-    known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy")} | {"train_loss"}
+    known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy", "f1")} | {"train_loss"}
     if metric not in known:
         from fstrain.kernel.errors import did_you_mean
 
@@ -351,7 +361,9 @@ def _tuning_metric(cfg: TrainConfig, n_classes: int) -> tuple[str, str]:
             f"tune.metric must be one of {', '.join(sorted(known))}; got {metric!r}."
             + did_you_mean(metric, known)
         )
-    mode = cfg.tune.mode or ("min" if metric.endswith(("logloss", "loss")) else base_mode)
+    bare = metric.removeprefix("val_")
+    mode = cfg.tune.mode or ("min" if metric.endswith(("logloss", "loss"))
+                             else METRIC_MODES.get(bare, base_mode))
     return metric, mode
 
 
