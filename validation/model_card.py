@@ -335,7 +335,8 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
         ci = cis.get(m)
         ci_txt = (f" (95% CI {fmt(ci['lower'])}–{fmt(ci['upper'])})"
                   if ci and ci.get("lower") is not None else "")
-        facts.append(f"{m}: {fmt(metrics[m])}{ci_txt}")
+        facts.append(f"{m} ({evaluation.get('split', 'evaluation')} split): "
+                     f"{fmt(metrics[m])}{ci_txt}")
     t = card.get("threshold")
     if t:
         facts.append(f"Decision threshold {fmt(t['threshold'])}: {t.get('detail', '')}")

@@ -22,7 +22,7 @@ def test_sections_follow_the_template_and_are_filled_where_known(full_scorecard)
     assert [s.key for s in card.sections] == list(SECTIONS)
     perf = card.section("performance")
     assert perf.complete and perf.source == "generated"
-    assert any(f.startswith("roc_auc: ") and "95% CI" in f for f in perf.facts)
+    assert any(f.startswith("roc_auc (test split): ") and "95% CI" in f for f in perf.facts)
     assert any("max_abs_dp_difference <= 0.15 → passed" in f for f in perf.facts)
     bias = card.section("bias_evaluation")
     assert bias.complete and any(f.startswith("sex: demographic parity difference")
