@@ -166,12 +166,40 @@ class LocalModelRegistry:
             )
         from model_registry.metric_names import metric_key
 
+        self._check_best_inputs(name, metric, metric_key(metric))
         record = self._index.best(name, metric_key(metric), direction_norm,
                                   validated_only=validated_only, require_approval=require_approval)
         if record is None and metric_key(metric) != metric:  # a metric outside the vocabulary
             record = self._index.best(name, metric, direction_norm, validated_only=validated_only,
                                       require_approval=require_approval)
         return None if record is None else Model._from_record(self, record)
+
+    def _check_best_inputs(self, name: str, metric: str, key: str) -> None:
+        """Warn, naming what exists, when the model or the metric is unknown: the answer stays
+        ``None`` as in hsml, but a typo no longer looks like "no version qualifies"."""
+        from model_registry.metric_names import split_of
+
+        records = self._index.list(name)
+        if not records:
+            names = self._index.names()
+            warnings.warn(
+                f"get_best_model: model '{name}' does not exist in the registry at {self.root} "
+                f"(models: {listing(names)}).{did_you_mean(name, names)} Returning None.",
+                UserWarning, stacklevel=3,
+            )
+            return
+
+        def bare(k: str) -> str:
+            return k.split("_", 1)[1] if split_of(k) is not None else k
+
+        recorded = sorted({m for r in records for m in r.metrics})
+        if metric not in recorded and bare(key) not in {bare(m) for m in recorded}:
+            warnings.warn(
+                f"get_best_model: no version of model '{name}' records metric '{metric}' "
+                f"(recorded metrics: {listing(recorded)}).{did_you_mean(metric, recorded)} "
+                "Returning None.",
+                UserWarning, stacklevel=3,
+            )
 
     def list_models(self, name: str | None = None) -> list[Model]:
         """Every saved version of ``name`` — or of every model — by name then version."""
