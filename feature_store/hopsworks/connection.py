@@ -109,6 +109,11 @@ def _settings(
         raise ConfigError(
             f"api_key_file '{key_file}' does not exist. Point it at a file holding the API key."
         )
+    if project is None:  # the SDK would prompt with input() when the key has several projects
+        raise ConfigError(
+            f"login(backend='hopsworks') to {host}: no project. Pass project='my_project' or "
+            "set HOPSWORKS_PROJECT (fstrain never lets the SDK prompt for one)."
+        )
     return host, port_number, project, api_key_value, key_file
 
 
@@ -142,7 +147,8 @@ def login(
 
     Args:
         host: cluster host name (``HOPSWORKS_HOST``); ``host:port`` is accepted.
-        project: project name (``HOPSWORKS_PROJECT``); None takes the API key's only project.
+        project: project name (``HOPSWORKS_PROJECT``); required (the SDK would otherwise
+            prompt with ``input()`` when the API key has several projects).
         api_key_value: the API key (``HOPSWORKS_API_KEY``).
         api_key_file: a file holding the API key (``HOPSWORKS_API_KEY_FILE``).
         port: HTTPS port (``HOPSWORKS_PORT``, default 443).

@@ -342,21 +342,48 @@ def sdk_attrs(obj: Any, cls: str) -> dict[str, Any]:
 
 
 def translate_error(exc: BaseException, key: str, owner: str = "") -> FeatureStoreError:
-    """An fstrain error for an SDK exception (404 → NotFoundError, else BackendError)."""
+    """An fstrain error for an SDK exception (404 → NotFoundError, else BackendError).
+
+    A Hopsworks REST error keeps what the server said: the message reads ``HTTP <status>,
+    errorCode <code>: <errorMsg> (<usrMsg>)`` and the error carries ``status``,
+    ``error_code``, ``server_message`` and ``user_message`` attributes.
+    """
     where = f"{owner}: " if owner else ""
     status = _status_code(exc)
+    server = _server_error(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if server is not None:
+        code, message, user = server
+        text = f"errorCode {code}: {message}" + (f" ({user})" if user and user != message else "")
     if status == 404:
-        return NotFoundError(f"{where}Hopsworks says it does not exist ({key}): {text}")
-    if _is_connection_error(exc):
-        return BackendError(
+        err: FeatureStoreError = NotFoundError(
+            f"{where}Hopsworks says it does not exist ({key}, HTTP 404): {text}")
+    elif _is_connection_error(exc):
+        err = BackendError(
             f"{where}lost the connection to Hopsworks during {key}: {text}. Check that the "
             "cluster is up and reachable (HOPSWORKS_HOST), then re-run."
         )
-    return BackendError(
-        f"{where}Hopsworks call {key} failed ({type(exc).__name__}"
-        f"{'' if status is None else f', HTTP {status}'}): {text}"
-    )
+    else:
+        err = BackendError(
+            f"{where}Hopsworks call {key} failed ({type(exc).__name__}"
+            f"{'' if status is None else f', HTTP {status}'}): {text}"
+        )
+    err.status = status  # type: ignore[attr-defined]
+    err.error_code, err.server_message, err.user_message = (  # type: ignore[attr-defined]
+        server if server is not None else (None, None, None))
+    return err
+
+
+def _server_error(exc: BaseException) -> tuple[Any, str, str] | None:
+    """``(errorCode, errorMsg, usrMsg)`` of a Hopsworks error answer, if ``exc`` carries one."""
+    response = getattr(exc, "response", None)
+    try:
+        body = response.json() if response is not None else None
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or "errorCode" not in body:
+        return None
+    return body["errorCode"], str(body.get("errorMsg") or ""), str(body.get("usrMsg") or "")
 
 
 def _status_code(exc: BaseException) -> int | None:

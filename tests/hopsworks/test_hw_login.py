@@ -81,6 +81,7 @@ def test_a_silent_host_times_out_within_the_limit(monkeypatch):
         ({"host": "h.example", "api_key_file": "/nonexistent/key"}, "does not exist"),
         ({"host": "h.example", "api_key_value": "k", "port": "https"}, "port must be an integer"),
         ({"host": "h.example", "api_key_value": "k", "port": 70000}, "1..65535"),
+        ({"host": "h.example", "api_key_value": "k"}, "no project. Pass project="),
     ],
 )
 def test_missing_or_bad_settings_are_config_errors(kwargs, message):
@@ -91,7 +92,8 @@ def test_missing_or_bad_settings_are_config_errors(kwargs, message):
 def test_api_key_file_is_accepted(tmp_path):
     key = tmp_path / "key"
     key.write_text("secret")
-    err, _ = _login_error(host="127.0.0.1", port=1, api_key_file=key, timeout=1)
+    err, _ = _login_error(host="127.0.0.1", port=1, api_key_file=key, project="p",
+                            timeout=1)
     assert "127.0.0.1:1" in str(err)
 
 
@@ -102,6 +104,7 @@ def test_cli_reports_one_clean_line_and_exit_2(monkeypatch):
 
     monkeypatch.setenv("HOPSWORKS_HOST", "127.0.0.1:1")
     monkeypatch.setenv("HOPSWORKS_API_KEY", "key")
+    monkeypatch.setenv("HOPSWORKS_PROJECT", "p")
     result = CliRunner().invoke(app, ["dataset", "adult", "--backend", "hopsworks"])
     assert result.exit_code == 2
     assert "cannot reach Hopsworks at 127.0.0.1:1" in result.output

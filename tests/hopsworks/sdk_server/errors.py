@@ -2,32 +2,30 @@
 
 Hopsworks answers a refused request with ``{"errorCode", "errorMsg", "usrMsg"}`` and an HTTP
 status; the SDK turns any non-2xx answer into ``hopsworks_common.client.exceptions.RestAPIError``
-and reads those three fields from the body. The codes below are the ones the server rules of
-this package raise (values as Hopsworks 5.x defines them in its ``RESTCodes``).
+and reads those three fields from the body.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: RESTCodes.FeaturestoreErrorCode.NO_PK_JOINING_KEYS: a join without ``on`` whose groups
-#: share no primary-key name.
+#: A join without ``on`` whose groups share no primary-key name (the value the issue reports
+#: from a 5.2 cluster; not named in the SDK source).
 JOIN_NO_COMMON_PRIMARY_KEY = 270096
-#: a tag name without a schema on the cluster (RESTCodes.TagsErrorCode.TAG_NOT_FOUND).
-TAG_SCHEMA_NOT_FOUND = 370002
-#: a tag value that does not validate against its schema (TagsErrorCode.INVALID_TAG_VALUE).
-TAG_VALUE_INVALID = 370005
-#: FeaturestoreErrorCode.FEATURE_GROUP_NOT_FOUND / FEATURE_VIEW_NOT_FOUND / TD not found.
+#: Codes the installed SDK itself names (``NOT_FOUND_ERROR_CODE`` of FeatureGroupBase,
+#: FeatureView, TrainingDatasetBase and Tag): the SDK turns these into "absent" answers.
 FEATURE_GROUP_NOT_FOUND = 270009
 FEATURE_VIEW_NOT_FOUND = 270181
 TRAINING_DATASET_NOT_FOUND = 270012
-#: FeaturestoreErrorCode.ILLEGAL_TRAINING_DATASET_SPLIT (bad split bounds).
-ILLEGAL_SPLIT = 270210
-#: ProjectErrorCode.PROJECT_NOT_FOUND.
+TAG_NOT_FOUND = 370002
+#: The codes below are this fake server's choice (the SDK does not name them; a recording
+#: from a cluster, ``tests/hopsworks/record_fixtures.py``, shows the real ones). Tests assert
+#: that fstrain keeps whatever code the server sent, never these values' meaning.
+TAG_SCHEMA_NOT_FOUND = 370001  # a tag name without a schema on the cluster
+TAG_VALUE_INVALID = 370005  # a tag value that does not validate against its schema
+ILLEGAL_SPLIT = 270210  # split bounds that are not epoch milliseconds
 PROJECT_NOT_FOUND = 150004
-#: DatasetErrorCode.INODE_NOT_FOUND.
 INODE_NOT_FOUND = 110011
-#: GenericErrorCode.ILLEGAL_ARGUMENT.
 ILLEGAL_ARGUMENT = 120001
 #: a request the fake server has no rule for (never a Hopsworks code).
 UNROUTED = 999999

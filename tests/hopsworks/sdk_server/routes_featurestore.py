@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sdk_server.errors import FEATURE_GROUP_NOT_FOUND, not_found
+from sdk_server.errors import FEATURE_GROUP_NOT_FOUND, TAG_NOT_FOUND, not_found
 from sdk_server.fixtures import envelope, template
 from sdk_server.hopsfs import hopsfs_url
 from sdk_server.rules import check_tag
@@ -165,7 +165,7 @@ def get_tag(tags: dict[str, Any], name: str | None) -> dict[str, Any]:
     if name is None:
         return tag_list(tags)
     if name not in tags:
-        raise not_found(370002, f"tag {name}")
+        raise not_found(TAG_NOT_FOUND, f"tag {name}")
     return tag_list({name: tags[name]})
 
 
@@ -188,7 +188,7 @@ def fg_get_tag(server, call, project_id, fs, fg_id, name):
 def fg_delete_tag(server, call, project_id, fs, fg_id, name):
     tags = _tag_owner(server, fg_id)
     if name not in tags:
-        raise not_found(370002, f"tag {name}")
+        raise not_found(TAG_NOT_FOUND, f"tag {name}")
     del tags[name]
 
 

@@ -31,7 +31,7 @@ def check_tag(schemas: dict[str, dict[str, Any]], name: str, raw_value: Any) -> 
     """The tag value, decoded, if ``name`` has a schema and the value validates against it."""
     schema = schemas.get(name)
     if schema is None:
-        raise HttpError(404, TAG_SCHEMA_NOT_FOUND, f"Tag schema '{name}' was not found",
+        raise HttpError(400, TAG_SCHEMA_NOT_FOUND, f"Tag schema '{name}' was not found",
                         f"No tag schema named {name}. An administrator must create it first.")
     value = raw_value
     if isinstance(raw_value, str):
