@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
+from feature_store.hopsworks.sdk_calls import (
+    SDK_BUILTIN_TRANSFORMATIONS,
+    sdk_attr,
+    sdk_builtin_transformation,
+    sdk_call,
+)
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,6 +33,33 @@ FEATURE_TAGS = "fstrain_feature_tags"
 def _unwrap(obj: Any) -> Any:
     """The SDK object behind an fstrain wrapper (or ``obj`` itself)."""
     return getattr(obj, "_sdk", obj)
+
+
+def sdk_transformations(owner: str, functions: list[Any]) -> list[Any]:
+    """fstrain's transformations as the SDK's built-in ones (``standard_scaler("amount")`` →
+    ``hsfs.builtin_transformations.standard_scaler("amount")``); the SDK refuses anything not
+    made with its ``@udf`` decorator. SDK transformation functions pass through unchanged."""
+    from feature_store.core.transformations import TransformationFunction
+
+    out = []
+    for tf in functions:
+        if isinstance(tf, TransformationFunction):
+            if tf.name not in SDK_BUILTIN_TRANSFORMATIONS or tf.params:
+                raise InvalidArgumentError(
+                    f"{owner}: transformation {tf.name}({tf.feature!r}"
+                    f"{', ' + str(tf.params) if tf.params else ''}) has no Hopsworks built-in "
+                    f"equivalent (built-ins: {list(SDK_BUILTIN_TRANSFORMATIONS)}, no options)."
+                )
+            out.append(sdk_builtin_transformation(tf.name, tf.feature, _owner=owner))
+        elif type(tf).__module__.startswith("hsfs."):
+            out.append(tf)
+        else:
+            raise InvalidArgumentError(
+                f"{owner}: transformation_functions takes fstrain transformations (e.g. "
+                f"standard_scaler('amount')) or Hopsworks @udf functions. Got "
+                f"{type(tf).__name__} instead."
+            )
+    return out
 
 
 def sdk_tags(tags: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,7 +172,8 @@ class HopsworksFeatureStore:
             "training_helper_columns": list(training_helper_columns or []),
         }
         if transformation_functions:
-            kwargs["transformation_functions"] = list(transformation_functions)
+            kwargs["transformation_functions"] = sdk_transformations(owner,
+                                                                     transformation_functions)
         all_tags = dict(tags or {})
         if any(extensions.values()):
             all_tags[EXTENSIONS_TAG] = extensions

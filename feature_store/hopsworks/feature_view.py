@@ -476,15 +476,38 @@ class HopsworksFeatureView:
                            "training_helper_columns": training_helper_columns,
                            "dataframe_type": dataframe_type})
 
-    def train_validation_test_split(self, validation_size: float | None = None,
-                                    test_size: float | None = None,
-                                    training_helper_columns: bool = False) -> tuple[Any, ...]:
-        """In-memory split. Hopsworks registers an in-memory version and re-runs its query on
-        every later read (no bit identity after backfills); the SDK's in-memory split takes no
-        ``seed`` (5.2.1), so none is passed."""
+    def train_validation_test_split(
+        self, validation_size: float | None = None, test_size: float | None = None,
+        train_start: Any = "", train_end: Any = "", validation_start: Any = "",
+        validation_end: Any = "", test_start: Any = "", test_end: Any = "",
+        training_helper_columns: bool = False, seed: int | None = None,
+    ) -> tuple[Any, ...]:
+        """In-memory split by time bounds. Hopsworks registers an in-memory version and
+        re-runs its query on every later read (no bit identity after backfills).
+
+        Random (size-based) in-memory splits are refused: the SDK's in-memory split takes no
+        ``seed`` (5.2.1) and shuffles differently on every call, so neither a given nor a
+        recorded seed could be honoured. Use :meth:`create_train_validation_test_split` (a
+        materialized version, seed passed and recorded) instead.
+        """
+        if validation_size is not None or test_size is not None or seed is not None:
+            raise InvalidArgumentError(
+                f"{self.owner}: a random in-memory split cannot be reproduced on Hopsworks (the "
+                "SDK's in-memory split takes no seed and reshuffles on every call). Use "
+                "create_train_validation_test_split(validation_size=..., test_size=..., seed=...) "
+                "for a materialized version, or pass time bounds here."
+            )
+        bounds = {"train_start": train_start, "train_end": train_end,
+                  "validation_start": validation_start, "validation_end": validation_end,
+                  "test_start": test_start, "test_end": test_end}
+        if not any(bounds.values()):
+            raise InvalidArgumentError(
+                f"{self.owner}: an in-memory split on Hopsworks needs time bounds "
+                "(train_start/train_end, validation_start/validation_end, test_start/test_end)."
+            )
         frames = sdk_call(self._sdk, "FeatureView.train_validation_test_split",
-                          validation_size=validation_size, test_size=test_size,
-                          training_helper_columns=training_helper_columns, _owner=self.owner)
+                          training_helper_columns=training_helper_columns, _owner=self.owner,
+                          **{k: utc_bound(self.owner, k, v) for k, v in bounds.items() if v})
         return tuple(list(frames[:3]) + [self._fill(y) for y in frames[3:]])
 
     def init_batch_scoring(self, training_dataset_version: int | None = None) -> None:

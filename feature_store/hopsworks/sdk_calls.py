@@ -186,7 +186,8 @@ SDK_CALLS: dict[str, SdkCall] = {
     ),
     "FeatureView.train_validation_test_split": SdkCall(
         f"{_FV}.train_validation_test_split",
-        kwargs=("validation_size", "test_size", "training_helper_columns"),
+        kwargs=("train_start", "train_end", "validation_start", "validation_end", "test_start",
+                "test_end", "training_helper_columns"),
     ),
     "FeatureView.get_training_datasets": SdkCall(f"{_FV}.get_training_datasets"),
     "FeatureView.get_batch_data": SdkCall(
@@ -294,6 +295,27 @@ SDK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
 _SHORT = {path.rsplit(".", 1)[1]: path for path in SDK_ATTRIBUTES}
 
 
+#: fstrain's transformation names that map one to one onto the SDK's built-in transformation
+#: functions (``hsfs.builtin_transformations``): same statistics, same output per row.
+SDK_BUILTIN_TRANSFORMATIONS: tuple[str, ...] = (
+    "min_max_scaler", "standard_scaler", "robust_scaler", "label_encoder", "one_hot_encoder",
+)
+
+
+def sdk_builtin_transformation(name: str, feature: str, _owner: str = "") -> Any:
+    """The SDK's built-in transformation ``name`` bound to ``feature`` (``standard_scaler("x")``
+    in Hopsworks' own terms); ``name`` must be declared in :data:`SDK_BUILTIN_TRANSFORMATIONS`."""
+    import importlib
+
+    if name not in SDK_BUILTIN_TRANSFORMATIONS:
+        raise AdapterDriftError(f"built-in transformation {name!r} is not declared.")
+    module = importlib.import_module("hsfs.builtin_transformations")
+    try:
+        return getattr(module, name)(feature)
+    except Exception as exc:
+        raise translate_error(exc, f"builtin_transformations.{name}", _owner) from exc
+
+
 class AdapterDriftError(AssertionError):
     """The adapter made an SDK call or read an attribute that is not in the table (a bug)."""
 
@@ -379,7 +401,7 @@ def _server_error(exc: BaseException) -> tuple[Any, str, str] | None:
     response = getattr(exc, "response", None)
     try:
         body = response.json() if response is not None else None
-    except ValueError:
+    except (ValueError, AttributeError):  # no JSON body, or not a requests.Response
         return None
     if not isinstance(body, dict) or "errorCode" not in body:
         return None

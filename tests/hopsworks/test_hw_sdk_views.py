@@ -1,0 +1,56 @@
+"""Feature-view options through the real SDK: transformations and in-memory splits."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from feature_store.transformations import label_encoder, robust_scaler, standard_scaler
+from fstrain.kernel.errors import InvalidArgumentError
+
+
+@pytest.fixture(scope="module")
+def tx_group(hops_cluster):
+    _, project = hops_cluster
+    fg = project.get_feature_store().get_or_create_feature_group("tx_t", 1, primary_key=["id"])
+    fg.insert(pd.DataFrame({"id": [1, 2, 3, 4], "amount": [1.0, 2.0, 3.0, 4.0],
+                            "kind": ["a", "b", "a", "b"], "y": [0, 1, 0, 1]}))
+    return fg
+
+
+def test_fstrain_transformations_become_hopsworks_builtins(hops_cluster, tx_group):
+    """Regression: the SDK refused fstrain's standard_scaler(...) ("use the hopsworks_udf
+    decorator"); they now map onto hsfs.builtin_transformations."""
+    cluster, project = hops_cluster
+    fs = project.get_feature_store()
+    fv = fs.get_or_create_feature_view(
+        "tx_view", 1, tx_group.select_all(), labels=["y"],
+        transformation_functions=[standard_scaler("amount"), label_encoder("kind"),
+                                  robust_scaler("amount")])
+    (create,) = [r for r in cluster.server.requests_to("POST", "/featureview")
+                 if r.path.endswith("/featureview") and r.body["name"] == "tx_view"]
+    sent = [(t["hopsworksUdf"]["name"], t["hopsworksUdf"]["transformationFeatures"])
+            for t in create.body["transformationFunctions"]]
+    assert sorted(sent) == [("label_encoder", ["kind"]), ("robust_scaler", ["amount"]),
+                            ("standard_scaler", ["amount"])]
+    assert fv.labels == ["y"]
+
+
+def test_a_transformation_without_builtin_is_refused_before_the_sdk(hops_cluster, tx_group):
+    _, project = hops_cluster
+    with pytest.raises(InvalidArgumentError, match="transformation_functions takes fstrain"):
+        project.get_feature_store().get_or_create_feature_view(
+            "tx_bad", 1, tx_group.select_all(), labels=["y"],
+            transformation_functions=[lambda s: s])
+
+
+def test_random_in_memory_split_is_refused_not_reshuffled(hops_cluster, tx_group):
+    """Regression: in-memory versions re-shuffled on every call (the SDK takes no seed)."""
+    cluster, project = hops_cluster
+    fv = project.get_feature_store().get_or_create_feature_view(
+        "tx_mem", 1, tx_group.select_all(), labels=["y"])
+    sent = len(cluster.server.log)
+    for kwargs in ({"validation_size": 0.25, "test_size": 0.25}, {"seed": 7}):
+        with pytest.raises(InvalidArgumentError, match="cannot be reproduced on Hopsworks"):
+            fv.train_validation_test_split(**kwargs)
+    assert len(cluster.server.log) == sent  # refused before any request
