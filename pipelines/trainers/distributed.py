@@ -156,9 +156,7 @@ def train_distributed(
     import torch
 
     from fstrain.kernel.errors import ConfigError
-    from pipelines.trainers import checkpoint as ckpt
     from pipelines.trainers.metrics import resolve_metric
-    from pipelines.trainers.nets import build_net
     from pipelines.trainers.predictor import TorchPredictor
     from pipelines.trainers.torch_models import prepare_torch_data
     from pipelines.trainers.tuning import ray_session
@@ -182,32 +180,11 @@ def train_distributed(
         "lineage": lineage, "resume": cfg.resume if resume is None else resume,
         "threads": max(1, num_cpus // num_workers),
     }
-    from ray.train import RunConfig, ScalingConfig
-    from ray.train.torch import TorchConfig, TorchTrainer
-
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
-        trainer = TorchTrainer(
-            _worker,
-            train_loop_config=loop_config,
-            torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
-            scaling_config=ScalingConfig(
-                num_workers=num_workers, use_gpu=use_gpu,
-                resources_per_worker={"CPU": max(1, num_cpus // num_workers)} if not use_gpu
-                else None,
-            ),
-            run_config=RunConfig(name="ddp", storage_path=str(workdir / "ray_results")),
-        )
-        result = trainer.fit()
+        result = _fit_on_ray(loop_config, workdir, num_workers, num_cpus, use_gpu)
     final = dict(result.metrics or {})
-    ranks = json.loads((ckdir / RANKS_FILE).read_text())
-    per_rank = ranks["rank_metrics"]
-    model_state, _, _ = ckpt.read(ckdir, "best")
-    net = build_net(data.arch)
-    net.load_state_dict(model_state)
-    net.eval()
-    _, _, last_meta = ckpt.read(ckdir, "last")
-    history = last_meta["loop"]["history"]
-    best_epoch = int(last_meta["loop"]["best_epoch"])
+    per_rank = json.loads((ckdir / RANKS_FILE).read_text())["rank_metrics"]
+    net, history, best_epoch = _best_from_checkpoints(ckdir, data.arch)
     best_row = next(r for r in history if r["epoch"] == best_epoch)
     metrics = {k[4:]: v for k, v in best_row.items() if k.startswith("val_")}
     predictor = TorchPredictor(
@@ -235,3 +212,36 @@ def train_distributed(
             ),
         },
     )
+
+
+def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, num_cpus: int,
+                use_gpu: bool) -> Any:
+    """Run :func:`_worker` on ``num_workers`` Ray Train workers (gloo on CPU, nccl on GPU)."""
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    trainer = TorchTrainer(
+        _worker,
+        train_loop_config=loop_config,
+        torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
+        scaling_config=ScalingConfig(
+            num_workers=num_workers, use_gpu=use_gpu,
+            resources_per_worker={"CPU": max(1, num_cpus // num_workers)} if not use_gpu
+            else None,
+        ),
+        run_config=RunConfig(name="ddp", storage_path=str(workdir / "ray_results")),
+    )
+    return trainer.fit()
+
+
+def _best_from_checkpoints(ckdir: Path, arch: dict[str, Any]) -> tuple[Any, list[dict[str, Any]], int]:
+    """Rank 0's best network (eval mode), the epoch history and the best epoch."""
+    from pipelines.trainers import checkpoint as ckpt
+    from pipelines.trainers.nets import build_net
+
+    model_state, _, _ = ckpt.read(ckdir, "best")
+    net = build_net(arch)
+    net.load_state_dict(model_state)
+    net.eval()
+    _, _, last_meta = ckpt.read(ckdir, "last")
+    return net, last_meta["loop"]["history"], int(last_meta["loop"]["best_epoch"])
