@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pipelines.browse_cli import fg_app, fv_app, td_app
 from pipelines.jobs import jobs_app
 from pipelines.registry_cli import registry_app
 
@@ -28,6 +29,9 @@ app = typer.Typer(
 )
 app.add_typer(registry_app, name="registry")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(fg_app, name="fg")
+app.add_typer(fv_app, name="fv")
+app.add_typer(td_app, name="td")
 
 EXIT_VALIDATION_FAILED = 3
 

@@ -87,8 +87,10 @@ def show_command(
     ],
     root: RootOpt = None,
     as_json: JsonOpt = False,
+    full: Annotated[bool, typer.Option("--full", help="Everything: every file, the whole lineage and scorecard summary.")] = False,
 ) -> None:
-    """Show one version: manifest, lineage and scorecard summary (if scorecard.json exists).
+    """Show one version: identity, metrics, lineage in brief, history (``--full``: manifest,
+    files, the whole lineage and the scorecard summary).
 
     Without ``:VERSION`` the latest version is shown.
     """
@@ -117,9 +119,87 @@ def show_command(
         "scorecard_summary": None if scorecard is None else summarize_scorecard(scorecard),
     }
     if as_json:
-        typer.echo(json.dumps(payload, indent=2, default=str))
+        typer.echo(json.dumps(payload if full else _compact(payload), indent=2, default=str))
         return
-    _print_show(payload)
+    if full:
+        _print_show(payload)
+    else:
+        _print_compact(payload)
+
+
+def lineage_summary(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Feature view, training-dataset version, group commits, split, seed and split hashes."""
+    lineage = manifest.get("lineage") or {}
+    td = lineage.get("training_dataset") or {}
+    spec = td.get("split_spec") or {}
+    return {
+        "feature_view": _fv(manifest.get("feature_view_name"), manifest.get("feature_view_version")),
+        "training_dataset_version": manifest.get("training_dataset_version"),
+        "feature_group_commits": td.get("feature_group_commits"),
+        "split": spec.get("strategy"),
+        "seed": td.get("seed"),
+        "split_sha256": {s: (m or {}).get("sha256") for s, m in (td.get("splits") or {}).items()},
+    }
+
+
+def _model_kind(manifest: dict[str, Any]) -> str | None:
+    trainer = ((manifest.get("training_config") or {}).get("trainer") or {}).get("model")
+    record = (manifest.get("predictor") or {}).get("loader")
+    return trainer or (None if record in (None, "fstrain") else record)
+
+
+def _compact(payload: dict[str, Any]) -> dict[str, Any]:
+    manifest = payload["manifest"]
+    code = manifest.get("code_version") or {}
+    return {
+        "name": payload["name"], "version": payload["version"],
+        "framework": manifest.get("framework"), "model": _model_kind(manifest),
+        "validation_status": payload["validation_status"],
+        "approval_status": payload["approval_status"], "created": manifest.get("created"),
+        "metrics": manifest.get("metrics") or {},
+        "test_metrics": {k: v for k, v in ((payload["scorecard"] or {}).get("metrics") or {}).items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        "hyperparameters": manifest.get("hyperparameters"),
+        "lineage": lineage_summary(manifest),
+        "code": {"fstrain_version": code.get("fstrain_version"),
+                 "source_commit": manifest.get("git_commit")},
+        "history": [{k: e.get(k) for k in ("seq", "kind", "created", "status")}
+                    for e in payload["history"]],
+        "latest_scorecard": payload["latest_scorecard"], "path": payload["model_path"],
+    }
+
+
+def _print_compact(payload: dict[str, Any]) -> None:
+    c = _compact(payload)
+    lin = c["lineage"]
+    lines = [
+        f"model {c['name']}:{c['version']}  {c['model'] or c['framework']}  "
+        f"status {c['validation_status']}  approval {c['approval_status']}  "
+        f"created {(c['created'] or '')[:19]}",
+        "metrics: " + (", ".join(f"{k}={v:.4g}" for k, v in c["metrics"].items()
+                                 if isinstance(v, (int, float))) or "-"),
+    ]
+    if c["test_metrics"]:
+        keys = ("roc_auc", "pr_auc", "f1", "accuracy", "log_loss", "rmse", "r2")
+        lines.append("test (latest validation): " + ", ".join(
+            f"test_{k}={c['test_metrics'][k]:.4g}" for k in keys if k in c["test_metrics"]))
+    lines += [
+        "hyperparameters: " + (", ".join(f"{k}={v}" for k, v in
+                                         list((c["hyperparameters"] or {}).items())[:12]) or "-"),
+        f"lineage: {lin['feature_view'] or '-'} / training dataset "
+        f"v{lin['training_dataset_version']}  split {lin['split']}  seed {lin['seed']}",
+        "  commits: " + (", ".join(f"{g}@{v}" for g, v in
+                                   (lin["feature_group_commits"] or {}).items()) or "-"),
+        "  sha256: " + (", ".join(f"{s} {(h or '')[:12]}" for s, h in
+                                  lin["split_sha256"].items()) or "-"),
+        f"code: fstrain {c['code']['fstrain_version']} @ {c['code']['source_commit'] or 'unknown'}",
+        "history: " + ("; ".join(f"#{e['seq']} {e['kind']} {e['status'] or ''} "
+                                 f"{(e['created'] or '')[:19]}".strip() for e in c["history"])
+                       or "never validated"),
+        f"scorecard: {c['latest_scorecard'] or '-'}",
+        f"path: {c['path']}   (--full for files, the whole lineage and the scorecard summary)",
+    ]
+    typer.echo("\n".join(lines))
 
 
 def summarize_scorecard(scorecard: Any) -> dict[str, Any]:
@@ -177,27 +257,101 @@ def diff_command(
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare two validated versions' scorecards: metrics, gates, slice figures, features."""
+    """Compare two versions: model type, hyperparameters, metrics and lineage; then, when both
+    were validated, their scorecards (test metrics, gates, slice figures, features)."""
     from validation.report_site import diff_scorecards, diff_to_markdown
 
     try:
-        cards = []
+        models, cards = [], []
         for ref in (first, second):
             model = _resolve(root, ref)
             card, _ = latest_scorecard(model)
-            if not isinstance(card, dict) or "metrics" not in card:
-                raise InvalidArgumentError(
-                    f"model {model.name}:{model.version} has no scorecard yet. Run "
-                    f"'fstrain validate {model.name}:{model.version}' first."
-                )
-            cards.append(card)
+            models.append(model)
+            cards.append(card if isinstance(card, dict) and "metrics" in card else None)
     except FeatureStoreError as exc:
         _fail(exc)
-    diff = diff_scorecards(cards[0], cards[1])
+    model_diff = diff_models(models[0].manifest, models[1].manifest)
+    scorecards = (diff_scorecards(cards[0], cards[1]) if None not in cards else None)
     if as_json:
-        typer.echo(json.dumps(diff, indent=2, default=str))
+        typer.echo(json.dumps({"model": model_diff, "scorecards": scorecards}, indent=2,
+                              default=str))
+        return
+    labels = [f"{m.name}:{m.version}" for m in models]
+    typer.echo(model_diff_text(model_diff, labels))
+    if scorecards is None:
+        missing = [label for label, card in zip(labels, cards) if card is None]
+        typer.echo(f"\nNo scorecard for {', '.join(missing)} (run fstrain validate): test "
+                   "metrics and gates not compared.")
     else:
-        typer.echo(diff_to_markdown(diff))
+        typer.echo("\n" + diff_to_markdown(scorecards))
+
+
+def _changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, list[Any]]:
+    a, b = a or {}, b or {}
+    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def diff_models(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """What differs between two manifests: model type, hyperparameters, metrics, lineage."""
+    la, lb = lineage_summary(a), lineage_summary(b)
+    return {
+        "model_type": _changes({"framework": a.get("framework"), "model": _model_kind(a)},
+                               {"framework": b.get("framework"), "model": _model_kind(b)}),
+        "hyperparameters": _changes(a.get("hyperparameters"), b.get("hyperparameters")),
+        "metrics": _changes(a.get("metrics"), b.get("metrics")),
+        "lineage": _changes(la, lb),
+        "code": _changes({"source_commit": a.get("git_commit")},
+                         {"source_commit": b.get("git_commit")}),
+    }
+
+
+def model_diff_text(diff: dict[str, Any], labels: list[str]) -> str:
+    """Human lines per section; a section without changes says it is identical."""
+    lines = [f"{labels[0]} vs {labels[1]}"]
+    for section, title in (("model_type", "Model type"), ("hyperparameters", "Hyperparameters"),
+                           ("metrics", "Metrics"), ("lineage", "Lineage"), ("code", "Code")):
+        changes = diff[section]
+        if not changes:
+            lines.append(f"{title}: identical")
+            continue
+        lines.append(f"{title}:")
+        for key, (x, y) in changes.items():
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+                lines.append(f"  {key}: {x:.6g} → {y:.6g} ({y - x:+.4g})")
+            else:
+                lines.append(f"  {key}: {x} → {y}")
+    return "\n".join(lines)
+
+
+@registry_app.command("delete")
+def delete_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    force: Annotated[bool, typer.Option("--force", help="Delete even a version that passed validation or was approved.")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete one model version; one that passed validation or was approved (a deployment
+    candidate) is refused unless ``--force``."""
+    from model_registry.history import approval_state
+
+    try:
+        if ":" not in ref:
+            raise InvalidArgumentError(
+                f"delete needs an explicit version, NAME:VERSION. Got {ref!r} instead."
+            )
+        model = _resolve(root, ref)
+        approval = approval_state(model.history())
+        in_use = model.validation_status == "passed" or approval == "approved"
+        if in_use and not force:
+            raise InvalidArgumentError(
+                f"model {model.name}:{model.version} is a deployment candidate (validation "
+                f"{model.validation_status}, approval {approval}); pass --force to delete it."
+            )
+        model.delete()
+    except FeatureStoreError as exc:
+        _fail(exc)
+    payload = {"name": model.name, "version": model.version, "deleted": True}
+    typer.echo(json.dumps(payload) if as_json else f"deleted model {model.name}:{model.version}")
 
 
 @registry_app.command("approve")

@@ -132,8 +132,11 @@ class FeatureViewOperations:
             raise missing_version("feature view", name, version, self._fv_versions(name), names)
         return self._fv_from_row(row)
 
-    def get_feature_views(self, name: str) -> list[Any]:
-        """All versions of a feature view."""
+    def get_feature_views(self, name: str | None = None) -> list[Any]:
+        """All versions of a feature view (of every feature view when ``name`` is None)."""
+        if name is None:
+            rows = self._catalog.query("SELECT * FROM feature_views ORDER BY name, version")
+            return [self._fv_from_row(r) for r in rows]
         rows = self._catalog.query("SELECT * FROM feature_views WHERE name=? ORDER BY version", (name,))
         return [self._fv_from_row(r) for r in rows]
 
