@@ -276,11 +276,16 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
     import yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"jobs config '{path}' does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"jobs config '{path}' cannot be read ({type(exc).__name__}).") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"jobs config '{path}' is not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"jobs config '{path}' is not valid YAML{where}: {problem}.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"jobs config '{path}' must be a mapping (use_case, stages, ...). "
                           f"Got {type(data).__name__} instead.")

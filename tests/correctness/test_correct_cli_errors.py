@@ -118,3 +118,41 @@ def test_store_root_read_only(tmp_path):
         _one_line_exit_2(result, str(ro))
     finally:
         ro.chmod(0o755)
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("a: [1,\n", "not valid YAML at line 2"),
+    ("- x\n", "mapping"),
+    (None, "does not exist"),
+    ("dir", "cannot be read"),
+])
+@pytest.mark.parametrize("command", [["jobs", "list", "--dry-run"], ["jobs", "deploy", "--dry-run"]])
+def test_jobs_config_errors_are_one_line(tmp_path, content, needle, command):
+    path = tmp_path / "jobs.yaml"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    result = CliRunner().invoke(app, [*command, str(path)])
+    _one_line_exit_2(result, "jobs config", needle)
+
+
+@pytest.mark.slow
+def test_train_refuses_a_tampered_split_and_registers_nothing(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "store"
+    assert _run(root, "features", "adult", "--sample", "1500").exit_code == 0
+    assert _run(root, "dataset", "adult", "--seed", "1").exit_code == 0
+    folder = next((root / "feature_store" / "training_datasets").iterdir()) / "1"
+    path = folder / "train.parquet"
+    table = pq.read_table(path)
+    label = "income_over_50k"  # the adult view's label
+    flipped = pa.array([None if v is None else (not v if isinstance(v, bool) else 1 - v)
+                        for v in table.column(label).to_pylist()], table.schema.field(label).type)
+    pq.write_table(table.set_column(table.column_names.index(label), label, flipped), path)
+    result = _run(root, "train", "adult", "-t", "1", "--param", "n_estimators=5")
+    _one_line_exit_2(result, "training dataset version 1", "sha256")
+    assert not (root / "model_registry").exists() or not any(
+        p.is_dir() and not p.name.startswith(".") for p in (root / "model_registry").iterdir())
