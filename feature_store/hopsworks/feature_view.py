@@ -27,13 +27,17 @@ from dataclasses import fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from feature_store.core.view_rules import (
+    carried_tags,
+    check_label_fill_values,
+    check_not_prohibited,
+)
 from feature_store.hopsworks.feature_store import FEATURE_TAGS, HopsworksQuery, _unwrap
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
     NotFoundError,
-    did_you_mean,
     listing,
 )
 
@@ -50,17 +54,12 @@ _SPLITS_2 = ("train", "test")
 def check_extensions(owner: str, query: Any, labels: list[str], helpers: list[str],
                      extensions: dict[str, Any]) -> None:
     """Refuse fill values for non-labels and features from groups/features with a prohibited tag."""
-    for col in extensions["label_fill_values"]:
-        if col not in labels:
-            raise InvalidArgumentError(
-                f"{owner}: label_fill_values names '{col}', which is not a label "
-                f"(labels: {labels}).{did_you_mean(col, labels)}"
-            )
+    check_label_fill_values(owner, extensions["label_fill_values"], labels)
     prohibited = set(extensions["prohibited_tags"])
     if not prohibited or not isinstance(query, HopsworksQuery):
         return
     groups = {fg.id: fg for fg in query.feature_groups}
-    tags = {fg_id: (_carried(fg.get_tags()), fg.get_all_feature_tags())
+    tags = {fg_id: (carried_tags(fg.get_tags(), ignore=[FEATURE_TAGS]), fg.get_all_feature_tags())
             for fg_id, fg in groups.items()}
     for feature in query.features:
         name = sdk_attr(feature, "Feature", "name")
@@ -70,20 +69,9 @@ def check_extensions(owner: str, query: Any, labels: list[str], helpers: list[st
         if fg_id not in groups:
             continue
         group_tags, feature_tags = tags[fg_id]
-        hit = sorted((group_tags | _carried(feature_tags.get(name, {}))) & prohibited)
-        if hit:
-            fg = groups[fg_id]
-            where = (f"feature group '{fg.name}'" if hit[0] in group_tags
-                     else f"feature '{fg.name}.{name}'")
-            raise InvalidArgumentError(
-                f"{owner}: feature '{name}' comes from {where} tagged '{hit[0]}', which this "
-                "view prohibits. Remove it from the query or make it a training/inference "
-                "helper column (helpers never reach the model)."
-            )
-
-
-def _carried(tags: dict[str, Any]) -> set[str]:
-    return {k for k, v in tags.items() if k != FEATURE_TAGS and v is not False and v is not None}
+        check_not_prohibited(owner, name, groups[fg_id].name, name, group_tags,
+                             carried_tags(feature_tags.get(name, {}), ignore=[FEATURE_TAGS]),
+                             prohibited)
 
 
 def split_arguments(owner: str, *, three_way: bool, split: str | None, seed: int,

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from feature_store.core.view_rules import (
+    carried_tags,
+    check_columns,
+    check_label_fill_values,
+    check_not_prohibited,
+)
 from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
 from feature_store.local.feature_group import warn_default_version
@@ -262,30 +268,9 @@ def _as_list(value: Any) -> list[str]:
 def _validate_feature_view(fv: Any) -> None:
     """Refuse views whose roles or features do not fit their query (names the column)."""
     columns = [f.name for f in fv.features]
-    owner = fv.owner
-    for role in ("labels", "training_helper_columns", "inference_helper_columns"):
-        for col in getattr(fv, role):
-            if col not in columns:
-                raise InvalidArgumentError(
-                    f"{owner}: {role[:-1] if role == 'labels' else role} '{col}' is not a column "
-                    f"of the query (columns: {columns}).{did_you_mean(col, columns)}"
-                )
-    roles = {"label": set(fv.labels), "training helper": set(fv.training_helper_columns),
-             "inference helper": set(fv.inference_helper_columns)}
-    names = list(roles)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            both = sorted(roles[a] & roles[b])
-            if both:
-                raise InvalidArgumentError(
-                    f"{owner}: column '{both[0]}' cannot be both a {a} and a {b} column."
-                )
-    for col in fv.label_fill_values:
-        if col not in fv.labels:
-            raise InvalidArgumentError(
-                f"{owner}: label_fill_values names '{col}', which is not a label "
-                f"(labels: {fv.labels}).{did_you_mean(col, fv.labels)}"
-            )
+    check_columns(fv.owner, columns, fv.labels, fv.training_helper_columns,
+                  fv.inference_helper_columns)
+    check_label_fill_values(fv.owner, fv.label_fill_values, fv.labels)
     if fv.transformation_functions:
         from feature_store.core.transformations import validate_transformations
 
@@ -318,29 +303,16 @@ def _check_numeric_inputs(fv: Any) -> None:
 
 def check_prohibited(fv: Any) -> None:
     """Refuse a view one of whose features comes from a group or feature with a prohibited tag."""
-    prohibited = set(fv.prohibited_tags)
     exempt = set(fv.training_helper_columns) | set(fv.inference_helper_columns)
     for feature in fv.features:
         if feature.name in exempt:
             continue
         fg = feature.feature_group
         source = _source_column(fv, feature)
-        group_tags = _carried(fg.get_tags())
-        feature_tags = _carried(fg.get_all_feature_tags().get(source, {}))
-        hit = sorted((group_tags | feature_tags) & prohibited)
-        if hit:
-            where = (f"feature group '{fg.name}'" if hit[0] in group_tags
-                     else f"feature '{fg.name}.{source}'")
-            raise InvalidArgumentError(
-                f"{fv.owner}: feature '{feature.name}' comes from {where} tagged "
-                f"'{hit[0]}', which this view prohibits. Remove it from the query or make it a "
-                "training/inference helper column (helpers never reach the model)."
-            )
-
-
-def _carried(tags: dict[str, Any]) -> set[str]:
-    """Tags a group or feature carries: present with a value other than ``False``/``None``."""
-    return {name for name, value in tags.items() if value is not False and value is not None}
+        check_not_prohibited(
+            fv.owner, feature.name, fg.name, source, carried_tags(fg.get_tags()),
+            carried_tags(fg.get_all_feature_tags().get(source, {})), fv.prohibited_tags,
+        )
 
 
 def _source_column(fv: Any, feature: Feature) -> str:

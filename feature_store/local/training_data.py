@@ -22,13 +22,13 @@ from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
 from feature_store.local.catalog import dumps, loads
-from fstrain.kernel.scratch import scratch_name
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
     NotFoundError,
     listing,
 )
+from fstrain.kernel.scratch import scratch_name
 from fstrain.kernel.timeutil import iso, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
