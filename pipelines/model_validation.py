@@ -99,12 +99,14 @@ def _load_model(model: Any, y_train: Any) -> Any:
         return load_registered_predictor(folder, record_of(model.manifest), y_train=y_train)
 
 
-def _load_data(fv: Any, td_version: int) -> Any:
+def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None) -> Any:
+    """Validation and test rows; a train/test version's validation rows are carved from train
+    as the training pipeline carved them (``carve``, recorded with the model)."""
+    from pipelines.carve import read_three_way
     from validation.evaluate import EvaluationData
 
-    _, X_va, X_te, y_tr, y_va, y_te = fv.get_train_validation_test_split(
-        td_version, training_helper_columns=True
-    )
+    (_, X_va, X_te, y_tr, y_va, y_te), _record = read_three_way(fv, td_version, carve=carve,
+                                                                helpers=True)
     helpers = list(fv.training_helper_columns)
     label = y_te.columns[0]
     return EvaluationData(X_va.drop(columns=helpers), X_te.drop(columns=helpers), y_tr[label],
@@ -141,7 +143,8 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
-    data = _load_data(fv, model.training_dataset_version)
+    carve = (model.manifest.get("training_config") or {}).get("validation_split")
+    data = _load_data(fv, model.training_dataset_version, carve)
     predictor = _load_model(model, data.y_train)
     use_case = _use_case_for(fv.name)
     gates = select_gates(list(use_case.gates if use_case else []), config.gates,

@@ -97,15 +97,21 @@ def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
     return load_config(deep_merge(base, overrides))
 
 
-def read_splits(project: Any, use_case: Any, version: int | str) -> tuple[Any, tuple[Any, ...]]:
+def read_splits(project: Any, use_case: Any, version: int | str,
+                carve: dict[str, Any] | None = None) -> tuple[Any, tuple[Any, ...]]:
     """The feature view and ``(X_train, X_val, y_train, y_val)`` of a version (no test split).
 
-    ``version`` may be ``"latest"``.
+    ``version`` may be ``"latest"``. A train/test version gets a validation split carved from
+    its train rows (:mod:`pipelines.carve`); how is in ``carve`` when a dict is passed.
     """
+    from pipelines.carve import read_three_way
+
     fs = project.get_feature_store()
     fv = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     version = resolve_training_dataset_version(fv, version)
-    X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
+    (X_tr, X_va, _X_te, y_tr, y_va, _y_te), record = read_three_way(fv, version)
+    if carve is not None and record is not None:
+        carve.update(record)
     return fv, (X_tr, X_va, y_tr, y_va)
 
 
@@ -129,7 +135,9 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
         fv0, config.training_dataset_version)})
-    fv, (X_tr, X_va, y_tr, y_va) = read_splits(project, use_case, config.training_dataset_version)
+    carved: dict[str, Any] = {}
+    fv, (X_tr, X_va, y_tr, y_va) = read_splits(project, use_case, config.training_dataset_version,
+                                               carve=carved)
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
@@ -204,6 +212,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
                 "device": getattr(result, "device", None),
                 "tuning": tuning,
                 "cross_validation": cross_validation,
+                # a train/test version: the validation rows carved from train (pipelines.carve)
+                "validation_split": carved or None,
             },
         )
         model.save(str(model_dir))

@@ -1,0 +1,68 @@
+"""`fstrain train` on a version made by create_train_test_split: a seeded validation split is
+carved from train, recorded with the model, and validation carves the same rows."""
+
+from __future__ import annotations
+
+import json
+
+import feature_store
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+
+
+def _cli(root, *args):
+    return CliRunner().invoke(app, [*args, "--root", str(root)])
+
+
+def test_train_and_validate_a_train_test_version(tmp_path):
+    root = tmp_path / "store"
+    assert _cli(root, "features", "adult", "--sample", "3000").exit_code == 0
+    project = feature_store.login(root=root)
+    from feature_views import get_use_case
+
+    fv = get_use_case("adult").build_feature_view(project.get_feature_store())
+    version, _ = fv.create_train_test_split(test_size=0.2, split="stratified", seed=11)
+    unsplit, _ = fv.create_training_data(seed=3)
+
+    trained = _cli(root, "train", "adult", "-t", str(version), "--param", "n_estimators=20",
+                   "--json")
+    assert trained.exit_code == 0, trained.output
+    ref = json.loads(trained.output)
+    model = project.get_model_registry().get_model(ref["name"], ref["version"])
+    carve = model.manifest["training_config"]["validation_split"]
+    assert carve["carved_from"] == "train" and carve["strategy"] == "stratified"
+    assert carve["seed"] == 11 and carve["fraction"] == 0.2
+    assert carve["rows"] == round(fv.get_training_dataset(version).splits["train"]["rows"] * 0.2)
+    assert "validation_roc_auc" in model.training_metrics
+
+    validated = _cli(root, "validate", f"{ref['name']}:{ref['version']}", "--json")
+    assert validated.exit_code in (0, 3), validated.output
+    assert json.loads(validated.output)["key_metric"] == "roc_auc"
+
+    refused = _cli(root, "train", "adult", "-t", str(unsplit))
+    assert refused.exit_code == 2
+    assert "fstrain dataset" in refused.output and "Traceback" not in refused.output
+    assert "get_train_validation_test_split" not in refused.output  # no Python advice
+
+
+def test_carve_is_reproducible_and_time_ordered(tmp_path):
+    root = tmp_path / "store"
+    assert _cli(root, "features", "ccfraud", "--n-transactions", "20000").exit_code == 0
+    project = feature_store.login(root=root)
+    from feature_views import get_use_case
+    from pipelines.carve import read_three_way
+
+    fv = get_use_case("ccfraud").build_feature_view(project.get_feature_store())
+    version, _ = fv.create_train_test_split(test_window="30D", gap="1D", seed=2)
+    (X_tr, X_va, *_rest), record = read_three_way(fv, version)
+    assert record["strategy"] == "time" and len(X_va) == record["rows"]
+    # validation is the latest rows of train: no look-ahead into the rows that train the model
+    X_et = fv.get_train_test_split(version, event_time=True)[0]
+    latest = X_et.sort_values("event_time", kind="mergesort").tail(len(X_va))
+    expected = latest.drop(columns="event_time")[list(X_va.columns)]
+    cols = list(X_va.columns)
+    assert (X_va.sort_values(cols).reset_index(drop=True)
+            .equals(expected.sort_values(cols).reset_index(drop=True)))
+    (_, X_va2, *_), again = read_three_way(fv, version, carve=record)
+    assert again == record and X_va2.equals(X_va)
