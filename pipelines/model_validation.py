@@ -184,7 +184,7 @@ def _record(project: Any, model: Any, result: Any, predictor: Any,
              "scorecard.html": card.to_html(result.images).encode(),
              "model_card.md": model_card.to_markdown().encode(),
              "model_card.html": model_card.to_html(result.images).encode(),
-             **{f"images/{name}.png": png for name, png in result.images.items()}}
+             **{f"images/{_file_name(name)}.png": png for name, png in result.images.items()}}
     from model_registry.history import sha256_bytes
 
     payload = {
@@ -197,6 +197,14 @@ def _record(project: Any, model: Any, result: Any, predictor: Any,
         "evaluation": card.evaluation,
     }
     return model.record_validation(status, payload, files)
+
+
+def _file_name(plot: str) -> str:
+    """A plot's name as an attachment file name both registries accept: ASCII letters, digits,
+    ``_ . -`` (``slices_sex×race`` → ``slices_sex_x_race``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", plot.replace("×", "_x_")).lstrip("._") or "plot"
 
 
 def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:
