@@ -59,7 +59,7 @@ DRIVER = textwrap.dedent('''
         "jobs": ["jobs", "deploy", sys.argv[1], "--dry-run"],
     }.items():
         result = runner.invoke(pipelines.cli.app, argv, env={
-            "HOPSWORKS_HOST": "127.0.0.1:1", "HOPSWORKS_API_KEY": "k",
+            "HOPSWORKS_HOST": "127.0.0.1:1", "HOPSWORKS_API_KEY": "k", "HOPSWORKS_PROJECT": "p",
             "HOPSWORKS_LOGIN_TIMEOUT": "2"})
         seen[name] = [result.exit_code, result.output[-400:]]
     seen["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
