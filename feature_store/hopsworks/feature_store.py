@@ -325,13 +325,19 @@ class HopsworksFeatureGroup:
             include_event_time=include_event_time, _owner=self.owner,
         ))
 
+    def _own_features(self, features: list[Any] | None) -> list[Any]:
+        """The group's own SDK ``Feature`` objects for names: the SDK makes a bare
+        ``Feature(name)`` from a string, without its feature-group id, so a query could not
+        tell which group a selected feature came from (prohibited tags went unchecked)."""
+        return [self.get_feature(name) for name in _names(features)]
+
     def select(self, features: list[Any]) -> HopsworksQuery:
-        return HopsworksQuery(sdk_call(self._sdk, "FeatureGroup.select", _names(features),
-                                       _owner=self.owner))
+        return HopsworksQuery(sdk_call(self._sdk, "FeatureGroup.select",
+                                       self._own_features(features), _owner=self.owner))
 
     def select_except(self, features: list[Any] | None = None) -> HopsworksQuery:
         return HopsworksQuery(sdk_call(self._sdk, "FeatureGroup.select_except",
-                                       _names(features), _owner=self.owner))
+                                       self._own_features(features), _owner=self.owner))
 
     def select_features(self) -> HopsworksQuery:
         return HopsworksQuery(sdk_call(self._sdk, "FeatureGroup.select_features",

@@ -65,7 +65,7 @@ def check_extensions(owner: str, query: Any, labels: list[str], helpers: list[st
         name = sdk_attr(feature, "Feature", "name")
         if name in helpers or any(h.endswith(f"_{name}") for h in helpers):
             continue
-        fg_id = getattr(feature, "feature_group_id", None)
+        fg_id = sdk_attr(feature, "Feature", "feature_group_id")
         if fg_id not in groups:
             continue
         group_tags, feature_tags = tags[fg_id]

@@ -283,7 +283,7 @@ SDK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "hsfs.training_dataset_split.TrainingDatasetSplit": (
         "name", "percentage", "start_time", "end_time",
     ),
-    "hsfs.feature.Feature": ("name", "type"),
+    "hsfs.feature.Feature": ("name", "type", "feature_group_id"),
     _MR: ("python", "sklearn", "torch"),
     _M: ("name", "version", "training_metrics", "description", "created", "framework",
          "model_path", "version_path", "model_files_path", "training_dataset_version"),

@@ -42,6 +42,7 @@ def test_use_case_view_default_split_and_read_back(hops_cluster, use_case):
     assert all(n > 0 for n in sizes), sizes
     assert [len(y_train), len(y_val), len(y_test)] == sizes
     assert list(y_train.columns) == fv.labels
+    assert not y_train.isna().any().any()  # ccfraud: missing labels filled client-side with 0
     assert not set(fv.labels) & set(x_train.columns)
 
     view = cluster.server.state.view(spec.feature_view_name, spec.feature_view_version)

@@ -54,3 +54,25 @@ def test_random_in_memory_split_is_refused_not_reshuffled(hops_cluster, tx_group
         with pytest.raises(InvalidArgumentError, match="cannot be reproduced on Hopsworks"):
             fv.train_validation_test_split(**kwargs)
     assert len(cluster.server.log) == sent  # refused before any request
+
+
+def test_prohibited_tags_are_read_from_the_cluster_and_refuse_features(hops_cluster, tx_group):
+    """The view's prohibited tags are checked against the group tags the SDK reads back."""
+    cluster, project = hops_cluster
+    fs = project.get_feature_store()
+    people = fs.get_or_create_feature_group("people_t", 1, primary_key=["id"],
+                                            tags={"pii": True})
+    people.insert(pd.DataFrame({"id": [1, 2, 3, 4], "sex": ["f", "m", "f", "m"]}))
+    tx = fs.get_feature_group("tx_t", 1)
+    query = tx.select_all().join(people.select(["sex"]))  # both keyed by id
+    assert [f.feature_group_id for f in query.features][-1] == people.id
+    with pytest.raises(InvalidArgumentError, match="feature 'sex' comes from feature group "
+                                                   "'people_t' tagged 'pii'"):
+        fs.get_or_create_feature_view("tx_pii", 1, query, labels=["y"], prohibited_tags=["pii"])
+    assert ("tx_pii", 1) not in cluster.server.state.feature_views
+    query = tx.select_all().join(people.select(["sex"]))
+    fv = fs.get_or_create_feature_view("tx_pii", 1, query, labels=["y"], prohibited_tags=["pii"],
+                                       training_helper_columns=["sex"])
+    view = cluster.server.state.view("tx_pii", 1)
+    assert view.tags["fstrain_feature_view"]["prohibited_tags"] == ["pii"]
+    assert fv.prohibited_tags == ["pii"] and fv.training_helper_columns == ["sex"]
