@@ -31,6 +31,9 @@ class UseCase:
     model: dict[str, Any]  # trainer configuration (pipelines.trainers.config.TrainConfig)
     gates: tuple[str, ...]  # acceptance gates of the model-validation pipeline
     slice_bands: dict[str, list[float]] = field(default_factory=dict)  # numeric helpers → bands
+    # entity keys kept as training helper columns so group splits can use them
+    # (`fstrain dataset <use case> --split group --group-column KEY`); never features, never slices
+    group_keys: tuple[str, ...] = ()
     model_name: str = ""
     task: str = "classification"
     demo: dict[str, Any] = field(default_factory=dict)  # smaller settings for `fstrain demo`

@@ -16,6 +16,7 @@ from feature_views import UseCase
 NAME = "ccfraud_detection"
 VERSION = 1
 HELPERS = ["cardholder_gender", "cardholder_age_group"]
+GROUP_KEYS = ["cc_num"]  # the card: a group split keeps each card's transactions in one split
 
 
 def build(fs: Any) -> Any:
@@ -32,14 +33,14 @@ def build(fs: Any) -> Any:
         .join(banks.select(["credit_rating", "country"]), on=["bank_id"], prefix="bank_")
     )
     query = (
-        tx.select_except(["cc_num", "merchant_id"])
+        tx.select_except(["merchant_id"])
         .join(labels.select(["is_fraud"]))  # both keyed by t_id: Hopsworks' rule finds it
         .join(card_query, on=["cc_num"])
         .join(merchants.select(["category", "country"]), on=["merchant_id"], prefix="merchant_")
     )
     return fs.get_or_create_feature_view(
         NAME, VERSION, query, labels=["is_fraud"], label_fill_values={"is_fraud": 0},
-        training_helper_columns=HELPERS, prohibited_tags=["pii"],
+        training_helper_columns=HELPERS + GROUP_KEYS, prohibited_tags=["pii"],
         description="Card-transaction fraud; label group LEFT-joined and filled with 0.",
     )
 
@@ -57,5 +58,6 @@ USE_CASE = UseCase(
            "params": {"n_estimators": 300, "max_depth": 5, "learning_rate": 0.1}},
     gates=("roc_auc >= 0.8", "pr_auc >= 0.2", "better_than_baseline"),
     model_name="ccfraud_xgb",
+    group_keys=tuple(GROUP_KEYS),
     demo={"n_transactions": 100_000, "model": {"params": {"n_estimators": 150}}},
 )

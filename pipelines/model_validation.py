@@ -99,18 +99,21 @@ def _load_model(model: Any, y_train: Any) -> Any:
         return load_registered_predictor(folder, record_of(model.manifest), y_train=y_train)
 
 
-def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None) -> Any:
+def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None, *,
+               group_keys: tuple[str, ...] = ()) -> Any:
     """Validation and test rows; a train/test version's validation rows are carved from train
-    as the training pipeline carved them (``carve``, recorded with the model)."""
+    as the training pipeline carved them (``carve``, recorded with the model). Helper columns
+    that are entity keys (``group_keys``, for group splits) are not slice attributes."""
     from pipelines.carve import read_three_way
     from validation.evaluate import EvaluationData
 
     (_, X_va, X_te, y_tr, y_va, y_te), _record = read_three_way(fv, td_version, carve=carve,
                                                                 helpers=True)
     helpers = list(fv.training_helper_columns)
+    slices = [h for h in helpers if h not in group_keys]
     label = y_te.columns[0]
     return EvaluationData(X_va.drop(columns=helpers), X_te.drop(columns=helpers), y_tr[label],
-                          y_va[label], y_te[label], X_te[helpers].reset_index(drop=True))
+                          y_va[label], y_te[label], X_te[slices].reset_index(drop=True))
 
 
 def _new_card(model: Any, fv: Any, data: Any) -> Any:
@@ -144,7 +147,8 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
     carve = (model.manifest.get("training_config") or {}).get("validation_split")
-    data = _load_data(fv, model.training_dataset_version, carve)
+    keys = tuple(getattr(_use_case_for(fv.name), "group_keys", ()))
+    data = _load_data(fv, model.training_dataset_version, carve, group_keys=keys)
     predictor = _load_model(model, data.y_train)
     use_case = _use_case_for(fv.name)
     gates = select_gates(list(use_case.gates if use_case else []), config.gates,

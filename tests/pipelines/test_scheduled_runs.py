@@ -140,3 +140,19 @@ def test_relative_spec_rules():
     assert (out == "test").sum() == 8  # the last 7 days back from the last event, inclusive
     assert (out == "train").sum() == 14 and (out == None).sum() == 60 - 22  # noqa: E711
     assert SplitSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_group_split_on_the_card_key_of_the_shipped_view(project):
+    root = project.root
+    assert _cli(root, "features", "ccfraud", *N).exit_code == 0
+    ds = _cli(root, "dataset", "ccfraud", "--split", "group", "--group-column", "cc_num",
+              "--seed", "4", "--json")
+    assert ds.exit_code == 0, ds.output
+    version = json.loads(ds.output)["version"]
+    fv = project.get_feature_store().get_feature_view("ccfraud_detection", 1)
+    X_tr, X_va, X_te, *_ = fv.get_train_validation_test_split(version, training_helper_columns=True)
+    cards = [set(X["cc_num"]) for X in (X_tr, X_va, X_te)]
+    assert not (cards[0] & cards[1] or cards[0] & cards[2] or cards[1] & cards[2])
+    assert all(cards)
+    plain = fv.get_train_validation_test_split(version)[0]
+    assert "cc_num" not in plain.columns  # a helper column, never a feature
