@@ -468,7 +468,7 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
     with _step(f"{use_case}: model-validation pipeline"):
         vref = model_validation.run(project, model_validation.ModelValidationConfig(
             model_name=mref.name, version=mref.version))
-    _progress(f"{use_case}: model {mref} {vref.status}")
+    _progress(f"{use_case}: model {mref} {vref.verdict}")
     return {
         "use_case": use_case,
         "feature_groups": [str(r) for r in fref.feature_groups],
@@ -477,6 +477,7 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
         "key_metric": vref.key_metric,
         "key_value": vref.key_value,
         "status": vref.status,
+        "verdict": vref.verdict,
         "scorecard": vref.scorecard_html,
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -35,7 +35,8 @@ def list_command(
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List model versions: name, version, key metrics, status, TD version, created."""
+    """List model versions: name, version, training metrics (measured on the validation split
+    at training time), validation status, approval, TD version, created."""
     try:
         registry = _open(root)
         models = [] if registry is None else registry.list_models(name)
@@ -48,6 +49,7 @@ def list_command(
             "framework": m.framework,
             "metrics": m.training_metrics,
             "validation_status": m.validation_status,
+            "approval_status": m.approval_status,
             "training_dataset_version": m.training_dataset_version,
             "feature_view": _fv(m.feature_view_name, m.feature_view_version),
             "created": m.created,
@@ -61,7 +63,8 @@ def list_command(
     from rich.table import Table
 
     table = Table(title="Model registry" if name is None else f"Model '{name}'")
-    for column in ("name", "version", "key metrics", "status", "TD version", "created"):
+    for column in ("name", "version", "training metrics (validation split)", "status",
+                   "approval", "TD version", "created"):
         table.add_column(column)
     for row in rows:
         table.add_row(
@@ -69,6 +72,7 @@ def list_command(
             str(row["version"]),
             _key_metrics(row["metrics"]),
             row["validation_status"],
+            row["approval_status"],
             "-"
             if row["training_dataset_version"] is None
             else str(row["training_dataset_version"]),

@@ -542,6 +542,29 @@ def figures_html(images: Mapping[str, bytes]) -> str:
     return "\n".join(parts)
 
 
+def _bias_html(bias: Mapping[str, Any] | None) -> str:
+    """The bias section: per column, the slice table and the disparity table."""
+    out: list[str] = []
+    out.append('<section id="bias"><h2>Bias evaluation on helper-column slices</h2>')
+    if bias:
+        out.append(f"<p>{esc(judging_text(bias))}</p>")
+        for d in bias.get("disparities", []):
+            col = d["column"]
+            out.append(f'<h3 id="slices-{esc(col)}">Helper column <code>{esc(col)}</code></h3>')
+            srows = slice_rows(bias, col)
+            attrs = [
+                f'class="slice-row{"" if r[_JUDGED] == "yes" else " not-judged"}" '
+                f'data-column="{esc(col)}" data-slice="{esc(r[0])}"' for r in srows
+            ]
+            out.append(html_table(SLICE_HEADERS, srows, row_attrs=attrs,
+                                  numeric=list(range(1, 10))))
+            out.append(html_table(DISPARITY_HEADERS, _disparity_rows(d), numeric=[1]))
+    else:
+        out.append('<p class="todo">No bias evaluation was run (no helper columns).</p>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     """Render a scorecard dict (:meth:`Scorecard.to_dict`) as one self-contained HTML page."""
     title = f"Scorecard: {card['model_name']} v{card['model_version']}"
@@ -583,24 +606,7 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     if images:
         out.append(f'<section id="plots"><h2>Plots</h2>{figures_html(images)}</section>')
 
-    out.append('<section id="bias"><h2>Bias evaluation on helper-column slices</h2>')
-    bias = card.get("bias")
-    if bias:
-        out.append(f"<p>{esc(judging_text(bias))}</p>")
-        for d in bias.get("disparities", []):
-            col = d["column"]
-            out.append(f'<h3 id="slices-{esc(col)}">Helper column <code>{esc(col)}</code></h3>')
-            srows = slice_rows(bias, col)
-            attrs = [
-                f'class="slice-row{"" if r[_JUDGED] == "yes" else " not-judged"}" '
-                f'data-column="{esc(col)}" data-slice="{esc(r[0])}"' for r in srows
-            ]
-            out.append(html_table(SLICE_HEADERS, srows, row_attrs=attrs,
-                                  numeric=list(range(1, 10))))
-            out.append(html_table(DISPARITY_HEADERS, _disparity_rows(d), numeric=[1]))
-    else:
-        out.append('<p class="todo">No bias evaluation was run (no helper columns).</p>')
-    out.append("</section>")
+    out.append(_bias_html(card.get("bias")))
 
     out.append('<section id="explainability"><h2>Explainability (SHAP)</h2>')
     ex = card.get("explanation")
