@@ -106,7 +106,9 @@ def test_cli_approve_reject_show_and_report(tmp_path, model_dir):
     assert payload["approval_status"] == "approved"
     assert [e["kind"] for e in payload["history"]] == ["validation", "approval"]
     assert payload["latest_scorecard"] == "history/0001/scorecard.html"
-    table = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root)])
+    brief = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root)])
+    assert "#1 validation failed" in brief.output and "#2 approval" in brief.output
+    table = runner.invoke(registry_app, ["show", "fraud:1", "--full", "--root", str(root)])
     assert "History (append-only)" in table.output and "risk accepted" in table.output
     report = runner.invoke(registry_app, ["report", "--root", str(root)])
     page = (root / "model_registry" / "index.html").read_text()
