@@ -55,8 +55,9 @@ class FakeFG:
     def get_tags(self) -> dict:
         return dict(self.tags)
 
-    def select(self, features: list[str]) -> FakeQuery:
-        return FakeQuery([self], [f for f in self.features if f.name in features])
+    def select(self, features: list[Any]) -> FakeQuery:
+        names = [getattr(f, "name", f) for f in features]  # the adapter passes Feature objects
+        return FakeQuery([self], [f for f in self.features if f.name in names])
 
 
 class FakeQuery:
