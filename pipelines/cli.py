@@ -163,11 +163,11 @@ def _read_yaml_config(path: Path) -> dict[str, Any]:
 
 
 def _model_ref(ref: str) -> tuple[str, int | None]:
-    """``NAME`` or ``NAME:VERSION`` (a positive integer), else a ConfigError."""
+    """``NAME``, ``NAME:latest`` or ``NAME:VERSION`` (a positive integer), else a ConfigError."""
     from fstrain.kernel.errors import ConfigError
 
     name, sep, version = ref.partition(":")
-    if not sep:
+    if not sep or version == "latest":
         return name, None
     if not version.isdigit() or int(version) < 1:
         raise ConfigError(f"model reference {ref!r}: the version after ':' must be a positive "

@@ -94,8 +94,38 @@ def run(project: Project, config: TrainingDatasetConfig) -> TrainingDatasetRef:
 
     use_case = get_use_case(config.use_case)
     fv = use_case.build_feature_view(project.get_feature_store())
+    args = _dated_if_needed(fv, split_arguments(use_case.split, config))
     version, _ = fv.create_train_validation_test_split(
-        data_format=config.data_format, description=config.description,
-        **split_arguments(use_case.split, config),
+        data_format=config.data_format, description=config.description, **args,
     )
     return TrainingDatasetRef(fv.name, fv.version, version)
+
+
+def _dated_if_needed(fv: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """Relative windows for a backend whose views only take dates (Hopsworks): resolved here
+    when anchored at a date or the scheduler's end time; the data's end cannot be known
+    without reading the data, so that is refused with what to do instead."""
+    import inspect
+
+    from fstrain.kernel.errors import ConfigError
+
+    if "test_window" not in args:
+        return args
+    accepted = inspect.signature(fv.create_train_validation_test_split).parameters
+    if "test_window" in accepted:
+        return args
+    if args.get("anchor") is None:
+        raise ConfigError(
+            f"feature view '{fv.name}' on this backend takes dated time splits only; relative "
+            "windows (test_window/validation_window) anchored at the data's end need the local "
+            "store. Anchor them at a date or the scheduler's window end: --anchor 2024-07-01 "
+            "or --anchor end-time."
+        )
+    from feature_store.core.splits import make_split_spec, relative_bounds
+
+    rel = {k: args.pop(k) for k in ("test_window", "validation_window", "train_window", "anchor")
+           if k in args}
+    spec = make_split_spec("time", seed=0, three_way=True, gap=args.get("gap"), **rel)
+    bounds = relative_bounds(spec, None)
+    args.update({k: v.isoformat() for k, v in bounds.items() if v is not None})
+    return args

@@ -156,3 +156,36 @@ def test_group_split_on_the_card_key_of_the_shipped_view(project):
     assert all(cards)
     plain = fv.get_train_validation_test_split(version)[0]
     assert "cc_num" not in plain.columns  # a helper column, never a feature
+
+
+class _DatedOnlyView:
+    """A view whose create call takes dates only (as the Hopsworks adapter's)."""
+
+    name = "v"
+
+    def create_train_validation_test_split(self, validation_size=None, test_size=None,
+                                           train_start="", train_end="", validation_start="",
+                                           validation_end="", test_start="", test_end="",
+                                           seed=None, split=None, gap=None):
+        return locals()
+
+
+def test_relative_windows_become_dates_for_a_dated_only_backend():
+    from fstrain.kernel.errors import ConfigError
+    from pipelines.training_dataset import _dated_if_needed
+
+    view = _DatedOnlyView()
+    args = _dated_if_needed(view, {"split": "time", "test_window": "30D",
+                                   "validation_window": "30D", "gap": "1D",
+                                   "anchor": "2024-07-01"})
+    assert "test_window" not in args and args["test_end"] == "2024-07-01T00:00:00+00:00"
+    assert args["test_start"] == "2024-05-31T00:00:00+00:00"
+    assert args["validation_start"] == "2024-04-30T00:00:00+00:00"
+    view.create_train_validation_test_split(**args)  # every key is a parameter it takes
+    with pytest.raises(ConfigError, match="--anchor"):
+        _dated_if_needed(view, {"split": "time", "test_window": "30D", "validation_window": "30D"})
+
+
+def test_validate_accepts_latest(project):
+    result = _cli(project.root, "validate", "nomodel:latest")
+    assert result.exit_code == 2 and "has no versions" in result.output  # not a parse error
