@@ -82,9 +82,13 @@ class LocalModelRegistry:
             self._index = RegistryIndex(self.root / INDEX_FILE)
         except (OSError, sqlite3.Error) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
+            damaged = isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, sqlite3.OperationalError)
+            hint = (f"its index {self.root / INDEX_FILE} is damaged; restore it from a backup"
+                    if damaged else "point --root or FSTRAIN_HOME at a writable folder")
             raise BackendError(
                 f"model registry at {self.root} cannot be opened ({type(exc).__name__}: "
-                f"{reason}). Point --root or FSTRAIN_HOME at a writable folder."
+                f"{reason}): {hint}."
             ) from exc
         self._store = VersionStore(self.root)
 

@@ -63,3 +63,22 @@ def test_leftovers_of_killed_saves_are_removed_by_the_next_save(tmp_path, regist
     _save(registry, folder)
     assert not dead.exists() and not legacy.exists()
     assert not (tmp / "attachment-999999999-def").exists()
+
+
+@pytest.mark.parametrize("content", [b"garbage" * 300, b"SQLite format 3\x00" + b"\xff" * 300])
+def test_damaged_registry_index_is_a_backend_error_naming_it(tmp_path, content):
+    import feature_store
+    from fstrain.kernel.errors import BackendError
+
+    root = tmp_path / "store"
+    registry = feature_store.login(root=root).get_model_registry()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "w.bin").write_bytes(b"w")
+    _save(registry, folder)
+    index = registry.root / "index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        (index.parent / (index.name + suffix)).unlink(missing_ok=True)
+    index.write_bytes(content)
+    with pytest.raises(BackendError, match=r"index .*index\.sqlite is damaged"):
+        feature_store.login(root=root).get_model_registry().list_models()
