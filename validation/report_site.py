@@ -138,7 +138,7 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
         out.append(f'<section id="model-{esc(name)}"><h2>{esc(name)}</h2>')
         head = "".join(f"<th>{esc(h)}</th>" for h in [
             "Version", "Status", "Approval", *(f"{m} (test split)" for m in shown), "Created",
-            "Scorecard", "History"])
+            "Scorecard"])
         rows = []
         for e in versions:
             cells = [f"<td>{esc(e['version'])}</td>", f"<td>{badge(e['status'])}</td>",
@@ -147,11 +147,15 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
             cells.append(f"<td>{esc(e['created_at'])}</td>")
             cells.append(f'<td><a href="{esc(e["href"])}">latest scorecard</a></td>'
                          if e["href"] else "<td>not validated</td>")
-            cells.append(f"<td>{_history_html(e)}</td>")
             rows.append(f'<tr class="version-row" data-model="{esc(name)}" '
                         f'data-version="{esc(e["version"])}">{"".join(cells)}</tr>')
-        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}"
-                   "</tbody></table></section>")
+
+        out.append(f'<div style="overflow-x:auto"><table><thead><tr>{head}</tr></thead>'
+                   f"<tbody>{''.join(rows)}</tbody></table></div>")
+        out += [f'<div class="history" id="history-{esc(name)}-{esc(e["version"])}"><h3>History '
+                f"of v{esc(e['version'])} (append-only)</h3>{_history_html(e)}</div>"
+                for e in versions if e["history"]]
+        out.append("</section>")
     return html_page(title, "\n".join(out))
 
 
