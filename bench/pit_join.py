@@ -57,7 +57,7 @@ def build(root: Path, rows: int, entities: int) -> None:
         fg = fs.create_feature_group(f"feats{i}", version=1, primary_key=["entity"], event_time="ts",
                                      statistics_config=False)
         fg.insert(frame)
-        query.join(fg.select_features())
+        query.join(fg.select_features(), on=["entity"])
     fs.create_feature_view("bench", query=query, labels=["label"])
 
 

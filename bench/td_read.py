@@ -40,7 +40,7 @@ def build(root: Path, rows: int) -> object:
     fg = fs.create_feature_group("feats", version=1, primary_key=["entity"], event_time="ts",
                                  statistics_config=False)
     fg.insert(feats)
-    return fs.create_feature_view("bench_td", query=labels.select_all().join(fg.select_features()),
+    return fs.create_feature_view("bench_td", query=labels.select_all().join(fg.select_features(), on=["entity"]),
                                   labels=["label"])
 
 
