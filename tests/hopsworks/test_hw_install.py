@@ -109,6 +109,33 @@ def test_local_login_without_the_local_extra_names_the_extra(tmp_path):
 
 # -- a real install into a fresh Hopsworks environment ------------------------------------------
 
+#: The feature stage through the real SDK against the fake server (only its package on the
+#: path), in the environment under test: the offline writes go through that environment's
+#: ``deltalake`` module, i.e. the ``hops-deltalake`` fork.
+FEATURE_STAGE = textwrap.dedent('''
+    import json, sys
+    from pathlib import Path
+
+    sys.path.insert(0, sys.argv[1])
+    from sdk_server import serve
+    from typer.testing import CliRunner
+    from pipelines.cli import app
+
+    root = Path(sys.argv[2])
+    with serve(root / "cluster") as cluster:
+        kw = cluster.login_kwargs
+        env = {"HOPSWORKS_HOST": kw["host"], "HOPSWORKS_PORT": str(kw["port"]),
+               "HOPSWORKS_API_KEY": kw["api_key_value"], "HOPSWORKS_PROJECT": kw["project"],
+               "FSTRAIN_HOME": str(root / "client")}
+        result = CliRunner().invoke(app, ["features", "ccfraud", "--n-transactions", "800",
+                                          "--backend", "hopsworks", "--json"], env=env)
+        import deltalake
+        print(json.dumps({"code": result.exit_code, "output": result.output[-2000:],
+                          "unrouted": cluster.server.unrouted,
+                          "deltalake": deltalake.__file__,
+                          "duckdb": "duckdb" in sys.modules}))
+''')
+
 
 #: The environment of the fresh venv's processes: nothing of this checkout on the path.
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -149,7 +176,8 @@ def _environment(python: Path) -> dict:
 @pytest.mark.slow
 def test_install_into_a_fresh_hopsworks_environment_keeps_the_clusters_packages(tmp_path):
     """``pip install 'fstrain[hopsworks-job]'`` into a venv with ``hopsworks[python]==5.2.1``
-    keeps hops-deltalake, pyarrow and pandas, and the hopsworks backend runs there."""
+    keeps hops-deltalake, pyarrow and pandas, and the hopsworks backend runs there: the
+    feature stage writes through the SDK (and so through hops-deltalake) to the fake server."""
     from pipelines.job_install import build_wheel
 
     wheel = build_wheel(tmp_path / "wheels")  # what `fstrain jobs deploy` installs
@@ -171,6 +199,15 @@ def test_install_into_a_fresh_hopsworks_environment_keeps_the_clusters_packages(
     assert after["deltalake_init"] == before["deltalake_init"]
 
     _check_driven(_drive(str(python), tmp_path, CLEAN_ENV))
+    ran = subprocess.run([str(python), "-c", FEATURE_STAGE, str(REPO / "tests" / "hopsworks"),
+                          str(tmp_path / "stage")], check=False, capture_output=True, text=True,
+                         timeout=600, env=CLEAN_ENV, cwd=tmp_path)
+    lines = [line for line in ran.stdout.splitlines() if line.startswith("{")]
+    assert lines, ran.stderr[-3000:]
+    stage = json.loads(lines[-1])
+    assert stage["code"] == 0, stage["output"]
+    assert '"rows_inserted": 800' in stage["output"] and not stage["unrouted"]
+    assert stage["deltalake"].startswith(str(venv)) and not stage["duckdb"]
     helped = subprocess.run([str(venv / "bin" / "fstrain"), "jobs", "deploy", "--help"],
                             check=False, capture_output=True, text=True, timeout=120, env=CLEAN_ENV)
     assert helped.returncode == 0 and "CONFIG.yaml" in helped.stdout
