@@ -103,13 +103,19 @@ class HopsworksModelRegistry:
         return sorted(wrapped, key=lambda m: m.version or 0)
 
     def get_best_model(self, name: str, metric: str, direction: str = "max") -> HopsworksModel | None:
-        """The version with the best training metric, or None."""
+        """The version with the best training metric, or None. A bare metric (``roc_auc``,
+        ``auc``) means its validation value (:mod:`model_registry.metric_names`)."""
+        from model_registry.metric_names import metric_key
+
         if direction not in ("max", "min"):
             raise InvalidArgumentError(
                 f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
             )
-        best = sdk_call(self._sdk, "ModelRegistry.get_best_model", name, metric, direction,
-                        _owner=f"Model '{name}'")
+        best = sdk_call(self._sdk, "ModelRegistry.get_best_model", name, metric_key(metric),
+                        direction, _owner=f"Model '{name}'")
+        if best is None and metric_key(metric) != metric:  # a metric outside the vocabulary
+            best = sdk_call(self._sdk, "ModelRegistry.get_best_model", name, metric, direction,
+                            _owner=f"Model '{name}'")
         return None if best is None else HopsworksModel._saved_model(self, best)
 
 
