@@ -288,7 +288,9 @@ class HopsworksFeatureGroup:
     def commit_details(self, wallclock_time: Any = None,
                        limit: int | None = None) -> dict[int, dict[str, Any]]:
         """``{commit_id: {committedOn, rowsInserted, rowsUpdated, rowsDeleted}}``, newest first
-        (commit ids as ints)."""
+        (commit ids as ints); none before the first insert persists the group."""
+        if self.id is None:
+            return {}
         raw = sdk_call(self._sdk, "FeatureGroup.commit_details", wallclock_time=wallclock_time,
                        limit=limit, _owner=self.owner) or {}
         items = sorted(((int(k), dict(v)) for k, v in raw.items()), reverse=True)

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # makes `sdk_server` importable
 
-from sdk_server import FakeCluster, serve  # noqa: E402
+from sdk_server import FakeCluster, serve
 
 _HOPSWORKS_VARS = ("HOPSWORKS_HOST", "HOPSWORKS_PORT", "HOPSWORKS_PROJECT", "HOPSWORKS_API_KEY",
                    "HOPSWORKS_API_KEY_FILE", "HOPSWORKS_LOGIN_TIMEOUT", "REST_ENDPOINT",

@@ -43,8 +43,8 @@ from requests.adapters import HTTPAdapter
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parents[1]), str(HERE)]  # the repository and `sdk_server`
 
-from sdk_server.install import _mounted  # noqa: E402
-from test_hw_sdk_use_cases import ANCHOR, SMALL  # noqa: E402
+from sdk_server.install import _mounted
+from test_hw_sdk_use_cases import ANCHOR, SMALL
 
 API = "/hopsworks-api/api"
 #: (method, pattern for "<path below the API root>?<query>", fixture name, key). The fake
@@ -79,7 +79,7 @@ class RecordingTransport(HTTPAdapter):
             return response
         self.log.append({
             "method": request.method,
-            "path": path[len(API):] if path.startswith(API) else path,
+            "path": path.removeprefix(API),
             "query": dict(parse_qsl(url.query, keep_blank_values=True)),
             "body": _json(request.body),
             "status": response.status_code,

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 
 from feature_store.hopsworks.feature_store import (
-    FEATURE_TAGS,
     HopsworksFeatureGroup,
     HopsworksFeatureStore,
     HopsworksQuery,
@@ -146,26 +145,6 @@ def _query(tx: FakeFG, labels: FakeFG) -> HopsworksQuery:
     return q.join(HopsworksFeatureGroup(labels, None).select(["is_fraud"]))
 
 
-def test_commit_details_are_int_keyed_newest_first_and_give_the_latest_commit():
-    fg = HopsworksFeatureGroup(FakeFG("g", 1, ["k"], {"7": {}, "12": {}, "9": {}}), None)
-    assert list(fg.commit_details()) == [12, 9, 7]
-    assert fg.latest_commit_id() == 12
-    with pytest.raises(NotFoundError, match="no commits yet"):
-        HopsworksFeatureGroup(FakeFG("empty", 2, ["k"]), None).latest_commit_id()
-
-
-def test_tags_missing_tag_and_feature_tags():
-    sdk = FakeFG("people", 1, ["customer_id", "gender"])
-    fg = HopsworksFeatureGroup(sdk, None)
-    with pytest.raises(NotFoundError, match="no tag 'pii'"):
-        fg.get_tag("pii")
-    fg.add_feature_tag("gender", "pii", True)
-    assert sdk.tags[FEATURE_TAGS] == {"gender": {"pii": True}}
-    assert fg.get_feature_tags("gender") == {"pii": True}
-    with pytest.raises(NotFoundError, match="no feature 'sex'"):
-        fg.add_feature_tag("sex", "pii", True)
-
-
 def test_split_arguments_map_random_time_gap_stratified_and_refuse_group():
     kwargs, spec = split_arguments("fv", three_way=True, split=None, seed=5,
                                    sizes={"validation_size": 0.1, "test_size": 0.2},
@@ -194,29 +173,6 @@ def test_split_arguments_map_random_time_gap_stratified_and_refuse_group():
     with pytest.raises(InvalidArgumentError, match="needs bounds"):
         split_arguments("fv", three_way=True, split="time", seed=5, sizes={"test_size": 0.2},
                         bounds={}, gap=None, group_column=None, stratify_column=None)
-
-
-def test_prohibited_tags_are_checked_client_side_and_extensions_stored():
-    fs, sdk_fs, tx, labels = _setup()
-    labels.add_tag("pii", True)
-    with pytest.raises(InvalidArgumentError, match="feature 'is_fraud' comes from feature group "
-                                                   "'cc_fraud' tagged 'pii'"):
-        fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["amount"],
-                                      prohibited_tags=["pii"])
-    assert sdk_fs.created == []
-    with pytest.raises(InvalidArgumentError, match="not a label"):
-        fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["amount"],
-                                      label_fill_values={"is_fraud": 0})
-    fv = fs.get_or_create_feature_view("v", 1, _query(tx, labels), labels=["is_fraud"],
-                                       label_fill_values={"is_fraud": 0},
-                                       training_helper_columns=["is_fraud_helper"],
-                                       prohibited_tags=["gdpr"])
-    (_, query, _, kwargs), = sdk_fs.created
-    assert isinstance(query, FakeQuery)  # the SDK got its own query object, not our wrapper
-    assert kwargs["tags"] == [{"name": "fstrain_feature_view",
-                               "value": {"label_fill_values": {"is_fraud": 0},
-                                         "prohibited_tags": ["gdpr"]}}]
-    assert fv.label_fill_values == {"is_fraud": 0} and fv.prohibited_tags == ["gdpr"]
 
 
 def _view_with_version() -> tuple[HopsworksFeatureView, FakeFV, int]:

@@ -7,11 +7,11 @@ import builtins
 
 import pandas as pd
 import pytest
+from sdk_server import serve
+from sdk_server.errors import JOIN_NO_COMMON_PRIMARY_KEY, TAG_SCHEMA_NOT_FOUND
 
 import feature_store
 from fstrain.kernel.errors import BackendError, ConfigError
-from sdk_server import serve
-from sdk_server.errors import JOIN_NO_COMMON_PRIMARY_KEY, TAG_SCHEMA_NOT_FOUND
 
 
 def _group(fs, name, key, **kwargs):

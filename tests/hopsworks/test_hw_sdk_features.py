@@ -61,3 +61,31 @@ def test_tags_were_sent_as_name_value_entries(hops_cluster):
     assert create.body["tags"]["items"] == [{"name": "source", "value": "unit"},
                                             {"name": "pii", "value": False}]
     assert json.loads(json.dumps(fg.get_tags())) == {"source": "unit", "pii": False}
+
+
+def test_commits_tags_and_feature_tags_round_trip_through_the_sdk(hops_cluster):
+    """Commit ids newest first, an absent tag as NotFoundError (the SDK answers None for the
+    server's 370002), per-feature tags as one group tag; replaces the fake-SDK versions."""
+    from fstrain.kernel.errors import NotFoundError
+
+    cluster, project = hops_cluster
+    fs = project.get_feature_store()
+    fg = fs.get_or_create_feature_group("people_rt", 1, primary_key=["customer_id"])
+    with pytest.raises(NotFoundError, match="no commits yet"):
+        fg.latest_commit_id()
+    import pandas as pd
+
+    fg.insert(pd.DataFrame({"customer_id": [1, 2], "gender": ["f", "m"]}))
+    fg.insert(pd.DataFrame({"customer_id": [3], "gender": ["f"]}))
+    commits = fg.commit_details()
+    assert len(commits) == 2 and list(commits) == sorted(commits, reverse=True)
+    assert fg.latest_commit_id() == max(commits)
+    assert commits[max(commits)]["rowsInserted"] == 1
+    with pytest.raises(NotFoundError, match="no tag 'pii'"):
+        fg.get_tag("pii")
+    fg.add_feature_tag("gender", "pii", True)
+    (group,) = cluster.server.state.groups_named("people_rt")
+    assert group.tags["fstrain_feature_tags"] == {"gender": {"pii": True}}
+    assert fs.get_feature_group("people_rt", 1).get_feature_tags("gender") == {"pii": True}
+    with pytest.raises(NotFoundError, match="no feature 'sex'"):
+        fg.add_feature_tag("sex", "pii", True)

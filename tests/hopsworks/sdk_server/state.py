@@ -92,7 +92,7 @@ class State:
     def group(self, fg_id: str | int) -> FeatureGroup:
         from sdk_server.errors import FEATURE_GROUP_NOT_FOUND, not_found
 
-        group = self.feature_groups.get(int(fg_id))
+        group = self.feature_groups.get(int(fg_id)) if str(fg_id).isdigit() else None
         if group is None:
             raise not_found(FEATURE_GROUP_NOT_FOUND, f"feature group {fg_id}")
         return group
