@@ -169,12 +169,16 @@ def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: Ev
         card.explanation_error = f"{type(exc).__name__}: {exc}"
         card.notes.append(f"Explanation failed: {card.explanation_error}")
         return None
-    card.explanation = explanation.to_dict()
     columns = list(getattr(getattr(predictor, "schema", None), "names", ()) or ())
+    groups = None
     if target.kind != "cnn" and columns:
-        from validation.explain import by_column
+        from validation.explain import by_column, readable_names
 
-        card.explanation["by_column"] = by_column(explanation, columns)
+        groups = by_column(explanation, columns)
+        explanation = readable_names(explanation, columns)
+    card.explanation = explanation.to_dict()
+    if groups is not None:
+        card.explanation["by_column"] = groups
     card.explanation["split"] = "test"
     return explanation
 

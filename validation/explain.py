@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -109,8 +109,18 @@ def readable_name(encoded: str, columns: Sequence[str]) -> tuple[str, str | None
         if base == column:
             return column, None
         if base.startswith(column + "_"):
-            return column, base[len(column) + 1:]
+            category = base[len(column) + 1:]
+            return column, "(missing)" if category == "__missing__" else category
     return base, None
+
+
+def readable_names(explanation: Explanation, columns: Sequence[str]) -> Explanation:
+    """The same explanation with reader-facing feature names (``city = oslo``, ``age``)."""
+    names = []
+    for name in explanation.feature_names:
+        column, category = readable_name(name, columns)
+        names.append(column if category is None else f"{column} = {category}")
+    return replace(explanation, feature_names=tuple(names))
 
 
 def by_column(explanation: Explanation, columns: Sequence[str], *, top_k: int = 15
@@ -531,7 +541,7 @@ def _explain_torch(model: Any, X: Any, idx: np.ndarray, bg_idx: np.ndarray,
         model.train(was_training)
 
 
-def _Head(model: Any, index: int, *, flat: bool) -> Any:  # noqa: N802 - acts as a class
+def _Head(model: Any, index: int, *, flat: bool) -> Any:
     """Wrap ``model`` so it returns the chosen output as an ``(n, 1)`` tensor."""
     import torch
 

@@ -220,8 +220,9 @@ def slice_metrics_png(report: BiasReport, column: str,
                 bar.set_alpha(0.5)
     labels = [f"{s.value} (n={s.size}{', not judged' if not s.judged else ''})" for s in slices]
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set(xlim=(0, min(1.0, max(0.05, top * 1.1))), xlabel="rate (test split)",
-           title=f"Slice metrics by {column} (95% bootstrap intervals)")
+    ax.set(xlim=(0, min(1.0, max(0.05, top * 1.1))),
+           xlabel="rate on the test split (error bars: 95% bootstrap intervals)",
+           title=f"Slice metrics by {column}")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(metrics))
     return _png(fig)
 

@@ -83,6 +83,9 @@ def test_scorecard_sections_a_reviewer_needs(adult):
     assert card["explanation"] and card["explanation_error"] is None
     columns = [g["column"] for g in card["explanation"]["by_column"]]
     assert "sex" not in columns and len(columns) <= 15
+    names = [g["feature"] for g in card["explanation"]["global_importance"]]
+    assert not any(n.startswith(("cat__", "num__")) for n in names)  # what a reader knows
+    assert any(n.startswith("occupation = ") for n in names)
     html = Path(result.scorecard_html).read_text()
     assert 'id="calibration"' in html and "Constant predictor" in html
     assert "Value (test split)" in html and "Strongest categories" in html

@@ -41,6 +41,8 @@ def test_every_tabular_kind_is_explained(kind, binary_data, tmp_path):
     columns = [g["column"] for g in card.explanation["by_column"]]
     assert set(columns) <= {"age", "income", "city", "member"}  # original names, no encodings
     assert columns[0] in ("age", "city")  # the label depends on age and city = oslo most
+    names = [g["feature"] for g in card.explanation["global_importance"]]
+    assert not any(n.startswith(("cat__", "num__")) for n in names) and "city = (missing)" in names
     city = next(g for g in card.explanation["by_column"] if g["column"] == "city")
     assert all(t["feature"].startswith("city = ") for t in city["top_features"])
     assert explanation_images(predictor, explanation)["shap_importance"].startswith(b"\x89PNG")
