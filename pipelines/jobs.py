@@ -379,7 +379,21 @@ def _cli_args(stage: str, use_case: str, args: dict[str, Any]) -> list[str]:
                 f"integer or 'latest'. Got {version!r} instead."
             )
         out += ["--training-dataset-version", str(version)]
+    if stage == "dataset" and "anchor" not in args and _relative_split(use_case, args):
+        # Hopsworks cannot tell a job the data's last event time: anchor the relative windows
+        # at the end of the scheduled window (HOPS_END_TIME, set for every scheduled run).
+        args["anchor"] = "end-time"
     return out + _flags(stage, args)
+
+
+def _relative_split(use_case: str, args: dict[str, Any]) -> bool:
+    """Whether the dataset stage splits by windows counted back from an anchor."""
+    from feature_views import get_use_case
+
+    if any(k in args for k in ("test_window", "validation_window", "train_window")):
+        return True
+    explicit = {"split", "test_size", "validation_size"} & set(args)
+    return not explicit and get_use_case(use_case).split.get("test_window") is not None
 
 
 def _backend(args: list[str]) -> list[str]:

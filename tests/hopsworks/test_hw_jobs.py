@@ -403,3 +403,22 @@ def test_project_option_and_yaml_project_reach_the_login(tmp_path, monkeypatch):
         result = _invoke(*argv)
         assert result.exit_code == 2 and "cannot reach Hopsworks" in result.output, result.output
         assert seen[-1] == expected, argv
+
+
+@pytest.mark.parametrize(
+    ("use_case", "args", "anchored"),
+    [("ccfraud", {}, True), ("flights", {}, True),  # relative default splits
+     ("ccfraud", {"anchor": "2024-07-01"}, False),  # the user's anchor is kept
+     ("ccfraud", {"split": "random", "test_size": 0.2, "validation_size": 0.1}, False),
+     ("adult", {}, False)],  # a stratified split needs no anchor
+)
+def test_dataset_jobs_anchor_relative_windows_at_the_scheduled_window_end(tmp_path, use_case,
+                                                                          args, anchored):
+    """Hopsworks cannot read the data's last event time from a job: a relative split is anchored
+    at HOPS_END_TIME (`--anchor end-time`) unless the config says otherwise."""
+    data = _config(use_case=use_case, stages={"dataset": {"args": args}})
+    (defn,) = jobs.job_definitions(jobs.load_config(_write(tmp_path, data)))
+    default_args = defn["config"]["defaultArgs"]
+    assert ("--anchor end-time" in default_args) is anchored
+    if "anchor" in args:
+        assert f"--anchor {args['anchor']}" in default_args
