@@ -26,7 +26,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 class FakeTrainingDataset:
-    """Duck type of a training dataset: only ``to_dict()``."""
+    """Duck type of a training dataset: only ``to_dict()``, in the shape of
+    :class:`feature_store.api.TrainingDataset` (splits by name with rows and sha256)."""
 
     def __init__(self, version: int) -> None:
         self.version = version
@@ -35,7 +36,10 @@ class FakeTrainingDataset:
         return {
             "version": self.version,
             "feature_group_commits": {"transactions_1": 1700000000123},
-            "splits": ["train", "test"],
+            "seed": 7,
+            "split_spec": {"strategy": "random", "test_size": 0.2},
+            "splits": {"train": {"rows": 80, "sha256": "a" * 64},
+                       "test": {"rows": 20, "sha256": "b" * 64}},
         }
 
 

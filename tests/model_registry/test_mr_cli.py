@@ -69,8 +69,14 @@ def test_list_on_empty_root_creates_nothing(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
-def test_show_json_with_scorecard(store):
-    result = runner.invoke(registry_app, ["show", "fraud:2", "--root", str(store), "--json"])
+def test_show_json_is_compact_and_full_has_the_scorecard(store):
+    compact = runner.invoke(registry_app, ["show", "fraud:2", "--root", str(store), "--json"])
+    assert compact.exit_code == 0, compact.output
+    brief = json.loads(compact.output)
+    assert "manifest" not in brief and brief["version"] == 2
+    assert json.dumps(brief).count("a" * 64) == 1  # the train split's hash, in the lineage summary
+    result = runner.invoke(registry_app, ["show", "fraud:2", "--root", str(store), "--json",
+                                          "--full"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert payload["manifest"]["version"] == 2
@@ -80,11 +86,15 @@ def test_show_json_with_scorecard(store):
 
 
 def test_show_latest_as_table(store):
-    result = runner.invoke(registry_app, ["show", "fraud", "--root", str(store)])
+    brief = runner.invoke(registry_app, ["show", "fraud", "--root", str(store)])
+    assert brief.exit_code == 0, brief.output
+    assert "fraud" in brief.output and "--full" in brief.output
+    assert len(brief.output.splitlines()) < 30  # compact by default
+    result = runner.invoke(registry_app, ["show", "fraud", "--root", str(store), "--full"])
     assert result.exit_code == 0, result.output
     assert "version 2" in result.output
     assert "scorecard.json" in result.output and "Scorecard summary" in result.output
-    no_card = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(store)])
+    no_card = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(store), "--full"])
     assert "No scorecard.json" in no_card.output
 
 
