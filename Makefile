@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.fstrain-installed
 
-.PHONY: install demo test test-fast check-architecture bench clean
+.PHONY: install demo test test-slow test-all check-architecture bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,16 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/fstrain demo
 
+# Everything but the tests marked `slow` (under 10 minutes on 2 cores); CI runs both.
 test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The slow tests alone: a fresh Hopsworks job environment installed from PyPI, Ray Tune and Ray
+# Train DDP runs, the MNIST end-to-end run, kill -9 runs of the CLI, the jobs through the SDK.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The layers and the contracts alone (pyproject.toml: [tool.importlinter], [tool.mypy]);
@@ -28,9 +37,6 @@ test: $(STAMP)
 check-architecture: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
-
-test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/insert.py

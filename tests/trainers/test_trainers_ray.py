@@ -58,7 +58,7 @@ def test_default_search_spaces_are_valid():
     for model in ("xgboost", "lightgbm", "mlp", "cnn", "sklearn_logreg", "sklearn_rf"):
         validate_search_space(default_search_space(model), model)
     assert {"max_depth", "learning_rate", "subsample", "colsample_bytree", "min_child_weight",
-            "n_estimators"} == set(default_search_space("xgboost"))
+            "n_estimators", "reg_lambda", "reg_alpha"} == set(default_search_space("xgboost"))
     assert {"hidden_sizes", "dropout", "lr", "weight_decay", "batch_size"} == set(
         default_search_space("mlp"))
 
