@@ -68,7 +68,6 @@ def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
 
 def _project() -> Any:
     import feature_store
-
     from fstrain.kernel.errors import ConfigError
 
     if OPTIONS.backend != "local":

@@ -1,12 +1,11 @@
-"""Feature engineering of the feature pipeline, per use case (pure functions on frames).
+"""Feature engineering of the feature pipeline, delegated to each use case's source module.
 
-Only ccfraud derives features here (the seed's card-velocity and location features); the other
-use cases store their source columns as they are. Every engineered value of an event uses only
-that event and the card's transactions **strictly before** it (no look-ahead: a later
-transaction, or another one at the same instant, never changes an earlier row). A run over a
-window ``[start, end)`` therefore loads the history before ``start`` that the features need
-(:func:`history_start`), engineers, and keeps only the window's rows (:func:`restrict`): its rows
-equal a full run's rows in that window.
+A source module may define ``engineer(frames)`` (derived columns; ccfraud's are in
+:mod:`pipelines.sources.ccfraud_features`) and ``WINDOWED`` (its event-time groups that are cut
+to the run window after engineering). A use case with ``WINDOWED`` groups loads everything
+before the window, because its features need the past (:func:`history_start`), and keeps only
+the window's rows afterwards (:func:`restrict`), so a windowed run's rows equal a full run's rows
+in that window.
 """
 
 from __future__ import annotations
@@ -16,25 +15,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: Groups whose rows are cut to the run window after engineering, by their event-time column.
-WINDOWED = {"ccfraud": {"transactions": "event_time", "cc_fraud": "event_time"}}
+from pipelines.sources import get_source
+
+
+def _windowed(use_case: str) -> dict[str, str]:
+    return dict(getattr(get_source(use_case), "WINDOWED", {}))
 
 
 def history_start(use_case: str, start: Any) -> Any:
-    """Where loading must begin so a run starting at ``start`` sees the history it needs.
-
-    ccfraud's card median uses the card's whole past, so its runs load from the beginning;
-    use cases without engineered features need nothing before ``start``.
-    """
-    return None if use_case in WINDOWED else start
+    """Where loading must begin so a run starting at ``start`` sees the history it needs:
+    the beginning for a use case with engineered, windowed groups, else ``start``."""
+    return None if _windowed(use_case) else start
 
 
 def restrict(use_case: str, frames: dict[str, pd.DataFrame], start: Any, end: Any) -> dict[str, pd.DataFrame]:
     """Keep only the rows of ``[start, end)`` of the use case's event-time groups."""
-    if use_case not in WINDOWED or (start is None and end is None):
+    windowed = _windowed(use_case)
+    if not windowed or (start is None and end is None):
         return frames
     out = dict(frames)
-    for name, column in WINDOWED[use_case].items():
+    for name, column in windowed.items():
         frame = out[name]
         mask = np.ones(len(frame), dtype=bool)
         if start is not None:
@@ -46,51 +46,6 @@ def restrict(use_case: str, frames: dict[str, pd.DataFrame], start: Any, end: An
 
 
 def engineer(use_case: str, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Return ``frames`` with the use case's engineered columns added."""
-    if use_case == "ccfraud":
-        return _ccfraud(frames)
-    return frames
-
-
-def _ccfraud(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    tx = frames["transactions"].sort_values(["cc_num", "event_time", "t_id"]).copy()
-    times = tx["event_time"].astype("int64").to_numpy()  # ns, sorted within each card
-    cards = tx["cc_num"].to_numpy()
-    amounts = tx["amount"].to_numpy(dtype=float)
-    gap_s, count_1h, median = _card_history(cards, times, amounts, window_ns=3600 * 10**9)
-    tx["seconds_since_prev_tx"] = gap_s
-    tx["tx_count_1h"] = count_1h
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = amounts / np.where(median == 0, np.nan, median)
-    tx["amount_to_card_median"] = np.where(np.isfinite(ratio), ratio, 1.0)
-    cards_frame = frames["card_details"][["cc_num", "bank_id"]].merge(
-        frames["bank_details"][["bank_id", "country"]], on="bank_id", how="left"
-    )
-    home = dict(zip(cards_frame["cc_num"], cards_frame["country"], strict=True))
-    tx["is_foreign"] = tx["country"].to_numpy() != tx["cc_num"].map(home).to_numpy()
-    frames = dict(frames)
-    frames["transactions"] = tx.sort_values("t_id").reset_index(drop=True)
-    return frames
-
-
-def _card_history(
-    keys: np.ndarray, times: np.ndarray, amounts: np.ndarray, window_ns: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row (sorted by key then time), from the key's rows strictly earlier in time:
-    seconds since the latest one (-1 if none), 1 + how many fall in ``(t - window, t)``, and
-    their median amount (NaN if none)."""
-    n = len(keys)
-    gap = np.full(n, -1.0)
-    count = np.empty(n, dtype=np.int64)
-    median = np.full(n, np.nan)
-    boundaries = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
-    for start, stop in zip(boundaries[:-1], boundaries[1:], strict=True):
-        t = times[start:stop]
-        before = np.searchsorted(t, t, side="left")  # rows strictly earlier in time
-        has_prev = before > 0
-        gap[start:stop][has_prev] = (t[has_prev] - t[before[has_prev] - 1]) / 1e9
-        first = np.searchsorted(t, t - window_ns, side="right")
-        count[start:stop] = np.maximum(before - first, 0) + 1
-        expanding = pd.Series(amounts[start:stop]).expanding().median().to_numpy()
-        median[start:stop][has_prev] = expanding[before[has_prev] - 1]
-    return gap, count, median
+    """Return ``frames`` with the use case's engineered columns added (if it has any)."""
+    derive = getattr(get_source(use_case), "engineer", None)
+    return frames if derive is None else derive(frames)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from fstrain.kernel.errors import DataValidationError
-from fstrain.kernel.window import resolve_window
 from pydantic import model_validator
 
+from fstrain.kernel.window import resolve_window
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import FeatureGroupRef, FeaturePipelineRef
 
@@ -38,14 +37,15 @@ class FeaturePipelineConfig(PipelineConfig):
 
     @model_validator(mode="after")
     def _options_of_the_use_case(self) -> FeaturePipelineConfig:
-        """Options that only one use case reads are refused for the others, not ignored."""
-        given = self.model_fields_set
-        only = {"sample": ("flights", "adult", "mnist"), "n_transactions": ("ccfraud",),
-                "image_dir": ("mnist",)}
-        for option, use_cases in only.items():
-            if option in given and getattr(self, option) is not None and self.use_case not in use_cases:
-                raise ValueError(f"{option} applies to {', '.join(use_cases)} only, not "
-                                 f"{self.use_case!r}; drop it")
+        """Options that the use case's source does not read are refused, not ignored."""
+        from pipelines.sources import get_source
+
+        takes = get_source(self.use_case).LOAD_OPTIONS
+        for option in ("sample", "n_transactions", "image_dir"):
+            if option in self.model_fields_set and getattr(self, option) is not None \
+                    and option not in takes:
+                raise ValueError(f"{option} does not apply to use case {self.use_case!r} (it "
+                                 f"takes {', '.join(takes)}); drop it")
         return self
 
 
@@ -68,8 +68,9 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
         frame = frames[spec.name]
         if len(frame) == 0:
             continue  # nothing in this window for this group
-        if config.use_case == "mnist":
-            _check_image_paths(source, frame)
+        check = getattr(source, "check_written", None)
+        if check is not None:
+            check(frame)
         fg = fs.get_or_create_feature_group(
             spec.name, spec.version, primary_key=list(spec.primary_key),
             event_time=spec.event_time, description=spec.description, tags=dict(spec.tags),
@@ -99,24 +100,12 @@ def _load(source: Any, project: Any, config: FeaturePipelineConfig, window: Any)
 
     kwargs: dict[str, Any] = {"start": history_start(config.use_case, window.start),
                               "end": window.end}
-    if config.use_case == "ccfraud":
-        kwargs.update(n_transactions=config.n_transactions, seed=config.seed)
-    elif config.use_case == "mnist":
-        image_dir = Path(config.image_dir) if config.image_dir else Path(project.root) / "mnist_images"
-        kwargs.update(image_dir=image_dir, sample=config.sample, seed=config.seed)
-    else:
-        kwargs.update(sample=config.sample, seed=config.seed)
+    for option in source.LOAD_OPTIONS:
+        value = getattr(config, option)
+        if option == "image_dir":
+            value = Path(value) if value else Path(project.root) / f"{config.use_case}_images"
+        kwargs[option] = value
     return source.load(**kwargs)
-
-
-def _check_image_paths(source: Any, frame: Any) -> None:
-    missing = source.check_paths(frame)
-    if missing:
-        raise DataValidationError(
-            f"feature group 'mnist_images': {len(missing)} image path(s) do not exist, e.g. "
-            f"{missing[0]!r}. Files moved after indexing break the link: re-run the feature "
-            "pipeline to re-index them."
-        )
 
 
 def _describe(fg: Any, spec: Any) -> None:

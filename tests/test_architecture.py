@@ -87,3 +87,19 @@ def test_both_backends_satisfy_the_contracts_for_the_type_checker():
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_each_use_case_is_defined_in_one_place():
+    """Per-use-case knowledge lives in feature_views/<uc>.py and pipelines/sources/<uc>*.py:
+    no other module branches on a use case's name."""
+    names = ("flights", "adult", "mnist", "ccfraud")
+    pattern = re.compile(r"""(==|!=|\bin)\s*\(?\s*["'](%s)["']""" % "|".join(names))
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for package in ("pipelines", "validation", "model_registry", "feature_store", "fstrain")
+        for path in (ROOT / package).rglob("*.py")
+        if "sources" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert offenders == []

@@ -189,6 +189,9 @@ def _combined() -> pd.DataFrame:
     return frame
 
 
+#: What the feature pipeline passes to :func:`load` from its configuration.
+LOAD_OPTIONS = ("sample", "seed")
+
 def load(
     start: datetime | None = None,
     end: datetime | None = None,

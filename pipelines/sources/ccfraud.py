@@ -602,6 +602,20 @@ def _transactions(
     return transactions, cc_fraud
 
 
+#: Groups cut to the run window after engineering, by their event-time column (the features
+#: need each card's whole past, so a windowed run loads everything before its window).
+WINDOWED = {"transactions": "event_time", "cc_fraud": "event_time"}
+#: What the feature pipeline passes to :func:`load` from its configuration.
+LOAD_OPTIONS = ("n_transactions", "seed")
+
+
+def engineer(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The transactions' past-only engineered features (:mod:`pipelines.sources.ccfraud_features`)."""
+    from pipelines.sources.ccfraud_features import engineer as derive
+
+    return derive(frames)
+
+
 def load(
     n_transactions: int = 100_000,
     seed: int = 42,

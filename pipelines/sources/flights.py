@@ -303,6 +303,9 @@ def _subsample(frame: pd.DataFrame, sample: int | None, seed: int) -> pd.DataFra
     return frame.iloc[rows].reset_index(drop=True)
 
 
+#: What the feature pipeline passes to :func:`load` from its configuration.
+LOAD_OPTIONS = ("sample", "seed")
+
 def load(
     start: datetime | None = None,
     end: datetime | None = None,

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import DataValidationError, InvalidArgumentError
 from pipelines.sources._common import (
     check_positive_int,
     check_seed,
@@ -138,6 +138,9 @@ def _index_frame(image_dir: Path) -> pd.DataFrame:
     )
 
 
+#: What the feature pipeline passes to :func:`load` from its configuration.
+LOAD_OPTIONS = ("image_dir", "sample", "seed")
+
 def load(
     image_dir: str | os.PathLike[str],
     start: datetime | None = None,
@@ -177,3 +180,14 @@ def check_paths(frame: pd.DataFrame) -> list[str]:
             f"Parameter 'frame' has no 'image_path' column (columns: {list(frame.columns)})."
         )
     return [str(p) for p in frame["image_path"] if p is None or not Path(str(p)).is_file()]
+
+
+def check_written(frame: pd.DataFrame) -> None:
+    """Refuse to index images whose files do not exist (the feature pipeline calls this)."""
+    missing = check_paths(frame)
+    if missing:
+        raise DataValidationError(
+            f"feature group '{MNIST_IMAGES.name}': {len(missing)} image path(s) do not exist, "
+            f"e.g. {missing[0]!r}. Files moved after indexing break the link: re-run the feature "
+            "pipeline to re-index them."
+        )
