@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -487,15 +488,17 @@ def shell_plan(config: JobsConfig, definitions: list[dict[str, Any]]) -> str:
 ENTRY_SCRIPT_TEXT = '''"""fstrain job entry point, uploaded by `fstrain jobs deploy` (runs one pipeline stage)."""
 import sys
 
+from pipelines.cli import app
 from pipelines.jobs import job_main
 
-sys.exit(job_main(sys.argv[1:]))
+sys.exit(job_main(sys.argv[1:], app))
 '''
 
 
-def job_main(argv: list[str]) -> int:
+def job_main(argv: list[str], app: Callable[..., Any]) -> int:
     """What a deployed job runs: ``fstrain <stage> ...``, then any stages chained after
-    ``--then``, each given the previous stage's model as ``{model}``.
+    ``--then``, each given the previous stage's model as ``{model}``. ``app`` is the ``fstrain``
+    command (the typer app, or the root click command) that runs each stage in-process.
 
     ``--training-dataset-version latest`` is resolved by the train stage to the newest
     completed version (:func:`pipelines.versions.resolve_training_dataset_version`). Returns the first non-zero exit code (2: user error, 3:
@@ -513,7 +516,7 @@ def job_main(argv: list[str]) -> int:
             if model is None:
                 return _user_error(f"'{MODEL_PLACEHOLDER}' needs a train stage before it.")
             segment = [model if token == MODEL_PLACEHOLDER else token for token in segment]
-        code, result = _run_stage(segment)
+        code, result = _run_stage(segment, app)
         if code != 0:
             return code
         if segment and segment[0] == "train":
@@ -530,13 +533,11 @@ def _user_error(message: str) -> int:
     return EXIT_USER_ERROR
 
 
-def _run_stage(argv: list[str]) -> tuple[int, Any]:
+def _run_stage(argv: list[str], app: Callable[..., Any]) -> tuple[int, Any]:
     """Run one ``fstrain`` command in-process; returns its exit code and its JSON result."""
     import contextlib
     import io
     import sys
-
-    from pipelines.cli import app
 
     argv = list(argv)
     if argv[:1] == ["validate"] and len(argv) > 1 and ":" not in argv[1]:
@@ -733,7 +734,7 @@ def exec_command(ctx: typer.Context) -> None:
         typer.echo("error: jobs exec needs a job's arguments, e.g. 'features ccfraud "
                    "--backend hopsworks --json'.", err=True)
         raise typer.Exit(EXIT_USER_ERROR)
-    raise typer.Exit(job_main(list(ctx.args)))
+    raise typer.Exit(job_main(list(ctx.args), ctx.find_root().command))
 
 
 __all__ = ["CRON_ALIASES", "JobsConfig", "job_definitions", "job_main", "jobs_app",

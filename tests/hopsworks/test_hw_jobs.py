@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from feature_store.hopsworks.jobs import HopsworksJobs
 from fstrain.kernel.errors import ConfigError
 from pipelines import jobs
+from pipelines.cli import app
 from pipelines.jobs import jobs_app, to_quartz
 
 REPO = Path(__file__).resolve().parents[2]
@@ -294,9 +295,9 @@ def test_run_passes_the_backfill_window_to_the_job():
 
 def test_entry_script_runs_the_fstrain_cli(tmp_path, monkeypatch):
     compile(jobs.ENTRY_SCRIPT_TEXT, "fstrain_job.py", "exec")
-    assert jobs.job_main(["--help"]) == 0
+    assert jobs.job_main(["--help"], app) == 0
     # a user error in a stage is the CLI's exit code 2, so the Hopsworks execution fails
-    code = jobs.job_main(["dataset", "taxi", "--root", str(tmp_path), "--backend", "local"])
+    code = jobs.job_main(["dataset", "taxi", "--root", str(tmp_path), "--backend", "local"], app)
     assert code == 2
 
 
@@ -333,9 +334,9 @@ def test_train_job_validates_the_version_it_registered(tmp_path):
 
 
 def test_a_validate_job_refuses_to_guess_the_version():
-    code = jobs.job_main(["validate", "ccfraud_xgb", "--backend", "hopsworks", "--json"])
+    code = jobs.job_main(["validate", "ccfraud_xgb", "--backend", "hopsworks", "--json"], app)
     assert code == 2
-    assert jobs.job_main(["validate", "{model}", "--backend", "hopsworks"]) == 2
+    assert jobs.job_main(["validate", "{model}", "--backend", "hopsworks"], app) == 2
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from sdk_server import serve
 
 import feature_store
 from pipelines import jobs
+from pipelines.cli import app
 
 PROJECT = "fstrain_ci"
 
@@ -44,9 +45,9 @@ def test_the_train_job_validates_the_model_it_registered(cluster, tmp_path):
                    "validate": {"schedule": None}}}))
     args = {d["stage"]: shlex.split(d["config"]["defaultArgs"])
             for d in jobs.job_definitions(jobs.load_config(config))}
-    assert jobs.job_main(args["features"]) == 0
-    assert jobs.job_main(args["dataset"]) == 0
-    code = jobs.job_main(args["train"])
+    assert jobs.job_main(args["features"], app) == 0
+    assert jobs.job_main(args["dataset"], app) == 0
+    code = jobs.job_main(args["train"], app)
     assert code in (0, 3)  # 3: the gates failed, which fails the job run, as it should
     registry = feature_store.login(backend="hopsworks").get_model_registry()
     (model,) = registry.get_models("adult_income")
@@ -55,5 +56,5 @@ def test_the_train_job_validates_the_model_it_registered(cluster, tmp_path):
     tags = cluster.server.state.models["adult_income_1"]["tags"]
     assert tags["validation_status"] == model.validation_status
     # the validate job itself refuses to run on "whatever is latest"
-    assert jobs.job_main(args["validate"]) == 2
+    assert jobs.job_main(args["validate"], app) == 2
     assert not cluster.server.unrouted
