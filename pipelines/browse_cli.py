@@ -14,17 +14,13 @@ from typing import Annotated, Any
 
 import typer
 
+from pipelines.cli_options import BackendOpt, DebugOpt, JsonOpt, RootOpt
+
 fg_app = typer.Typer(help="Feature groups: list, show.", no_args_is_help=True)
 fv_app = typer.Typer(help="Feature views: list, show.", no_args_is_help=True)
 td_app = typer.Typer(help="Training datasets of a feature view: list, show, delete.",
                      no_args_is_help=True)
 
-RootOpt = Annotated[Path | None, typer.Option("--root", envvar="FSTRAIN_HOME",
-                                              help="Store root (default ./.fstrain).")]
-BackendOpt = Annotated[str, typer.Option("--backend", envvar="FSTRAIN_BACKEND",
-                                         help="local (embedded store) or hopsworks.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
 RefArg = Annotated[str, typer.Argument(metavar="NAME[:VERSION]")]
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from pipelines.browse_cli import fg_app, fv_app, td_app
+from pipelines.cli_options import BackendOpt, DebugOpt, JsonOpt, RootOpt
 from pipelines.jobs import jobs_app
 from pipelines.registry_cli import registry_app
 
@@ -48,12 +49,6 @@ class Options:
 
 
 OPTIONS = Options()
-RootOpt = Annotated[Path | None, typer.Option("--root", envvar="FSTRAIN_HOME",
-                                              help="Store root (default ./.fstrain).")]
-BackendOpt = Annotated[str, typer.Option("--backend", envvar="FSTRAIN_BACKEND",
-                                         help="local (embedded store) or hopsworks.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
 
 
 def _console() -> Any:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from pipelines.cli_options import JsonOpt, RootOpt
 
 registry_app = typer.Typer(
     help="Browse the model registry (list, show, report, diff) and sign off versions "
@@ -21,11 +22,6 @@ registry_app = typer.Typer(
     no_args_is_help=True,
 )
 
-RootOpt = Annotated[
-    Path | None,
-    typer.Option("--root", help="Store root (default: $FSTRAIN_HOME, else ./.fstrain)."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 _KEY_METRICS = 3
 
 
