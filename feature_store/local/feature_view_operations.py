@@ -14,7 +14,6 @@ from feature_store.core.view_rules import (
     check_label_fill_values,
     check_not_prohibited,
 )
-from feature_store.feature import Feature
 from feature_store.local.catalog import Catalog, dumps, loads
 from feature_store.local.feature_group import warn_default_version
 from fstrain.kernel.errors import (
@@ -304,25 +303,24 @@ def _check_numeric_inputs(fv: Any) -> None:
 def check_prohibited(fv: Any) -> None:
     """Refuse a view one of whose features comes from a group or feature with a prohibited tag."""
     exempt = set(fv.training_helper_columns) | set(fv.inference_helper_columns)
-    for feature in fv.features:
-        if feature.name in exempt:
-            continue
+    features = [f for f in fv.features if f.name not in exempt]
+    if not features:
+        return
+    sources = _source_columns(fv)
+    for feature in features:
         fg = feature.feature_group
-        source = _source_column(fv, feature)
+        source = sources.get(feature.name, feature.name)
         check_not_prohibited(
             fv.owner, feature.name, fg.name, source, carried_tags(fg.get_tags()),
             carried_tags(fg.get_all_feature_tags().get(source, {})), fv.prohibited_tags,
         )
 
 
-def _source_column(fv: Any, feature: Feature) -> str:
+def _source_columns(fv: Any) -> dict[str, str]:
+    """Output column name → the column of its feature group it comes from (one plan)."""
     from feature_store.local.pit import plan
 
-    for column in plan(fv.query.spec()).columns:
-        if column.name == feature.name:
-            return column.source
-    return feature.name
-
+    return {column.name: column.source for column in plan(fv.query.spec()).columns}
 
 
 def refuse_unsupported(options: dict[str, Any], call: str) -> None:

@@ -12,6 +12,7 @@ catalog transaction that allocates the version, so a failed or killed create lea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -255,6 +256,10 @@ class TrainingDataStore:
                     "statistics": _split_statistics(part) if stats_enabled else None,
                 }
             staging = self._stage(splits, data_format) if materialize else None
+            if staging is not None:  # reads check these bytes instead of re-hashing the values
+                for name in splits:
+                    metadata["splits"][name]["file_sha256"] = _file_sha256(
+                        staging / f"{name}.{data_format}")
             try:
                 for name, digest in hashes.result().items():
                     metadata["splits"][name]["sha256"] = digest
@@ -318,10 +323,13 @@ class TrainingDataStore:
                 )
             splits = {
                 name: _read_split(Path(td.location) / f"{name}.{td.data_format}", td.data_format,
-                                  td.columns, self._owner(version))
-                for name in td.splits
+                                  td.columns, self._owner(version), split=name,
+                                  file_sha256=meta.get("file_sha256"))
+                for name, meta in td.splits.items()
             }
-            verify = True  # a file changed on disk must never reach training silently
+            # a file changed on disk must never reach training silently: its bytes were checked
+            # against the recorded file hash; versions without one re-hash their values
+            verify = verify or any(not m.get("file_sha256") for m in td.splits.values())
         else:
             spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
             extra = self.fv._filter_from_dict(td.extra_filter)
@@ -384,16 +392,24 @@ class TrainingDataStore:
             return
         staging = self.root / scratch_name(_STAGING)
         staging.mkdir(parents=True)
+        file_hashes = {}
         for name, part in splits.items():
-            _write_split(part, staging / f"{name}.{td.data_format}", td.data_format)
+            path = staging / f"{name}.{td.data_format}"
+            _write_split(part, path, td.data_format)
+            file_hashes[name] = _file_sha256(path)
         final = Path(td.location)
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
         with self.catalog.transaction() as conn:
+            row = conn.execute("SELECT metadata FROM training_datasets WHERE fv_id=? AND "
+                               "version=?", (self.fv.id, version)).fetchone()
+            metadata = loads(row["metadata"])
+            for name, digest in file_hashes.items():  # the values were verified above
+                metadata["splits"][name]["file_sha256"] = digest
             conn.execute(
-                "UPDATE training_datasets SET state='ok' WHERE fv_id=? AND version=?",
-                (self.fv.id, version),
+                "UPDATE training_datasets SET state='ok', metadata=? WHERE fv_id=? AND version=?",
+                (dumps(metadata), self.fv.id, version),
             )
 
     def delete(self, version: int) -> None:
@@ -462,37 +478,49 @@ def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
     return pa.schema([pa.field(c["name"], parse(c["type"])) for c in columns])
 
 
-def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str) -> pa.Table:
-    """One split file as Arrow; a missing or unreadable file is an :class:`IntegrityError`."""
+def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str, *,
+                split: str = "", file_sha256: str | None = None) -> pa.Table:
+    """One split file as Arrow, its bytes read once and checked against ``file_sha256`` when
+    recorded; a missing, unreadable or changed file is an :class:`IntegrityError`."""
     import pyarrow as pa
 
     if not path.exists():
         raise IntegrityError(f"{owner}: file {path} is missing.")
+    data = path.read_bytes()
     try:
-        return _parse_split(path, data_format, _arrow_schema(columns))
+        table = _parse_split(data, data_format, _arrow_schema(columns))
     except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
         raise IntegrityError(
             f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
             f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
         ) from exc
+    if file_sha256 is not None and hashlib.sha256(data).hexdigest() != file_sha256:
+        raise IntegrityError(
+            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+            f"{path} changed after creation). Recreate the version; do not edit its files."
+        )
+    return table
 
 
-def _parse_split(path: Path, data_format: str, schema: pa.Schema) -> pa.Table:
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if data_format == "parquet":
-        table = pq.read_table(path)
+        table = pq.read_table(pa.BufferReader(data))
     elif data_format == "csv":
         import pyarrow.csv as pacsv
 
         # an unquoted empty field is a null, a quoted one the empty string (as written)
         options = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
                                        quoted_strings_can_be_null=False)
-        table = pacsv.read_csv(path, convert_options=options)
+        table = pacsv.read_csv(pa.BufferReader(data), convert_options=options)
     else:
-        with open(path, encoding="utf-8") as fh:
-            rows = [json.loads(line) for line in fh if line.strip()]
+        rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         if not rows:
             table = schema.empty_table()
         else:  # timestamps travel as ISO strings: build loosely typed, then cast to the schema

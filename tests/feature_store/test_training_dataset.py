@@ -297,3 +297,22 @@ def test_verify_refuses_hashes_recorded_with_another_algorithm(fs, fv):
                      (json.dumps(metadata), version))
     with pytest.raises(IntegrityError, match="v1 algorithm.*Create a new version"):
         fv.verify_training_dataset(version)
+
+
+def test_materialized_reads_check_the_recorded_file_bytes_also_after_recreate(fv):
+    import hashlib
+
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=4)
+    td = fv.get_training_dataset(version)
+    for name, meta in td.splits.items():
+        data = (Path(td.location) / f"{name}.parquet").read_bytes()
+        assert meta["file_sha256"] == hashlib.sha256(data).hexdigest()
+    before = fv.get_train_test_split(version)
+    fv.purge_training_data(version)
+    fv.recreate_training_dataset(version)
+    after = fv.get_train_test_split(version)  # the re-written files carry their own hashes
+    assert all(a.equals(b) for a, b in zip(before, after, strict=True))
+    path = Path(fv.get_training_dataset(version).location) / "train.parquet"
+    path.write_bytes(path.read_bytes() + b"\x00")  # one byte more: never returned silently
+    with pytest.raises(IntegrityError):
+        fv.get_train_test_split(version)
