@@ -16,6 +16,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -487,14 +488,17 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
     if not path.exists():
         raise IntegrityError(f"{owner}: file {path} is missing.")
     data = path.read_bytes()
-    try:
-        table = _parse_split(data, data_format, _arrow_schema(columns))
-    except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-        raise IntegrityError(
-            f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
-            f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
-        ) from exc
-    if file_sha256 is not None and hashlib.sha256(data).hexdigest() != file_sha256:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-file-hash") as pool:
+        # sha256 releases the GIL: hash the bytes while Arrow parses them
+        digest = None if file_sha256 is None else pool.submit(_sha256_hex, data)
+        try:
+            table = _parse_split(data, data_format, _arrow_schema(columns))
+        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
+            raise IntegrityError(
+                f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
+                f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
+            ) from exc
+    if digest is not None and digest.result() != file_sha256:
         raise IntegrityError(
             f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
             f"{path} changed after creation). Recreate the version; do not edit its files."
@@ -502,8 +506,12 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
     return table
 
 
+def _sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return _sha256_hex(path.read_bytes())
 
 
 def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
