@@ -198,19 +198,28 @@ def td_list(view: RefArg, root: RootOpt = None, backend: BackendOpt = "local",
     _run(debug, as_json, body)
 
 
+def _view_version(view: str, version: str, root: Path | None,
+                  backend: str) -> tuple[Any, Any, int]:
+    """The project, the feature view ``NAME[:VERSION]`` and its training-dataset version
+    (a number or ``latest``)."""
+    from pipelines.versions import resolve_training_dataset_version
+
+    name, fv_version = _ref(view)
+    project = _project(root, backend)
+    fv = project.get_feature_store().get_feature_view(name, fv_version)
+    return project, fv, resolve_training_dataset_version(fv, version)
+
+
 @td_app.command("show")
 def td_show(view: RefArg,
             version: Annotated[str, typer.Argument(help="Training-dataset version or 'latest'.")],
             root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False,
             debug: DebugOpt = False) -> None:
     """A version's lineage: feature-group commits, split, seed, hashes and the models on it."""
-    from pipelines.versions import resolve_training_dataset_version
 
     def body() -> tuple[Any, str]:
-        name, fv_version = _ref(view)
-        project = _project(root, backend)
-        fv = project.get_feature_store().get_feature_view(name, fv_version)
-        v = resolve_training_dataset_version(fv, version)
+        project, fv, v = _view_version(view, version, root, backend)
+        name, fv_version = fv.name, fv.version
         td = fv.get_training_dataset(v)
         payload = {**_td_summary(td), "feature_view": name, "feature_view_version": fv_version,
                    "feature_group_commits": dict(td.feature_group_commits),
@@ -241,13 +250,10 @@ def td_delete(view: RefArg,
               debug: DebugOpt = False) -> None:
     """Delete a version's metadata and files; refused while a registered model depends on it."""
     from fstrain.kernel.errors import InvalidArgumentError
-    from pipelines.versions import resolve_training_dataset_version
 
     def body() -> tuple[Any, str]:
-        name, fv_version = _ref(view)
-        project = _project(root, backend)
-        fv = project.get_feature_store().get_feature_view(name, fv_version)
-        v = resolve_training_dataset_version(fv, version)
+        project, fv, v = _view_version(view, version, root, backend)
+        name, fv_version = fv.name, fv.version
         fv.get_training_dataset(v)  # a missing version is an error before any check
         models = _dependents(project, fv, v)
         if models and not force:
