@@ -32,6 +32,8 @@ XGBOOST_SKLEARN_CLASSES = (
 )
 LIGHTGBM_MODEL = "model.txt"
 LIGHTGBM_META = "lightgbm_meta.json"
+CATBOOST_MODEL = "model.cbm"
+CATBOOST_META = "catboost_meta.json"
 TORCH_WEIGHTS = "model.safetensors"
 TORCH_CONFIG = "config.json"
 SKOPS_FILE = "model.skops"
@@ -152,6 +154,49 @@ def load_lightgbm(directory: Path) -> Any:
             f"file {meta.get('model_file')!r}; expected Booster and {LIGHTGBM_MODEL}."
         )
     return lgb.Booster(model_file=str(directory / LIGHTGBM_MODEL))
+
+
+# -------------------------------------------------------------------------------- CatBoost
+
+
+def save_catboost(model: Any, directory: Path) -> list[Path]:
+    """Save a fitted ``CatBoostClassifier``/``CatBoostRegressor`` in CatBoost's own binary
+    format (``model.cbm``, which holds the trees and the categorical-feature hashes) plus
+    ``catboost_meta.json``. Returns the written paths."""
+    import catboost
+
+    if not isinstance(model, catboost.CatBoost) or not model.is_fitted():
+        raise InvalidArgumentError(
+            f"save_catboost: model must be a fitted CatBoost model. Got {type(model).__name__}."
+        )
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / CATBOOST_MODEL
+    model.save_model(str(model_file), format="cbm")
+    meta = {"library": "catboost", "class": type(model).__name__, "format": "cbm",
+            "model_file": model_file.name, "catboost_version": catboost.__version__}
+    meta_file = directory / CATBOOST_META
+    meta_file.write_text(dumps(meta), encoding="utf-8")
+    return [model_file, meta_file]
+
+
+def load_catboost(directory: Path) -> Any:
+    """Load what :func:`save_catboost` wrote (a data-only binary model: no code runs)."""
+    import catboost
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    meta = _read_json(directory / CATBOOST_META, "load_catboost")
+    kind = meta.get("class")
+    if kind not in ("CatBoostClassifier", "CatBoostRegressor", "CatBoost") or meta.get(
+            "model_file") != CATBOOST_MODEL:
+        raise InvalidArgumentError(
+            f"load_catboost: {directory / CATBOOST_META} names class {kind!r} and file "
+            f"{meta.get('model_file')!r}; expected a CatBoost class and {CATBOOST_MODEL}."
+        )
+    model = getattr(catboost, kind)()
+    model.load_model(str(directory / CATBOOST_MODEL), format="cbm")
+    return model
 
 
 def _json_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

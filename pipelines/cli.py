@@ -284,7 +284,7 @@ def select_features(
 def train(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
     training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version to train on (a number or 'latest').")],
-    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp or cnn.")] = None,
+    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp or flax_mlp.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,

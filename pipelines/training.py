@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
 
 _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
-               "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch"}
+               "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch", "catboost": "python",
+               "keras_mlp": "python", "flax_mlp": "python"}
 
 
 class TrainingPipelineConfig(PipelineConfig):

@@ -10,8 +10,11 @@ XGBoost ``Booster`` / sklearn wrapper       ``xgboost pred_contribs`` — exact 
                                             imported
 LightGBM ``Booster`` / sklearn wrapper      ``lightgbm pred_contrib`` — the same, inside
                                             LightGBM
+CatBoost model                              ``catboost ShapValues`` — CatBoost's own SHAP
+                                            values (``get_feature_importance``) on the raw
+                                            columns, categoricals native, in log-odds space
 other tree ensembles (sklearn forests and   ``shap.TreeExplainer`` on the raw model output
-gradient boosting, CatBoost)
+gradient boosting)
 PyTorch ``nn.Module``                       ``shap.DeepExplainer`` (DeepLIFT-SHAP) against a
                                             background sample; if it fails or its additivity
                                             check fails, exact-path *integrated gradients* from
@@ -213,6 +216,10 @@ def _is_lightgbm(model: Any) -> bool:
     )
 
 
+def _is_catboost(model: Any) -> bool:
+    return type(model).__module__.startswith("catboost") and hasattr(model, "get_cat_feature_indices")
+
+
 def _is_torch(model: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(model, torch.nn.Module)
@@ -221,7 +228,7 @@ def _is_torch(model: Any) -> bool:
 def _is_tree(model: Any) -> bool:
     mod = type(model).__module__
     name = type(model).__name__
-    if mod.startswith(("lightgbm", "catboost")):
+    if mod.startswith("lightgbm"):
         return True
     return mod.startswith("sklearn.ensemble") and any(
         k in name for k in ("Forest", "Trees", "GradientBoosting")
@@ -257,7 +264,7 @@ def explain(
     Returns:
         An :class:`Explanation`.
     """
-    known = ("auto", "xgboost", "lightgbm", "tree", "deep", "integrated_gradients", "generic",
+    known = ("auto", "xgboost", "lightgbm", "catboost", "tree", "deep", "integrated_gradients", "generic",
              "permutation", "linear")
     if method not in known:
         raise InvalidArgumentError(f"method must be one of {known}. Got {method!r} instead.")
@@ -271,6 +278,8 @@ def explain(
             method = "xgboost"
         elif _is_lightgbm(model):
             method = "lightgbm"
+        elif _is_catboost(model):
+            method = "catboost"
         elif _is_torch(model):
             method = "deep"
         elif _is_tree(model):
@@ -281,6 +290,8 @@ def explain(
         return _explain_xgboost(model, X, idx, feature_names, class_index)
     if method == "lightgbm":
         return _explain_lightgbm(model, X, idx, feature_names, class_index)
+    if method == "catboost":
+        return _explain_catboost(model, X, idx, feature_names, class_index)
     if method in ("deep", "integrated_gradients"):
         return _explain_torch(model, X, idx, bg_idx, feature_names, class_index,
                               force_ig=method == "integrated_gradients")
@@ -354,6 +365,30 @@ def _explain_lightgbm(model: Any, X: Any, idx: np.ndarray, feature_names: Sequen
     names = _names(X, feature_names or booster.feature_name(), values.shape[1])
     return Explanation(names, values.astype(float), base, _numeric_data(sample), idx,
                        "lightgbm pred_contrib (exact TreeSHAP)", output)
+
+
+# --------------------------------------------------------------------------------------------
+# CatBoost: its own SHAP values (categorical features native)
+# --------------------------------------------------------------------------------------------
+
+def _explain_catboost(model: Any, X: Any, idx: np.ndarray, feature_names: Sequence[str] | None,
+                      class_index: int | None) -> Explanation:
+    import catboost
+
+    sample = _take(X, idx)
+    pool = catboost.Pool(sample, cat_features=list(model.get_cat_feature_indices()))
+    contribs = np.asarray(model.get_feature_importance(data=pool, type="ShapValues"), dtype=float)
+    if contribs.ndim == 3:  # (n, k, p + 1) for multi-class
+        contribs = np.transpose(contribs, (0, 2, 1))
+        values, base, ci = _pick_output(contribs[:, :-1, :], contribs[0, -1, :], class_index,
+                                        "CatBoost model")
+        output = f"raw score of class {ci}"
+    else:
+        values, base, output = contribs[:, :-1], float(contribs[0, -1]), "raw score (log-odds)"
+    names = _names(X, feature_names or model.feature_names_, values.shape[1])
+    return Explanation(names, values, base, _numeric_data(sample), idx,
+                       "catboost ShapValues (CatBoost's own TreeSHAP)", output,
+                       note="categorical features explained as whole columns (no one-hot)")
 
 
 # --------------------------------------------------------------------------------------------

@@ -54,6 +54,10 @@ def train(
         from pipelines.trainers.lightgbm_trainer import train_lightgbm
 
         return train_lightgbm(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
+    if cfg.model == "catboost":
+        from pipelines.trainers.catboost_trainer import train_catboost
+
+        return train_catboost(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model in ("sklearn_logreg", "sklearn_rf"):
         from pipelines.trainers.tabular import train_sklearn
 

@@ -40,19 +40,26 @@ from pydantic import (
 
 from fstrain.kernel.errors import ConfigError, did_you_mean
 
-ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn"]
+ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn",
+                    "catboost", "keras_mlp", "flax_mlp"]
 MODEL_KINDS: tuple[str, ...] = ("xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp",
-                                "cnn")
+                                "cnn", "catboost", "keras_mlp", "flax_mlp")
 TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
 TABULAR_MODELS: frozenset[str] = frozenset(
-    {"xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp"}
+    {"xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "catboost", "keras_mlp",
+     "flax_mlp"}
 )
 #: Models that handle missing values and unscaled numbers themselves.
 BOOSTED_TREE_MODELS: frozenset[str] = frozenset({"xgboost", "lightgbm"})
 #: Models that can learn a regression target.
 REGRESSION_MODELS: frozenset[str] = BOOSTED_TREE_MODELS
 #: Models that accept NaN inputs (scikit-learn's random forest does since 1.4).
-NAN_TOLERANT_MODELS: frozenset[str] = BOOSTED_TREE_MODELS | {"sklearn_rf"}
+NAN_TOLERANT_MODELS: frozenset[str] = BOOSTED_TREE_MODELS | {"sklearn_rf", "catboost"}
+#: Models whose runs write checkpoints that ``resume`` continues from.
+RESUMABLE_MODELS: frozenset[str] = TORCH_MODELS | {"flax_mlp"}
+#: Hyperparameters shared by the Keras and Flax MLPs (their loops live in ``params``).
+_NN_PARAMS = frozenset({"hidden_sizes", "dropout", "epochs", "batch_size", "learning_rate",
+                        "weight_decay", "patience"})
 
 #: Metric names understood everywhere (history uses ``val_<name>``); ``mode`` derives from them.
 METRIC_MODES: dict[str, str] = {"auc": "max", "pr_auc": "max", "accuracy": "max", "logloss": "min",
@@ -97,6 +104,14 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
     ),
     "mlp": frozenset({"hidden_sizes", "dropout", "norm", "activation"}),
     "cnn": frozenset({"channels", "hidden", "dropout", "image_size", "in_channels"}),
+    "catboost": frozenset(
+        {"n_estimators", "iterations", "learning_rate", "depth", "max_depth", "l2_leaf_reg",
+         "reg_lambda", "border_count", "max_bin", "random_strength", "bagging_temperature",
+         "one_hot_max_size", "thread_count", "n_jobs", "grow_policy", "min_data_in_leaf",
+         "subsample", "rsm", "bootstrap_type"}
+    ),
+    "keras_mlp": _NN_PARAMS | {"train_step", "lr_schedule"},
+    "flax_mlp": _NN_PARAMS | {"checkpoint_every"},
 }
 
 #: Numeric hyperparameters: (integer?, lowest allowed, lowest inclusive?, highest or None).
@@ -114,6 +129,10 @@ PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
     "alpha": (False, 0, True, None), "lambda": (False, 0, True, None),
     "C": (False, 0, False, None), "tol": (False, 0, False, None),
     "dropout": (False, 0, True, 0.999999),
+    "iterations": (True, 1, True, None), "depth": (True, 1, True, 16),
+    "l2_leaf_reg": (False, 0, True, None), "epochs": (True, 1, True, None),
+    "batch_size": (True, 1, True, None), "weight_decay": (False, 0, True, None),
+    "patience": (True, 1, True, None), "checkpoint_every": (True, 1, True, None),
 }
 
 

@@ -29,6 +29,11 @@ from pipelines.trainers.data import FeatureSchema, LabelInfo
 
 FORMAT_VERSION = 1
 PREDICTOR_FILE = "predictor.json"
+#: kind -> (module, function(directory, predictor.json info)) of predictors that live beside
+#: their trainer (the optional frameworks, imported only when such a model is loaded).
+FRAMEWORK_LOADERS: dict[str, tuple[str, str]] = {
+    "catboost": ("pipelines.trainers.catboost_trainer", "load_catboost_predictor"),
+}
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,11 @@ def load_predictor(
 
     info = json.loads(manifest_path.read_text())
     kind = info["kind"]
+    if kind in FRAMEWORK_LOADERS:
+        import importlib
+
+        module, function = FRAMEWORK_LOADERS[kind]
+        return getattr(importlib.import_module(module), function)(directory, info)  # type: ignore[no-any-return]
     labels = LabelInfo.from_json(info["labels"])
     schema = FeatureSchema.from_json(info["features"]) if "features" in info else None
     preprocessor = None

@@ -280,6 +280,11 @@ def tune(
     from pipelines.trainers.data import label_info
 
     cfg = load_config(config)
+    if cfg.model in ("catboost", "keras_mlp", "flax_mlp"):
+        raise ConfigError(
+            f"Tuning (--tune) runs xgboost, lightgbm, scikit-learn and torch models; "
+            f"{cfg.model!r} is trained without it. Drop --tune or pick one of those."
+        )
     opts = cfg.tune
     space = opts.search_space or default_search_space(cfg.model)
     try:

@@ -1,0 +1,58 @@
+"""CatBoost, Keras and Flax models through the real pipelines on the adult use case: the CLI
+trains and registers them, and the model-validation pipeline loads and scores them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines import feature, model_validation, training_dataset
+from pipelines.cli import app
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def adult_root(tmp_path_factory):
+    """A project root with the adult feature groups (3,000 people) and one training dataset."""
+    import fstrain
+
+    root = tmp_path_factory.mktemp("adult")
+    project = fstrain.login(root=str(root))
+    feature.run(project, feature.FeaturePipelineConfig(use_case="adult", sample=3000))
+    training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult",
+                                                                         seed=3))
+    return root
+
+
+def _train_and_validate(root: Path, model: str, *params: str) -> tuple[dict, dict]:
+    import fstrain
+
+    args = ["train", "adult", "-t", "1", "--model", model, "--json", "--root", str(root)]
+    for p in params:
+        args += ["--param", p]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    ref = json.loads(out.output[out.output.index("{"):])
+    project = fstrain.login(root=str(root))
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=ref["name"], version=ref["version"], gates=["roc_auc >= 0.75"],
+        replace_gates=True, bootstrap_resamples=20, shap_samples=20))
+    card = json.loads(Path(result.scorecard_html).with_name("scorecard.json").read_text())
+    manifest = project.get_model_registry().get_model(ref["name"], ref["version"]).manifest
+    return card, manifest
+
+
+def test_catboost_from_the_cli_validated_with_its_own_shap(adult_root):
+    card, manifest = _train_and_validate(adult_root, "catboost", "n_estimators=200")
+    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert card["explanation"]["method"].startswith("catboost ShapValues")
+    features = {f["feature"] for f in card["explanation"]["global_importance"]}
+    assert "occupation" in features  # a categorical column explained whole, not one-hot
+    assert card["bias"]  # slices on the helper columns
+    paths = {f["path"] for f in manifest["files"]}
+    assert "model/model.cbm" in paths and manifest["training_config"]["trainer"]["model"] == (
+        "catboost")
