@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,13 +119,51 @@ def read_splits(project: Any, use_case: Any, version: int | str,
 
 def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     """Train on a training-dataset version and register the model (status ``pending``)."""
-    import pandas as pd
-
     from feature_views import get_use_case
-    from pipelines.trainers import train
 
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
+    _check_resume(config, cfg)
+    fs = project.get_feature_store()
+    fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
+        fv0, config.training_dataset_version)})
+    carved: dict[str, Any] = {}
+    fv, splits = read_splits(project, use_case, config.training_dataset_version, carve=carved)
+    name = config.model_name or use_case.registry_model_name
+    workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
+    lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
+               "training_dataset_version": config.training_dataset_version}
+    fitted = _fit(config, cfg, splits, workdir, lineage)
+    cross_validation: dict[str, Any] | None = None
+    if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)
+        from pipelines.trainers.cross_validation import cross_validate
+
+        X_tr, _X_va, y_tr, _y_va = splits
+        cross_validation = cross_validate(fitted.cfg, X_tr, y_tr, k=config.cv,
+                                          workdir=workdir / "cv").to_dict()
+    version = _register(project, name, fv, config, fitted, splits[0], {
+        "cross_validation": cross_validation,
+        # a train/test version: the validation rows carved from train (pipelines.carve)
+        "validation_split": carved or None,
+    })
+    if workdir.exists() and not fitted.cfg.is_torch:
+        shutil.rmtree(workdir, ignore_errors=True)  # torch keeps checkpoints for --resume
+    return ModelRef(name, version)
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """What training produced: the config trained (tuned, if tuned), the trainer's result, the
+    metrics to register and the tuning record (None without ``tune``)."""
+
+    cfg: Any
+    result: Any
+    metrics: dict[str, Any]
+    tuning: dict[str, Any] | None = None
+
+
+def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
     if config.resume and not cfg.is_torch:
         from fstrain.kernel.errors import ConfigError
 
@@ -132,39 +171,17 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
             f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn), which "
             f"writes checkpoints; {cfg.model!r} trains in one go. Drop --resume."
         )
-    fs = project.get_feature_store()
-    fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
-    config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
-        fv0, config.training_dataset_version)})
-    carved: dict[str, Any] = {}
-    fv, (X_tr, X_va, y_tr, y_va) = read_splits(project, use_case, config.training_dataset_version,
-                                               carve=carved)
-    name = config.model_name or use_case.registry_model_name
-    workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
-    lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
-               "training_dataset_version": config.training_dataset_version}
-    tuning: dict[str, Any] | None = None
-    if config.tune:
-        from pipelines.trainers.tuning import tune
 
-        tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
-                     ray_address=config.ray_address, num_cpus=config.num_cpus)
-        cfg = tuned.best_config
-        tuning = {
-            "best_params": tuned.best_params, "metric": tuned.metric, "mode": tuned.mode,
-            "best_metric": tuned.best_metric, "max_t": tuned.max_t, "notes": list(tuned.notes),
-            "trials": tuned.trials.to_dict(orient="records"),
-        }
-        # the best configuration is refitted on train + validation; its number of rounds is
-        # the one the best trial ran, so no early-stopping split is needed
-        X_fit = pd.concat([X_tr, X_va], ignore_index=True)
-        y_fit = pd.concat([y_tr, y_va], ignore_index=True)
-        final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
-        result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
-                       lineage=lineage)
-        # the best trial's held-out validation score (the refit saw validation rows)
-        metrics = registry_metrics({tuned.metric: tuned.best_metric})
-    elif config.workers > 1:
+
+def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], workdir: Path,
+         lineage: dict[str, Any]) -> _Fitted:
+    """Train as the config asks: tuned, data-parallel on Ray Train, or one plain run."""
+    from pipelines.trainers import train
+
+    X_tr, X_va, y_tr, y_va = splits
+    if config.tune:
+        return _tune_and_refit(config, cfg, splits, workdir, lineage)
+    if config.workers > 1:
         if not cfg.is_torch:
             from fstrain.kernel.errors import ConfigError
 
@@ -177,19 +194,44 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
                                    num_cpus=config.num_cpus, lineage=lineage, resume=config.resume)
-        metrics = registry_metrics(result.metrics)
-    else:
-        result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
-                       resume=config.resume)
-        metrics = registry_metrics(result.metrics)
+        return _Fitted(cfg, result, registry_metrics(result.metrics))
+    result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
+                   resume=config.resume)
+    return _Fitted(cfg, result, registry_metrics(result.metrics))
 
-    cross_validation: dict[str, Any] | None = None
-    if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)
-        from pipelines.trainers.cross_validation import cross_validate
 
-        cross_validation = cross_validate(cfg, X_tr, y_tr, k=config.cv,
-                                          workdir=workdir / "cv").to_dict()
+def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],
+                    workdir: Path, lineage: dict[str, Any]) -> _Fitted:
+    """Search on train/validation, then refit the best configuration on both."""
+    import pandas as pd
 
+    from pipelines.trainers import train
+    from pipelines.trainers.tuning import tune
+
+    X_tr, X_va, y_tr, y_va = splits
+    tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
+                 ray_address=config.ray_address, num_cpus=config.num_cpus)
+    cfg = tuned.best_config
+    tuning = {
+        "best_params": tuned.best_params, "metric": tuned.metric, "mode": tuned.mode,
+        "best_metric": tuned.best_metric, "max_t": tuned.max_t, "notes": list(tuned.notes),
+        "trials": tuned.trials.to_dict(orient="records"),
+    }
+    # the best configuration is refitted on train + validation; its number of rounds is
+    # the one the best trial ran, so no early-stopping split is needed
+    X_fit = pd.concat([X_tr, X_va], ignore_index=True)
+    y_fit = pd.concat([y_tr, y_va], ignore_index=True)
+    final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
+    result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
+                   lineage=lineage)
+    # the best trial's held-out validation score (the refit saw validation rows)
+    return _Fitted(cfg, result, registry_metrics({tuned.metric: tuned.best_metric}), tuning)
+
+
+def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConfig,
+              fitted: _Fitted, X_train: Any, extra_config: dict[str, Any]) -> Any:
+    """Save the trained model into the registry (status ``pending``); its version."""
+    cfg, result = fitted.cfg, fitted.result
     with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
         model_dir = Path(tmp) / "model"
         model_dir.mkdir()
@@ -198,10 +240,10 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         flavor = getattr(registry, _FRAMEWORKS[cfg.model])
         model = flavor.create_model(
             name,
-            metrics={k: float(v) for k, v in metrics.items() if _finite(v)},
+            metrics={k: float(v) for k, v in fitted.metrics.items() if _finite(v)},
             description=config.description or f"{cfg.model} trained on {fv.name} v{fv.version} "
                                               f"training dataset v{config.training_dataset_version}",
-            input_example=_input_example(X_tr),
+            input_example=_input_example(X_train),
             feature_view=fv,
             training_dataset_version=config.training_dataset_version,
             hyperparameters=result.params,
@@ -211,16 +253,12 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
                 "nondeterminism": list(result.nondeterminism),
                 "best_iteration": getattr(result, "best_iteration", None),
                 "device": getattr(result, "device", None),
-                "tuning": tuning,
-                "cross_validation": cross_validation,
-                # a train/test version: the validation rows carved from train (pipelines.carve)
-                "validation_split": carved or None,
+                "tuning": fitted.tuning,
+                **extra_config,
             },
         )
         model.save(str(model_dir))
-    if workdir.exists() and not cfg.is_torch:
-        shutil.rmtree(workdir, ignore_errors=True)  # torch keeps checkpoints for --resume
-    return ModelRef(name, model.version)
+    return model.version
 
 
 def _finite(value: Any) -> bool:

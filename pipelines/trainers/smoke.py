@@ -107,7 +107,33 @@ def _smoke_torch(
     model: Any,
     loss_fn: Any,
 ) -> SmokeResult:
-    import torch
+    from torch import nn
+
+    cfg, net, xb, yb, k = _torch_batch(cfg, X, y, image_loader, model)
+    loss_fn = loss_fn if loss_fn is not None else nn.CrossEntropyLoss()
+    diagnostics: dict[str, Any] = {"batch_size": len(yb), "n_classes": k}
+    trainable = _trainable_parameters(cfg, net, diagnostics)
+    warnings = _input_warnings(xb, yb, diagnostics)
+    net.train()
+    warnings += _forward_warnings(cfg, net, xb, k, diagnostics)
+    losses = _overfit(cfg, net, loss_fn, (xb, yb), trainable, diagnostics,
+                      max_steps=max_steps, target_loss=target_loss, lr=lr)
+    diagnostics["losses"] = losses[:: max(1, len(losses) // 20)]
+    if losses[-1] >= target_loss:
+        hint = _hint(losses, warnings)
+        raise SmokeCheckError(
+            f"Smoke check failed for model {cfg.model!r}: after {len(losses)} steps on one batch "
+            f"of {len(yb)} rows the loss is {losses[-1]:.4f} (started at {losses[0]:.4f}; "
+            f"target < {target_loss}). {hint}",
+            diagnostics,
+        )
+    return SmokeResult(cfg.model, losses[0], losses[-1], len(losses), len(yb), warnings)
+
+
+def _torch_batch(
+    cfg: TrainConfig, X: pd.DataFrame, y: pd.DataFrame, image_loader: Any, model: Any
+) -> tuple[TrainConfig, Any, Any, Any, int]:
+    """The unregularised config, the seeded net, the batch tensors and the number of classes."""
     from torch import nn
 
     from pipelines.trainers.nets import build_net
@@ -117,7 +143,6 @@ def _smoke_torch(
     cfg = cfg.with_overrides({"dropout": 0.0}) if "dropout" in _arch_keys(cfg) else cfg
     cfg = cfg.model_copy(update={"imbalance": "none"})
     data = prepare_torch_data(cfg, X, y, X, y, image_loader=image_loader)
-    k = data.labels.n_classes
     seed_everything(cfg.seed)
     if model is None:
         net = build_net(data.arch)
@@ -125,10 +150,12 @@ def _smoke_torch(
         net = model
     else:  # a factory: arch dict -> module (knows the input width of this batch)
         net = model(data.arch)
-    loss_fn = loss_fn if loss_fn is not None else nn.CrossEntropyLoss()
     xb, yb = data.train_set.__getitems__(list(range(len(data.train_set))))
-    diagnostics: dict[str, Any] = {"batch_size": len(yb), "n_classes": k}
-    warnings: list[str] = []
+    return cfg, net, xb, yb, data.labels.n_classes
+
+
+def _trainable_parameters(cfg: TrainConfig, net: Any, diagnostics: dict[str, Any]) -> list[Any]:
+    """The parameters that can learn (records the frozen ones; none at all fails the check)."""
     trainable = [p for p in net.parameters() if p.requires_grad]
     frozen = [n for n, p in net.named_parameters() if not p.requires_grad]
     diagnostics["frozen_parameters"] = frozen
@@ -139,6 +166,14 @@ def _smoke_torch(
             "the loss cannot go down. Unfreeze the parameters that should learn.",
             diagnostics,
         )
+    return trainable
+
+
+def _input_warnings(xb: Any, yb: Any, diagnostics: dict[str, Any]) -> list[str]:
+    """Identical inputs with different labels, and frozen parameter tensors."""
+    import torch
+
+    warnings: list[str] = []
     flat = xb.reshape(len(xb), -1)
     _, groups = torch.unique(flat, dim=0, return_inverse=True)
     conflicting = sum(
@@ -150,9 +185,18 @@ def _smoke_torch(
             f"{conflicting} group(s) of identical inputs carry different labels (broken labels "
             "or a join that duplicated rows)"
         )
+    frozen = diagnostics["frozen_parameters"]
     if frozen:
         warnings.append(f"{len(frozen)} frozen parameter tensor(s): {', '.join(frozen[:6])}")
-    net.train()
+    return warnings
+
+
+def _forward_warnings(
+    cfg: TrainConfig, net: Any, xb: Any, k: int, diagnostics: dict[str, Any]
+) -> list[str]:
+    """One forward pass: it must run and output ``(batch, k)`` logits, not probabilities."""
+    import torch
+
     try:
         with torch.no_grad():
             out = net(xb)
@@ -172,10 +216,29 @@ def _smoke_torch(
     if bool(((out >= 0) & (out <= 1)).all()) and torch.allclose(
         out.sum(dim=1), torch.ones(len(out)), atol=1e-4
     ):
-        warnings.append(
+        return [
             "outputs look like probabilities (rows in [0,1] summing to 1): CrossEntropyLoss "
             "expects raw logits — remove the final softmax"
-        )
+        ]
+    return []
+
+
+def _overfit(
+    cfg: TrainConfig,
+    net: Any,
+    loss_fn: Any,
+    batch: tuple[Any, Any],
+    trainable: list[Any],
+    diagnostics: dict[str, Any],
+    *,
+    max_steps: int,
+    target_loss: float,
+    lr: float,
+) -> list[float]:
+    """Adam on the one batch until the loss is under ``target_loss``; the loss of each step."""
+    import torch
+
+    xb, yb = batch
     opt = torch.optim.Adam(trainable, lr=lr)
     losses: list[float] = []
     for step in range(max_steps):
@@ -189,15 +252,7 @@ def _smoke_torch(
             )
         loss.backward()
         if step == 0:
-            no_grad = [n for n, p in net.named_parameters()
-                       if p.requires_grad and (p.grad is None or not bool(p.grad.abs().sum() > 0))]
-            diagnostics["parameters_without_gradient"] = no_grad
-            if len(no_grad) == len(trainable):
-                raise SmokeCheckError(
-                    f"Smoke check failed for model {cfg.model!r}: no parameter received a "
-                    "gradient (dead activations, a detached tensor, or frozen layers).",
-                    diagnostics,
-                )
+            _check_gradients(cfg, net, len(trainable), diagnostics)
         opt.step()
         value = float(loss.detach())
         losses.append(value)
@@ -209,16 +264,22 @@ def _smoke_torch(
             )
         if value < target_loss:
             break
-    diagnostics["losses"] = losses[:: max(1, len(losses) // 20)]
-    if losses[-1] >= target_loss:
-        hint = _hint(losses, warnings)
+    return losses
+
+
+def _check_gradients(
+    cfg: TrainConfig, net: Any, n_trainable: int, diagnostics: dict[str, Any]
+) -> None:
+    """After the first backward pass: some trainable parameter must have a gradient."""
+    no_grad = [n for n, p in net.named_parameters()
+               if p.requires_grad and (p.grad is None or not bool(p.grad.abs().sum() > 0))]
+    diagnostics["parameters_without_gradient"] = no_grad
+    if len(no_grad) == n_trainable:
         raise SmokeCheckError(
-            f"Smoke check failed for model {cfg.model!r}: after {len(losses)} steps on one batch "
-            f"of {len(yb)} rows the loss is {losses[-1]:.4f} (started at {losses[0]:.4f}; "
-            f"target < {target_loss}). {hint}",
+            f"Smoke check failed for model {cfg.model!r}: no parameter received a "
+            "gradient (dead activations, a detached tensor, or frozen layers).",
             diagnostics,
         )
-    return SmokeResult(cfg.model, losses[0], losses[-1], len(losses), len(yb), warnings)
 
 
 def _arch_keys(cfg: TrainConfig) -> set[str]:
