@@ -216,10 +216,10 @@ def _forward_warnings(
     if bool(((out >= 0) & (out <= 1)).all()) and torch.allclose(
         out.sum(dim=1), torch.ones(len(out)), atol=1e-4
     ):
-        return [
+        return [(
             "outputs look like probabilities (rows in [0,1] summing to 1): CrossEntropyLoss "
             "expects raw logits — remove the final softmax"
-        ]
+        )]
     return []
 
 
