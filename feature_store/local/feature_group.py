@@ -12,7 +12,6 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, FilterLike
-from feature_store.local.catalog import dumps, loads
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import (
     AlreadyExistsError,
@@ -213,8 +212,7 @@ class FeatureGroup(TaggedEntity):
     def update_description(self, description: str) -> FeatureGroup:
         """Change the group's description."""
         fg_id = self._require_saved()
-        with self._store._catalog.transaction() as conn:
-            conn.execute("UPDATE feature_groups SET description=? WHERE id=?", (description, fg_id))
+        self._store.catalog.set_feature_group_description(fg_id, description)
         self.description = description
         return self
 
@@ -389,20 +387,20 @@ class FeatureGroup(TaggedEntity):
     def add_feature_tag(self, feature: str, name: str, value: Any) -> None:
         """Attach a tag to one feature, e.g. ``fg.add_feature_tag("sex", "pii", True)``."""
         self.get_feature(feature)
-        self._store._catalog.set_tag("fg", self._require_saved(), feature, _tag_name(name), value)
+        self._store.catalog.set_tag("fg", self._require_saved(), feature, _tag_name(name), value)
 
     def get_feature_tags(self, feature: str) -> dict[str, Any]:
         """All tags of one feature."""
         self.get_feature(feature)
-        return self._store._catalog.get_tags("fg", self._require_saved(), feature)
+        return self._store.catalog.get_tags("fg", self._require_saved(), feature)
 
     def get_all_feature_tags(self) -> dict[str, dict[str, Any]]:
         """``{feature: {tag: value}}`` for every tagged feature."""
-        return self._store._catalog.all_feature_tags("fg", self._require_saved())
+        return self._store.catalog.all_feature_tags("fg", self._require_saved())
 
     def delete_feature_tag(self, feature: str, name: str) -> None:
         """Remove one tag from one feature."""
-        if not self._store._catalog.delete_tag("fg", self._require_saved(), feature, name):
+        if not self._store.catalog.delete_tag("fg", self._require_saved(), feature, name):
             raise NotFoundError(f"{self.owner}: feature '{feature}' has no tag '{name}'.")
 
     # -- statistics --------------------------------------------------------------------------
@@ -418,11 +416,7 @@ class FeatureGroup(TaggedEntity):
         ``fg.update_statistics_config()``; the value is validated and stored in the catalog.
         """
         self.statistics_config = _statistics_config(self.statistics_config)
-        with self._store._catalog.transaction() as conn:
-            conn.execute(
-                "UPDATE feature_groups SET statistics_config=? WHERE id=?",
-                (dumps(self.statistics_config), self._require_saved()),
-            )
+        self._store.catalog.set_statistics_config(self._require_saved(), self.statistics_config)
         return self
 
     def get_statistics(
@@ -441,11 +435,7 @@ class FeatureGroup(TaggedEntity):
 
     def get_all_statistics(self) -> list[dict[str, Any]]:
         """Every stored statistics entry, oldest first."""
-        rows = self._store._catalog.query(
-            "SELECT content FROM statistics WHERE fg_id=? ORDER BY commit_id",
-            (self._require_saved(),),
-        )
-        return [loads(r["content"]) for r in rows]
+        return self._store.catalog.all_statistics(self._require_saved())
 
     # -- expectation suites and validation reports -------------------------------------------
 
@@ -479,11 +469,7 @@ class FeatureGroup(TaggedEntity):
             )
         self._expectation_suite, self._ingestion_policy = data, policy
         if self.id is not None:
-            with self._store._catalog.transaction() as conn:
-                conn.execute(
-                    "UPDATE feature_groups SET expectation_suite=?, ingestion_policy=? WHERE id=?",
-                    (dumps(data), policy, self.id),
-                )
+            self._store.catalog.set_expectation_suite(self.id, data, policy)
         return data
 
     def get_expectation_suite(self) -> dict[str, Any] | None:
@@ -494,10 +480,7 @@ class FeatureGroup(TaggedEntity):
         """Detach the suite; inserts are no longer validated."""
         self._expectation_suite = None
         if self.id is not None:
-            with self._store._catalog.transaction() as conn:
-                conn.execute(
-                    "UPDATE feature_groups SET expectation_suite=NULL WHERE id=?", (self.id,)
-                )
+            self._store.catalog.clear_expectation_suite(self.id)
 
     @property
     def validation_ingestion_policy(self) -> str:
@@ -507,14 +490,11 @@ class FeatureGroup(TaggedEntity):
         """Stored validation reports, newest first (optionally only INGESTED or REJECTED)."""
         from feature_store.core.expectations import ValidationReport
 
-        rows = self._store._catalog.query(
-            "SELECT report, ingestion_result FROM validation_reports WHERE fg_id=? ORDER BY id DESC",
-            (self._require_saved(),),
-        )
+        rows = self._store.catalog.validation_reports(self._require_saved())
         return [
-            ValidationReport.from_dict(loads(r["report"]))
-            for r in rows
-            if ingestion_result is None or r["ingestion_result"] == ingestion_result.upper()
+            ValidationReport.from_dict(report)
+            for report, result in rows
+            if ingestion_result is None or result == ingestion_result.upper()
         ]
 
     def get_latest_validation_report(self) -> ValidationReport | None:

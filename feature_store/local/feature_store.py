@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
-from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.catalog import dumps, loads, open_catalog
 from feature_store.local.feature_group import FeatureGroup, warn_default_version
 from feature_store.local.feature_view_operations import (
     FeatureViewOperations,
@@ -45,7 +45,8 @@ class FeatureStore(FeatureViewOperations):
         self._sdk_objects = sdk_objects
         self.project_name = project_name
         self.name = f"{project_name}_featurestore"
-        self._catalog = open_catalog(root)
+        # the catalog repository (package-internal: entities of this backend use its methods)
+        self.catalog = open_catalog(root)
 
     def __repr__(self) -> str:
         return f"FeatureStore(root='{self.root}')"
@@ -200,36 +201,26 @@ class FeatureStore(FeatureViewOperations):
 
     def get_feature_groups(self, name: str | None = None) -> list[FeatureGroup]:
         """All versions of ``name`` (or every feature group when ``name`` is None)."""
-        if name is None:
-            rows = self._catalog.query("SELECT * FROM feature_groups ORDER BY name, version")
-        else:
-            rows = self._catalog.query(
-                "SELECT * FROM feature_groups WHERE name=? ORDER BY version", (name,)
+        rows = self.catalog.feature_group_rows(name)
+        if name is not None and not rows:
+            names = self._fg_names()
+            raise NotFoundError(
+                f"feature group '{name}' does not exist (feature groups: {listing(names)})."
+                f"{did_you_mean(name, names)}"
             )
-            if not rows:
-                names = self._fg_names()
-                raise NotFoundError(
-                    f"feature group '{name}' does not exist (feature groups: {listing(names)})."
-                    f"{did_you_mean(name, names)}"
-                )
         return [self._fg_from_row(r) for r in rows]
 
     def _versions(self, name: str) -> list[int]:
-        rows = self._catalog.query(
-            "SELECT version FROM feature_groups WHERE name=? ORDER BY version", (name,)
-        )
-        return [r["version"] for r in rows]
+        return self.catalog.feature_group_versions(name)
 
     def _fg_names(self) -> list[str]:
-        return [r["name"] for r in self._catalog.query("SELECT DISTINCT name FROM feature_groups ORDER BY name")]
+        return self.catalog.feature_group_names()
 
     def _fg_row(self, name: str, version: int) -> Any:
-        return self._catalog.query_one(
-            "SELECT * FROM feature_groups WHERE name=? AND version=?", (name, version)
-        )
+        return self.catalog.feature_group_row(name, version)
 
     def _fg_by_id(self, fg_id: int) -> FeatureGroup:
-        row = self._catalog.query_one("SELECT * FROM feature_groups WHERE id=?", (fg_id,))
+        row = self.catalog.feature_group_row_by_id(fg_id)
         if row is None:
             raise NotFoundError(f"feature group id {fg_id} no longer exists.")
         return self._fg_from_row(row)
@@ -284,36 +275,23 @@ class FeatureStore(FeatureViewOperations):
         """Persist a new feature group (catalog row + empty Delta table) on its first insert."""
         features = self._features_from_schema(fg, schema)
         table = self._delta_table(fg.name, fg.version)
-        with self._catalog.transaction() as conn:
-            row = conn.execute(
-                "SELECT id FROM feature_groups WHERE name=? AND version=?", (fg.name, fg.version)
-            ).fetchone()
-            if row is None:
-                cur = conn.execute(
-                    "INSERT INTO feature_groups (name, version, description, primary_key, "
-                    "event_time, partition_key, foreign_key, features, statistics_config, "
-                    "expectation_suite, ingestion_policy, table_path, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fg.name, fg.version, fg.description, dumps(fg.primary_key), fg.event_time,
-                        dumps(fg.partition_key), dumps(fg.foreign_key),
-                        dumps([f.to_dict() for f in features]), dumps(fg.statistics_config),
-                        dumps(fg.expectation_suite) if fg.expectation_suite else None,
-                        fg.validation_ingestion_policy, str(table.path), utc_now().isoformat(),
-                    ),
-                )
-                fg_id = int(cur.lastrowid)
-                for tag, value in fg._initial_tags.items():
-                    conn.execute(
-                        "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
-                        "VALUES ('fg', ?, '', ?, ?)",
-                        (fg_id, tag, dumps(value)),
-                    )
-                _clear_orphan_table(table)
-                table.create(schema)
-            else:
-                fg_id = int(row["id"])
-        if row is not None:
+        row = {
+            "name": fg.name, "version": fg.version, "description": fg.description,
+            "primary_key": dumps(fg.primary_key), "event_time": fg.event_time,
+            "partition_key": dumps(fg.partition_key), "foreign_key": dumps(fg.foreign_key),
+            "features": dumps([f.to_dict() for f in features]),
+            "statistics_config": dumps(fg.statistics_config),
+            "expectation_suite": dumps(fg.expectation_suite) if fg.expectation_suite else None,
+            "ingestion_policy": fg.validation_ingestion_policy, "table_path": str(table.path),
+            "created_at": utc_now().isoformat(),
+        }
+
+        def create_table() -> None:  # inside the catalog's write transaction
+            _clear_orphan_table(table)
+            table.create(schema)
+
+        fg_id, inserted = self.catalog.insert_feature_group(row, fg._initial_tags, create_table)
+        if not inserted:
             self._adopt_existing(fg)
             return
         fg.id = fg_id
@@ -323,11 +301,7 @@ class FeatureStore(FeatureViewOperations):
 
     def _refresh_features(self, fg: FeatureGroup, descriptions: dict[str, str] | None = None) -> None:
         features = self._features_from_schema(fg, fg.delta_table.schema(), descriptions)
-        with self._catalog.transaction() as conn:
-            conn.execute(
-                "UPDATE feature_groups SET features=? WHERE id=?",
-                (dumps([f.to_dict() for f in features]), fg.id),
-            )
+        self.catalog.set_feature_group_features(fg._require_saved(), [f.to_dict() for f in features])
         fg._features = features
         for f in features:
             f.feature_group = fg
@@ -341,11 +315,7 @@ class FeatureStore(FeatureViewOperations):
                 "strand them and their training datasets. Delete those views first, or call "
                 "fg.delete(force=True)."
             )
-        with self._catalog.transaction() as conn:
-            for table in ("validation_reports", "statistics"):
-                conn.execute(f"DELETE FROM {table} WHERE fg_id=?", (fg_id,))
-            conn.execute("DELETE FROM tags WHERE entity_type='fg' AND entity_id=?", (fg_id,))
-            conn.execute("DELETE FROM feature_groups WHERE id=?", (fg_id,))
+        self.catalog.delete_feature_group(fg_id)
         shutil.rmtree(fg.delta_table.path, ignore_errors=True)
         from feature_store.local.delta_table import forget_snapshots
 
@@ -356,8 +326,8 @@ class FeatureStore(FeatureViewOperations):
         """Commits of ``fg`` pinned by any training-dataset version (kept by vacuum)."""
         key = f"{fg.name}:{fg.version}"
         commits = set()
-        for row in self._catalog.query("SELECT metadata FROM training_datasets"):
-            pins = loads(row["metadata"]).get("feature_group_commits", {})
+        for metadata in self.catalog.all_training_dataset_metadata():
+            pins = metadata.get("feature_group_commits", {})
             if key in pins:
                 commits.add(int(pins[key]))
         return sorted(commits)
@@ -372,11 +342,9 @@ class FeatureStore(FeatureViewOperations):
         table = fg.delta_table
         commit = table.version() if commit_id is None else int(commit_id)
         if not recompute:
-            row = self._catalog.query_one(
-                "SELECT content FROM statistics WHERE fg_id=? AND commit_id=?", (fg_id, commit)
-            )
-            if row is not None:
-                return loads(row["content"])
+            stored = self.catalog.statistics(fg_id, commit)
+            if stored is not None:
+                return stored
         from feature_store.local.storage_errors import storage_boundary
 
         con = engine.connect()
@@ -386,31 +354,8 @@ class FeatureStore(FeatureViewOperations):
         finally:
             con.close()
         stats = {"commit_id": commit, "computed_at": utc_now().isoformat(), **stats}
-        with self._catalog.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO statistics (fg_id, commit_id, computed_at, content) "
-                "VALUES (?, ?, ?, ?)",
-                (fg_id, commit, stats["computed_at"], dumps(stats)),
-            )
+        self.catalog.save_statistics(fg_id, commit, stats)
         return stats
-
-
-def open_catalog(root: Path) -> Catalog:
-    """The catalog of the store at ``root``; a root that is a file, read-only or not a real
-    folder is a :class:`BackendError` naming it (not an OSError traceback)."""
-    import sqlite3
-
-    from fstrain.kernel.errors import BackendError
-
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        return Catalog(root / "catalog.sqlite")
-    except (OSError, sqlite3.Error) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise BackendError(
-            f"feature store at {root} cannot be opened ({type(exc).__name__}: {reason}). Point "
-            "--root or FSTRAIN_HOME at a writable folder."
-        ) from exc
 
 
 _IGNORED_HELP = {

@@ -17,7 +17,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
-from feature_store.local.catalog import dumps
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
@@ -697,9 +696,7 @@ class FeatureView(TaggedEntity):
 
     def _save_logging(self, **flags: bool) -> None:
         self._logging.update(flags)
-        with self._store._catalog.transaction() as conn:
-            conn.execute("UPDATE feature_views SET spec=? WHERE id=?",
-                         (dumps(self.to_dict()), self._require_saved()))
+        self._store.catalog.set_feature_view_spec(self._require_saved(), self.to_dict())
 
     def enable_logging(self, extra_log_columns: Any = None, **unsupported: Any) -> None:
         """Enable feature logging (the log groups are created on the first materialization)."""

@@ -14,7 +14,7 @@ from feature_store.core.view_rules import (
     check_label_fill_values,
     check_not_prohibited,
 )
-from feature_store.local.catalog import Catalog, dumps, loads
+from feature_store.local.catalog import Catalog, loads
 from feature_store.local.feature_group import warn_default_version
 from fstrain.kernel.errors import (
     AlreadyExistsError,
@@ -34,7 +34,7 @@ class FeatureViewOperations:
 
     _sdk_objects: Any = None  # fstrain.sdk_objects when opened by login()
 
-    _catalog: Catalog
+    catalog: Catalog
 
     def create_feature_view(
         self,
@@ -85,19 +85,8 @@ class FeatureViewOperations:
             logging_enabled=bool(logging_enabled),
         )
         _validate_feature_view(fv)
-        with self._catalog.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO feature_views (name, version, description, spec, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (name, version, description or "", dumps(fv.to_dict()), utc_now().isoformat()),
-            )
-            fv.id = int(cur.lastrowid)
-            for tag, value in (tags or {}).items():
-                conn.execute(
-                    "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
-                    "VALUES ('fv', ?, '', ?, ?)",
-                    (fv.id, tag, dumps(value)),
-                )
+        fv.id = self.catalog.insert_feature_view(
+            name, version, description or "", fv.to_dict(), utc_now().isoformat(), tags or {})
         return fv
 
     def get_or_create_feature_view(
@@ -132,18 +121,13 @@ class FeatureViewOperations:
             version = 1
         row = self._fv_row(name, version)
         if row is None:
-            names = [r["name"] for r in self._catalog.query(
-                "SELECT DISTINCT name FROM feature_views ORDER BY name")]
-            raise missing_version("feature view", name, version, self._fv_versions(name), names)
+            raise missing_version("feature view", name, version, self._fv_versions(name),
+                                  self.catalog.feature_view_names())
         return self._fv_from_row(row)
 
     def get_feature_views(self, name: str | None = None) -> list[Any]:
         """All versions of a feature view (of every feature view when ``name`` is None)."""
-        if name is None:
-            rows = self._catalog.query("SELECT * FROM feature_views ORDER BY name, version")
-            return [self._fv_from_row(r) for r in rows]
-        rows = self._catalog.query("SELECT * FROM feature_views WHERE name=? ORDER BY version", (name,))
-        return [self._fv_from_row(r) for r in rows]
+        return [self._fv_from_row(r) for r in self.catalog.feature_view_rows(name)]
 
     def _sdk_builtin_transformation_functions(self) -> list[Any]:
         if self._sdk_objects is None:
@@ -195,13 +179,10 @@ class FeatureViewOperations:
         )
 
     def _fv_versions(self, name: str) -> list[int]:
-        rows = self._catalog.query("SELECT version FROM feature_views WHERE name=? ORDER BY version", (name,))
-        return [r["version"] for r in rows]
+        return self.catalog.feature_view_versions(name)
 
     def _fv_row(self, name: str, version: int) -> Any:
-        return self._catalog.query_one(
-            "SELECT * FROM feature_views WHERE name=? AND version=?", (name, version)
-        )
+        return self.catalog.feature_view_row(name, version)
 
     def _fv_from_row(self, row: Any) -> Any:
         from feature_store.core.transformations import transformation_from_dict
@@ -225,7 +206,7 @@ class FeatureViewOperations:
     def _views_reading(self, name: str, version: int) -> list[str]:
         """``name vN`` of every feature view whose query reads feature group ``name`` v``version``."""
         hits = []
-        for row in self._catalog.query("SELECT name, version, spec FROM feature_views ORDER BY name, version"):
+        for row in self.catalog.feature_view_rows():
             if (name, version) in _groups_of(loads(row["spec"])["query"]):
                 hits.append(f"'{row['name']}' v{row['version']}")
         return hits
@@ -234,9 +215,7 @@ class FeatureViewOperations:
         fv_id = fv._require_saved()
         fv.delete_all_training_datasets()
         fv._logger.delete()  # its feature-log groups and buffer go with it
-        with self._catalog.transaction() as conn:
-            conn.execute("DELETE FROM tags WHERE entity_type='fv' AND entity_id=?", (fv_id,))
-            conn.execute("DELETE FROM feature_views WHERE id=?", (fv_id,))
+        self.catalog.delete_feature_view(fv_id)
         fv.id = None
 
 

@@ -24,7 +24,7 @@ class TaggedEntity:
 
     def add_tag(self, name: str, value: Any) -> None:
         """Attach a tag (any JSON value), e.g. ``add_tag("pii", True)``."""
-        self._store._catalog.set_tag(
+        self._store.catalog.set_tag(
             self._TAG_KIND, self._require_saved(), "", check_entity_name(name, "tag"), value
         )
 
@@ -37,9 +37,9 @@ class TaggedEntity:
 
     def get_tags(self) -> dict[str, Any]:
         """All tags of the entity."""
-        return self._store._catalog.get_tags(self._TAG_KIND, self._require_saved())
+        return self._store.catalog.get_tags(self._TAG_KIND, self._require_saved())
 
     def delete_tag(self, name: str) -> None:
         """Remove one tag."""
-        if not self._store._catalog.delete_tag(self._TAG_KIND, self._require_saved(), "", name):
+        if not self._store.catalog.delete_tag(self._TAG_KIND, self._require_saved(), "", name):
             raise NotFoundError(f"{self.owner} has no tag '{name}'.")

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
-from feature_store.local.catalog import dumps, loads
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
@@ -81,29 +80,23 @@ class TrainingDataStore:
 
     def __init__(self, fv: FeatureView) -> None:
         self.fv = fv
-        self.catalog = fv._store._catalog
+        self.catalog = fv._store.catalog
         self.root = fv._store.root / "training_datasets" / f"{fv.name}_{fv.version}"
 
     # -- metadata ----------------------------------------------------------------------------
 
     def versions(self) -> list[int]:
-        rows = self.catalog.query(
-            "SELECT version FROM training_datasets WHERE fv_id=? ORDER BY version", (self.fv.id,)
-        )
-        return [r["version"] for r in rows]
+        return self.catalog.training_dataset_versions(self.fv.id)
 
     def get(self, version: int) -> TrainingDataset:
-        row = self.catalog.query_one(
-            "SELECT metadata, state FROM training_datasets WHERE fv_id=? AND version=?",
-            (self.fv.id, version),
-        )
+        row = self.catalog.training_dataset(self.fv.id, version)
         if row is None:
             raise NotFoundError(
                 f"feature view '{self.fv.name}' v{self.fv.version} has no training dataset "
                 f"version {version!r} (versions: {listing(self.versions())})."
             )
-        td = TrainingDataset.from_dict(loads(row["metadata"]))
-        td.state = row["state"]
+        td = TrainingDataset.from_dict(row[0])
+        td.state = row[1]
         if td.location and not Path(td.location).is_absolute():
             td.location = str(self.fv._store.root / td.location)  # stored relative to the store
         return td
@@ -268,25 +261,18 @@ class TrainingDataStore:
                 if staging is not None:
                     shutil.rmtree(staging, ignore_errors=True)
                 raise
+        def place(version: int) -> dict[str, Any]:  # runs under the catalog's write lock
+            metadata["version"] = version
+            if staging is not None:
+                final = self.root / str(version)
+                if final.exists():  # orphan of a create killed after its rename
+                    shutil.rmtree(final)
+                staging.rename(final)
+                metadata["location"] = str(final.relative_to(self.fv._store.root))
+            return metadata
+
         try:
-            with self.catalog.transaction() as conn:
-                row = conn.execute(
-                    "SELECT COALESCE(MAX(version), 0) AS v FROM training_datasets WHERE fv_id=?",
-                    (self.fv.id,),
-                ).fetchone()
-                version = int(row["v"]) + 1
-                metadata["version"] = version
-                if staging is not None:
-                    final = self.root / str(version)
-                    if final.exists():  # orphan of a create killed after its rename
-                        shutil.rmtree(final)
-                    staging.rename(final)
-                    metadata["location"] = str(final.relative_to(self.fv._store.root))
-                conn.execute(
-                    "INSERT INTO training_datasets (fv_id, version, state, metadata, created_at) "
-                    "VALUES (?, ?, 'ok', ?, ?)",
-                    (self.fv.id, version, dumps(metadata), metadata["created_at"]),
-                )
+            version = self.catalog.insert_training_dataset(self.fv.id, place)
         except BaseException:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -372,11 +358,7 @@ class TrainingDataStore:
         td = self.get(version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
-        with self.catalog.transaction() as conn:
-            conn.execute(
-                "UPDATE training_datasets SET state='purged' WHERE fv_id=? AND version=?",
-                (self.fv.id, version),
-            )
+        self.catalog.set_training_dataset_state(self.fv.id, version, "purged")
 
     def recreate(self, version: int) -> None:
         """Re-materialize a purged version from its pinned commits; the hashes must match."""
@@ -402,23 +384,15 @@ class TrainingDataStore:
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
-        with self.catalog.transaction() as conn:
-            row = conn.execute("SELECT metadata FROM training_datasets WHERE fv_id=? AND "
-                               "version=?", (self.fv.id, version)).fetchone()
-            metadata = loads(row["metadata"])
+        def record_file_hashes(metadata: dict[str, Any]) -> None:
             for name, digest in file_hashes.items():  # the values were verified above
                 metadata["splits"][name]["file_sha256"] = digest
-            conn.execute(
-                "UPDATE training_datasets SET state='ok', metadata=? WHERE fv_id=? AND version=?",
-                (dumps(metadata), self.fv.id, version),
-            )
+
+        self.catalog.update_training_dataset(self.fv.id, version, record_file_hashes, state="ok")
 
     def delete(self, version: int) -> None:
         td = self.get(version)
-        with self.catalog.transaction() as conn:
-            conn.execute(
-                "DELETE FROM training_datasets WHERE fv_id=? AND version=?", (self.fv.id, version)
-            )
+        self.catalog.delete_training_dataset(self.fv.id, version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
 

@@ -9,10 +9,8 @@ built-ins are listed beside the saved functions and cannot be shadowed by a save
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from feature_store.local.catalog import loads
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -79,20 +77,13 @@ class LocalTransformationFunction:
                 f"Transformation function '{self.name}' version {version} already exists "
                 f"(versions: {existing}). Save a new version."
             )
-        with self._store._catalog.transaction() as conn:
-            conn.execute(
-                "INSERT INTO transformation_functions (name, version, udf, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (self.name, version, self.hopsworks_udf.json(), utc_now().isoformat()),
-            )
+        self._store.catalog.insert_transformation_function(
+            self.name, version, self.hopsworks_udf.json(), utc_now().isoformat())
         self.version = version
 
     def delete(self) -> None:
         """Remove the saved function (views that use it keep their own copy)."""
-        with self._store._catalog.transaction() as conn:
-            cur = conn.execute("DELETE FROM transformation_functions WHERE name=? AND version=?",
-                               (self.name, self.version))
-        if cur.rowcount == 0:
+        if not self._store.catalog.delete_transformation_function(self.name, self.version):
             raise NotFoundError(
                 f"Transformation function '{self.name}' version {self.version} is not saved."
             )
@@ -100,24 +91,18 @@ class LocalTransformationFunction:
 
 def versions(store: FeatureStore, name: str) -> list[int]:
     """Saved versions of ``name``, ascending."""
-    rows = store._catalog.query(
-        "SELECT version FROM transformation_functions WHERE name=? ORDER BY version", (name,))
-    return [r["version"] for r in rows]
+    return store.catalog.transformation_function_versions(name)
 
 
 def saved(store: FeatureStore) -> list[LocalTransformationFunction]:
     """Every saved function, by name and version."""
-    rows = store._catalog.query(
-        "SELECT udf, version FROM transformation_functions ORDER BY name, version")
-    return [LocalTransformationFunction(store, store._sdk_objects.load_udf(json.loads(r["udf"])),
-                                        r["version"]) for r in rows]
+    return [LocalTransformationFunction(store, store._sdk_objects.load_udf(udf), version)
+            for udf, version in store.catalog.transformation_functions()]
 
 
 def load(store: FeatureStore, name: str, version: int) -> LocalTransformationFunction | None:
     """The saved function ``name``/``version``, or ``None``."""
-    row = store._catalog.query_one(
-        "SELECT udf FROM transformation_functions WHERE name=? AND version=?", (name, version))
-    if row is None:
+    udf = store.catalog.transformation_function(name, version)
+    if udf is None:
         return None
-    return LocalTransformationFunction(store, store._sdk_objects.load_udf(loads(row["udf"])),
-                                       version)
+    return LocalTransformationFunction(store, store._sdk_objects.load_udf(udf), version)

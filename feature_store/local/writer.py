@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 
 from feature_store.feature import Feature
 from feature_store.local import schema as schema_rules
-from feature_store.local.catalog import dumps
 from feature_store.local.storage_errors import storage_boundary
 from fstrain.kernel.errors import (
     DataValidationError,
@@ -141,13 +140,10 @@ class FeatureGroupWriter:
         return validate(subset.to_pandas(), suite, fg.validation_ingestion_policy)
 
     def _save_report(self, fg: FeatureGroup, report: ValidationReport) -> None:
-        with self._store._catalog.transaction() as conn:
-            conn.execute(
-                "INSERT INTO validation_reports (fg_id, created_at, success, ingestion_result, report) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (fg.id, utc_now().isoformat(), int(report.success), report.ingestion_result,
-                 dumps(report.to_dict())),
-            )
+        self._store.catalog.insert_validation_report(
+            fg._require_saved(), utc_now().isoformat(), report.success, report.ingestion_result,
+            report.to_dict(),
+        )
 
     def remove_rows(self, fg: FeatureGroup, data: Any) -> int:
         with storage_boundary(fg.owner, "remove_rows"):

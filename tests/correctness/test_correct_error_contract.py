@@ -35,7 +35,7 @@ def fg(fs):
 
 def state(fs):
     """Everything a failed call must leave as it was."""
-    with sqlite3.connect(fs._catalog.path) as conn:
+    with sqlite3.connect(fs.catalog.path) as conn:
         rows = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                 for t in ("feature_groups", "tags", "statistics", "feature_views",
                           "training_datasets", "validation_reports")}
@@ -202,7 +202,7 @@ def test_corrupted_catalog_is_a_backend_error_naming_it(tmp_path, content):
     root = tmp_path / "store"
     fs = feature_store.login(root=root).get_feature_store()
     fs.create_feature_group("x", version=1, primary_key=["id"]).insert(pd.DataFrame({"id": [1]}))
-    catalog = fs._catalog.path
+    catalog = fs.catalog.path
     for suffix in ("-wal", "-shm"):
         (catalog.parent / (catalog.name + suffix)).unlink(missing_ok=True)
     catalog.write_bytes(content)

@@ -54,7 +54,7 @@ def test_kill_between_delta_folder_and_catalog_row(tmp_path):
         fg.insert(pd.DataFrame({"id": [1], "old": ["x"]}))
     """)
     fs = feature_store.login(root=root).get_feature_store()
-    assert fs._catalog.query("SELECT * FROM feature_groups") == []
+    assert fs.catalog.query("SELECT * FROM feature_groups") == []
     assert (root / "feature_store" / "tables" / "g_1").exists()  # the orphan folder
     fg = fs.create_feature_group("g", version=1, primary_key=["id"])
     fg.insert(pd.DataFrame({"id": [1], "new": [2.0]}))

@@ -24,7 +24,7 @@ GROUP_OPTIONS = [
 def test_group_options_that_would_be_ignored_are_refused(fs, call, option, value):
     with pytest.raises(InvalidArgumentError, match=rf"'g'.*{option}="):
         getattr(fs, call)("g", version=1, primary_key=["id"], **{option: value})
-    assert fs._catalog.query("SELECT * FROM feature_groups") == []
+    assert fs.catalog.query("SELECT * FROM feature_groups") == []
 
 
 @pytest.mark.parametrize("fmt", [None, "DELTA", "delta"])
@@ -43,7 +43,7 @@ def view(fs):
 
 
 def _td_count(fs):
-    return len(fs._catalog.query("SELECT * FROM training_datasets"))
+    return len(fs.catalog.query("SELECT * FROM training_datasets"))
 
 
 @pytest.mark.parametrize("call", ["create_training_data", "create_train_test_split",
@@ -63,7 +63,7 @@ def test_scaler_on_a_string_column_is_refused_at_view_creation(fs, scaler):
     tf = fs.get_transformation_function(scaler)("city")
     with pytest.raises(InvalidArgumentError, match=rf"{scaler}\('city'\).*numeric.*string"):
         fs.create_feature_view("s_fv", version=1, query=fg.select_all(), transformation_functions=[tf])
-    assert fs._catalog.query("SELECT * FROM feature_views") == []
+    assert fs.catalog.query("SELECT * FROM feature_views") == []
 
 
 def test_scaler_on_a_numeric_column_is_fine(fs):

@@ -68,7 +68,7 @@ def test_deleting_a_group_read_by_a_view_is_refused_naming_the_views(fs, view, p
     other.delete()
     view.delete()
     people.delete()
-    assert fs._catalog.query("SELECT * FROM feature_groups") == []
+    assert fs.catalog.query("SELECT * FROM feature_groups") == []
 
 
 def test_group_read_by_a_join_or_a_filter_is_protected(fs, people):
@@ -82,7 +82,7 @@ def test_group_read_by_a_join_or_a_filter_is_protected(fs, people):
 
 def test_force_deletes_anyway(fs, view, people):
     people.delete(force=True)
-    assert fs._catalog.query("SELECT * FROM feature_groups") == []
+    assert fs.catalog.query("SELECT * FROM feature_groups") == []
 
 
 # -- tampered or damaged materialized files ---------------------------------------------------

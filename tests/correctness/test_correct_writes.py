@@ -23,11 +23,11 @@ def test_infinite_value_is_refused_before_commit(fs, bad, existing):
     if existing:
         fg.insert(pd.DataFrame({"id": [0], "x": [1.0]}))
     before = _versions(fg)
-    rows = fs._catalog.query("SELECT count(*) AS n FROM feature_groups")[0]["n"]
+    rows = fs.catalog.query("SELECT count(*) AS n FROM feature_groups")[0]["n"]
     with pytest.raises(InvalidArgumentError, match=r"inf_fg.*column 'x'.*infinite"):
         fg.insert(pd.DataFrame({"id": [1, 2], "x": [1.0, bad]}))
     assert _versions(fg) == before
-    assert fs._catalog.query("SELECT count(*) AS n FROM feature_groups")[0]["n"] == rows
+    assert fs.catalog.query("SELECT count(*) AS n FROM feature_groups")[0]["n"] == rows
     fg.insert(pd.DataFrame({"id": [3], "x": [2.0]}))  # the group still takes good data
     assert fg.get_statistics()["row_count"] == (2 if existing else 1)
 

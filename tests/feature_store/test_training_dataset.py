@@ -288,7 +288,7 @@ def test_verify_refuses_hashes_recorded_with_another_algorithm(fs, fv):
     import json
 
     version, _ = fv.create_train_test_split(test_size=0.25, seed=4)
-    with fs._catalog.transaction() as conn:
+    with fs.catalog.transaction() as conn:
         row = conn.execute("SELECT metadata FROM training_datasets WHERE version=?",
                            (version,)).fetchone()
         metadata = json.loads(row["metadata"])

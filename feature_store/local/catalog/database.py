@@ -1,4 +1,4 @@
-"""The local catalog: one transactional SQLite file holding all feature-store metadata.
+"""The catalog database: one transactional SQLite file holding all feature-store metadata.
 
 Feature groups, their schemas, tags, expectation suites, validation reports, statistics, feature
 views and training datasets all live here. Writers take SQLite's write lock up front
@@ -97,8 +97,24 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-class Catalog:
-    """A thin transactional wrapper around the catalog's SQLite file."""
+def insert_tags(conn: sqlite3.Connection, entity_type: str, entity_id: int,
+                tags: dict[str, Any]) -> None:
+    """Write an entity's initial tags inside the caller's transaction (``conn``)."""
+    for tag, value in tags.items():
+        conn.execute(
+            "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
+            "VALUES (?, ?, '', ?, ?)",
+            (entity_type, entity_id, tag, dumps(value)),
+        )
+
+
+class Database:
+    """A thin transactional wrapper around the catalog's SQLite file.
+
+    The record classes of this package (:mod:`.groups`, :mod:`.views`) build their named
+    methods on it; code outside the package uses only those (``tests/test_layering.py``).
+    :meth:`query` is kept public for tests and diagnostics that read the raw tables.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -169,44 +185,3 @@ class Catalog:
         """Run one read query and return the first row, or ``None``."""
         rows = self.query(sql, params)
         return rows[0] if rows else None
-
-    # -- tags (shared by feature groups, features and feature views) -------------------------
-
-    def set_tag(self, entity_type: str, entity_id: int, feature: str, name: str, value: Any) -> None:
-        """Insert or replace one tag."""
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO tags (entity_type, entity_id, feature, name, value) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (entity_type, entity_id, feature, name, dumps(value)),
-            )
-
-    def get_tags(self, entity_type: str, entity_id: int, feature: str = "") -> dict[str, Any]:
-        """All tags of one entity (or of one of its features)."""
-        rows = self.query(
-            "SELECT name, value FROM tags WHERE entity_type=? AND entity_id=? AND feature=? "
-            "ORDER BY name",
-            (entity_type, entity_id, feature),
-        )
-        return {r["name"]: loads(r["value"]) for r in rows}
-
-    def all_feature_tags(self, entity_type: str, entity_id: int) -> dict[str, dict[str, Any]]:
-        """Tags of every feature of one entity: ``{feature: {tag: value}}``."""
-        rows = self.query(
-            "SELECT feature, name, value FROM tags WHERE entity_type=? AND entity_id=? "
-            "AND feature != '' ORDER BY feature, name",
-            (entity_type, entity_id),
-        )
-        out: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            out.setdefault(r["feature"], {})[r["name"]] = loads(r["value"])
-        return out
-
-    def delete_tag(self, entity_type: str, entity_id: int, feature: str, name: str) -> bool:
-        """Remove one tag; returns whether it existed."""
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "DELETE FROM tags WHERE entity_type=? AND entity_id=? AND feature=? AND name=?",
-                (entity_type, entity_id, feature, name),
-            )
-            return cur.rowcount > 0
