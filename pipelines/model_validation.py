@@ -86,17 +86,21 @@ def _require_lineage(model: Any) -> None:
         )
 
 
-def _load_model(model: Any, y_train: Any) -> Any:
+def _load_model(model: Any, y_train: Any) -> tuple[Any, dict[str, Any] | None]:
     """Load the version through the registry's load-and-predict record (inferred from its
-    files when it has none); the download lives in a temp folder removed before returning."""
+    files when it has none), with its learning curves if it has them; the download lives in
+    a temp folder removed before returning."""
     import tempfile
 
     from model_registry.predictor_record import record_of
+    from pipelines.trainers.curves import read_curves
     from pipelines.trainers.external import load_registered_predictor
 
     with tempfile.TemporaryDirectory(prefix="fstrain-validate-") as scratch:
         folder = Path(model.download(scratch))
-        return load_registered_predictor(folder, record_of(model.manifest), y_train=y_train)
+        curves = read_curves(folder)
+        return (load_registered_predictor(folder, record_of(model.manifest), y_train=y_train),
+                curves.to_dict() if curves is not None else None)
 
 
 def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None, *,
@@ -149,7 +153,7 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     carve = (model.manifest.get("training_config") or {}).get("validation_split")
     keys = tuple(getattr(_use_case_for(fv.name), "group_keys", ()))
     data = _load_data(fv, model.training_dataset_version, carve, group_keys=keys)
-    predictor = _load_model(model, data.y_train)
+    predictor, curves = _load_model(model, data.y_train)
     use_case = _use_case_for(fv.name)
     gates = select_gates(list(use_case.gates if use_case else []), config.gates,
                          task=task_of(predictor, data.y_train), source=config.gate_source,
@@ -164,6 +168,11 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     )
     result = evaluate(predictor, data, _new_card(model, fv, data), gates, settings,
                       previous=_previous_best(registry, model))
+    if curves is not None:
+        from validation.learning_curves import learning_curves_png, scorecard_summary
+
+        result.card.learning_curves = scorecard_summary(curves)
+        result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(project, model, result, predictor, config)
     return _ref(model, result.card, event)
 

@@ -224,6 +224,9 @@ def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any,
     final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
     result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
                    lineage=lineage)
+    if result.curves is not None:
+        result.curves.notes.append("tuned: the refit trained on train + validation rows, so "
+                                   "its validation curve is not held out")
     # the best trial's held-out validation score (the refit saw validation rows)
     return _Fitted(cfg, result, registry_metrics({tuned.metric: tuned.best_metric}), tuning)
 
@@ -236,6 +239,8 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
         model_dir = Path(tmp) / "model"
         model_dir.mkdir()
         result.model.save(model_dir)
+        if result.curves is not None:  # hashed in the manifest with the model files
+            result.curves.write(model_dir)
         registry = project.get_model_registry()
         flavor = getattr(registry, _FRAMEWORKS[cfg.model])
         model = flavor.create_model(

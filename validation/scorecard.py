@@ -42,6 +42,7 @@ from typing import Any
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now_iso
 from validation.metrics import METRIC_DIRECTIONS, compare_to_baseline
+from validation.learning_curves import learning_curves_html, learning_curves_markdown
 
 SCHEMA_VERSION = 1
 
@@ -60,6 +61,7 @@ PLOT_CAPTIONS: dict[str, str] = {
     "shap_importance": "Global feature importance (mean |SHAP|)",
     "shap_beeswarm": "SHAP values per explained row",
     "attribution_heatmap": "Mean |attribution| per pixel (where the image model looks)",
+    "learning_curves": "Learning curves: train and validation loss and selection metric",
 }
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -102,6 +104,8 @@ class Scorecard:
         gate_selection: ``{"replaced_defaults": bool, "gates": [{"gate", "source"}]}``.
         explanation_error: why the explanation failed, or ``None``.
         calibration: :func:`~validation.calibration.calibration_report` output, or ``None``.
+        learning_curves: :func:`~validation.learning_curves.scorecard_summary` of the curves
+            saved with the model (with the fit diagnosis), or ``None``.
         notes: free-text remarks for the reviewer.
         created_at: ISO-8601 UTC timestamp.
     """
@@ -122,6 +126,7 @@ class Scorecard:
     gate_selection: dict[str, Any] = field(default_factory=dict)
     explanation_error: str | None = None
     calibration: dict[str, Any] | None = None
+    learning_curves: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     created_at: str = field(default_factory=lambda: utc_now_iso("seconds"))
 
@@ -603,6 +608,7 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     out.append("</section>")
 
     out.append(calibration_html(card.get("calibration")))
+    out.append(learning_curves_html(card.get("learning_curves")))
     if images:
         out.append(f'<section id="plots"><h2>Plots</h2>{figures_html(images)}</section>')
 
@@ -685,6 +691,7 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
     undefined = card.get("metrics", {}).get("undefined") or {}
     if undefined:
         out += ["", "Undefined metrics:", ""] + [f"- `{k}`: {v}" for k, v in undefined.items()]
+    out += learning_curves_markdown(card.get("learning_curves"))
     out += ["", "## Bias evaluation on helper-column slices", ""]
     bias = card.get("bias")
     if bias:

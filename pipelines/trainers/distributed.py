@@ -158,7 +158,7 @@ def train_distributed(
     from fstrain.kernel.errors import ConfigError
     from pipelines.trainers.metrics import resolve_metric
     from pipelines.trainers.predictor import TorchPredictor
-    from pipelines.trainers.torch_models import prepare_torch_data
+    from pipelines.trainers.torch_models import prepare_torch_data, torch_curves
     from pipelines.trainers.tuning import ray_session
 
     cfg = load_config(config)
@@ -201,6 +201,7 @@ def train_distributed(
         params={**data.arch, **cfg.torch.model_dump(mode="json")}, imbalance=data.plan.record,
         nondeterminism=notes, config=cfg, metric=metric, mode=mode, best_iteration=best_epoch,
         device="cuda" if use_gpu else "cpu", checkpoint_dir=ckdir,
+        curves=torch_curves(history, metric, mode, best_epoch),
         extra={
             "world_size": num_workers,
             "global_batch": cfg.torch.batch_size * num_workers * cfg.torch.grad_accum_steps,

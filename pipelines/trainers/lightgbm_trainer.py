@@ -84,10 +84,10 @@ def lightgbm_params(
 def _history_row(iteration: int, results: list[tuple[Any, ...]]) -> dict[str, Any]:
     row: dict[str, Any] = {"round": iteration}
     for data_name, name, value, _higher_better, *_ in results:
-        if data_name != "val" or name not in _HISTORY_NAMES:
+        if data_name not in ("val", "train") or name not in _HISTORY_NAMES:
             continue
         key, convert = _HISTORY_NAMES[name]
-        row[key] = convert(float(value))
+        row[key.replace("val_", f"{data_name}_", 1)] = convert(float(value))
     return row
 
 
@@ -134,8 +134,9 @@ def train_lightgbm(
     if config.early_stopping_rounds:
         callbacks.append(lgb.early_stopping(config.early_stopping_rounds,
                                             first_metric_only=True, verbose=False))
-    booster = lgb.train(params, dtrain, num_boost_round=rounds, valid_sets=[dval],
-                        valid_names=["val"], callbacks=callbacks)
+    # the train set is scored too (learning curves); early stopping skips it
+    booster = lgb.train(params, dtrain, num_boost_round=rounds, valid_sets=[dtrain, dval],
+                        valid_names=["train", "val"], callbacks=callbacks)
     best_rounds = booster.best_iteration or booster.current_iteration()
     if best_rounds < booster.current_iteration():  # keep the best trees only (save_best)
         booster = lgb.Booster(model_str=booster.model_to_string(num_iteration=best_rounds))

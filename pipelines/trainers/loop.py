@@ -30,6 +30,7 @@ from torch import nn
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import checkpoint as ckpt
 from pipelines.trainers.config import TorchOptions
+from pipelines.trainers.divergence import TrainingDivergedError
 from pipelines.trainers.metrics import classification_metrics, is_better
 from pipelines.trainers.seeding import (
     numpy_rng_state,
@@ -41,6 +42,13 @@ from pipelines.trainers.seeding import (
     torch_rng_tensors,
     worker_init_fn,
 )
+
+#: train rows scored in eval mode after every epoch (a fixed seeded sample), for the curves
+TRAIN_EVAL_ROWS = 2048
+#: fewer when each row is loaded from a file (images)
+TRAIN_EVAL_ROWS_FILES = 512
+#: on a GPU the loss is checked for NaN every this many batches (a host sync), and at epoch end
+NAN_CHECK_EVERY = 50
 
 _NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.LocalResponseNorm)
 
@@ -380,6 +388,10 @@ class _Run:
         self.generator = torch_generator(spec.seed)
         self.sampler = _IndexSampler()
         self.train_loader, self.val_loader = self._loaders()
+        self.train_eval_loader = self._train_eval_loader()
+        self.bad_batch = torch.full((), -1, dtype=torch.int64, device=self.device)
+        self.bad_value = torch.zeros((), dtype=torch.float32, device=self.device)
+        self._reset_epoch_stats()
         self.state: dict[str, Any] = {
             "epoch": 0, "batch_in_epoch": 0, "global_step": 0, "best_metric": None,
             "best_epoch": -1, "bad_epochs": 0, "history": [], "epoch_loss_sum": 0.0,
@@ -408,6 +420,25 @@ class _Run:
         )
         return train, val
 
+    def _train_eval_loader(self) -> torch.utils.data.DataLoader:
+        """A fixed, seeded sample of train rows (this rank's share), scored every epoch."""
+        spec, dist = self.spec, self.dist
+        cap = TRAIN_EVAL_ROWS if isinstance(spec.train_set, ArrayDataset) else TRAIN_EVAL_ROWS_FILES
+        rows = np.random.default_rng(spec.seed).permutation(self.n_train)[:cap]
+        rows = np.sort(rows)[dist.rank::dist.world_size].tolist()
+        return torch.utils.data.DataLoader(
+            torch.utils.data.Subset(spec.train_set, rows), batch_size=max(self.opts.batch_size, 256),
+            shuffle=False, num_workers=0, collate_fn=collate,
+        )
+
+    def _reset_epoch_stats(self) -> None:
+        """Per-epoch gradient-norm and input-pipeline accumulators (device tensors: no sync)."""
+        self.gn_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.gn_max = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.gn_nonfinite = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.gn_count = 0
+        self.data_seconds = 0.0
+
     # ------------------------------------------------------------------ checkpoints
 
     def resume(self) -> None:
@@ -434,6 +465,11 @@ class _Run:
         state = self.state
         state.update(meta["loop"])
         state["epoch_loss_sum"] = host.get("epoch_loss_sum", state["epoch_loss_sum"])
+        if state.get("epoch_grad_norms"):  # a mid-epoch checkpoint: the epoch's stats so far
+            gn_sum, gn_max, nonfinite, self.gn_count = state["epoch_grad_norms"]
+            self.gn_sum.fill_(gn_sum)
+            self.gn_max.fill_(gn_max)
+            self.gn_nonfinite.fill_(nonfinite)
         if ckpt.locate(ckdir, "best") is not None:
             self.best_state = ckpt.read(ckdir, "best")[0]
         self.resumed_from = {"epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
@@ -500,10 +536,18 @@ class _Run:
         self.loss_sum.fill_(state["epoch_loss_sum"])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        batches = _batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
-                           opts.num_workers)
-        for i, (xb, yb) in enumerate(batches, start=start):
-            self._train_batch(i, xb, yb)
+        batches = iter(_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
+                                opts.num_workers))
+        i = start
+        while True:
+            t_wait = time.perf_counter()
+            batch = next(batches, None)
+            self.data_seconds += time.perf_counter() - t_wait  # the input pipeline's share
+            if batch is None:
+                break
+            self._train_batch(i, *batch)
+            i += 1
+        self._check_finite(force=True)
 
     def _train_batch(self, i: int, xb: torch.Tensor, yb: torch.Tensor) -> None:
         accum, device = self.opts.grad_accum_steps, self.device
@@ -522,6 +566,7 @@ class _Run:
             else:
                 logits = model(xb)
             loss = self.loss_fn(logits, yb)
+            self._watch(i, loss)
             scaled = loss / group_size if group_size > 1 else loss
             (self.scaler.scale(scaled) if self.use_scaler else scaled).backward()
         self.loss_sum += loss.detach()
@@ -530,12 +575,55 @@ class _Run:
         if boundary:
             self._optimizer_step(i)
 
+    def _watch(self, i: int, loss: torch.Tensor) -> None:
+        """Remember the first non-finite loss of the run; check it (a host sync) on CPU every
+        batch, on a GPU every :data:`NAN_CHECK_EVERY` batches."""
+        bad = ~torch.isfinite(loss.detach()) & (self.bad_batch < 0)
+        self.bad_batch = torch.where(bad, torch.full_like(self.bad_batch, i), self.bad_batch)
+        self.bad_value = torch.where(bad, loss.detach().float(), self.bad_value)
+        self._check_finite(force=self.device.type == "cpu" or i % NAN_CHECK_EVERY == 0)
+
+    def _check_finite(self, *, force: bool) -> None:
+        """Raise :class:`TrainingDivergedError` naming the epoch and batch of a NaN/inf loss."""
+        if not force:
+            return
+        batch = int(self.bad_batch.item())
+        if batch >= 0:
+            raise TrainingDivergedError(
+                model=type(self.raw_model).__name__, epoch=self.state["epoch"], batch=batch,
+                global_step=self.state["global_step"], value=float(self.bad_value.item()),
+                hint=self._last_grad_hint())
+
+    def _last_grad_hint(self) -> str:
+        history = self.state["history"]
+        if not history or history[-1].get("grad_norm_max") is None:
+            return ""
+        return (f"The previous epoch's largest gradient norm was "
+                f"{history[-1]['grad_norm_max']:.3g}.")
+
+    def _grad_norm(self) -> None:
+        """The total gradient norm of this step (before clipping), into the epoch's stats."""
+        opts, params = self.opts, self.raw_model.parameters()
+        if self.use_scaler:
+            self.scaler.unscale_(self.optimizer)
+        if opts.grad_clip is not None:
+            norm = nn.utils.clip_grad_norm_(params, opts.grad_clip)
+        else:
+            grads = [p.grad for p in params if p.grad is not None]
+            if not grads:
+                return
+            norm = nn.utils.get_total_norm(grads)
+        norm = norm.detach().to(torch.float64)
+        finite = torch.isfinite(norm)
+        self.gn_nonfinite += (~finite).to(torch.int64)
+        norm = torch.where(finite, norm, torch.zeros_like(norm))
+        self.gn_sum += norm
+        self.gn_max = torch.maximum(self.gn_max, norm)
+        self.gn_count += 1
+
     def _optimizer_step(self, i: int) -> None:
         opts, state, optimizer = self.opts, self.state, self.optimizer
-        if opts.grad_clip is not None:
-            if self.use_scaler:
-                self.scaler.unscale_(optimizer)
-            nn.utils.clip_grad_norm_(self.raw_model.parameters(), opts.grad_clip)
+        self._grad_norm()
         if self.use_scaler:
             self.scaler.step(optimizer)
             self.scaler.update()
@@ -552,6 +640,9 @@ class _Run:
         ):
             state["batch_in_epoch"] = i + 1
             state["epoch_loss_sum"] = float(self.loss_sum.item())
+            state["epoch_grad_norms"] = [float(self.gn_sum.item()), float(self.gn_max.item()),
+                                         int(self.gn_nonfinite.item()), self.gn_count]
+            self._check_finite(force=True)  # never checkpoint a diverged model
             self.save("last")
         if self.spec.on_step is not None:
             self.spec.on_step(state["global_step"])
@@ -562,17 +653,22 @@ class _Run:
         epoch = state["epoch"]
         train_loss = dist.all_reduce_mean(float(self.loss_sum.item())
                                           / max(state["epoch_batches"], 1))
+        t_train = time.perf_counter() - t_epoch
         value, val = self._validate()
+        train_eval = self._score(self.train_eval_loader)
         if self.scheduler is not None and not self.per_step:
             self.scheduler.step(value)
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
             **{f"val_{k}": v for k, v in val.items() if k != "n"},
+            **{f"train_{k}": v for k, v in train_eval.items() if k != "n"},
             "lr": self.optimizer.param_groups[0]["lr"],
             "global_step": state["global_step"],
             "epoch_seconds": time.perf_counter() - t_epoch,
+            **self._epoch_stats(t_train),
         }
+        self._reset_epoch_stats()
         state["history"].append(row)
         improved = is_better(value, state["best_metric"], spec.mode)
         if improved:
@@ -586,6 +682,7 @@ class _Run:
         state["batch_in_epoch"] = 0
         state["epoch_loss_sum"] = 0.0
         state["epoch_batches"] = 0
+        state["epoch_grad_norms"] = None
         self.save("last")
         if improved and self.ckdir is not None and dist.is_main:
             ckpt.copy(self.ckdir, "last", "best")
@@ -594,12 +691,27 @@ class _Run:
 
     def _validate(self) -> tuple[float, dict[str, Any]]:
         """The selection metric and every validation metric, over all ranks' shards."""
-        probs, labels = evaluate(self.model, self.val_loader, self.device, self.amp_dtype)
+        val = self._score(self.val_loader)
+        return val[self.spec.metric], val
+
+    def _score(self, loader: torch.utils.data.DataLoader) -> dict[str, Any]:
+        """Eval-mode metrics over every rank's shard of ``loader``."""
+        probs, labels = evaluate(self.model, loader, self.device, self.amp_dtype)
         gathered = self.dist.all_gather((probs, labels))
         probs = np.concatenate([g[0] for g in gathered if len(g[1])])
         labels = np.concatenate([g[1] for g in gathered if len(g[1])])
-        val = classification_metrics(labels, probs, self.spec.n_classes)
-        return val[self.spec.metric], val
+        return classification_metrics(labels, probs, self.spec.n_classes)
+
+    def _epoch_stats(self, train_seconds: float) -> dict[str, Any]:
+        """Gradient norms (before clipping) and the input pipeline's time in this epoch."""
+        count = max(self.gn_count, 1)
+        return {
+            "grad_norm_mean": self.dist.all_reduce_mean(float(self.gn_sum.item()) / count),
+            "grad_norm_max": float(self.gn_max.item()),
+            "grad_norm_nonfinite": int(self.gn_nonfinite.item()),
+            "data_seconds": self.data_seconds,
+            "train_seconds": train_seconds,
+        }
 
     def _result(self, elapsed: float) -> LoopResult:
         state, amp_dtype = self.state, self.amp_dtype

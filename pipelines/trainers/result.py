@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pipelines.trainers.config import TrainConfig
+    from pipelines.trainers.curves import LearningCurves
     from pipelines.trainers.predictor import Predictor
 
 
@@ -29,6 +30,8 @@ class TrainResult:
         device: ``cpu`` or ``cuda``.
         checkpoint_dir: ``workdir/checkpoints`` for torch runs, else None.
         extra: anything trainer-specific (timings, world size, amp dtype, ...).
+        curves: train/validation loss and selection metric per round/epoch
+            (:class:`~pipelines.trainers.curves.LearningCurves`); every trainer fills it.
     """
 
     model: Predictor
@@ -44,3 +47,4 @@ class TrainResult:
     device: str = "cpu"
     checkpoint_dir: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    curves: LearningCurves | None = None

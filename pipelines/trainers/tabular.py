@@ -18,6 +18,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError
 from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.curves import LearningCurves, from_history
 from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
 from pipelines.trainers.imbalance import ImbalancePlan, plan_imbalance
 from pipelines.trainers.metrics import (
@@ -161,17 +162,19 @@ def xgboost_params(
 
 
 def _history_row(round_: int, evals_log: dict[str, Any]) -> dict[str, Any]:
+    """One round's ``val_<metric>`` (and ``train_<metric>``) values in our metric names."""
     row: dict[str, Any] = {"round": round_}
-    for name, values in evals_log.get("val", {}).items():
-        value = float(values[-1])
-        if name in ("error", "merror"):
-            row["val_accuracy"] = 1.0 - value
-        elif name in ("logloss", "mlogloss"):
-            row["val_logloss"] = value
-        elif name == "aucpr":
-            row["val_pr_auc"] = value
-        else:
-            row[f"val_{name}"] = value
+    for split in ("val", "train"):
+        for name, values in evals_log.get(split, {}).items():
+            value = float(values[-1])
+            if name in ("error", "merror"):
+                row[f"{split}_accuracy"] = 1.0 - value
+            elif name in ("logloss", "mlogloss"):
+                row[f"{split}_logloss"] = value
+            elif name == "aucpr":
+                row[f"{split}_pr_auc"] = value
+            else:
+                row[f"{split}_{name}"] = value
     return row
 
 
@@ -237,7 +240,8 @@ def train_xgboost(
             )
         )
     booster = xgb.train(
-        params, dtrain, num_boost_round=rounds, evals=[(dval, "val")], callbacks=callbacks,
+        params, dtrain, num_boost_round=rounds, evals=[(dtrain, "train"), (dval, "val")],
+        callbacks=callbacks,
         verbose_eval=False, custom_metric=custom,
     )
     t_fit = time.perf_counter()
@@ -283,6 +287,11 @@ def finish_booster(
     proba = predictor.predict_proba_matrix(data.X_val)
     metrics = (regression_metrics(data.y_val, proba) if k == 0
                else classification_metrics(data.y_val, proba, k))
+    curves = from_history(
+        history, unit="round", loss="rmse" if k == 0 else "logloss", metric=metric[0],
+        mode=metric[1], step_key="round", best_step=best_iteration,
+        notes=["train values are on the rows the booster was fitted on (after any "
+               "resampling, with the imbalance weights)"])
     return TrainResult(
         model=predictor, metrics=metrics, history=history, params=params,
         imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric[0],
@@ -290,6 +299,7 @@ def finish_booster(
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
                "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep,
                "numeric_preprocessing": data.numeric_mode},
+        curves=curves,
     )
 
 
@@ -338,7 +348,9 @@ def train_sklearn(
     proba = predictor.predict_proba_matrix(data.X_val)
     metrics = (regression_metrics(data.y_val, proba) if k == 0
                else classification_metrics(data.y_val, proba, k))
-    row = {"round": 0, **{f"val_{k_}": v for k_, v in metrics.items() if k_ != "n"}}
+    curves = sklearn_curves(config.model, estimator, data, (metric, mode), metrics)
+    row = {"round": 0, **{f"val_{k_}": v for k_, v in metrics.items() if k_ != "n"},
+           "train_logloss": curves.train_loss[-1], f"train_{metric}": curves.train_metric[-1]}
     if report is not None:
         report(row)
     params = {k_: v for k_, v in estimator.get_params().items() if _jsonable(v)}
@@ -352,7 +364,57 @@ def train_sklearn(
         config=config, metric=metric, mode=mode, best_iteration=0, device="cpu",
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
                "numeric_preprocessing": data.numeric_mode},
+        curves=curves,
     )
+
+
+#: at most this many points on a random forest's curve (tree counts spread over the forest)
+FOREST_CURVE_POINTS = 20
+
+
+def sklearn_curves(kind: str, estimator: Any, data: Prepared, metric: tuple[str, str],
+                   val_metrics: dict[str, float]) -> LearningCurves:
+    """Learning curves of a fitted scikit-learn classifier.
+
+    A random forest is scored with its first 1..n trees (unit ``trees``). Logistic regression
+    (lbfgs) reports no per-iteration loss, so its curve is one point after ``n_iter_``
+    iterations (unit ``fit``): the final train and validation loss, still enough to see a gap.
+    """
+    k = data.labels.n_classes
+    name, mode = metric
+    train_scores = estimator.predict_proba(data.X_train)
+    if kind != "sklearn_rf":
+        iterations = int(np.max(getattr(estimator, "n_iter_", [0])))
+        curves = LearningCurves(unit="fit", loss="logloss", metric=name, mode=mode, best_step=
+                                iterations, notes=[
+            "logistic regression (lbfgs) reports no loss per iteration: one point, after "
+            f"{iterations} iterations, with the final train and validation loss"])
+        train = classification_metrics(data.y_train, _proba(train_scores, k), k)
+        curves.add(iterations, train_loss=train["logloss"], val_loss=val_metrics["logloss"],
+                   train_metric=train.get(name), val_metric=val_metrics.get(name))
+        return curves
+    trees = estimator.estimators_
+    counts = sorted({int(c) for c in np.linspace(1, len(trees), FOREST_CURVE_POINTS)})
+    curves = LearningCurves(unit="trees", loss="logloss", metric=name, mode=mode,
+                            best_step=len(trees), notes=[
+        "a random forest's train values are in-sample (each tree saw most train rows), so a "
+        "train/validation gap is expected: read the validation curve"])
+    x_tr, x_va = data.X_train.astype(np.float32), data.X_val.astype(np.float32)
+    sum_tr = np.zeros((len(x_tr), len(estimator.classes_)))
+    sum_va = np.zeros((len(x_va), len(estimator.classes_)))
+    for i, tree in enumerate(trees, start=1):
+        sum_tr += tree.predict_proba(x_tr)
+        sum_va += tree.predict_proba(x_va)
+        if i in counts:
+            train = classification_metrics(data.y_train, _proba(sum_tr / i, k), k)
+            val = classification_metrics(data.y_val, _proba(sum_va / i, k), k)
+            curves.add(i, train_loss=train["logloss"], val_loss=val["logloss"],
+                       train_metric=train.get(name), val_metric=val.get(name))
+    return curves
+
+
+def _proba(matrix: np.ndarray, k: int) -> np.ndarray:
+    return matrix[:, 1] if k == 2 and matrix.ndim == 2 else matrix
 
 
 def _jsonable(value: Any) -> bool:

@@ -133,4 +133,25 @@ def train_torch(
         extra={"amp": out.amp, "global_step": out.global_step, "resumed_from": out.resumed_from,
                "torch_version": torch.__version__, "world_size": 1,
                "global_batch": config.torch.batch_size * config.torch.grad_accum_steps},
+        curves=torch_curves(out.history, metric, mode, out.best_epoch),
     )
+
+
+def torch_curves(history: list[dict[str, Any]], metric: str, mode: str,
+                 best_epoch: int | None) -> Any:
+    """Per-epoch curves of the torch loop: eval-mode log-loss and the selection metric on the
+    validation split and on a fixed sample of train rows, plus the optimised objective,
+    gradient norms, learning rate and the input pipeline's time."""
+    from pipelines.trainers.curves import from_history
+    from pipelines.trainers.loop import TRAIN_EVAL_ROWS
+
+    return from_history(
+        history, unit="epoch", loss="logloss", metric=metric, mode=mode, step_key="epoch",
+        best_step=best_epoch,
+        extra_keys={"train_objective": "train_loss", "grad_norm_mean": "grad_norm_mean",
+                    "grad_norm_max": "grad_norm_max", "lr": "lr",
+                    "data_seconds": "data_seconds", "train_seconds": "train_seconds"},
+        notes=[f"train values are scored in eval mode after each epoch on a fixed sample of at "
+               f"most {TRAIN_EVAL_ROWS} train rows; train_objective is the optimised loss "
+               "(label smoothing, class weights) averaged over the epoch's batches; gradient "
+               "norms are taken before clipping"])

@@ -92,6 +92,20 @@ def test_scorecard_sections_a_reviewer_needs(adult):
     assert "sex×race" in html and "disparate_impact_ratio" in html
 
 
+def test_learning_curves_are_registered_and_on_the_scorecard(adult):
+    project, _, ref, result = adult
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    files = {f["path"] for f in model.manifest["files"]}
+    assert "learning_curves.json" in files  # hashed with the model
+    curves = json.loads((Path(model.model_path) / "learning_curves.json").read_text())
+    assert curves["unit"] == "round" and len(curves["val_loss"]) == len(curves["steps"]) >= 10
+    summary = _card(result)["learning_curves"]
+    assert summary["diagnosis"]["verdict"] in ("overfitting", "underfitting", "good fit")
+    html = Path(result.scorecard_html).read_text()
+    assert 'id="learning-curves"' in html and summary["diagnosis"]["text"][:40] in html
+    assert Path(result.scorecard_html).with_name("images").joinpath("learning_curves.png").is_file()
+
+
 def test_history_sign_off_and_report_in_chromium(adult, tmp_path):
     project, root, ref, result = adult
     runner = CliRunner()

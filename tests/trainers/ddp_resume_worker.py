@@ -70,7 +70,7 @@ def _rank_main(rank: int, workdir: str, mode: str, kill_at: int, port: int) -> N
         state = {k: v.contiguous() for k, v in out.model.state_dict().items()}
         save_file(state, str(Path(workdir) / "final.safetensors"))
         (Path(workdir) / "history.json").write_text(json.dumps(
-            {"history": [{k: v for k, v in r.items() if k != "epoch_seconds"}
+            {"history": [{k: v for k, v in r.items() if not k.endswith("_seconds")}
                          for r in out.history],
              "resumed_from": out.resumed_from}))
     tdist.destroy_process_group()

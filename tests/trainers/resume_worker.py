@@ -56,7 +56,7 @@ def main() -> None:
     state = {k: v.contiguous() for k, v in result.model.module.state_dict().items()}
     save_file(state, str(workdir / "final.safetensors"))
     (workdir / "history.json").write_text(json.dumps(
-        {"history": [{k: v for k, v in r.items() if k != "epoch_seconds"} for r in result.history],
+        {"history": [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in result.history],
          "resumed_from": result.extra["resumed_from"]}))
 
 
