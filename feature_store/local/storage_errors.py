@@ -9,7 +9,9 @@ group, query, catalog) and what failed, with the library's error chained:
 - data files or logs that cannot be read (garbage Parquet, a torn Delta log) →
   :class:`IntegrityError`;
 - a column type Delta Lake cannot store → :class:`SchemaMismatchError`;
-- anything else from the libraries or the OS (disk full, permissions) → :class:`BackendError`.
+- anything else from the libraries or the OS → :class:`BackendError`; a full disk (or a
+  file-size limit) and an unwritable store say so and what to do
+  (:func:`fstrain.kernel.oserrors.advice`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def translate(exc: BaseException, owner: str, action: str) -> FeatureStoreError 
     module = type(exc).__module__ or ""
     text = _first_line(exc)
     where = f"{owner}: {action} failed"
+    from fstrain.kernel.oserrors import advice
+
+    hint = advice(exc)
+    if hint is not None:  # a full disk or an unwritable store, whichever library noticed it
+        return BackendError(f"{where}: {hint} ({name}: {text}).")
     if module.startswith(("duckdb", "_duckdb")):
         if name in _USER_DUCKDB:
             return InvalidArgumentError(

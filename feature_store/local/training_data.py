@@ -178,7 +178,17 @@ class TrainingDataStore:
             facts["split_spec"] = spec.to_dict()
         return splits, facts
 
-    def create(
+    def create(self, spec: SplitSpec | None, **options: Any) -> tuple[int, dict[str, pa.Table], Any]:
+        """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store
+        or a library error while doing so is a typed error naming the feature view, and nothing
+        of the version is left behind."""
+        from feature_store.local.storage_errors import storage_boundary
+
+        with storage_boundary(f"feature view '{self.fv.name}' v{self.fv.version}",
+                              "creating a training dataset version"):
+            return self._create(spec, **options)
+
+    def _create(
         self,
         spec: SplitSpec | None,
         *,

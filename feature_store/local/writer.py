@@ -103,12 +103,15 @@ class FeatureGroupWriter:
         delta = fg.delta_table
         with delta.write_lock():
             commit_id = delta.upsert(table, fg.upsert_key, overwrite=overwrite)
-        if pending is not None:
-            report = pending.result()
-        if report is not None and validation_options.get("save_report", True):
-            self._save_report(fg, report)
-        if fg.statistics_config.get("enabled", True):
-            self._store._statistics_for(fg, commit_id, recompute=True)
+        # past this point the data is committed: a failure says so instead of "insert failed"
+        with storage_boundary(fg.owner, f"recording the report and statistics of commit "
+                                        f"{commit_id} (its data is committed)"):
+            if pending is not None:
+                report = pending.result()
+            if report is not None and validation_options.get("save_report", True):
+                self._save_report(fg, report)
+            if fg.statistics_config.get("enabled", True):
+                self._store._statistics_for(fg, commit_id, recompute=True)
         return None, report
 
     @staticmethod

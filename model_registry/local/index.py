@@ -215,7 +215,10 @@ class RegistryIndex:
             try:
                 yield IndexTransaction(conn)
             except BaseException:
-                conn.execute("ROLLBACK")
+                try:  # keep the error that caused it (SQLite may have rolled back already)
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
                 raise
             conn.execute("COMMIT")
         finally:

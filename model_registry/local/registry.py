@@ -39,6 +39,7 @@ from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIn
 from model_registry.local.model import Model
 from model_registry.local.signature import ModelFramework
 from model_registry.local.storage import VersionStore, copy_files, list_source_files
+from model_registry.local.storage_errors import typed_storage_errors
 from model_registry.manifest import (
     ManifestFields,
     build_manifest,
@@ -213,6 +214,7 @@ class LocalModelRegistry:
 
     # ------------------------------------------------------------------ used by Model
 
+    @typed_storage_errors("saving a new version")
     def _save(self, model: Model, source: Path) -> ModelRecord:
         name, label = model.name, f"Model '{model.name}'"
         if not source.exists():
@@ -288,6 +290,7 @@ class LocalModelRegistry:
             )
         return record
 
+    @typed_storage_errors("downloading")
     def _download(self, record: ModelRecord, local_path: str | os.PathLike[str] | None) -> Path:
         import tempfile
 
@@ -334,6 +337,7 @@ class LocalModelRegistry:
         folder = self._store.version_dir(row.name, row.version)
         return read_manifest(folder, expected_sha256=row.manifest_sha256, label=_label(row))
 
+    @typed_storage_errors("deleting")
     def _delete(self, record: ModelRecord) -> None:
         trash: Path | None = None
         folder = self._store.version_dir(record.name, record.version)
@@ -353,6 +357,7 @@ class LocalModelRegistry:
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
 
+    @typed_storage_errors("setting the validation status")
     def _set_validation_status(self, record: ModelRecord, status: str) -> ModelRecord:
         check_validation_status(status, owner=_label(record))
 
@@ -362,6 +367,7 @@ class LocalModelRegistry:
 
         return self._update_manifest(record, change, validation_status=status)
 
+    @typed_storage_errors("adding an attachment")
     def _attach(self, record: ModelRecord, relative_path: str, data: bytes | Path) -> ModelRecord:
         label = _label(record)
         rel = check_attachment_path(relative_path, owner=label)
@@ -414,6 +420,7 @@ class LocalModelRegistry:
             staged.unlink(missing_ok=True)
             backup.unlink(missing_ok=True)
 
+    @typed_storage_errors("appending to the history")
     def _append_history(self, record: ModelRecord, kind: str, payload: dict[str, Any],
                         files: dict[str, bytes], status: str | None = None) -> dict[str, Any]:
         """Append one immutable event (record + files under ``history/<seq>/``) and its index
@@ -513,6 +520,7 @@ class LocalModelRegistry:
             raise
         return self._fresh(record)
 
+    @typed_storage_errors("setting a tag")
     def _set_tag(self, record: ModelRecord, tag: str, value: Any) -> None:
         with self._index.write() as tx:
             self._require(tx, record)
@@ -531,6 +539,7 @@ class LocalModelRegistry:
             )
         return tags[tag]
 
+    @typed_storage_errors("deleting a tag")
     def _delete_tag(self, record: ModelRecord, tag: str) -> None:
         with self._index.write() as tx:
             self._require(tx, record)

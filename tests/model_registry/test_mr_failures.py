@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 
 
 def _assert_nothing_written(registry, name):
@@ -25,7 +25,7 @@ def test_missing_path_leaves_no_version(registry, tmp_path, model_dir):
 def test_file_vanishing_mid_copy_leaves_no_version(registry, model_dir):
     # sorted last, so the other files are already copied when the copy fails
     os.symlink(model_dir / "gone.bin", model_dir / "zz_vanished.bin")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError, match="zz_vanished.bin' does not exist"):
         registry.python.create_model("m").save(model_dir)
     _assert_nothing_written(registry, "m")
     assert not list((registry.root / ".tmp").iterdir())

@@ -150,7 +150,14 @@ class Database:
             yield
         except sqlite3.DatabaseError as exc:
             from fstrain.kernel.errors import BackendError
+            from fstrain.kernel.oserrors import advice
 
+            if isinstance(exc, sqlite3.OperationalError):  # I/O, full disk, permissions: no damage
+                hint = advice(exc) or "check the disk and the folder's permissions, then retry"
+                raise BackendError(
+                    f"catalog {self.path} cannot be written or read ({type(exc).__name__}: "
+                    f"{exc}): {hint}. Nothing was changed in the catalog."
+                ) from exc
             raise BackendError(
                 f"catalog {self.path} cannot be used ({type(exc).__name__}: {exc}). Restore it "
                 "from a backup; the Delta tables beside it are intact."
@@ -170,7 +177,7 @@ class Database:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             conn.execute("COMMIT")
         finally:
@@ -185,3 +192,12 @@ class Database:
         """Run one read query and return the first row, or ``None``."""
         rows = self.query(sql, params)
         return rows[0] if rows else None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back, keeping the error that caused it: after an I/O error SQLite may already have
+    rolled back, and ``ROLLBACK`` then fails with "no transaction is active"."""
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
