@@ -48,15 +48,53 @@ def table_sha256(table: pa.Table) -> str:
     return digest.hexdigest()
 
 
+class StreamingTableHash:
+    """:func:`table_sha256` fed batch by batch: equal to it over the concatenated batches.
+
+    Each column keeps its three running streams (null mask, values, lengths), so a table far
+    larger than memory is hashed with one batch in memory at a time.
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.rows = 0
+        self._streams = [(hashlib.sha256(), hashlib.sha256(), hashlib.sha256()) for _ in schema]
+
+    def update(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Feed the next rows (their schema must be this hash's schema)."""
+        if not batch.schema.equals(self.schema):
+            raise ValueError(f"batch schema {batch.schema} differs from {self.schema}")
+        for column, streams in zip(batch.columns, self._streams, strict=True):
+            chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+            for chunk in chunks:
+                _update_chunk(chunk, *streams)
+        self.rows += batch.num_rows
+
+    def hexdigest(self) -> str:
+        """The digest :func:`table_sha256` gives for all rows fed so far."""
+        digest = hashlib.sha256()
+        digest.update(ALGORITHM.encode())
+        digest.update(json.dumps([[f.name, str(f.type)] for f in self.schema]).encode())
+        digest.update(str(self.rows).encode())
+        for nulls, values, lengths in self._streams:
+            digest.update(nulls.digest() + values.digest() + lengths.digest())
+        return digest.hexdigest()
+
+
 def _column_digest(column: pa.ChunkedArray) -> bytes:
     nulls, values, lengths = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
     for chunk in column.chunks:
-        if isinstance(chunk.type, pa.DictionaryType):
-            chunk = chunk.dictionary_decode()
-        mask = pc.is_null(chunk).to_numpy(zero_copy_only=False) if chunk.null_count else None
-        nulls.update(mask.view("u1") if mask is not None else bytes(len(chunk)))
-        _update_values(chunk, mask, values, lengths)
+        _update_chunk(chunk, nulls, values, lengths)
     return nulls.digest() + values.digest() + lengths.digest()
+
+
+def _update_chunk(chunk: pa.Array, nulls: hashlib._Hash, values: hashlib._Hash,
+                  lengths: hashlib._Hash) -> None:
+    if isinstance(chunk.type, pa.DictionaryType):
+        chunk = chunk.dictionary_decode()
+    mask = pc.is_null(chunk).to_numpy(zero_copy_only=False) if chunk.null_count else None
+    nulls.update(mask.view("u1") if mask is not None else bytes(len(chunk)))
+    _update_values(chunk, mask, values, lengths)
 
 
 def _fixed_width(t: pa.DataType) -> bool:

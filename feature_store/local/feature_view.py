@@ -247,18 +247,22 @@ class FeatureView(TaggedEntity):
         description: str = "",
         statistics_config: Any = None,
         convert: Any = None,
+        write_options: dict[str, Any] | None = None,
         **split_kwargs: Any,
-    ) -> tuple[int, dict[str, pa.Table], Any]:
+    ) -> tuple[int, Any]:
         from feature_store.core.seeds import draw_seed
+        from feature_store.local.training_data_stream import StreamOptions
 
         self._require_saved()
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
+        stream = StreamOptions.from_write_options(write_options) if materialize else None
         created = self._td.create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
             description=description, statistics_config=statistics_config, convert=convert,
+            stream=stream,
         )
         self._last_accessed_td = created[0]
         return created
@@ -273,10 +277,11 @@ class FeatureView(TaggedEntity):
         """Materialize an unsplit training dataset; returns ``(version, None)``."""
         _refuse(unsupported, "create_training_data")
         _refuse_destination(storage_connector, location, "create_training_data")
-        version, _, _ = self._create(
+        version, _ = self._create(
             None, materialize=True, seed=seed, split=None, start_time=start_time,
             end_time=end_time, extra_filter=extra_filter, data_format=data_format,
             description=description, statistics_config=statistics_config,
+            write_options=write_options,
         )
         return version, None
 
@@ -299,10 +304,10 @@ class FeatureView(TaggedEntity):
         """
         _refuse(unsupported, "create_train_test_split")
         _refuse_destination(storage_connector, location, "create_train_test_split")
-        version, _, _ = self._create(
+        version, _ = self._create(
             False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
-            test_size=test_size, train_start=train_start or None, train_end=train_end or None,
+            write_options=write_options, test_size=test_size, train_start=train_start or None, train_end=train_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
             **_relative(test_window=test_window, train_window=train_window, anchor=anchor),
@@ -329,10 +334,10 @@ class FeatureView(TaggedEntity):
         """
         _refuse(unsupported, "create_train_validation_test_split")
         _refuse_destination(storage_connector, location, "create_train_validation_test_split")
-        version, _, _ = self._create(
+        version, _ = self._create(
             True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
-            validation_size=validation_size, test_size=test_size,
+            write_options=write_options, validation_size=validation_size, test_size=test_size,
             train_start=train_start or None, train_end=train_end or None,
             validation_start=validation_start or None, validation_end=validation_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
@@ -343,7 +348,7 @@ class FeatureView(TaggedEntity):
         return version, None
 
     def _in_memory(self, three_way: bool | None, flags: dict[str, Any], **kwargs: Any) -> tuple[Any, ...]:
-        _, _, result = self._create(
+        _, result = self._create(
             three_way, materialize=False,
             convert=lambda td, splits: self._result(td, splits, **flags), **kwargs,
         )

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.core.splits import SplitSpec
     from feature_store.local.feature_view import FeatureView
+    from feature_store.local.training_data_stream import SplitFile, StreamOptions
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
@@ -75,6 +76,28 @@ def _split_statistics(table: pa.Table) -> dict[str, Any]:
         con.close()
 
 
+def _statistics_enabled(statistics_config: Any) -> bool:
+    return statistics_config is not False and not (
+        isinstance(statistics_config, dict) and statistics_config.get("enabled") is False
+    )
+
+
+def _file_statistics(path: Path, schema: pa.Schema, options: StreamOptions,
+                     staging: Path) -> dict[str, Any]:
+    """:func:`_split_statistics` of a written split file, computed by DuckDB over the file (in
+    bounded memory, spilling under ``staging``)."""
+    from feature_store.local import training_data_stream as ts
+    from feature_store.local.statistics import compute_statistics
+
+    con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
+    try:
+        source = "read_parquet('" + str(path).replace("'", "''") + "')"
+        return compute_statistics(con, source, schema)
+    finally:
+        con.close()
+        shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
+
+
 class TrainingDataStore:
     """Creates, lists, reads and deletes the training-dataset versions of one feature view."""
 
@@ -106,29 +129,20 @@ class TrainingDataStore:
 
     # -- creation ----------------------------------------------------------------------------
 
-    def compute(
-        self,
-        spec: SplitSpec | None,
-        *,
-        start_time: Any,
-        end_time: Any,
-        extra_filter: Any,
-        pins: dict[str, int] | None = None,
-    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-        """Run the (pinned) query and split it. Returns split frames and reproducibility facts."""
-        from feature_store.local import engine
+    def _prepare(self, extra_filter: Any, start_time: Any, end_time: Any,
+                 pins: dict[str, int] | None) -> tuple[Any, dict[str, int], dict[str, str]]:
+        """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
+        keys and event time are in its output."""
         from feature_store.local.pit import compile_query
-        from fstrain.kernel.timeutil import to_utc
 
         query = self.fv._query_for_training(extra_filter)
         pins = pins or query.resolve_commits()
         pinned = query.pin_commits(pins)
-        root = query.left_feature_group
         output = {f.name for f in pinned.features}
         root_selected = set(query.left_features)
         extra_cols = []
         root_columns: dict[str, str] = {}
-        for col in root.upsert_key:
+        for col in query.left_feature_group.upsert_key:
             if col in root_selected:
                 root_columns[col] = col
                 continue
@@ -139,46 +153,135 @@ class TrainingDataStore:
             pinned.spec(), start_time=start_time, end_time=end_time, order_by_root_key=True,
             extra_columns=extra_cols,
         )
+        return compiled, pins, root_columns
+
+    def _key_columns(self, spec: SplitSpec, root_columns: dict[str, str],
+                     column_names: list[str]) -> tuple[list[str], str | None, str | None]:
+        """The columns the split strategy reads, the event-time and the label column."""
+        root = self.fv.root_feature_group
+        et = root_columns.get(root.event_time) if root.event_time else None
+        label = self.fv.labels[0] if self.fv.labels else None
+        needed = [c for c in dict.fromkeys([et, label, spec.group_column, spec.stratify_column])
+                  if c is not None and c in column_names]
+        return needed, et, label
+
+    def _assigner(self, spec: SplitSpec, et: str | None, label: str | None,
+                  resolved: list[SplitSpec]) -> Callable[[pa.Table, int], Any]:
+        """``assign(keys, rows)``: each row's split name; a relative spec's resolved windows are
+        appended to ``resolved``."""
+
+        def assign(keys: pa.Table, rows: int) -> Any:
+            import pandas as pd
+
+            from feature_store.core.splits import assign_splits, resolve_time_bounds
+
+            # only the columns the strategy reads travel to pandas; rows stay in Arrow
+            frame = (keys.to_pandas() if keys.num_columns
+                     else pd.DataFrame(index=pd.RangeIndex(rows)))
+            current = spec
+            if current.is_relative:  # record the dates the relative windows resolve to
+                current = resolve_time_bounds(frame, current, event_time_column=et or "")
+            resolved.append(current)
+            return assign_splits(frame, current, event_time_column=et, label_column=label)
+
+        return assign
+
+    def _facts(self, compiled: Any, pins: dict[str, int], root_columns: dict[str, str],
+               schema: pa.Schema, start_time: Any, end_time: Any,
+               resolved: list[SplitSpec]) -> dict[str, Any]:
+        from fstrain.kernel.timeutil import to_utc
+
+        facts = {
+            "feature_group_commits": pins,
+            "query_sql": compiled.display_sql(),
+            "root_columns": root_columns,
+            "columns": [{"name": f.name, "type": str(f.type)} for f in schema],
+            "event_start_time": iso(to_utc(start_time, what="start_time")),
+            "event_end_time": iso(to_utc(end_time, what="end_time")),
+        }
+        if resolved:  # a relative spec, with the dates its windows resolved to
+            facts["split_spec"] = resolved[0].to_dict()
+        return facts
+
+    def compute(
+        self,
+        spec: SplitSpec | None,
+        *,
+        start_time: Any,
+        end_time: Any,
+        extra_filter: Any,
+        pins: dict[str, int] | None = None,
+    ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+        """Run the (pinned) query and split it in memory. Returns split tables and
+        reproducibility facts."""
+        import pyarrow as pa
+
+        from feature_store.local import engine
+
+        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = engine.connect()
         try:
             table = compiled.fetch(con)
         finally:
             con.close()
         table = _fill_labels(table, self.fv.label_fill_values)
+        resolved: list[SplitSpec] = []
         if spec is None:
             splits = {"train": table}
         else:
-            import pandas as pd
-            import pyarrow as pa
-
-            from feature_store.core.splits import assign_splits
-
-            et = root_columns.get(root.event_time) if root.event_time else None
-            label = self.fv.labels[0] if self.fv.labels else None
-            # only the columns the strategy reads travel to pandas; rows stay in Arrow
-            needed = [c for c in dict.fromkeys([et, label, spec.group_column, spec.stratify_column])
-                      if c is not None and c in table.column_names]
-            keys = (table.select(needed).to_pandas() if needed
-                    else pd.DataFrame(index=pd.RangeIndex(table.num_rows)))
-            if spec.is_relative:  # record the dates the relative windows resolve to
-                from feature_store.core.splits import resolve_time_bounds
-
-                spec = resolve_time_bounds(keys, spec, event_time_column=et or "")
-            assignment = assign_splits(keys, spec, event_time_column=et, label_column=label)
+            needed, et, label = self._key_columns(spec, root_columns, table.column_names)
+            assignment = self._assigner(spec, et, label, resolved)(table.select(needed),
+                                                                  table.num_rows)
             splits = {name: table.filter(pa.array(assignment == name)) for name in spec.splits}
-        facts = {
-            "feature_group_commits": pins,
-            "query_sql": compiled.display_sql(),
-            "root_columns": root_columns,
-            "columns": [{"name": c, "type": str(t)} for c, t in zip(table.column_names, table.schema.types, strict=True)],
-            "event_start_time": iso(to_utc(start_time, what="start_time")),
-            "event_end_time": iso(to_utc(end_time, what="end_time")),
-        }
-        if spec is not None and spec.is_relative:
-            facts["split_spec"] = spec.to_dict()
+        relative = [r for r in resolved if spec is not None and spec.is_relative]
+        facts = self._facts(compiled, pins, root_columns, table.schema, start_time, end_time,
+                            relative)
         return splits, facts
 
-    def create(self, spec: SplitSpec | None, **options: Any) -> tuple[int, dict[str, pa.Table], Any]:
+    def stream(
+        self,
+        spec: SplitSpec | None,
+        staging: Path,
+        options: StreamOptions,
+        *,
+        start_time: Any,
+        end_time: Any,
+        extra_filter: Any,
+        pins: dict[str, int] | None = None,
+    ) -> tuple[dict[str, SplitFile], dict[str, Any], pa.Schema]:
+        """Run the (pinned) query out of core and write each split's Parquet file to
+        ``staging``; the split files equal :meth:`compute`'s tables row for row."""
+        from feature_store.local import training_data_stream as ts
+        from feature_store.local.storage_errors import storage_boundary
+
+        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
+        con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
+        resolved: list[SplitSpec] = []
+        try:
+            with storage_boundary(f"query of feature view '{self.fv.name}' v{self.fv.version}",
+                                  "reading"):
+                reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
+                                           compiled.params, options.batch_rows)
+                schema = _fill_labels(reader.schema.empty_table(), self.fv.label_fill_values).schema
+                batches = (_fill_labels_batch(b, self.fv.label_fill_values, schema) for b in reader)
+                if spec is None:
+                    files = ts.write_splits(batches, schema, staging, split_names=("train",),
+                                            key_columns=[], assign=None,
+                                            batch_rows=options.batch_rows)
+                else:
+                    needed, et, label = self._key_columns(spec, root_columns, schema.names)
+                    files = ts.write_splits(
+                        batches, schema, staging, split_names=spec.splits, key_columns=needed,
+                        assign=self._assigner(spec, et, label, resolved),
+                        batch_rows=options.batch_rows)
+        finally:
+            con.close()
+            shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
+        relative = [r for r in resolved if spec is not None and spec.is_relative]
+        facts = self._facts(compiled, pins, root_columns, schema, start_time, end_time, relative)
+        return files, facts, schema
+
+    def create(self, spec: SplitSpec | None, **options: Any) -> tuple[int, Any]:
         """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store
         or a library error while doing so is a typed error naming the feature view, and nothing
         of the version is left behind."""
@@ -201,35 +304,39 @@ class TrainingDataStore:
         description: str,
         statistics_config: Any,
         convert: Callable[[TrainingDataset, dict[str, pa.Table]], Any] | None = None,
-    ) -> tuple[int, dict[str, pa.Table], Any]:
+        stream: StreamOptions | None = None,
+    ) -> tuple[int, Any]:
         """Create a new immutable version.
 
-        Returns the version, its (untransformed) split tables, and what ``convert`` (called with
-        the version's metadata and splits while the split hashes are computed) returned.
+        A materialized Parquet version is created out of core when ``stream`` is given (the
+        query's result is consumed in batches; see :mod:`training_data_stream`); otherwise the
+        splits are built in memory and ``convert`` (called with the version's metadata and
+        splits while the split hashes are computed) may turn them into the caller's result.
+        Returns the version and what ``convert`` returned.
         """
-        from feature_store.local.query import _filter_to_dict
-
         if data_format not in DATA_FORMATS:
             raise InvalidArgumentError(
                 f"data_format must be one of {DATA_FORMATS}. Got {data_format!r} instead."
             )
-        splits, facts = self.compute(
-            spec, start_time=start_time, end_time=end_time, extra_filter=extra_filter
-        )
-        for name, part in splits.items():
-            if part.num_rows == 0:
-                raise InvalidArgumentError(
-                    f"feature view '{self.fv.name}' v{self.fv.version}: split '{name}' came out "
-                    f"empty (split spec {None if spec is None else spec.to_dict()}, window "
-                    f"[{facts['event_start_time']}, {facts['event_end_time']})). Widen the window "
-                    "or change the sizes. No training dataset was created."
-                )
-        transformation_stats = self.fv._fit_transformations(splits["train"])
-        stats_enabled = statistics_config is not False and not (
-            isinstance(statistics_config, dict) and statistics_config.get("enabled") is False
-        )
-        metadata = {
-            "version": 0,  # allocated in the catalog transaction below
+        metadata = self._metadata(spec, seed=seed, materialize=materialize,
+                                  data_format=data_format, description=description,
+                                  extra_filter=extra_filter)
+        stats = _statistics_enabled(statistics_config)
+        window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
+        converted = None
+        if materialize and data_format == "parquet" and stream is not None:
+            staging = self._create_streamed(spec, metadata, stream, stats, window)
+        else:
+            staging, converted = self._create_in_memory(spec, metadata, materialize, stats,
+                                                        window, convert)
+        return self._commit(metadata, staging), converted
+
+    def _metadata(self, spec: SplitSpec | None, *, seed: int, materialize: bool,
+                  data_format: str, description: str, extra_filter: Any) -> dict[str, Any]:
+        from feature_store.local.query import _filter_to_dict
+
+        return {
+            "version": 0,  # allocated in the catalog transaction (_commit)
             "feature_view_name": self.fv.name,
             "feature_view_version": self.fv.version,
             "type": "MATERIALIZED" if materialize else "IN_MEMORY",
@@ -238,17 +345,38 @@ class TrainingDataStore:
             "description": description or "",
             "seed": seed,
             "split_spec": None if spec is None else spec.to_dict(),
-            "splits": {name: {} for name in splits},
+            "splits": {},
             "extra_filter": None if extra_filter is None else _filter_to_dict(extra_filter),
-            "transformation_statistics": transformation_stats,
+            "transformation_statistics": {},
             "created_at": utc_now().isoformat(),
             "content_hash": HASH_ALGORITHM,
-            **facts,
         }
+
+    def _check_not_empty(self, spec: SplitSpec | None, rows: dict[str, int],
+                         facts: dict[str, Any]) -> None:
+        for name, count in rows.items():
+            if count == 0:
+                raise InvalidArgumentError(
+                    f"feature view '{self.fv.name}' v{self.fv.version}: split '{name}' came out "
+                    f"empty (split spec {None if spec is None else spec.to_dict()}, window "
+                    f"[{facts['event_start_time']}, {facts['event_end_time']})). Widen the window "
+                    "or change the sizes. No training dataset was created."
+                )
+
+    def _create_in_memory(self, spec: SplitSpec | None, metadata: dict[str, Any],
+                          materialize: bool, stats: bool, window: dict[str, Any],
+                          convert: Callable[[TrainingDataset, dict[str, pa.Table]], Any] | None,
+                          ) -> tuple[Path | None, Any]:
+        """Build the splits in memory, fill ``metadata``, stage the files of a materialized
+        version; returns the staging folder and what ``convert`` returned."""
+        splits, facts = self.compute(spec, **window)
+        self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
+        metadata["transformation_statistics"] = self.fv._fit_transformations(splits["train"])
+        metadata.update(facts)
+        metadata["splits"] = {name: {} for name in splits}
+        data_format = metadata["data_format"]
         # hashing (numpy, releases the GIL) runs beside the caller's conversion to pandas, the
         # label distributions, statistics and file writes
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-hash") as pool:
             hashes = pool.submit(lambda: {n: table_sha256(p) for n, p in splits.items()})
             converted = None if convert is None else convert(TrainingDataset.from_dict(metadata), splits)
@@ -257,20 +385,56 @@ class TrainingDataStore:
                     "rows": int(part.num_rows),
                     "sha256": None,
                     "label_distribution": _label_distribution(part, self.fv.labels),
-                    "statistics": _split_statistics(part) if stats_enabled else None,
+                    "statistics": _split_statistics(part) if stats else None,
                 }
             staging = self._stage(splits, data_format) if materialize else None
-            if staging is not None:  # reads check these bytes instead of re-hashing the values
-                for name in splits:
-                    metadata["splits"][name]["file_sha256"] = _file_sha256(
-                        staging / f"{name}.{data_format}")
             try:
+                if staging is not None:  # reads check these bytes instead of re-hashing values
+                    for name in splits:
+                        metadata["splits"][name]["file_sha256"] = _file_sha256(
+                            staging / f"{name}.{data_format}")
                 for name, digest in hashes.result().items():
                     metadata["splits"][name]["sha256"] = digest
             except BaseException:
                 if staging is not None:
                     shutil.rmtree(staging, ignore_errors=True)
                 raise
+        return staging, converted
+
+    def _create_streamed(self, spec: SplitSpec | None, metadata: dict[str, Any],
+                         options: StreamOptions, stats: bool, window: dict[str, Any]) -> Path:
+        """Stream the splits into a staging folder and fill ``metadata`` from the files."""
+        from feature_store.local import training_data_stream as ts
+
+        staging = self._new_staging()
+        try:
+            files, facts, schema = self.stream(spec, staging, options, **window)
+            self._check_not_empty(spec, {n: f.rows for n, f in files.items()}, facts)
+            inputs = list(dict.fromkeys(
+                c for tf in self.fv.transformation_functions for c in tf.inputs))
+            train = ts.read_columns(files["train"].path, inputs) if inputs else None
+            metadata["transformation_statistics"] = (
+                self.fv._fit_transformations(train) if train is not None else {})
+            del train
+            metadata.update(facts)
+            for name, split_file in files.items():
+                metadata["splits"][name] = {
+                    "rows": split_file.rows,
+                    "sha256": split_file.sha256,
+                    "label_distribution": _label_distribution(
+                        ts.read_columns(split_file.path, self.fv.labels), self.fv.labels),
+                    "statistics": (_file_statistics(split_file.path, schema, options, staging)
+                                   if stats else None),
+                    "file_sha256": ts.file_sha256(split_file.path),
+                }
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return staging
+
+    def _commit(self, metadata: dict[str, Any], staging: Path | None) -> int:
+        """Allocate the version and record it; a staged folder is renamed into place in the
+        same catalog transaction (a failure removes it)."""
         def place(version: int) -> dict[str, Any]:  # runs under the catalog's write lock
             metadata["version"] = version
             if staging is not None:
@@ -289,14 +453,18 @@ class TrainingDataStore:
                 if "location" in metadata:
                     shutil.rmtree(self.fv._store.root / metadata["location"], ignore_errors=True)
             raise
-        return version, splits, converted
+        return version
 
-    def _stage(self, splits: dict[str, pa.Table], data_format: str) -> Path:
-        """Write the splits into a fresh staging folder (renamed into place on commit)."""
+    def _new_staging(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         clean_stale_staging(self.root)
         staging = self.root / scratch_name(_STAGING)
         staging.mkdir()
+        return staging
+
+    def _stage(self, splits: dict[str, pa.Table], data_format: str) -> Path:
+        """Write the splits into a fresh staging folder (renamed into place on commit)."""
+        staging = self._new_staging()
         try:
             for name, part in splits.items():
                 _write_split(part, staging / f"{name}.{data_format}", data_format)
@@ -345,6 +513,10 @@ class TrainingDataStore:
 
     def verify(self, td: TrainingDataset, splits: dict[str, pa.Table]) -> None:
         """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
+        self.check_digests(td, {name: table_sha256(part) for name, part in splits.items()})
+
+    def check_digests(self, td: TrainingDataset, digests: dict[str, str]) -> None:
+        """Raise :class:`IntegrityError` if a split's content hash is not the recorded one."""
         if td.content_hash != HASH_ALGORITHM:
             raise IntegrityError(
                 f"training dataset version {td.version} of feature view '{self.fv.name}' "
@@ -352,8 +524,7 @@ class TrainingDataStore:
                 f"which this fstrain (content hash {HASH_ALGORITHM!r}) cannot check. Create a new "
                 "version from the same feature-group commits to get verifiable hashes."
             )
-        for name, part in splits.items():
-            digest = table_sha256(part)
+        for name, digest in digests.items():
             if digest != td.splits[name]["sha256"]:
                 raise IntegrityError(
                     f"training dataset version {td.version} of feature view '{self.fv.name}' "
@@ -370,26 +541,39 @@ class TrainingDataStore:
             shutil.rmtree(td.location, ignore_errors=True)
         self.catalog.set_training_dataset_state(self.fv.id, version, "purged")
 
-    def recreate(self, version: int) -> None:
-        """Re-materialize a purged version from its pinned commits; the hashes must match."""
+    def recreate(self, version: int, stream: StreamOptions | None = None) -> None:
+        """Re-materialize a purged version from its pinned commits; the hashes must match.
+
+        A Parquet version is re-created out of core (``stream``, default options)."""
         from feature_store.core.splits import SplitSpec
+        from feature_store.local import training_data_stream as ts
 
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
-        splits, _ = self.compute(
-            spec, start_time=td.event_start_time, end_time=td.event_end_time,
-            extra_filter=self.fv._filter_from_dict(td.extra_filter), pins=td.feature_group_commits,
-        )
-        self.verify(td, splits)
-        if td.type != "MATERIALIZED":
-            return
-        staging = self.root / scratch_name(_STAGING)
-        staging.mkdir(parents=True)
-        file_hashes = {}
-        for name, part in splits.items():
-            path = staging / f"{name}.{td.data_format}"
-            _write_split(part, path, td.data_format)
-            file_hashes[name] = _file_sha256(path)
+        window = {"start_time": td.event_start_time, "end_time": td.event_end_time,
+                  "extra_filter": self.fv._filter_from_dict(td.extra_filter),
+                  "pins": td.feature_group_commits}
+        if td.type == "MATERIALIZED" and td.data_format == "parquet":
+            staging = self._new_staging()
+            try:
+                files, _, _ = self.stream(spec, staging, stream or ts.StreamOptions(), **window)
+                self.check_digests(td, {n: f.sha256 for n, f in files.items()})
+                file_hashes = {n: ts.file_sha256(f.path) for n, f in files.items()}
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+        else:
+            splits, _ = self.compute(spec, **window)
+            self.verify(td, splits)
+            if td.type != "MATERIALIZED":
+                return
+            staging = self._stage(splits, td.data_format)
+            file_hashes = {n: _file_sha256(staging / f"{n}.{td.data_format}") for n in splits}
+        self._replace_files(td, staging, file_hashes)
+
+    def _replace_files(self, td: TrainingDataset, staging: Path,
+                       file_hashes: dict[str, str]) -> None:
+        """Move re-created (verified) files into place and record their file hashes."""
         final = Path(td.location)
         if final.exists():
             shutil.rmtree(final)
@@ -398,13 +582,24 @@ class TrainingDataStore:
             for name, digest in file_hashes.items():  # the values were verified above
                 metadata["splits"][name]["file_sha256"] = digest
 
-        self.catalog.update_training_dataset(self.fv.id, version, record_file_hashes, state="ok")
+        self.catalog.update_training_dataset(self.fv.id, td.version, record_file_hashes, state="ok")
 
     def delete(self, version: int) -> None:
         td = self.get(version)
         self.catalog.delete_training_dataset(self.fv.id, version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
+
+
+def _fill_labels_batch(batch: pa.RecordBatch, fill_values: dict[str, Any],
+                      schema: pa.Schema) -> pa.RecordBatch:
+    """:func:`_fill_labels` of one record batch (``schema``: the filled schema)."""
+    if not fill_values:
+        return batch
+    import pyarrow as pa
+
+    filled = _fill_labels(pa.Table.from_batches([batch]), fill_values)
+    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in filled.columns], schema=schema)
 
 
 def _fill_labels(table: pa.Table, fill_values: dict[str, Any]) -> pa.Table:

@@ -73,7 +73,7 @@ def test_kill_after_staging_a_training_dataset(tmp_path):
     fs.create_feature_view("g_fv", version=1, query=fg.select_all())
     _killed_child(root, """
         from feature_store.local.training_data import TrainingDataStore
-        kill_after(TrainingDataStore, "_stage")
+        kill_after(TrainingDataStore, "_create_streamed")  # files staged, no version yet
         fv = project.get_feature_store().get_feature_view("g_fv", version=1)
         fv.create_training_data(seed=1)
     """)

@@ -1,0 +1,244 @@
+"""Out-of-core creation of materialized training-dataset versions.
+
+The point-in-time query runs in a DuckDB database of its own, with a memory limit and a spill
+folder inside the version's staging folder, and its result is consumed as Arrow record batches:
+
+1. the batches are written, in query order, to one scratch Parquet file, while the few columns the
+   split strategy reads (event time, label, group or stratification column) are kept;
+2. the split assignment is computed from those columns by the same function as an in-memory
+   create (:func:`feature_store.core.splits.assign_splits`), so the splits are bit-identical for
+   the same seed;
+3. the scratch file is read back batch by batch, each batch's rows go to their split's Parquet
+   writer, and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
+   is fed in a background thread while the next batch is written.
+
+An unsplit version skips the scratch file. Only one batch, the kept split columns and the
+assignment (one byte per row) are in Python memory at a time; DuckDB spills joins and sorts that
+exceed its limit. Per-split statistics and label distributions are computed afterwards from the
+written split files (DuckDB over the file; the label columns alone), in bounded memory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fstrain.kernel.errors import InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+#: Rows per record batch read from DuckDB and written per Parquet write.
+DEFAULT_BATCH_ROWS = 1_000_000
+#: Share of physical memory the streaming DuckDB database may use before it spills.
+MEMORY_SHARE = 0.25
+ROWS_FILE = ".rows.parquet"
+SPILL_DIR = ".spill"
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How a materialized version is streamed (``write_options`` keys of the same names)."""
+
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    memory_limit: str | None = None
+
+    @classmethod
+    def from_write_options(cls, options: dict[str, Any] | None) -> StreamOptions:
+        """Read ``batch_rows`` and ``memory_limit`` from ``write_options`` (other keys stay the
+        caller's business); bad values are refused, never ignored."""
+        options = options or {}
+        batch = options.get("batch_rows", DEFAULT_BATCH_ROWS)
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InvalidArgumentError(
+                f"write_options['batch_rows'] must be a positive integer. Got {batch!r} instead."
+            )
+        limit = options.get("memory_limit")
+        if limit is not None and (not isinstance(limit, str) or not limit.strip()
+                                  or not limit.strip()[0].isdigit()):
+            raise InvalidArgumentError(
+                "write_options['memory_limit'] must be a DuckDB size such as '4GB'. Got "
+                f"{limit!r} instead."
+            )
+        return cls(batch_rows=batch, memory_limit=limit)
+
+
+@dataclass(frozen=True)
+class SplitFile:
+    """One written split: its file, row count and content hash (``table_sha256`` of its rows)."""
+
+    path: Path
+    rows: int
+    sha256: str
+
+
+def default_memory_limit() -> str:
+    """A quarter of physical memory (at least 1 GB), as a DuckDB size."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 8 << 30
+    return f"{max(1 << 10, int(total * MEMORY_SHARE) >> 20)}MB"
+
+
+def connect(memory_limit: str | None, spill: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB database of its own for one streamed query: offline, UTC, ASOF never as a nested
+    loop (as :func:`feature_store.local.engine.connect`), bounded memory, spilling to ``spill``."""
+    import duckdb
+
+    spill.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(config={
+        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
+        "memory_limit": memory_limit or default_memory_limit(), "temp_directory": str(spill),
+        "preserve_insertion_order": True,
+    })
+    con.execute("SET TimeZone='UTC'")
+    con.execute("SET asof_loop_join_threshold=0")
+    return con
+
+
+def record_batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any],
+                   batch_rows: int) -> pa.RecordBatchReader:
+    """The result of ``sql`` as a stream of record batches of at most ``batch_rows`` rows."""
+    return con.sql(sql, params=params or None).to_arrow_reader(batch_rows)
+
+
+def write_splits(
+    batches: Iterator[pa.RecordBatch],
+    schema: pa.Schema,
+    staging: Path,
+    *,
+    split_names: tuple[str, ...],
+    key_columns: list[str],
+    assign: Callable[[pa.Table, int], np.ndarray] | None,
+    batch_rows: int,
+) -> dict[str, SplitFile]:
+    """Write the batches into one Parquet file per split under ``staging``.
+
+    ``assign(keys, rows)`` gets the ``key_columns`` of all rows and the row count, and returns
+    each row's split name (``None`` for a dropped row); without it every row goes to the single
+    split.
+    """
+    if assign is None:
+        (name,) = split_names
+        with _SplitWriters(staging, schema, (name,)) as writers:
+            for batch in batches:
+                writers.write(name, batch)
+        return writers.files
+    rows_file = staging / ROWS_FILE
+    keys, rows = _spool(batches, schema, rows_file, key_columns)
+    codes = _codes(assign(keys, rows), split_names)
+    del keys
+    try:
+        return _distribute(rows_file, schema, codes, staging, split_names, batch_rows)
+    finally:
+        rows_file.unlink(missing_ok=True)
+
+
+def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
+           key_columns: list[str]) -> tuple[pa.Table, int]:
+    """Write every batch to ``path``; return the key columns of all rows and the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kept: list[pa.RecordBatch] = []
+    rows = 0
+    with pq.ParquetWriter(path, schema, compression="lz4") as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            kept.append(batch.select(key_columns))
+            rows += batch.num_rows
+    return pa.Table.from_batches(kept, schema=pa.schema([schema.field(c) for c in key_columns])), rows
+
+
+def _codes(assignment: np.ndarray, split_names: tuple[str, ...]) -> np.ndarray:
+    """Each row's split as a small integer (-1: in no split)."""
+    import numpy as np
+
+    codes = np.full(len(assignment), -1, dtype=np.int8)
+    for i, name in enumerate(split_names):
+        codes[assignment == name] = i
+    return codes
+
+
+def _distribute(rows_file: Path, schema: pa.Schema, codes: np.ndarray, staging: Path,
+                split_names: tuple[str, ...], batch_rows: int) -> dict[str, SplitFile]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    offset = 0
+    with _SplitWriters(staging, schema, split_names) as writers:
+        for batch in pq.ParquetFile(rows_file).iter_batches(batch_size=batch_rows):
+            part = codes[offset:offset + batch.num_rows]
+            offset += batch.num_rows
+            for i, name in enumerate(split_names):
+                mask = part == i
+                if mask.any():
+                    writers.write(name, batch.filter(pa.array(mask)))
+    if offset != len(codes):  # pragma: no cover - the scratch file is ours
+        raise RuntimeError(f"scratch file {rows_file} holds {offset} rows, expected {len(codes)}")
+    return writers.files
+
+
+class _SplitWriters:
+    """One Parquet writer and one streaming content hash per split; hashing runs on one
+    background thread (in submission order) while the caller writes the next batch."""
+
+    def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...]) -> None:
+        import pyarrow.parquet as pq
+
+        from feature_store.core.content_hash import StreamingTableHash
+
+        self.paths = {n: staging / f"{n}.parquet" for n in split_names}
+        self.writers = {n: pq.ParquetWriter(p, schema) for n, p in self.paths.items()}
+        self.hashes = {n: StreamingTableHash(schema) for n in split_names}
+        self.rows = dict.fromkeys(split_names, 0)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash")
+        self.pending: Future[None] | None = None
+        self.files: dict[str, SplitFile] = {}
+
+    def __enter__(self) -> _SplitWriters:
+        return self
+
+    def write(self, name: str, batch: pa.RecordBatch) -> None:
+        if self.pending is not None:
+            self.pending.result()  # at most one batch waits for its hash
+        self.pending = self.pool.submit(self.hashes[name].update, batch)
+        self.writers[name].write_batch(batch)
+        self.rows[name] += batch.num_rows
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        try:
+            if self.pending is not None and exc_type is None:
+                self.pending.result()
+        finally:
+            self.pool.shutdown(wait=True)
+            for writer in self.writers.values():
+                writer.close()
+        if exc_type is None:
+            self.files = {n: SplitFile(self.paths[n], self.rows[n], self.hashes[n].hexdigest())
+                          for n in self.paths}
+
+
+def read_columns(path: Path, columns: list[str]) -> pa.Table:
+    """Only ``columns`` of a written split file."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=columns)
+
+
+def file_sha256(path: Path, chunk: int = 8 << 20) -> str:
+    """sha256 of a file's bytes, read in chunks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

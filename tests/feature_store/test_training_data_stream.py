@@ -1,0 +1,124 @@
+"""Out-of-core creation: a version streamed in small batches equals one built in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from feature_store.core.content_hash import StreamingTableHash, table_sha256
+from feature_store.local.training_data_stream import StreamOptions
+from feature_store.transformations import label_encoder, standard_scaler
+from fstrain.kernel.errors import InvalidArgumentError
+
+T0 = pd.Timestamp("2024-01-01", tz="UTC")
+N = 300
+
+
+@pytest.fixture
+def fv(fs):
+    rng = np.random.default_rng(3)
+    tx = fs.get_or_create_feature_group("tx", version=1, primary_key=["tid"], event_time="ts")
+    amount = rng.gamma(2, 10, N)
+    amount[::17] = np.nan
+    tx.insert(pd.DataFrame({
+        "tid": np.arange(N), "card": rng.integers(0, 30, N),
+        "ts": T0 + pd.to_timedelta(rng.permutation(N), unit="h"),
+        "amount": amount, "kind": rng.choice(["a", "b", None], N),
+        "label": (rng.random(N) < 0.3).astype(int),
+    }))
+    agg = fs.get_or_create_feature_group("card_agg", version=1, primary_key=["card"], event_time="ts")
+    agg.insert(pd.DataFrame({"card": np.arange(30).repeat(3),
+                             "ts": np.tile([T0, T0 + pd.Timedelta(days=3), T0 + pd.Timedelta(days=9)], 30),
+                             "spend": rng.normal(size=90)}))
+    query = tx.select_all().join(agg.select(["spend"]), on=["card"])
+    return fs.create_feature_view("fraud", query=query, labels=["label"],
+                                  transformation_functions=[standard_scaler("amount"),
+                                                            label_encoder("kind")])
+
+
+def _create(fv, stream, three_way, split, **kwargs):
+    spec = None if three_way is None else fv._make_spec(three_way, 11, split, **kwargs)
+    version, _ = fv._td.create(spec, seed=11, start_time=None, end_time=None, extra_filter=None,
+                               materialize=True, data_format="parquet", description="",
+                               statistics_config=None, stream=stream)
+    return version
+
+
+CASES = [
+    (None, None, {}),
+    (False, "random", {"test_size": 0.25}),
+    (True, "random", {"test_size": 0.2, "validation_size": 0.2}),
+    (False, "stratified", {"test_size": 0.3}),
+    (False, "time", {"test_size": 0.2}),
+    (False, "group", {"test_size": 0.3, "group_column": "card"}),
+]
+
+
+@pytest.mark.parametrize(("three_way", "split", "kwargs"), CASES)
+def test_streamed_version_is_bit_identical_to_in_memory(fv, three_way, split, kwargs):
+    in_memory = _create(fv, None, three_way, split, **kwargs)
+    streamed = _create(fv, StreamOptions(batch_rows=7), three_way, split, **kwargs)
+    a, b = fv.get_training_dataset(in_memory), fv.get_training_dataset(streamed)
+    assert list(a.splits) == list(b.splits)
+    assert a.columns == b.columns and a.split_spec == b.split_spec
+    assert a.transformation_statistics == b.transformation_statistics
+    for name in a.splits:
+        left, right = a.splits[name], b.splits[name]
+        assert right["rows"] == left["rows"] > 0
+        assert right["sha256"] == left["sha256"]
+        assert right["label_distribution"] == left["label_distribution"]
+        files = [pq.read_table(Path(td.location) / f"{name}.parquet") for td in (a, b)]
+        assert files[0].schema == files[1].schema and files[0].equals(files[1])
+        assert table_sha256(files[1]) == right["sha256"]
+        assert pq.ParquetFile(Path(b.location) / f"{name}.parquet").num_row_groups > 1
+        for sa, sb in zip(left["statistics"]["features"], right["statistics"]["features"], strict=True):
+            assert sa.keys() == sb.keys()
+            for key, value in sa.items():
+                assert sb[key] == (pytest.approx(value) if isinstance(value, float) else value)
+    fv.verify_training_dataset(streamed)
+    assert fv._td.read_splits(streamed)[1].keys() == fv._td.read_splits(in_memory)[1].keys()
+    for x, y in zip(fv._td.read_splits(streamed)[1].values(),
+                    fv._td.read_splits(in_memory)[1].values(), strict=True):
+        assert x.equals(y)
+
+
+def test_default_create_streams_and_purged_version_recreates(fv):
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=2,
+                                            write_options={"batch_rows": 16})
+    before = fv.get_train_test_split(version)
+    td = fv.get_training_dataset(version)
+    fv.purge_training_data(version)
+    fv.recreate_training_dataset(version)
+    after = fv.get_train_test_split(version)
+    for x, y in zip(before, after, strict=True):
+        pd.testing.assert_frame_equal(x, y)
+    assert fv.get_training_dataset(version).splits["train"]["sha256"] == td.splits["train"]["sha256"]
+    assert not any(p.name.startswith(".") for p in Path(td.location).iterdir())  # no scratch left
+
+
+@pytest.mark.parametrize("options", [{"batch_rows": 0}, {"batch_rows": "10"}, {"memory_limit": "lots"}])
+def test_bad_write_options_are_refused_and_write_nothing(fv, options):
+    with pytest.raises(InvalidArgumentError, match="write_options"):
+        fv.create_train_test_split(test_size=0.25, seed=2, write_options=options)
+    assert fv.get_training_datasets() == []
+
+
+def test_streaming_hash_equals_table_hash_for_any_batching():
+    table = pa.table({
+        "i": pa.array([1, None, 3, 4, 5], pa.int64()), "s": pa.array(["a", None, "", "dd", "e"]),
+        "f": pa.array([0.5, -0.0, None, float("nan"), 2.0]), "b": pa.array([True, None, False, True, True]),
+        "t": pa.array([0, 1, None, 3, 4], pa.timestamp("us", tz="UTC")),
+    })
+    for size in (1, 2, 5):
+        hasher = StreamingTableHash(table.schema)
+        for batch in table.to_batches(max_chunksize=size):
+            hasher.update(batch)
+        assert hasher.hexdigest() == table_sha256(table)
+    hasher = StreamingTableHash(table.schema)
+    hasher.update(table.slice(0, 4))
+    assert hasher.hexdigest() != table_sha256(table)
