@@ -419,6 +419,28 @@ def validate(
         raise typer.Exit(EXIT_VALIDATION_FAILED)
 
 
+@app.command()
+def doctor(
+    target: Annotated[str, typer.Argument(metavar="RUN_OR_MODEL", help="NAME[:VERSION] of a registered model, or a torch run folder (its name under <root>/runs, or a path).")],
+    no_rerun: Annotated[bool, typer.Option("--no-rerun", help="Skip re-running the first round/epoch (the reproducibility check).")] = False,
+    max_rows: Annotated[int, typer.Option(help="Train rows sampled for the leakage check.")] = 5000,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Check a run against common training failures; exit 0 fine, 3 on a severe finding."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> Any:
+        from pipelines.doctor import diagnose
+
+        with _step(f"doctor: {target}"):
+            report = diagnose(_project(), target, rerun=not no_rerun, max_rows=max_rows)
+        _emit(report.to_dict(), report.to_text())
+        return report
+
+    if _guard(body).severe:
+        raise typer.Exit(EXIT_VALIDATION_FAILED)
+
+
 # -- end to end ---------------------------------------------------------------------------------
 
 

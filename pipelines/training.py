@@ -259,6 +259,8 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
                 "best_iteration": getattr(result, "best_iteration", None),
                 "device": getattr(result, "device", None),
                 "tuning": fitted.tuning,
+                # the trainer's own timings (fstrain doctor reads the preprocessing share)
+                "timings": {k: v for k, v in result.extra.items() if k.endswith("_seconds")},
                 **extra_config,
             },
         )

@@ -49,6 +49,8 @@ TRAIN_EVAL_ROWS = 2048
 TRAIN_EVAL_ROWS_FILES = 512
 #: on a GPU the loss is checked for NaN every this many batches (a host sync), and at epoch end
 NAN_CHECK_EVERY = 50
+#: written next to the checkpoints when the loss becomes NaN/inf
+DIVERGED_FILE = "diverged.json"
 
 _NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.LocalResponseNorm)
 
@@ -510,6 +512,7 @@ class _Run:
             "lineage": self.spec.lineage,
             "torch_version": torch.__version__,
             "world_size": self.dist.world_size,
+            "selection": {"metric": self.spec.metric, "mode": self.spec.mode},
         }
 
     # ------------------------------------------------------------------ the loop
@@ -589,10 +592,26 @@ class _Run:
             return
         batch = int(self.bad_batch.item())
         if batch >= 0:
-            raise TrainingDivergedError(
+            error = TrainingDivergedError(
                 model=type(self.raw_model).__name__, epoch=self.state["epoch"], batch=batch,
                 global_step=self.state["global_step"], value=float(self.bad_value.item()),
                 hint=self._last_grad_hint())
+            self._record_divergence(error)
+            raise error
+
+    def _record_divergence(self, error: TrainingDivergedError) -> None:
+        """``checkpoints/diverged.json``: where the loss broke and the epochs before it, for
+        ``fstrain doctor`` on the run folder (no model is registered for a diverged run)."""
+        if self.ckdir is None or not self.dist.is_main:
+            return
+        import json
+
+        self.ckdir.mkdir(parents=True, exist_ok=True)
+        record = {"epoch": error.epoch, "batch": error.batch, "global_step": error.global_step,
+                  "value": str(error.value), "message": str(error),
+                  "metric": self.spec.metric, "mode": self.spec.mode,
+                  "history": self.state["history"]}
+        (self.ckdir / DIVERGED_FILE).write_text(json.dumps(record, indent=1, default=str))
 
     def _last_grad_hint(self) -> str:
         history = self.state["history"]

@@ -74,7 +74,10 @@ def test_the_loop_stops_on_a_nan_loss_naming_epoch_and_batch(tmp_path):
     with pytest.raises(TrainingDivergedError, match=r"loss was nan at epoch 0, batch 0") as err:
         fit(spec)
     assert (err.value.epoch, err.value.batch, err.value.global_step) == (0, 0, 0)
-    assert not (tmp_path / "ck").exists() or not any((tmp_path / "ck").iterdir())
+    written = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert written == ["diverged.json"]  # no checkpoint of a diverged model
+    record = json.loads((tmp_path / "ck" / "diverged.json").read_text())
+    assert (record["epoch"], record["batch"], record["value"]) == (0, 0, "nan")
 
 
 def test_schema_refuses_ragged_series_and_unknown_units():
