@@ -34,6 +34,8 @@ LIGHTGBM_MODEL = "model.txt"
 LIGHTGBM_META = "lightgbm_meta.json"
 CATBOOST_MODEL = "model.cbm"
 CATBOOST_META = "catboost_meta.json"
+KERAS_MODEL = "model.keras"
+KERAS_META = "keras_meta.json"
 TORCH_WEIGHTS = "model.safetensors"
 TORCH_CONFIG = "config.json"
 SKOPS_FILE = "model.skops"
@@ -197,6 +199,56 @@ def load_catboost(directory: Path) -> Any:
     model = getattr(catboost, kind)()
     model.load_model(str(directory / CATBOOST_MODEL), format="cbm")
     return model
+
+
+# ----------------------------------------------------------------------------------- Keras
+
+
+def import_keras() -> Any:
+    """``keras`` on the torch backend unless ``KERAS_BACKEND`` names another (set before the
+    first import: Keras reads it once)."""
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    try:
+        import keras
+    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+        raise InvalidArgumentError(
+            "Keras models need keras: pip install 'fstrain[frameworks]'."
+        ) from exc
+    return keras
+
+
+def save_keras(model: Any, directory: Path) -> list[Path]:
+    """Save a Keras 3 model as ``model.keras`` (Keras's zip of JSON config + weights) plus
+    ``keras_meta.json``. Returns the written paths."""
+    keras = import_keras()
+    if not isinstance(model, keras.Model):
+        raise InvalidArgumentError(f"save_keras: expected a keras.Model; got "
+                                   f"{type(model).__name__}.")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / KERAS_MODEL
+    model.save(str(model_file))
+    meta = {"library": "keras", "class": type(model).__name__, "model_file": KERAS_MODEL,
+            "keras_version": keras.__version__, "backend": keras.backend.backend()}
+    meta_file = directory / KERAS_META
+    meta_file.write_text(dumps(meta), encoding="utf-8")
+    return [model_file, meta_file]
+
+
+def load_keras(directory: Path, custom_objects: dict[str, Any] | None = None) -> Any:
+    """Load ``model.keras`` in Keras's safe mode (no lambda or arbitrary code is
+    deserialised); classes outside Keras must be passed in ``custom_objects``."""
+    keras = import_keras()
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    meta = _read_json(directory / KERAS_META, "load_keras")
+    if meta.get("model_file") != KERAS_MODEL:
+        raise InvalidArgumentError(f"load_keras: {directory / KERAS_META} names file "
+                                   f"{meta.get('model_file')!r}; expected {KERAS_MODEL}.")
+    return keras.saving.load_model(str(directory / KERAS_MODEL), custom_objects=custom_objects,
+                                   compile=False, safe_mode=True)
 
 
 def _json_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -22,9 +22,10 @@ Result = tuple[dict[str, bytes], dict[str, Any], str]
 
 
 def _output_index(predictor: Any, positive: Any) -> int | None:
-    """The network output explaining the positive class (torch); None for other models."""
+    """The network output explaining the positive class (torch modules, Keras on torch); None
+    for other models."""
     target = predictor.explain_target
-    if target.kind not in ("mlp", "cnn"):
+    if target.kind not in ("mlp", "cnn", "keras_mlp"):
         return None
     classes = list(target.classes)
     return classes.index(positive) if positive in classes else len(classes) - 1

@@ -58,6 +58,10 @@ def train(
         from pipelines.trainers.catboost_trainer import train_catboost
 
         return train_catboost(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
+    if cfg.model == "keras_mlp":
+        from pipelines.trainers.keras_trainer import train_keras
+
+        return train_keras(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model in ("sklearn_logreg", "sklearn_rf"):
         from pipelines.trainers.tabular import train_sklearn
 

@@ -33,6 +33,7 @@ PREDICTOR_FILE = "predictor.json"
 #: their trainer (the optional frameworks, imported only when such a model is loaded).
 FRAMEWORK_LOADERS: dict[str, tuple[str, str]] = {
     "catboost": ("pipelines.trainers.catboost_trainer", "load_catboost_predictor"),
+    "keras_mlp": ("pipelines.trainers.keras_trainer", "load_keras_predictor"),
 }
 
 

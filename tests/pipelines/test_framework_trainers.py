@@ -56,3 +56,14 @@ def test_catboost_from_the_cli_validated_with_its_own_shap(adult_root):
     paths = {f["path"] for f in manifest["files"]}
     assert "model/model.cbm" in paths and manifest["training_config"]["trainer"]["model"] == (
         "catboost")
+
+
+@pytest.mark.parametrize("step", ["fit", "custom"])
+def test_keras_from_the_cli_validated_with_gradients(adult_root, step):
+    card, manifest = _train_and_validate(adult_root, "keras_mlp", "epochs=4", "batch_size=128",
+                                         f"train_step={step}")
+    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert "integrated gradients" in card["explanation"]["method"]
+    assert card["explanation"]["by_column"] and card["bias"]
+    assert "model/model.keras" in {f["path"] for f in manifest["files"]}
+    assert manifest["hyperparameters"]["train_step"] == step
