@@ -376,6 +376,55 @@ def load_sklearn(directory: Path, trusted: list[str] | None = None) -> Any:
     return sio.load(path, trusted=list(untrusted))
 
 
+# ------------------------------------------------------------------------------ Spark MLlib
+
+
+def save_spark_ml(saved: Path, directory: Path) -> list[Path]:
+    """Copy a ``PipelineModel`` folder written by MLlib's own writer (``model.write().save``:
+    JSON metadata + Parquet data per stage, no code) into ``directory``. Returns the files."""
+    import shutil
+
+    saved, directory = Path(saved), Path(directory)
+    if not (saved / "metadata").is_dir() or not (saved / "stages").is_dir():
+        raise InvalidArgumentError(
+            f"save_spark_ml: {saved} is not a PipelineModel saved by MLlib's writer (it needs "
+            "metadata/ and stages/)."
+        )
+    shutil.copytree(saved, directory, dirs_exist_ok=True)
+    return sorted(p for p in directory.rglob("*") if p.is_file())
+
+
+def load_spark_ml(directory: Path) -> list[dict[str, Any]]:
+    """Read a saved ``PipelineModel`` without Spark: one dict per stage, in pipeline order, with
+    its MLlib ``metadata`` (class, params) and the rows of each Parquet folder (``data``,
+    ``treesMetadata``). Nothing is executed: the files are JSON and Parquet."""
+    import pyarrow.parquet as pq
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    meta = _spark_metadata(directory)
+    uids = (meta.get("paramMap") or {}).get("stageUids") or []
+    folders = {p.name.split("_", 1)[1]: p for p in (directory / "stages").iterdir() if p.is_dir()}
+    stages = []
+    for uid in uids:
+        if uid not in folders:
+            raise InvalidArgumentError(f"load_spark_ml: {directory} lacks the stage {uid!r}.")
+        folder = folders[uid]
+        tables = {}
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "metadata"):
+            parts = sorted(sub.glob("*.parquet"))
+            tables[sub.name] = [row for part in parts for row in pq.read_table(part).to_pylist()]
+        stages.append({"metadata": _spark_metadata(folder), **tables})
+    return stages
+
+
+def _spark_metadata(folder: Path) -> dict[str, Any]:
+    parts = sorted((folder / "metadata").glob("part-*"))
+    if not parts:
+        raise InvalidArgumentError(f"load_spark_ml: {folder / 'metadata'} holds no metadata file.")
+    return json.loads(parts[0].read_text(encoding="utf-8").splitlines()[0])
+
+
 # ----------------------------------------------------------------------------------- pickle
 
 

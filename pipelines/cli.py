@@ -284,7 +284,7 @@ def select_features(
 def train(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
     training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version to train on (a number or 'latest').")],
-    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp or flax_mlp.")] = None,
+    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp, flax_mlp, spark_gbt or spark_lr.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
@@ -295,6 +295,7 @@ def train(
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
+    spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Training pipeline: a training-dataset version → a model version (status pending)."""
@@ -320,7 +321,7 @@ def train(
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
-            workers=workers, cv=cv,
+            workers=workers, cv=cv, spark_master=spark_master,
         )
         project = _project()
         if smoke:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
                "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch", "catboost": "python",
-               "keras_mlp": "python", "flax_mlp": "python"}
+               "keras_mlp": "python", "flax_mlp": "python", "spark_gbt": "python",
+               "spark_lr": "python"}
+_SPARK = ("spark_gbt", "spark_lr")
 
 
 class TrainingPipelineConfig(PipelineConfig):
@@ -45,6 +47,7 @@ class TrainingPipelineConfig(PipelineConfig):
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     resume: bool = False
     description: str = ""
+    spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
 
     @field_validator("training_dataset_version", mode="before")
     @classmethod
@@ -124,17 +127,24 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
     _check_resume(config, cfg)
+    _check_spark_options(cfg.model, config)
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
         fv0, config.training_dataset_version)})
     carved: dict[str, Any] = {}
-    fv, splits = read_splits(project, use_case, config.training_dataset_version, carve=carved)
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
-    lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
-               "training_dataset_version": config.training_dataset_version}
-    fitted = _fit(config, cfg, splits, workdir, lineage)
+    if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
+        fv = fv0
+        fitted, example = _train_spark(fv, cfg, config, workdir)
+        splits: tuple[Any, ...] = (example,)
+    else:
+        fv, splits = read_splits(project, use_case, config.training_dataset_version,
+                                 carve=carved)
+        lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
+                   "training_dataset_version": config.training_dataset_version}
+        fitted = _fit(config, cfg, splits, workdir, lineage)
     cross_validation: dict[str, Any] | None = None
     if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)
         from pipelines.trainers.cross_validation import cross_validate
@@ -266,6 +276,51 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
         )
         model.save(str(model_dir))
     return model.version
+
+
+def _check_spark_options(model: str, config: TrainingPipelineConfig) -> None:
+    """Options a run would ignore are refused: --spark-master without a Spark model, and the
+    pandas-side options (tuning, Ray workers, cross-validation, resume) with one."""
+    from fstrain.kernel.errors import ConfigError
+
+    if model not in _SPARK:
+        if config.spark_master is not None:
+            raise ConfigError(f"--spark-master is used by the Spark MLlib models ({', '.join(_SPARK)}); "
+                              f"{model!r} does not run on Spark. Drop it or pick a Spark model.")
+        return
+    given = [flag for flag, on in (("--tune", config.tune), ("--workers", config.workers > 1),
+                                   ("--cv", config.cv is not None), ("--resume", config.resume))
+             if on]
+    if given:
+        raise ConfigError(f"{model} trains one MLlib pipeline in Spark; {', '.join(given)} "
+                          "work on pandas frames (Ray, torch) and would be ignored. Drop them.")
+
+
+def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig,
+                 workdir: Path) -> tuple[_Fitted, Any]:
+    """Train a Spark MLlib model on the version's verified Parquet files; also return one
+    train row as the input example."""
+    import pyarrow.parquet as pq
+
+    from fstrain.kernel.errors import ConfigError
+    from pipelines.td_files import verified_split_files
+    from pipelines.trainers.spark_mllib import SparkSource, train_spark
+
+    if getattr(fv, "transformation_functions", None):
+        raise ConfigError(
+            f"feature view {fv.name} v{fv.version} has model-dependent transformations, which "
+            "are applied to pandas frames; Spark reads the untransformed files. Train it with a "
+            "non-Spark model, or move the transformations into the feature pipeline.")
+    if len(fv.labels) != 1:
+        raise ConfigError(f"{cfg.model} needs exactly one label; feature view {fv.name} has "
+                          f"{list(fv.labels)}.")
+    paths = verified_split_files(fv, int(config.training_dataset_version))
+    source = SparkSource(train=str(paths["train"]), validation=str(paths["validation"]),
+                         features=tuple(fv.feature_names), label=fv.labels[0])
+    result = train_spark(cfg, source, workdir=workdir, master=config.spark_master)
+    example = pq.ParquetFile(paths["train"]).read_row_group(0, columns=list(source.features))
+    return (_Fitted(cfg, result, registry_metrics(result.metrics)),
+            example.slice(0, 1).to_pandas())
 
 
 def _finite(value: Any) -> bool:

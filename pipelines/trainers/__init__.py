@@ -44,6 +44,7 @@ _LAZY = {
     "cross_validate": "pipelines.trainers.cross_validation",
     "CrossValidationResult": "pipelines.trainers.cross_validation",
     "deepspeed_config": "pipelines.trainers.distributed",
+    "train_spark": "pipelines.trainers.spark_mllib",
 }
 
 __all__ = ["TorchOptions", "TrainConfig", "TuneOptions", "load_config", *sorted(_LAZY)]

@@ -66,6 +66,14 @@ def train(
         from pipelines.trainers.tabular import train_sklearn
 
         return train_sklearn(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
+    if cfg.model in ("spark_gbt", "spark_lr"):
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"{cfg.model} trains in Spark on a training dataset's Parquet files, not on pandas "
+            "frames: run `fstrain train <use case> --model "
+            f"{cfg.model}` or call pipelines.trainers.spark_mllib.train_spark."
+        )
     from pipelines.trainers.torch_models import train_torch
 
     return train_torch(

@@ -41,9 +41,12 @@ from pydantic import (
 from fstrain.kernel.errors import ConfigError, did_you_mean
 
 ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn",
-                    "catboost", "keras_mlp", "flax_mlp"]
+                    "catboost", "keras_mlp", "flax_mlp", "spark_gbt", "spark_lr"]
 MODEL_KINDS: tuple[str, ...] = ("xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp",
-                                "cnn", "catboost", "keras_mlp", "flax_mlp")
+                                "cnn", "catboost", "keras_mlp", "flax_mlp", "spark_gbt",
+                                "spark_lr")
+#: Spark MLlib models: they read a training dataset's Parquet files in Spark, not DataFrames.
+SPARK_MODELS: frozenset[str] = frozenset({"spark_gbt", "spark_lr"})
 TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
 TABULAR_MODELS: frozenset[str] = frozenset(
     {"xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "catboost", "keras_mlp",
@@ -112,6 +115,15 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
     ),
     "keras_mlp": _NN_PARAMS | {"train_step", "lr_schedule"},
     "flax_mlp": _NN_PARAMS | {"checkpoint_every"},
+    # Spark MLlib's own parameter names (GBTClassifier, LogisticRegression)
+    "spark_gbt": frozenset(
+        {"maxIter", "maxDepth", "stepSize", "subsamplingRate", "maxBins", "minInstancesPerNode",
+         "minInfoGain", "featureSubsetStrategy", "minWeightFractionPerNode"}
+    ),
+    "spark_lr": frozenset(
+        {"maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
+         "family", "aggregationDepth"}
+    ),
 }
 
 #: Numeric hyperparameters: (integer?, lowest allowed, lowest inclusive?, highest or None).
@@ -133,6 +145,10 @@ PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
     "l2_leaf_reg": (False, 0, True, None), "epochs": (True, 1, True, None),
     "batch_size": (True, 1, True, None), "weight_decay": (False, 0, True, None),
     "patience": (True, 1, True, None), "checkpoint_every": (True, 1, True, None),
+    "maxIter": (True, 1, True, None), "maxDepth": (True, 0, True, 30),
+    "maxBins": (True, 2, True, None), "stepSize": (False, 0, False, 1),
+    "subsamplingRate": (False, 0, False, 1), "regParam": (False, 0, True, None),
+    "elasticNetParam": (False, 0, True, 1),
 }
 
 

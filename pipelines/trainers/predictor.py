@@ -343,6 +343,10 @@ def load_predictor(
             preprocessor=preprocessor, image_column=info.get("image_column", "image_path"),
             image_loader=image_loader,
         )
+    if kind in ("spark_gbt", "spark_lr") and schema is not None:
+        from pipelines.trainers.spark_predictor import load_spark_predictor
+
+        return load_spark_predictor(directory, info, labels, schema)
     raise InvalidArgumentError(f"{PREDICTOR_FILE} in {str(directory)!r} has unknown kind {kind!r}.")
 
 

@@ -1,0 +1,130 @@
+"""Spark MLlib trainers: a real CLI run on a slice of the adult use case, local Spark.
+
+The registered model is MLlib's own saved PipelineModel; its Spark-free predictor must give
+Spark's own probabilities on the test split, and model validation must score and explain it.
+Tests that start Spark are slow (a JVM start); the refusals run before any Spark starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fstrain.kernel.errors import ConfigError
+from pipelines.cli import app
+
+pytest.importorskip("pyspark")
+
+
+def _cli(root: Path, *args: str):
+    return CliRunner().invoke(app, [*args, "--root", str(root)])
+
+
+@pytest.fixture(scope="module")
+def adult_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spark_store")
+    assert _cli(root, "features", "adult", "--sample", "1500").exit_code == 0
+    out = _cli(root, "dataset", "adult")
+    assert out.exit_code == 0, out.output
+    return root
+
+
+def _spark_probabilities(saved: Path, test_file: Path, features: list[str], scratch: Path):
+    """Spark's own probabilities for the test rows, from the saved PipelineModel."""
+    from pyspark.ml import PipelineModel
+    from pyspark.ml.functions import vector_to_array
+
+    from pipelines.trainers.spark_mllib import _as_double
+    from pipelines.trainers.spark_session import spark_session
+
+    with spark_session("local[1]", scratch) as spark:
+        raw = spark.read.parquet(str(test_file))
+        kinds = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
+        cols = [_as_double(c, kinds[c]) if kinds[c] != "string" else raw[c] for c in features]
+        model = PipelineModel.load(str(saved))
+        scored = model.transform(raw.select(*cols)).select(vector_to_array("probability"))
+        return np.asarray([r[0] for r in scored.collect()])
+
+
+@pytest.mark.slow
+def test_spark_gbt_and_lr_from_the_cli(adult_root, tmp_path):
+    import feature_store
+    from pipelines.trainers import load_predictor
+
+    out = _cli(adult_root, "train", "adult", "-t", "1", "--model", "spark_gbt",
+               "--param", "maxIter=8", "--param", "maxDepth=3", "--json")
+    assert out.exit_code == 0, out.output
+    project = feature_store.login(root=adult_root)
+    mr = project.get_model_registry()
+    gbt = mr.get_model("adult_income", 1)
+    paths = {e["path"] for e in gbt.manifest["files"]}
+    assert "predictor.json" in paths and "model/metadata/_SUCCESS" in paths
+    assert any(p.startswith("model/stages/") and "GBTClassifier" in p for p in paths)
+    trainer = gbt.training_config["trainer"]
+    assert trainer["model"] == "spark_gbt" and gbt.training_metrics["validation_roc_auc"] > 0.75
+
+    fv = project.get_feature_store().get_feature_view("adult_income", 1)
+    td = fv.get_training_dataset(1)
+    folder = Path(gbt.download(str(tmp_path / "gbt")))
+    predictor = load_predictor(folder)
+    X_test = fv.get_train_validation_test_split(1)[2]
+    mine = predictor.predict_proba(X_test)
+    theirs = _spark_probabilities(folder / "model", Path(td.location) / "test.parquet",
+                                  list(predictor.schema.names), tmp_path / "spark")
+    np.testing.assert_allclose(mine, theirs[:, 1], rtol=0, atol=1e-9)
+
+    out = _cli(adult_root, "validate", "adult_income:1", "--json")
+    assert out.exit_code in (0, 3), out.output
+    record = json.loads(out.output)
+    assert record["key_metric"] == "roc_auc" and record["key_value"] > 0.75
+    card = json.loads(Path(record["scorecard_html"]).with_suffix(".json").read_text())
+    assert card["explanation"]["by_column"], card.get("explanation_error")
+
+    out = _cli(adult_root, "train", "adult", "-t", "1", "--model", "spark_lr",
+               "--param", "maxIter=30", "--spark-master", "local[1]", "--json")
+    assert out.exit_code == 0, out.output
+    lr = mr.get_model("adult_income", 2)
+    assert "local[1]" in lr.training_config["nondeterminism"][0]
+    folder = Path(lr.download(str(tmp_path / "lr")))
+    predictor = load_predictor(folder)
+    theirs = _spark_probabilities(folder / "model", Path(td.location) / "test.parquet",
+                                  list(predictor.schema.names), tmp_path / "spark2")
+    np.testing.assert_allclose(predictor.predict_proba(X_test), theirs[:, 1], rtol=0, atol=1e-9)
+
+
+def test_spark_options_are_refused_before_spark_starts(adult_root):
+    out = _cli(adult_root, "train", "adult", "-t", "1", "--spark-master", "local[1]")
+    assert out.exit_code == 2 and "--spark-master" in out.output
+    out = _cli(adult_root, "train", "adult", "-t", "1", "--model", "spark_lr", "--cv", "3")
+    assert out.exit_code == 2 and "--cv" in out.output
+    out = _cli(adult_root, "train", "adult", "-t", "1", "--model", "spark_gbt",
+               "--param", "max_depth=3")
+    assert out.exit_code == 2 and "maxDepth" in out.output
+
+
+def test_train_api_refuses_spark_models_on_pandas_frames(binary_data, tmp_path):
+    from pipelines.trainers import train
+
+    with pytest.raises(ConfigError, match="Parquet"):
+        train({"model": "spark_lr"}, *binary_data, workdir=tmp_path)
+
+
+def test_a_changed_split_file_stops_the_spark_run(adult_root, tmp_path):
+    import shutil
+
+    import feature_store
+
+    root = tmp_path / "copy"
+    shutil.copytree(adult_root, root)
+    fv = feature_store.login(root=root).get_feature_store().get_feature_view("adult_income", 1)
+    train_file = Path(fv.get_training_dataset(1).location) / "train.parquet"
+    data = bytearray(train_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    train_file.write_bytes(bytes(data))
+    out = _cli(root, "train", "adult", "-t", "1", "--model", "spark_lr")
+    assert out.exit_code == 2 and "no longer matches its recorded sha256" in out.output
+    assert not (root / "runs").exists() or not any((root / "runs").iterdir())
