@@ -66,10 +66,15 @@ def test_spark_gbt_and_lr_from_the_cli(adult_root, tmp_path):
     assert any(p.startswith("model/stages/") and "GBTClassifier" in p for p in paths)
     trainer = gbt.training_config["trainer"]
     assert trainer["model"] == "spark_gbt" and gbt.training_metrics["validation_roc_auc"] > 0.75
+    assert "learning_curves.json" in paths
 
     fv = project.get_feature_store().get_feature_view("adult_income", 1)
     td = fv.get_training_dataset(1)
     folder = Path(gbt.download(str(tmp_path / "gbt")))
+    curves = json.loads((folder / "learning_curves.json").read_text())
+    assert curves["unit"] == "round" and len(curves["val_loss"]) == 8
+    best = curves["best_step"]
+    assert curves["val_loss"][best] == min(curves["val_loss"][: best + 1])
     predictor = load_predictor(folder)
     X_test = fv.get_train_validation_test_split(1)[2]
     mine = predictor.predict_proba(X_test)
@@ -125,6 +130,8 @@ def test_a_changed_split_file_stops_the_spark_run(adult_root, tmp_path):
     data = bytearray(train_file.read_bytes())
     data[len(data) // 2] ^= 0xFF
     train_file.write_bytes(bytes(data))
+    runs = root / "runs"
+    before = sorted(runs.rglob("*")) if runs.exists() else []
     out = _cli(root, "train", "adult", "-t", "1", "--model", "spark_lr")
     assert out.exit_code == 2 and "no longer matches its recorded sha256" in out.output
-    assert not (root / "runs").exists() or not any((root / "runs").iterdir())
+    assert (sorted(runs.rglob("*")) if runs.exists() else []) == before  # Spark never started
