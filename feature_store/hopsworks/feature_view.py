@@ -49,6 +49,7 @@ EXTENSIONS_TAG = "fstrain_feature_view"
 TRAINING_DATASET_TAG = "fstrain_training_dataset"
 _SPLITS_3 = ("train", "validation", "test")
 _SPLITS_2 = ("train", "test")
+_INTEGER_TYPES = ("bigint", "int", "smallint", "tinyint")
 
 
 def check_extensions(owner: str, query: Any, labels: list[str], helpers: list[str],
@@ -223,11 +224,45 @@ class HopsworksFeatureView:
         return [{"name": sdk_attr(f, "Feature", "name"), "type": str(sdk_attr(f, "Feature", "type"))}
                 for f in self.features]
 
+    @cached_property
+    def _root_keys(self) -> tuple[list[str], list[str]]:
+        """``(primary key, [event time])`` of the root group, where the view selects them."""
+        features = self.query.features
+        if not features:
+            return [], []
+        root_id = sdk_attr(features[0], "Feature", "feature_group_id")
+        root = next((fg for fg in self.query.feature_groups if fg.id == root_id), None)
+        if root is None:
+            return [], []
+        selected = {sdk_attr(f, "Feature", "name") for f in features
+                    if sdk_attr(f, "Feature", "feature_group_id") == root_id}
+        return ([k for k in root.primary_key if k in selected],
+                [root.event_time] if root.event_time in selected else [])
+
+    @property
+    def root_key_columns(self) -> list[str]:
+        """The root group's primary key and event time where the view selects them.
+
+        The SDK keeps selected keys in ``X`` (it drops only keys the query does not select);
+        fstrain returns them only with ``primary_key=``/``event_time=``, as the local store
+        does, so a model never trains on a row id or a timestamp on one backend only.
+        """
+        keys, time = self._root_keys
+        return keys + time
+
     @property
     def feature_names(self) -> list[str]:
+        """Model features: columns that are not labels, helper columns or root keys."""
         excluded = (set(self.labels) | set(self.training_helper_columns)
-                    | set(self.inference_helper_columns))
+                    | set(self.inference_helper_columns) | set(self.root_key_columns))
         return [c["name"] for c in self.schema if c["name"] not in excluded]
+
+    def _drop_root_keys(self, frame: Any, primary_key: bool, event_time: bool) -> Any:
+        """``frame`` without the selected root keys the caller did not ask for."""
+        keys, time = self._root_keys
+        drop = ([] if primary_key else keys) + ([] if event_time else time)
+        drop = [k for k in drop if k in getattr(frame, "columns", [])]
+        return frame.drop(columns=drop) if drop else frame
 
     @property
     def query(self) -> HopsworksQuery:
@@ -376,8 +411,13 @@ class HopsworksFeatureView:
         if not fills:
             return y
         y = y.copy()
+        types = {c["name"]: c["type"].lower() for c in self.schema}
         for col, value in fills.items():
-            y[col] = y[col].fillna(value).infer_objects()
+            filled = y[col].fillna(value).infer_objects()
+            if types.get(col) in _INTEGER_TYPES and filled.dtype.kind == "f" \
+                    and (filled % 1 == 0).all():
+                filled = filled.astype("int64")  # the LEFT join's nulls made it float
+            y[col] = filled
         return y
 
     def _read(self, key: str, names: tuple[str, ...], version: int,
@@ -387,7 +427,9 @@ class HopsworksFeatureView:
         frames = sdk_call(self._sdk, key, version, read_options=options or None,
                           _owner=f"{self.owner}, training dataset v{version}", **flags)
         n = len(names)
-        xs, ys = list(frames[:n]), [self._fill(y) for y in frames[n:]]
+        xs = [self._drop_root_keys(x, bool(flags.get("primary_key")), bool(flags.get("event_time")))
+              for x in frames[:n]]
+        ys = [self._fill(y) for y in frames[n:]]
         self._check_hashes(version, names, xs, ys, flags, verify)
         return tuple(xs + ys)
 
@@ -496,7 +538,8 @@ class HopsworksFeatureView:
         frames = sdk_call(self._sdk, "FeatureView.train_validation_test_split",
                           training_helper_columns=training_helper_columns, _owner=self.owner,
                           **{k: utc_bound(self.owner, k, v) for k, v in bounds.items() if v})
-        return tuple(list(frames[:3]) + [self._fill(y) for y in frames[3:]])
+        return tuple([self._drop_root_keys(x, False, False) for x in frames[:3]]
+                     + [self._fill(y) for y in frames[3:]])
 
     def init_batch_scoring(self, training_dataset_version: int | None = None) -> None:
         """Use ``training_dataset_version``'s transformation statistics for batch inference."""
@@ -508,11 +551,13 @@ class HopsworksFeatureView:
                        event_time: bool = False, inference_helper_columns: bool = False,
                        dataframe_type: str = "default", transformed: bool = True) -> Any:
         """Features for batch inference over ``[start_time, end_time)`` (no labels)."""
-        return sdk_call(self._sdk, "FeatureView.get_batch_data", start_time=start_time,
-                        end_time=end_time, read_options=read_options, primary_key=primary_key,
-                        event_time=event_time, inference_helper_columns=inference_helper_columns,
-                        dataframe_type=dataframe_type, transformed=transformed,
-                        _owner=self.owner)
+        frame = sdk_call(self._sdk, "FeatureView.get_batch_data", start_time=start_time,
+                         end_time=end_time, read_options=read_options, primary_key=primary_key,
+                         event_time=event_time,
+                         inference_helper_columns=inference_helper_columns,
+                         dataframe_type=dataframe_type, transformed=transformed,
+                         _owner=self.owner)
+        return self._drop_root_keys(frame, primary_key, event_time)
 
     # -- training-dataset metadata -----------------------------------------------------------
 

@@ -44,6 +44,15 @@ def test_use_case_view_default_split_and_read_back(hops_cluster, use_case):
     assert list(y_train.columns) == fv.labels
     assert not y_train.isna().any().any()  # ccfraud: missing labels filled client-side with 0
     assert not set(fv.labels) & set(x_train.columns)
+    # the root group's selected key and event time are no features (the SDK keeps them in X;
+    # the local store, and so fstrain on both backends, returns them only when asked)
+    assert fv.root_key_columns and not set(fv.root_key_columns) & set(x_train.columns)
+    assert list(x_train.columns) == fv.feature_names
+    with_keys = fv.get_train_validation_test_split(ref.version, primary_key=True,
+                                                   event_time=True)[0]
+    assert list(with_keys.columns) == fv.root_key_columns + fv.feature_names
+    # a label filled after the LEFT join is an integer again, as on the local store
+    assert all(y_train[c].dtype.kind in "iub" for c in fv.labels), y_train.dtypes
 
     view = cluster.server.state.view(spec.feature_view_name, spec.feature_view_version)
     td = view.training_datasets[ref.version].body
