@@ -510,7 +510,7 @@ class FeatureView(TaggedEntity):
 
     def verify_training_dataset(self, training_dataset_version: int) -> None:
         """Re-read a version and check every split against its recorded sha256."""
-        self._td.read_splits(training_dataset_version, verify=True)
+        self._td.verify_version(training_dataset_version)
 
     def kfold(
         self, training_dataset_version: int, k: int = 5, *, split: str = "train",

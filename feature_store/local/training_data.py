@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -507,6 +511,22 @@ class TrainingDataStore:
             self.verify(td, splits)
         return td, splits
 
+    def verify_version(self, version: int) -> None:
+        """Check a version against its recorded hashes. A materialized Parquet version is
+        checked file by file and batch by batch (bounded memory); others are re-read whole."""
+        from feature_store.local import training_data_stream as ts
+
+        td = self.get(version)
+        if td.type != "MATERIALIZED" or td.data_format != "parquet" or td.state == "purged":
+            self.read_splits(version, verify=True)
+            return
+        digests = {}
+        for name, meta in td.splits.items():
+            path = Path(td.location) / f"{name}.parquet"
+            digests[name] = ts.verified_content_hash(path, self._owner(version), name,
+                                                     meta.get("file_sha256"))
+        self.check_digests(td, digests)
+
     def _owner(self, version: int) -> str:
         return (f"training dataset version {version} of feature view '{self.fv.name}' "
                 f"v{self.fv.version}")
@@ -661,15 +681,22 @@ def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
 def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str, *,
                 split: str = "", file_sha256: str | None = None) -> pa.Table:
     """One split file as Arrow, its bytes read once and checked against ``file_sha256`` when
-    recorded; a missing, unreadable or changed file is an :class:`IntegrityError`."""
+    recorded; a missing, unreadable or changed file is an :class:`IntegrityError`.
+
+    A file whose identity (see :func:`_file_identity`) was already verified against the same
+    recorded hash in this process is not hashed again."""
     import pyarrow as pa
 
-    if not path.exists():
-        raise IntegrityError(f"{owner}: file {path} is missing.")
-    data = path.read_bytes()
+    try:
+        with open(path, "rb") as fh:
+            identity = _file_identity(os.fstat(fh.fileno()))
+            data = fh.read()
+    except FileNotFoundError:
+        raise IntegrityError(f"{owner}: file {path} is missing.") from None
+    known = file_sha256 is None or _VERIFIED.seen((identity, file_sha256))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-file-hash") as pool:
         # sha256 releases the GIL: hash the bytes while Arrow parses them
-        digest = None if file_sha256 is None else pool.submit(_sha256_hex, data)
+        digest = None if known else pool.submit(_sha256_hex, data)
         try:
             table = _parse_split(data, data_format, _arrow_schema(columns))
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
@@ -677,12 +704,60 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
                 f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
                 f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
             ) from exc
-    if digest is not None and digest.result() != file_sha256:
-        raise IntegrityError(
-            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
-            f"{path} changed after creation). Recreate the version; do not edit its files."
-        )
+    if digest is not None:
+        if digest.result() != file_sha256:
+            raise IntegrityError(
+                f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+                f"{path} changed after creation). Recreate the version; do not edit its files."
+            )
+        _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
     return table
+
+
+def _file_identity(st: os.stat_result) -> tuple[int, ...]:
+    """What changes whenever a file's bytes can have changed: device, inode, size, mtime and
+    ctime (nanoseconds). ctime is set by the kernel on every write and cannot be set back by
+    user tools, so a rewrite that restores the mtime still changes the identity."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+#: A file changed within this many nanoseconds of being verified is not remembered: file
+#: timestamps come from a coarse clock, so a second write in the same tick could keep them
+#: (git's "racy clean" rule).
+_RACY_NS = 2_000_000_000
+
+
+def _settled(identity: tuple[int, ...]) -> bool:
+    return time.time_ns() - max(identity[3], identity[4]) > _RACY_NS
+
+
+class _VerifiedFiles:
+    """Identities of split files whose bytes matched their recorded sha256 in this process
+    (bounded, least recently used first out; thread-safe)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self.entries: OrderedDict[Any, None] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def seen(self, key: Any) -> bool:
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return True
+            return False
+
+    def add(self, key: Any, *, settled: bool) -> None:
+        if not settled:
+            return
+        with self.lock:
+            self.entries[key] = None
+            self.entries.move_to_end(key)
+            while len(self.entries) > self.capacity:
+                self.entries.popitem(last=False)
+
+
+_VERIFIED = _VerifiedFiles()
 
 
 def _sha256_hex(data: bytes) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -100,6 +100,7 @@ def connect(memory_limit: str | None, spill: Path) -> duckdb.DuckDBPyConnection:
     })
     con.execute("SET TimeZone='UTC'")
     con.execute("SET asof_loop_join_threshold=0")
+    con.execute("SET enable_progress_bar=false")  # never draw on the caller's stdout
     return con
 
 
@@ -242,3 +243,33 @@ def file_sha256(path: Path, chunk: int = 8 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def verified_content_hash(path: Path, owner: str, split: str, recorded_file_sha256: str | None,
+                          batch_rows: int = DEFAULT_BATCH_ROWS) -> str:
+    """The content hash of a split file's rows, read batch by batch, after checking its bytes
+    against ``recorded_file_sha256`` (when recorded); a missing, unreadable or changed file is
+    an :class:`IntegrityError`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from feature_store.core.content_hash import StreamingTableHash
+
+    if not path.exists():
+        raise IntegrityError(f"{owner}: file {path} is missing.")
+    if recorded_file_sha256 is not None and file_sha256(path) != recorded_file_sha256:
+        raise IntegrityError(
+            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+            f"{path} changed after creation). Recreate the version; do not edit its files."
+        )
+    try:
+        source = pq.ParquetFile(path)
+        hasher = StreamingTableHash(source.schema_arrow)
+        for batch in source.iter_batches(batch_size=batch_rows):
+            hasher.update(batch)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise IntegrityError(
+            f"{owner}: file {path} cannot be read as parquet ({type(exc).__name__}: "
+            f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
+        ) from exc
+    return hasher.hexdigest()

@@ -122,3 +122,46 @@ def test_streaming_hash_equals_table_hash_for_any_batching():
     hasher = StreamingTableHash(table.schema)
     hasher.update(table.slice(0, 4))
     assert hasher.hexdigest() != table_sha256(table)
+
+
+def test_streaming_verify_catches_changed_and_missing_files(fv):
+    from fstrain.kernel.errors import IntegrityError
+
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=2, write_options={"batch_rows": 50})
+    fv.verify_training_dataset(version)
+    location = Path(fv.get_training_dataset(version).location)
+    test = pq.read_table(location / "test.parquet")
+    pq.write_table(test.slice(1), location / "test.parquet")  # a valid file, one row fewer
+    with pytest.raises(IntegrityError, match="split 'test'"):
+        fv.verify_training_dataset(version)
+    (location / "test.parquet").unlink()
+    with pytest.raises(IntegrityError, match="missing"):
+        fv.verify_training_dataset(version)
+
+
+def test_verified_split_file_is_not_rehashed_but_a_rewrite_is_caught(fv, monkeypatch):
+    import os
+
+    import feature_store.local.training_data as td_module
+    from fstrain.kernel.errors import IntegrityError
+
+    monkeypatch.setattr(td_module, "_RACY_NS", -10**18)  # remember files however new
+    hashed = []
+    real = td_module._sha256_hex
+    monkeypatch.setattr(td_module, "_sha256_hex", lambda data: hashed.append(1) or real(data))
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=2)
+    first = fv.get_train_test_split(version)
+    assert len(hashed) == 2  # both split files checked once
+    second = fv.get_train_test_split(version)
+    assert len(hashed) == 2  # same identities: not hashed again
+    for x, y in zip(first, second, strict=True):
+        pd.testing.assert_frame_equal(x, y)
+    path = Path(fv.get_training_dataset(version).location) / "train.parquet"
+    before = os.stat(path)
+    table = pq.read_table(path)
+    flipped = table.set_column(table.column_names.index("label"), "label",
+                               pa.array([1 - v for v in table.column("label").to_pylist()]))
+    pq.write_table(flipped, path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back; ctime moves
+    with pytest.raises(IntegrityError, match="'train' no longer matches"):
+        fv.get_train_test_split(version)
