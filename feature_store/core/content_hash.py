@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -114,8 +114,14 @@ def _nonzero_under(raw: np.ndarray, width: int, mask: np.ndarray) -> bool:
     return bool(raw.view(lanes)[mask].any())
 
 
+class _Digest(Protocol):
+    """What the helpers need of a ``hashlib`` hash object (its type is private to hashlib)."""
+
+    def update(self, data: Any, /) -> None: ...
+
+
 def _update_values(
-    chunk: pa.Array, mask: np.ndarray | None, values: hashlib._Hash, lengths: hashlib._Hash
+    chunk: pa.Array, mask: np.ndarray | None, values: _Digest, lengths: _Digest
 ) -> None:
     """Feed one chunk's values; ``mask`` marks null slots, whose undefined bytes hash as zeros."""
     t = chunk.type

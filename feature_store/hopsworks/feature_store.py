@@ -434,7 +434,7 @@ class HopsworksQuery:
                 f"join(): sub_query must be a query (e.g. fg.select_all()). Got "
                 f"{type(sub_query).__name__} instead."
             )
-        self._sdk = sdk_call(self._sdk, "Query.join", sub_query._sdk, on=on, left_on=left_on,
+        self._sdk = sdk_call(self._sdk, "Query.join", _unwrap(sub_query), on=on, left_on=left_on,
                              right_on=right_on, join_type=join_type, prefix=prefix,
                              _owner="query")
         return self

@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, FilterLike
+from feature_store.local import group_storage
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import (
     AlreadyExistsError,
@@ -103,6 +104,11 @@ class FeatureGroup(TaggedEntity):
         return f"feature group '{self.name}' v{self.version}"
 
     @property
+    def feature_store(self) -> FeatureStore:
+        """The feature store holding this group."""
+        return self._store
+
+    @property
     def features(self) -> list[Feature]:
         """The features (columns) of the group; empty until the first insert."""
         return list(self._features)
@@ -127,13 +133,17 @@ class FeatureGroup(TaggedEntity):
     @property
     def delta_table(self) -> DeltaFeatureTable:
         """The Delta table holding this group version (for the query compiler and the engine)."""
-        return self._store._delta_table(self.name, self.version)
+        from feature_store.local.delta_table import DeltaFeatureTable
+
+        return DeltaFeatureTable(self._store.root / "tables" / f"{self.name}_{self.version}",
+                                 self.owner)
 
     @property
     def _table(self) -> DeltaFeatureTable:
         return self.delta_table
 
-    def _require_saved(self) -> int:
+    def require_saved(self) -> int:
+        """The group's catalog id (raises :class:`NotFoundError` before its first insert)."""
         if self.id is None:
             raise NotFoundError(
                 f"{self.owner} has no data yet: it is created by its first insert()."
@@ -185,7 +195,7 @@ class FeatureGroup(TaggedEntity):
         local backend; ``report`` is ``None`` when no expectation suite ran. Bad data raises a
         :class:`~fstrain.kernel.errors.FeatureStoreError` subclass and writes nothing.
         """
-        return self._store._writer.insert(
+        return self._store.writer.insert(
             self,
             features,
             overwrite=overwrite,
@@ -203,15 +213,15 @@ class FeatureGroup(TaggedEntity):
 
         Returns the commit id of the delete.
         """
-        return self._store._writer.remove_rows(self, delete_df)
+        return self._store.writer.remove_rows(self, delete_df)
 
     def append_features(self, features: Feature | list[Feature]) -> FeatureGroup:
         """Add new nullable columns (schema evolution: columns can only be added)."""
-        return self._store._writer.append_features(self, features)
+        return self._store.writer.append_features(self, features)
 
     def update_description(self, description: str) -> FeatureGroup:
         """Change the group's description."""
-        fg_id = self._require_saved()
+        fg_id = self.require_saved()
         self._store.catalog.set_feature_group_description(fg_id, description)
         self.description = description
         return self
@@ -224,12 +234,12 @@ class FeatureGroup(TaggedEntity):
         feature view (so those versions still re-read bit for bit), and commits younger than
         ``retention_hours``. Time travel to any other commit fails afterwards.
         """
-        self._require_saved()
+        self.require_saved()
         if retention_hours < 0:
             raise InvalidArgumentError(
                 f"{self.owner}: retention_hours must be >= 0. Got {retention_hours!r} instead."
             )
-        pinned = self._store._pinned_commits(self)
+        pinned = group_storage.pinned_commits(self)
         table = self._table
         with table.write_lock():
             return table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
@@ -240,10 +250,10 @@ class FeatureGroup(TaggedEntity):
 
     def update_feature_descriptions(self, descriptions: dict[str, str]) -> FeatureGroup:
         """Set the descriptions of several features at once."""
-        self._require_saved()
+        self.require_saved()
         for name in descriptions:
             self.get_feature(name)
-        self._store._refresh_features(self, descriptions=dict(descriptions))
+        self.refresh_features(dict(descriptions))
         return self
 
     def delete(self, force: bool = False) -> None:
@@ -252,7 +262,8 @@ class FeatureGroup(TaggedEntity):
         Refused while a feature view reads the group (the error names the views) unless
         ``force=True``, which leaves those views unreadable.
         """
-        self._store._drop_feature_group(self, force=force)
+        group_storage.drop(self, force=force)
+        self.id = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -266,7 +277,7 @@ class FeatureGroup(TaggedEntity):
         """A query selecting every feature (keys and event time included unless excluded)."""
         from feature_store.local.query import Query
 
-        self._require_saved()
+        self.require_saved()
         names = []
         for f in self._features:
             if f.name in self.primary_key and not include_primary_key:
@@ -288,7 +299,7 @@ class FeatureGroup(TaggedEntity):
         """A query selecting the given features (names or :class:`Feature` objects)."""
         from feature_store.local.query import Query
 
-        self._require_saved()
+        self.require_saved()
         names = [f.name if isinstance(f, Feature) else f for f in features]
         for n in names:
             self.get_feature(n)
@@ -353,7 +364,7 @@ class FeatureGroup(TaggedEntity):
         self, wallclock_time: Any = None, limit: int | None = None
     ) -> dict[int, dict[str, Any]]:
         """``{commit_id: {committedOn, rowsInserted, rowsUpdated, rowsDeleted}}``, newest first."""
-        self._require_saved()
+        self.require_saved()
         commits = self._table.history()
         if wallclock_time is not None:
             cutoff = to_utc(wallclock_time, what="wallclock_time")
@@ -373,7 +384,7 @@ class FeatureGroup(TaggedEntity):
 
     def latest_commit_id(self) -> int:
         """The current commit id (Delta version) of the group."""
-        self._require_saved()
+        self.require_saved()
         return self._table.version()
 
     # -- tags --------------------------------------------------------------------------------
@@ -387,27 +398,27 @@ class FeatureGroup(TaggedEntity):
     def add_feature_tag(self, feature: str, name: str, value: Any) -> None:
         """Attach a tag to one feature, e.g. ``fg.add_feature_tag("sex", "pii", True)``."""
         self.get_feature(feature)
-        self._store.catalog.set_tag("fg", self._require_saved(), feature, _tag_name(name), value)
+        self._store.catalog.set_tag("fg", self.require_saved(), feature, _tag_name(name), value)
 
     def get_feature_tags(self, feature: str) -> dict[str, Any]:
         """All tags of one feature."""
         self.get_feature(feature)
-        return self._store.catalog.get_tags("fg", self._require_saved(), feature)
+        return self._store.catalog.get_tags("fg", self.require_saved(), feature)
 
     def get_all_feature_tags(self) -> dict[str, dict[str, Any]]:
         """``{feature: {tag: value}}`` for every tagged feature."""
-        return self._store.catalog.all_feature_tags("fg", self._require_saved())
+        return self._store.catalog.all_feature_tags("fg", self.require_saved())
 
     def delete_feature_tag(self, feature: str, name: str) -> None:
         """Remove one tag from one feature."""
-        if not self._store.catalog.delete_tag("fg", self._require_saved(), feature, name):
+        if not self._store.catalog.delete_tag("fg", self.require_saved(), feature, name):
             raise NotFoundError(f"{self.owner}: feature '{feature}' has no tag '{name}'.")
 
     # -- statistics --------------------------------------------------------------------------
 
     def compute_statistics(self, commit_id: int | None = None) -> dict[str, Any]:
         """Compute (and store) statistics of the group at ``commit_id`` (default: latest)."""
-        return self._store._statistics_for(self, commit_id, recompute=True)
+        return group_storage.statistics(self, commit_id, recompute=True)
 
     def update_statistics_config(self) -> FeatureGroup:
         """Persist the group's current ``statistics_config`` (after assigning it), as Hopsworks.
@@ -416,7 +427,7 @@ class FeatureGroup(TaggedEntity):
         ``fg.update_statistics_config()``; the value is validated and stored in the catalog.
         """
         self.statistics_config = _statistics_config(self.statistics_config)
-        self._store.catalog.set_statistics_config(self._require_saved(), self.statistics_config)
+        self._store.catalog.set_statistics_config(self.require_saved(), self.statistics_config)
         return self
 
     def get_statistics(
@@ -428,14 +439,14 @@ class FeatureGroup(TaggedEntity):
             commit_id = self._table.version_at(
                 to_utc(computation_time, what="computation_time").value // 1_000_000
             )
-        stats = self._store._statistics_for(self, commit_id, recompute=False)
+        stats = group_storage.statistics(self, commit_id, recompute=False)
         if feature_names:
             stats = {**stats, "features": [f for f in stats["features"] if f["feature"] in feature_names]}
         return stats
 
     def get_all_statistics(self) -> list[dict[str, Any]]:
         """Every stored statistics entry, oldest first."""
-        return self._store.catalog.all_statistics(self._require_saved())
+        return self._store.catalog.all_statistics(self.require_saved())
 
     # -- expectation suites and validation reports -------------------------------------------
 
@@ -490,7 +501,7 @@ class FeatureGroup(TaggedEntity):
         """Stored validation reports, newest first (optionally only INGESTED or REJECTED)."""
         from feature_store.core.expectations import ValidationReport
 
-        rows = self._store.catalog.validation_reports(self._require_saved())
+        rows = self._store.catalog.validation_reports(self.require_saved())
         return [
             ValidationReport.from_dict(report)
             for report, result in rows
@@ -502,10 +513,39 @@ class FeatureGroup(TaggedEntity):
         reports = self.get_validation_reports()
         return reports[0] if reports else None
 
-    # -- helpers used by the writer ----------------------------------------------------------
+    # -- persistence, package-internal (the writer's first insert, schema evolution) ---------
 
-    def _arrow_schema(self) -> pa.Schema:
-        return self._table.schema()
+    def adopt_existing(self) -> None:
+        """If another handle or process created this group meanwhile, bind to it (its id,
+        features and, unless this handle has one, its expectation suite)."""
+        if self._store.catalog.feature_group_row(self.name, self.version) is None:
+            return
+        current = self._store.get_feature_group(self.name, self.version)
+        self.id = current.id
+        self._features = current.features
+        if self._expectation_suite is None:
+            self._expectation_suite = current.expectation_suite
+            self._ingestion_policy = current.validation_ingestion_policy
+
+    def create_metadata(self, schema: pa.Schema) -> None:
+        """Persist this new group (catalog row + empty Delta table with ``schema``); called by
+        the writer on the first insert, after every check passed."""
+        created = group_storage.insert(self, schema)
+        if created is None:
+            self.adopt_existing()
+            return
+        self.id, features = created
+        self._bind_features(features)
+
+    def refresh_features(self, descriptions: dict[str, str] | None = None) -> None:
+        """Re-read the features from the Delta schema (after columns were added) and store
+        them, with ``descriptions`` overriding the known ones."""
+        self._bind_features(group_storage.store_features(self, descriptions))
+
+    def _bind_features(self, features: list[Feature]) -> None:
+        self._features = features
+        for f in features:
+            f.feature_group = self
 
 
 def _tag_name(name: str) -> str:

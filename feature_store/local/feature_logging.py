@@ -68,7 +68,7 @@ class FeatureLogger:
 
     def __init__(self, fv: FeatureView) -> None:
         self.fv = fv
-        self._store = fv._store
+        self._store = fv.feature_store
         self.buffer = Path(self._store.root) / "logs" / f"{fv.name}_{fv.version}"
 
     # -- names and groups --------------------------------------------------------------------
@@ -77,9 +77,10 @@ class FeatureLogger:
         """Name of the log feature group (``{view}_{version}_log`` / ``..._transformed_log``)."""
         return f"{self.fv.name}_{self.fv.version}_{_KINDS[bool(transformed)]}"
 
-    def _group(self, transformed: bool) -> FeatureGroup | None:
+    def group(self, transformed: bool) -> FeatureGroup | None:
+        """The log feature group, or ``None`` before its first materialization."""
         name = self.group_name(transformed)
-        if self._store._fg_row(name, 1) is None:
+        if self._store.catalog.feature_group_row(name, 1) is None:
             return None
         return self._store.get_feature_group(name, 1)
 
@@ -220,7 +221,7 @@ class FeatureLogger:
              td_version: int | None, model_name: str | None,
              model_version: int | None) -> pd.DataFrame:
         """Materialized log rows in ``[start_time, end_time)`` of ``log_time``, in log order."""
-        fg = self._group(transformed)
+        fg = self.group(transformed)
         if fg is None:
             return pd.DataFrame(columns=META_COLUMNS)
         query = fg.select_all()
@@ -236,7 +237,7 @@ class FeatureLogger:
     def delete(self) -> None:
         """Drop both log groups and the buffer."""
         for kind in (False, True):
-            fg = self._group(kind)
+            fg = self.group(kind)
             if fg is not None:
                 fg.delete()
         shutil.rmtree(self.buffer, ignore_errors=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
-from feature_store.local.catalog import dumps, loads, open_catalog
+from feature_store.local.catalog import loads, open_catalog
 from feature_store.local.feature_group import FeatureGroup, warn_default_version
 from feature_store.local.feature_view_operations import (
     FeatureViewOperations,
@@ -27,12 +26,8 @@ from fstrain.kernel.names import (
     check_version,
     normalize_feature_name,
 )
-from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-
-    from feature_store.local.delta_table import DeltaFeatureTable
     from feature_store.local.writer import FeatureGroupWriter
 
 
@@ -42,7 +37,7 @@ class FeatureStore(FeatureViewOperations):
     def __init__(self, root: Path, project_name: str = "fstrain", sdk_objects: Any = None) -> None:
         self.root = root
         # the Hopsworks SDK's object factories (fstrain.sdk_objects), wired in by login()
-        self._sdk_objects = sdk_objects
+        self.sdk_objects = sdk_objects
         self.project_name = project_name
         self.name = f"{project_name}_featurestore"
         # the catalog repository (package-internal: entities of this backend use its methods)
@@ -52,15 +47,12 @@ class FeatureStore(FeatureViewOperations):
         return f"FeatureStore(root='{self.root}')"
 
     @cached_property
-    def _writer(self) -> FeatureGroupWriter:
+    def writer(self) -> FeatureGroupWriter:
+        """The write path of this store's feature groups (package-internal: used by
+        :class:`FeatureGroup`; users call ``fg.insert``)."""
         from feature_store.local.writer import FeatureGroupWriter
 
         return FeatureGroupWriter(self)
-
-    def _delta_table(self, name: str, version: int) -> DeltaFeatureTable:
-        from feature_store.local.delta_table import DeltaFeatureTable
-
-        return DeltaFeatureTable(self.root / "tables" / f"{name}_{version}", f"feature group '{name}' v{version}")
 
     # -- feature groups ----------------------------------------------------------------------
 
@@ -219,12 +211,6 @@ class FeatureStore(FeatureViewOperations):
     def _fg_row(self, name: str, version: int) -> Any:
         return self.catalog.feature_group_row(name, version)
 
-    def _fg_by_id(self, fg_id: int) -> FeatureGroup:
-        row = self.catalog.feature_group_row_by_id(fg_id)
-        if row is None:
-            raise NotFoundError(f"feature group id {fg_id} no longer exists.")
-        return self._fg_from_row(row)
-
     def _fg_from_row(self, row: Any) -> FeatureGroup:
         features = [Feature(**f) for f in loads(row["features"])]
         return FeatureGroup(
@@ -242,120 +228,6 @@ class FeatureStore(FeatureViewOperations):
             features=features,
             fg_id=row["id"],
         )
-
-    def _features_from_schema(
-        self, fg: FeatureGroup, schema: pa.Schema, descriptions: dict[str, str] | None = None
-    ) -> list[Feature]:
-        old = {f.name: f.description for f in fg.features}
-        old.update(descriptions or {})
-        return [
-            Feature(
-                name=field.name,
-                type=str(field.type),
-                description=old.get(field.name, ""),
-                primary=field.name in fg.primary_key,
-                partition=field.name in fg.partition_key,
-                event_time=field.name == fg.event_time,
-            )
-            for field in schema
-        ]
-
-    def _adopt_existing(self, fg: FeatureGroup) -> None:
-        """If another handle or process created the group meanwhile, bind ``fg`` to it."""
-        row = self._fg_row(fg.name, fg.version)
-        if row is not None:
-            current = self._fg_from_row(row)
-            fg.id = current.id
-            fg._features = current.features
-            if fg.expectation_suite is None:
-                fg._expectation_suite = current.expectation_suite
-                fg._ingestion_policy = current.validation_ingestion_policy
-
-    def _create_metadata(self, fg: FeatureGroup, schema: pa.Schema) -> None:
-        """Persist a new feature group (catalog row + empty Delta table) on its first insert."""
-        features = self._features_from_schema(fg, schema)
-        table = self._delta_table(fg.name, fg.version)
-        row = {
-            "name": fg.name, "version": fg.version, "description": fg.description,
-            "primary_key": dumps(fg.primary_key), "event_time": fg.event_time,
-            "partition_key": dumps(fg.partition_key), "foreign_key": dumps(fg.foreign_key),
-            "features": dumps([f.to_dict() for f in features]),
-            "statistics_config": dumps(fg.statistics_config),
-            "expectation_suite": dumps(fg.expectation_suite) if fg.expectation_suite else None,
-            "ingestion_policy": fg.validation_ingestion_policy, "table_path": str(table.path),
-            "created_at": utc_now().isoformat(),
-        }
-
-        def create_table() -> None:  # inside the catalog's write transaction
-            _clear_orphan_table(table)
-            table.create(schema)
-
-        fg_id, inserted = self.catalog.insert_feature_group(row, fg._initial_tags, create_table)
-        if not inserted:
-            self._adopt_existing(fg)
-            return
-        fg.id = fg_id
-        fg._features = features
-        for f in features:
-            f.feature_group = fg
-
-    def _refresh_features(self, fg: FeatureGroup, descriptions: dict[str, str] | None = None) -> None:
-        features = self._features_from_schema(fg, fg.delta_table.schema(), descriptions)
-        self.catalog.set_feature_group_features(fg._require_saved(), [f.to_dict() for f in features])
-        fg._features = features
-        for f in features:
-            f.feature_group = fg
-
-    def _drop_feature_group(self, fg: FeatureGroup, *, force: bool = False) -> None:
-        fg_id = fg._require_saved()
-        views = self._views_reading(fg.name, fg.version)
-        if views and not force:
-            raise InvalidArgumentError(
-                f"{fg.owner} is read by feature view(s) {', '.join(views)}; deleting it would "
-                "strand them and their training datasets. Delete those views first, or call "
-                "fg.delete(force=True)."
-            )
-        self.catalog.delete_feature_group(fg_id)
-        shutil.rmtree(fg.delta_table.path, ignore_errors=True)
-        from feature_store.local.delta_table import forget_snapshots
-
-        forget_snapshots()
-        fg.id = None
-
-    def _pinned_commits(self, fg: FeatureGroup) -> list[int]:
-        """Commits of ``fg`` pinned by any training-dataset version (kept by vacuum)."""
-        key = f"{fg.name}:{fg.version}"
-        commits = set()
-        for metadata in self.catalog.all_training_dataset_metadata():
-            pins = metadata.get("feature_group_commits", {})
-            if key in pins:
-                commits.add(int(pins[key]))
-        return sorted(commits)
-
-    # -- statistics --------------------------------------------------------------------------
-
-    def _statistics_for(self, fg: FeatureGroup, commit_id: int | None, *, recompute: bool) -> dict[str, Any]:
-        from feature_store.local import engine
-        from feature_store.local.statistics import compute_statistics
-
-        fg_id = fg._require_saved()
-        table = fg.delta_table
-        commit = table.version() if commit_id is None else int(commit_id)
-        if not recompute:
-            stored = self.catalog.statistics(fg_id, commit)
-            if stored is not None:
-                return stored
-        from feature_store.local.storage_errors import storage_boundary
-
-        con = engine.connect()
-        try:
-            with storage_boundary(fg.owner, f"computing statistics of commit {commit}"):
-                stats = compute_statistics(con, engine.scan(con, table, commit), table.schema(commit))
-        finally:
-            con.close()
-        stats = {"commit_id": commit, "computed_at": utc_now().isoformat(), **stats}
-        self.catalog.save_statistics(fg_id, commit, stats)
-        return stats
 
 
 _IGNORED_HELP = {
@@ -383,14 +255,3 @@ def _refuse_ignored(name: str, call: str, **options: Any) -> None:
             raise InvalidArgumentError(
                 f"{call}('{name}'): {option}={value!r} is not supported: {_IGNORED_HELP[option]}."
             )
-
-
-def _clear_orphan_table(table: DeltaFeatureTable) -> None:
-    """Remove a table folder that has no catalog row (a first insert killed between creating
-    the folder and committing the row). Called inside the catalog write transaction, so no
-    other process is creating the same group at this moment."""
-    if table.path.exists():
-        shutil.rmtree(table.path)
-        from feature_store.local.delta_table import forget_snapshots
-
-        forget_snapshots()

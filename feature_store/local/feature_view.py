@@ -84,6 +84,11 @@ class FeatureView(TaggedEntity):
     def owner(self) -> str:
         return f"feature view '{self.name}' v{self.version}"
 
+    @property
+    def feature_store(self) -> FeatureStore:
+        """The feature store holding this view."""
+        return self._store
+
     # -- structure ---------------------------------------------------------------------------
 
     @property
@@ -253,7 +258,7 @@ class FeatureView(TaggedEntity):
         from feature_store.core.seeds import draw_seed
         from feature_store.local.training_data_stream import StreamOptions
 
-        self._require_saved()
+        self.require_saved()
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
@@ -438,7 +443,7 @@ class FeatureView(TaggedEntity):
         return tuple(xs + ys)
 
     def _get(self, version: int, expected: tuple[str, ...], call: str, **flags: Any) -> tuple[Any, ...]:
-        self._require_saved()
+        self.require_saved()
         self._check_read_guarantees()
         td = self._td.get(version)
         if tuple(td.splits) != expected:
@@ -492,12 +497,12 @@ class FeatureView(TaggedEntity):
 
     def get_training_datasets(self) -> list[TrainingDataset]:
         """Metadata of every training-dataset version of the view."""
-        self._require_saved()
+        self.require_saved()
         return self._td.all()
 
     def get_training_dataset(self, version: int) -> TrainingDataset:
         """Metadata of one version (commits, SQL, split spec, seed, hashes, statistics)."""
-        self._require_saved()
+        self.require_saved()
         return self._td.get(version)
 
     def get_training_dataset_statistics(self, training_dataset_version: int) -> dict[str, Any]:
@@ -531,17 +536,17 @@ class FeatureView(TaggedEntity):
 
     def purge_training_data(self, training_dataset_version: int) -> None:
         """Delete a version's files but keep its metadata (recreate it later)."""
-        self._require_saved()
+        self.require_saved()
         self._td.purge(training_dataset_version)
 
     def recreate_training_dataset(self, training_dataset_version: int, **unused: Any) -> None:
         """Re-materialize a purged version from its pinned commits (hash-checked)."""
-        self._require_saved()
+        self.require_saved()
         self._td.recreate(training_dataset_version)
 
     def delete_training_dataset(self, training_dataset_version: int) -> None:
         """Delete a version's metadata and files."""
-        self._require_saved()
+        self.require_saved()
         self._td.delete(training_dataset_version)
 
     def delete_all_training_datasets(self) -> None:
@@ -574,7 +579,7 @@ class FeatureView(TaggedEntity):
         from feature_store.local.feature_group import convert_result
         from fstrain.kernel.window import scheduler_bounds
 
-        self._require_saved()
+        self.require_saved()
         self._check_read_guarantees()
         if spine is not None:
             raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
@@ -645,7 +650,7 @@ class FeatureView(TaggedEntity):
         else the latest)."""
         from types import SimpleNamespace
 
-        sdk = self._store._sdk_objects
+        sdk = self._store.sdk_objects
         if sdk is None:
             raise InvalidArgumentError(
                 f"{self.owner}: the SDK's transformation objects need the Hopsworks SDK; open "
@@ -701,7 +706,7 @@ class FeatureView(TaggedEntity):
 
     def _save_logging(self, **flags: bool) -> None:
         self._logging.update(flags)
-        self._store.catalog.set_feature_view_spec(self._require_saved(), self.to_dict())
+        self._store.catalog.set_feature_view_spec(self.require_saved(), self.to_dict())
 
     def enable_logging(self, extra_log_columns: Any = None, **unsupported: Any) -> None:
         """Enable feature logging (the log groups are created on the first materialization)."""
@@ -778,7 +783,7 @@ class FeatureView(TaggedEntity):
     def get_log_timeline(self, wallclock_time: Any = None, limit: int | None = None,
                          transformed: bool | None = False) -> dict[int, dict[str, Any]]:
         """Commits of the log group (``commit_details`` of ``{view}_{version}_log``)."""
-        fg = self._logger._group(bool(transformed))
+        fg = self._logger.group(bool(transformed))
         return {} if fg is None else fg.commit_details(wallclock_time=wallclock_time, limit=limit)
 
     def delete_log(self, transformed: bool | None = None) -> None:
@@ -800,14 +805,19 @@ class FeatureView(TaggedEntity):
 
             check_prohibited(self)
 
-    def _require_saved(self) -> int:
+    def require_saved(self) -> int:
+        """The view's catalog id (raises :class:`NotFoundError` for an unsaved view)."""
         if self.id is None:
             raise NotFoundError(f"{self.owner} has not been saved.")
         return self.id
 
     def delete(self) -> None:
         """Delete the view, its training datasets and tags."""
-        self._store._drop_feature_view(self)
+        fv_id = self.require_saved()
+        self.delete_all_training_datasets()
+        self._logger.delete()  # its feature-log groups and buffer go with it
+        self._store.catalog.delete_feature_view(fv_id)
+        self.id = None
 
     def to_dict(self) -> dict[str, Any]:
         """The persisted specification of the view."""

@@ -32,7 +32,7 @@ from fstrain.kernel.timeutil import utc_now
 class FeatureViewOperations:
     """Feature-view operations of :class:`FeatureStore` (kept apart for readability)."""
 
-    _sdk_objects: Any = None  # fstrain.sdk_objects when opened by login()
+    sdk_objects: Any = None  # fstrain.sdk_objects when opened by login()
 
     catalog: Catalog
 
@@ -129,13 +129,15 @@ class FeatureViewOperations:
         """All versions of a feature view (of every feature view when ``name`` is None)."""
         return [self._fv_from_row(r) for r in self.catalog.feature_view_rows(name)]
 
-    def _sdk_builtin_transformation_functions(self) -> list[Any]:
-        if self._sdk_objects is None:
+    def builtin_transformation_functions(self) -> list[Any]:
+        """The SDK's built-in transformation functions (needs the store opened by
+        ``fstrain.login()``)."""
+        if self.sdk_objects is None:
             raise ConfigError(
                 "Transformation functions are the Hopsworks SDK's objects; open the store with "
                 "fstrain.login() so the SDK is wired in."
             )
-        return self._sdk_objects.builtin_transformation_functions()
+        return self.sdk_objects.builtin_transformation_functions()
 
     def create_transformation_function(self, transformation_function: Any,
                                        version: int | None = None) -> Any:
@@ -151,7 +153,7 @@ class FeatureViewOperations:
         objects, version 1) and every saved ``@udf`` (:meth:`create_transformation_function`)."""
         from feature_store.local.transformation_functions import saved
 
-        return self._sdk_builtin_transformation_functions() + saved(self)
+        return self.builtin_transformation_functions() + saved(self)
 
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
         """The transformation function ``name``: a saved ``@udf`` (``version=None`` means 1,
@@ -164,7 +166,7 @@ class FeatureViewOperations:
         from feature_store.local.transformation_functions import load, versions
 
         builtins = {tf.hopsworks_udf.function_name: tf
-                    for tf in self._sdk_builtin_transformation_functions()}
+                    for tf in self.builtin_transformation_functions()}
         found = load(self, name, version or 1)
         if found is not None:
             return found
@@ -195,7 +197,7 @@ class FeatureViewOperations:
             description=row["description"], labels=spec["labels"],
             training_helper_columns=spec["training_helper_columns"],
             inference_helper_columns=spec["inference_helper_columns"],
-            transformation_functions=[transformation_from_dict(t, self._sdk_objects)
+            transformation_functions=[transformation_from_dict(t, self.sdk_objects)
                                       for t in spec["transformation_functions"]],
             prohibited_tags=spec.get("prohibited_tags", []),
             label_fill_values=spec.get("label_fill_values", {}),
@@ -203,20 +205,14 @@ class FeatureViewOperations:
             logging_paused=spec.get("logging_paused", False), fv_id=row["id"],
         )
 
-    def _views_reading(self, name: str, version: int) -> list[str]:
-        """``name vN`` of every feature view whose query reads feature group ``name`` v``version``."""
+    def feature_views_reading(self, name: str, version: int) -> list[str]:
+        """``'name' vN`` of every feature view whose query reads feature group ``name``
+        v``version`` (used to refuse deleting a group that views still read)."""
         hits = []
         for row in self.catalog.feature_view_rows():
             if (name, version) in _groups_of(loads(row["spec"])["query"]):
                 hits.append(f"'{row['name']}' v{row['version']}")
         return hits
-
-    def _drop_feature_view(self, fv: Any) -> None:
-        fv_id = fv._require_saved()
-        fv.delete_all_training_datasets()
-        fv._logger.delete()  # its feature-log groups and buffer go with it
-        self.catalog.delete_feature_view(fv_id)
-        fv.id = None
 
 
 def _groups_of(query: dict[str, Any]) -> set[tuple[str, int]]:

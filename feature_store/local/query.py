@@ -14,7 +14,6 @@ joins against its own root.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,14 +92,21 @@ def fg_key(fg: FeatureGroup) -> str:
 class Query:
     """Features selected from a root feature group, with joins and filters."""
 
-    def __init__(self, left_feature_group: FeatureGroup, left_features: list[str]) -> None:
+    def __init__(
+        self, left_feature_group: FeatureGroup, left_features: list[str], *,
+        joins: list[Join] | None = None, where: FilterLike | None = None,
+        time_travel: TimeTravel | None = None, pinned: dict[str, int] | None = None,
+        limit: int | None = None,
+    ) -> None:
+        """A query of ``left_features`` of ``left_feature_group``; the keyword arguments
+        rebuild a saved or copied query (users compose with ``join``/``filter``/``as_of``)."""
         self._left_feature_group = left_feature_group
         self._left_features = list(left_features)
-        self._joins: list[Join] = []
-        self._filter: FilterLike | None = None
-        self._time_travel = TimeTravel()
-        self._pinned: dict[str, int] | None = None  # training data: every group at a commit
-        self._limit: int | None = None
+        self._joins: list[Join] = list(joins or [])
+        self._filter: FilterLike | None = where
+        self._time_travel = time_travel or TimeTravel()
+        self._pinned = pinned  # training data: every group at a commit
+        self._limit: int | None = limit
 
     def __repr__(self) -> str:
         fgs = ", ".join(fg_key(fg) for fg in self.feature_groups())
@@ -120,6 +126,11 @@ class Query:
     @property
     def joins(self) -> list[Join]:
         return list(self._joins)
+
+    @property
+    def time_travel(self) -> TimeTravel:
+        """The wallclock time or commit this query's root group is read at (unset: latest)."""
+        return self._time_travel
 
     def feature_groups(self) -> list[FeatureGroup]:
         """Every feature group of the query, root first, depth first."""
@@ -153,7 +164,7 @@ class Query:
             raise InvalidArgumentError(
                 f"join_type must be one of {JOIN_TYPES}. Got {join_type!r} instead."
             )
-        left_fg, right_fg = self._left_feature_group, sub_query._left_feature_group
+        left_fg, right_fg = self._left_feature_group, sub_query.left_feature_group
         left_names = [f.name for f in left_fg.features]
         right_names = [f.name for f in right_fg.features]
         if on is not None:
@@ -220,23 +231,17 @@ class Query:
         elif wallclock_time is not None:
             ms = _epoch_ms(to_utc(wallclock_time, what="wallclock_time"))
             self._time_travel = TimeTravel(wallclock_ms=ms)
-            for sub in self._sub_queries():
-                sub._time_travel = TimeTravel(wallclock_ms=ms)
+            for j in self._joins:  # every sub-query, recursively
+                j.query.as_of(wallclock_time)
         else:
             raise InvalidArgumentError("as_of() needs wallclock_time or commit_id.")
         return self
 
-    def _sub_queries(self) -> list[Query]:
-        out = []
-        for j in self._joins:
-            out += [j.query, *j.query._sub_queries()]
-        return out
-
     def pin_commits(self, pins: dict[str, int]) -> Query:
         """A copy of the query reading each feature group (``"name:version"``) at a commit."""
-        pinned = copy.copy(self)
-        pinned._pinned = dict(pins)
-        return pinned
+        return Query(self._left_feature_group, self._left_features, joins=self._joins,
+                     where=self._filter, time_travel=self._time_travel, pinned=dict(pins),
+                     limit=self._limit)
 
     def resolve_commits(self) -> dict[str, int]:
         """The commit each feature group would be read at now (used to pin training data).
@@ -245,7 +250,7 @@ class Query:
         training dataset records one commit per group).
         """
         out: dict[str, int] = {}
-        for fg, chain in self._groups_with_chain([]):
+        for fg, chain in _groups_with_chain(self, []):
             commit = self._commit_for(fg, chain)
             key = fg_key(fg)
             if out.get(key, commit) != commit:
@@ -254,13 +259,6 @@ class Query:
                     "sub-queries use different as_of). Read it at one commit."
                 )
             out[key] = commit
-        return out
-
-    def _groups_with_chain(self, parents: list[Query]) -> list[tuple[FeatureGroup, list[Query]]]:
-        chain = [*parents, self]
-        out = [(self._left_feature_group, chain)]
-        for j in self._joins:
-            out += j.query._groups_with_chain(chain)
         return out
 
     def spec(self) -> QuerySpec:
@@ -273,10 +271,10 @@ class Query:
         joins = tuple(
             JoinSpec(self._frozen([*chain, j.query]), tuple(j.left_on), tuple(j.right_on),
                      j.join_type, j.prefix, j.lookback)
-            for j in node._joins
+            for j in node.joins
         )
-        fg = node._left_feature_group
-        return QuerySpec(fg, tuple(node._left_features), self._commit_for(fg, chain), joins,
+        fg = node.left_feature_group
+        return QuerySpec(fg, tuple(node.left_features), self._commit_for(fg, chain), joins,
                          self._filter if len(chain) == 1 else None)
 
     def _commit_for(self, fg: FeatureGroup, chain: list[Query] | None = None) -> int:
@@ -286,11 +284,11 @@ class Query:
         if self._pinned is not None and fg_key(fg) in self._pinned:
             return self._pinned[fg_key(fg)]
         owner = chain[-1]
-        if owner._time_travel.commit_id is not None:
-            return _existing_commit(fg, owner._time_travel.commit_id)
+        if owner.time_travel.commit_id is not None:
+            return _existing_commit(fg, owner.time_travel.commit_id)
         for query in reversed(chain):
-            if query._time_travel.wallclock_ms is not None:
-                return fg.delta_table.version_at(query._time_travel.wallclock_ms)
+            if query.time_travel.wallclock_ms is not None:
+                return fg.delta_table.version_at(query.time_travel.wallclock_ms)
         return fg.delta_table.version()
 
     def limit(self, n: int) -> Query:
@@ -404,18 +402,24 @@ class Query:
 
         ref = data["left_feature_group"]
         fg = store.get_feature_group(ref["name"], ref["version"])
-        query = cls(fg, data["left_features"])
+        joins = []
         for j in data["joins"]:
             sub = cls.from_dict(store, j["query"])
             lookback = None if j["lookback_s"] is None else pd.Timedelta(seconds=j["lookback_s"])
-            query._joins.append(
-                Join(sub, j["left_on"], j["right_on"], j["join_type"], j["prefix"], lookback)
-            )
-        if data.get("filter") is not None:
-            query._filter = _filter_from_dict(store, data["filter"])
-        if data.get("as_of"):
-            query._time_travel = TimeTravel(**data["as_of"])
-        return query
+            joins.append(Join(sub, j["left_on"], j["right_on"], j["join_type"], j["prefix"], lookback))
+        where = None if data.get("filter") is None else _filter_from_dict(store, data["filter"])
+        time_travel = TimeTravel(**data["as_of"]) if data.get("as_of") else None
+        return cls(fg, data["left_features"], joins=joins, where=where, time_travel=time_travel)
+
+
+def _groups_with_chain(query: Query, parents: list[Query]) -> list[tuple[FeatureGroup, list[Query]]]:
+    """Every group of ``query``, root first, with the queries from the top down to the
+    sub-query whose root it is."""
+    chain = [*parents, query]
+    out = [(query.left_feature_group, chain)]
+    for j in query.joins:
+        out += _groups_with_chain(j.query, chain)
+    return out
 
 
 def _check_prefix(prefix: Any, right_name: str) -> None:

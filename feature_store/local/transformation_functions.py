@@ -65,7 +65,7 @@ class LocalTransformationFunction:
             AlreadyExistsError: this name and version exist, or the name is a built-in's.
         """
         builtins = {tf.hopsworks_udf.function_name
-                    for tf in self._store._sdk_builtin_transformation_functions()}
+                    for tf in self._store.builtin_transformation_functions()}
         if self.name in builtins:
             raise AlreadyExistsError(
                 f"Transformation function '{self.name}' is a built-in; give your @udf another name."
@@ -96,7 +96,7 @@ def versions(store: FeatureStore, name: str) -> list[int]:
 
 def saved(store: FeatureStore) -> list[LocalTransformationFunction]:
     """Every saved function, by name and version."""
-    return [LocalTransformationFunction(store, store._sdk_objects.load_udf(udf), version)
+    return [LocalTransformationFunction(store, store.sdk_objects.load_udf(udf), version)
             for udf, version in store.catalog.transformation_functions()]
 
 
@@ -105,4 +105,4 @@ def load(store: FeatureStore, name: str, version: int) -> LocalTransformationFun
     udf = store.catalog.transformation_function(name, version)
     if udf is None:
         return None
-    return LocalTransformationFunction(store, store._sdk_objects.load_udf(udf), version)
+    return LocalTransformationFunction(store, store.sdk_objects.load_udf(udf), version)

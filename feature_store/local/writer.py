@@ -63,12 +63,12 @@ class FeatureGroupWriter:
             )
         table = schema_rules.normalize_table(data, fg.owner)
         if fg.id is None:
-            self._store._adopt_existing(fg)
+            fg.adopt_existing()
         if fg.id is None:
             target = schema_rules.infer_schema(table, fg.owner)
             _check_declared_keys(fg, target)
         else:
-            target = fg._arrow_schema()
+            target = fg.delta_table.schema()
         table = schema_rules.conform(table, target, fg.owner)
         schema_rules.check_finite(table, fg.owner)
 
@@ -99,7 +99,7 @@ class FeatureGroupWriter:
                 )
 
         if fg.id is None:
-            self._store._create_metadata(fg, target)
+            fg.create_metadata(target)
         delta = fg.delta_table
         with delta.write_lock():
             commit_id = delta.upsert(table, fg.upsert_key, overwrite=overwrite)
@@ -111,7 +111,7 @@ class FeatureGroupWriter:
             if report is not None and validation_options.get("save_report", True):
                 self._save_report(fg, report)
             if fg.statistics_config.get("enabled", True):
-                self._store._statistics_for(fg, commit_id, recompute=True)
+                fg.compute_statistics(commit_id)
         return None, report
 
     @staticmethod
@@ -144,7 +144,7 @@ class FeatureGroupWriter:
 
     def _save_report(self, fg: FeatureGroup, report: ValidationReport) -> None:
         self._store.catalog.insert_validation_report(
-            fg._require_saved(), utc_now().isoformat(), report.success, report.ingestion_result,
+            fg.require_saved(), utc_now().isoformat(), report.success, report.ingestion_result,
             report.to_dict(),
         )
 
@@ -153,7 +153,7 @@ class FeatureGroupWriter:
             return self._remove_rows(fg, data)
 
     def _remove_rows(self, fg: FeatureGroup, data: Any) -> int:
-        fg._require_saved()
+        fg.require_saved()
         table = schema_rules.normalize_table(data, fg.owner)
         missing = [k for k in fg.upsert_key if k not in table.column_names]
         if missing:
@@ -161,7 +161,7 @@ class FeatureGroupWriter:
                 f"{fg.owner}: remove_rows needs the key columns {fg.upsert_key}; {missing} "
                 "are missing from the data."
             )
-        target = fg._arrow_schema()
+        target = fg.delta_table.schema()
         keys = table.select(fg.upsert_key)
         keys = schema_rules.conform(keys, pa.schema([target.field(k) for k in fg.upsert_key]), fg.owner)
         schema_rules.check_keys(keys, fg.owner, fg.primary_key, fg.event_time, fg.upsert_key)
@@ -169,13 +169,13 @@ class FeatureGroupWriter:
         with delta.write_lock():
             commit_id = delta.delete_matching(keys, fg.upsert_key)
         if fg.statistics_config.get("enabled", True):
-            self._store._statistics_for(fg, commit_id, recompute=True)
+            fg.compute_statistics(commit_id)
         return commit_id
 
     def append_features(self, fg: FeatureGroup, features: Feature | list[Feature]) -> FeatureGroup:
         from fstrain.kernel.names import normalize_feature_name
 
-        fg._require_saved()
+        fg.require_saved()
         new = [features] if isinstance(features, Feature) else list(features)
         if not new:
             raise InvalidArgumentError(f"{fg.owner}: append_features needs at least one Feature.")
@@ -196,7 +196,7 @@ class FeatureGroupWriter:
         delta = fg.delta_table
         with delta.write_lock():
             delta.add_columns(fields)
-        self._store._refresh_features(fg, descriptions={f.name.lower(): f.description for f in new})
+        fg.refresh_features({f.name.lower(): f.description for f in new})
         return fg
 
 
