@@ -93,10 +93,6 @@ _PRIVATE_ACCESS_RATCHET = {
     # the Hopsworks SDK's HopsworksUdf has no public way to read its statistics argument
     # mapping or to get the plain Python function; these are the SDK's own names
     "feature_store/core/udf.py": 2,
-    # being rewritten for out-of-core datasets (#19) by another helper at the time of writing:
-    # reads fv._store (the store root, catalog) and three FeatureView helpers; to be replaced
-    # by fv.feature_store and public view methods once that rewrite has landed
-    "feature_store/local/training_data.py": 9,
 }
 
 

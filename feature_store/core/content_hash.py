@@ -88,8 +88,8 @@ def _column_digest(column: pa.ChunkedArray) -> bytes:
     return nulls.digest() + values.digest() + lengths.digest()
 
 
-def _update_chunk(chunk: pa.Array, nulls: hashlib._Hash, values: hashlib._Hash,
-                  lengths: hashlib._Hash) -> None:
+def _update_chunk(chunk: pa.Array, nulls: _Digest, values: _Digest,
+                  lengths: _Digest) -> None:
     if isinstance(chunk.type, pa.DictionaryType):
         chunk = chunk.dictionary_decode()
     mask = pc.is_null(chunk).to_numpy(zero_copy_only=False) if chunk.null_count else None

@@ -131,20 +131,24 @@ class FeatureView(TaggedEntity):
     def root_feature_group(self) -> Any:
         return self._query.left_feature_group
 
-    def _query_for_training(self, extra_filter: Any) -> Query:
+    def training_query(self, extra_filter: Any) -> Query:
+        """A fresh copy of the view's query with ``extra_filter`` (a filter or ``None``) added;
+        what training data is read from."""
         query = self.query
         if extra_filter is not None:
             query.filter(extra_filter)
         return query
 
-    def _filter_from_dict(self, data: dict[str, Any] | None) -> Any:
+    def filter_from_dict(self, data: dict[str, Any] | None) -> Any:
+        """A filter stored in a training dataset's metadata, rebuilt against this store."""
         from feature_store.local.query import _filter_from_dict
 
         return None if data is None else _filter_from_dict(self._store, data)
 
     # -- transformations ---------------------------------------------------------------------
 
-    def _fit_transformations(self, train: pa.Table) -> dict[str, Any]:
+    def fit_transformations(self, train: pa.Table) -> dict[str, Any]:
+        """The statistics the view's transformation functions need, fitted on ``train``."""
         if not self.transformation_functions:
             return {}
         from feature_store.core.transformations import fit_transformations

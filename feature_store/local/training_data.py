@@ -107,8 +107,8 @@ class TrainingDataStore:
 
     def __init__(self, fv: FeatureView) -> None:
         self.fv = fv
-        self.catalog = fv._store.catalog
-        self.root = fv._store.root / "training_datasets" / f"{fv.name}_{fv.version}"
+        self.catalog = fv.feature_store.catalog
+        self.root = fv.feature_store.root / "training_datasets" / f"{fv.name}_{fv.version}"
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -125,7 +125,7 @@ class TrainingDataStore:
         td = TrainingDataset.from_dict(row[0])
         td.state = row[1]
         if td.location and not Path(td.location).is_absolute():
-            td.location = str(self.fv._store.root / td.location)  # stored relative to the store
+            td.location = str(self.fv.feature_store.root / td.location)  # stored relative to the store
         return td
 
     def all(self) -> list[TrainingDataset]:
@@ -139,7 +139,7 @@ class TrainingDataStore:
         keys and event time are in its output."""
         from feature_store.local.pit import compile_query
 
-        query = self.fv._query_for_training(extra_filter)
+        query = self.fv.training_query(extra_filter)
         pins = pins or query.resolve_commits()
         pinned = query.pin_commits(pins)
         output = {f.name for f in pinned.features}
@@ -375,7 +375,7 @@ class TrainingDataStore:
         version; returns the staging folder and what ``convert`` returned."""
         splits, facts = self.compute(spec, **window)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
-        metadata["transformation_statistics"] = self.fv._fit_transformations(splits["train"])
+        metadata["transformation_statistics"] = self.fv.fit_transformations(splits["train"])
         metadata.update(facts)
         metadata["splits"] = {name: {} for name in splits}
         data_format = metadata["data_format"]
@@ -418,7 +418,7 @@ class TrainingDataStore:
                 c for tf in self.fv.transformation_functions for c in tf.inputs))
             train = ts.read_columns(files["train"].path, inputs) if inputs else None
             metadata["transformation_statistics"] = (
-                self.fv._fit_transformations(train) if train is not None else {})
+                self.fv.fit_transformations(train) if train is not None else {})
             del train
             metadata.update(facts)
             for name, split_file in files.items():
@@ -446,7 +446,7 @@ class TrainingDataStore:
                 if final.exists():  # orphan of a create killed after its rename
                     shutil.rmtree(final)
                 staging.rename(final)
-                metadata["location"] = str(final.relative_to(self.fv._store.root))
+                metadata["location"] = str(final.relative_to(self.fv.feature_store.root))
             return metadata
 
         try:
@@ -455,7 +455,7 @@ class TrainingDataStore:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
                 if "location" in metadata:
-                    shutil.rmtree(self.fv._store.root / metadata["location"], ignore_errors=True)
+                    shutil.rmtree(self.fv.feature_store.root / metadata["location"], ignore_errors=True)
             raise
         return version
 
@@ -501,7 +501,7 @@ class TrainingDataStore:
             verify = verify or any(not m.get("file_sha256") for m in td.splits.values())
         else:
             spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
-            extra = self.fv._filter_from_dict(td.extra_filter)
+            extra = self.fv.filter_from_dict(td.extra_filter)
             splits, _ = self.compute(
                 spec, start_time=td.event_start_time, end_time=td.event_end_time,
                 extra_filter=extra, pins=td.feature_group_commits,
@@ -571,7 +571,7 @@ class TrainingDataStore:
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
         window = {"start_time": td.event_start_time, "end_time": td.event_end_time,
-                  "extra_filter": self.fv._filter_from_dict(td.extra_filter),
+                  "extra_filter": self.fv.filter_from_dict(td.extra_filter),
                   "pins": td.feature_group_commits}
         if td.type == "MATERIALIZED" and td.data_format == "parquet":
             staging = self._new_staging()
