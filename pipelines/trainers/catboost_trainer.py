@@ -21,6 +21,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.curves import from_history
 from pipelines.trainers.data import FeatureSchema, LabelInfo, label_info
 from pipelines.trainers.imbalance import plan_imbalance
 from pipelines.trainers.metrics import classification_metrics, resolve_metric
@@ -78,7 +79,9 @@ def catboost_params(config: TrainConfig, n_classes: int, metric: str) -> dict[st
     params: dict[str, Any] = {
         "iterations": 500, "learning_rate": 0.1, "depth": 6,
         "loss_function": loss, "eval_metric": eval_metric,
-        "custom_metric": list(dict.fromkeys([loss, "Accuracy"])),
+        # the selection metric is scored on the train split too (learning curves)
+        "custom_metric": list(dict.fromkeys([loss, "Accuracy",
+                                             f"{eval_metric}:hints=skip_train~false"])),
         "random_seed": config.seed, "allow_writing_files": False, "verbose": False,
     }
     if config.early_stopping_rounds:
@@ -97,13 +100,11 @@ class _History:
 
     def after_iteration(self, info: Any) -> bool:
         row: dict[str, Any] = {"round": int(info.iteration) - 1}
-        for name, values in (info.metrics.get("validation") or {}).items():
-            key = _HISTORY.get(name.split(":")[0])
-            if key is not None and values:
-                row.setdefault(key, float(values[-1]))
-        for name, values in (info.metrics.get("learn") or {}).items():
-            if name.split(":")[0] in ("Logloss", "MultiClass") and values:
-                row["train_loss"] = float(values[-1])
+        for split, prefix in (("validation", "val_"), ("learn", "train_")):
+            for name, values in (info.metrics.get(split) or {}).items():
+                key = _HISTORY.get(name.split(":")[0])
+                if key is not None and values:
+                    row.setdefault(key.replace("val_", prefix, 1), float(values[-1]))
         self.rows.append(row)
         if self.report is not None:
             self.report(row)
@@ -148,14 +149,19 @@ def train_catboost(
     proba = predictor.predict_proba_matrix(x_va)
     best = model.get_best_iteration()
     final = {**params, "trees": int(model.tree_count_)}
+    best_step = int(best) if best is not None else int(model.tree_count_) - 1
+    curves = from_history(
+        history.rows, unit="round", loss="logloss", metric=metric, mode=mode, step_key="round",
+        best_step=best_step,
+        notes=["CatBoost's own metrics per round; the train values are weighted by the class "
+               "weights when imbalance applies them, the validation values are unweighted"])
     return TrainResult(
         model=predictor, metrics=classification_metrics(y_va, proba, labels.n_classes),
         history=history.rows, params=_jsonable(final), imbalance=plan.record,
         nondeterminism=["CatBoost on CPU: the same model for a fixed random_seed, data and "
                         "thread_count"],
         config=config, metric=metric, mode=mode,
-        best_iteration=int(best) if best is not None else int(model.tree_count_) - 1,
-        device="cpu",
+        best_iteration=best_step, device="cpu", curves=curves,
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(y_tr),
                "categorical_features": cats, "categorical_encoding": "CatBoost native"},
     )

@@ -34,14 +34,16 @@ import pandas as pd
 from fstrain.kernel.errors import ConfigError
 from pipelines.trainers.config import TrainConfig
 from pipelines.trainers.metrics import classification_metrics, resolve_metric
-from pipelines.trainers.predictor import ExplainTarget
 from pipelines.trainers.nn_common import (
     MatrixPredictor,
     NNOptions,
     epoch_row,
     load_common,
+    nn_curves,
     softmax,
+    train_eval_rows,
 )
+from pipelines.trainers.predictor import ExplainTarget
 from pipelines.trainers.result import TrainResult
 from pipelines.trainers.tabular import Prepared, Reporter
 
@@ -131,15 +133,22 @@ def _callbacks(keras: Any, opts: NNOptions, monitor: tuple[str, str], ckpt: Path
     return out
 
 
-def _validation_callback(keras: Any, X_val: np.ndarray, y_val: np.ndarray, k: int,
+def _validation_callback(keras: Any, data: Prepared, seed: int,
                          history: list[dict[str, Any]], report: Reporter | None) -> Any:
+    k = data.labels.n_classes
+    rows = train_eval_rows(len(data.y_train), seed)
+    X_fit, y_fit = data.X_train[rows], data.y_train[rows]
+
     class Validation(keras.callbacks.Callback):  # type: ignore[misc, name-defined]
         def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
             logs = logs if logs is not None else {}
-            proba = softmax(self.model.predict(X_val, batch_size=4096, verbose=0))
+
+            def proba(X: np.ndarray) -> np.ndarray:
+                return softmax(self.model.predict(X, batch_size=4096, verbose=0))
+
             lr = float(np.asarray(self.model.optimizer.learning_rate))
-            row = epoch_row(epoch, y_val, proba, k, train_loss=float(logs.get("loss", np.nan)),
-                            lr=lr)
+            row = epoch_row(epoch, k, (data.y_val, proba(data.X_val)), (y_fit, proba(X_fit)),
+                            train_objective=float(logs.get("loss", np.nan)), lr=lr)
             logs.update({key: v for key, v in row.items() if key.startswith("val_")})
             history.append(row)
             if report is not None:
@@ -173,7 +182,7 @@ def train_keras(
     ckpt = Path(workdir) / "checkpoints" / "best.weights.h5"
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     history: list[dict[str, Any]] = []
-    validation = _validation_callback(keras, data.X_val, data.y_val, k, history, report)
+    validation = _validation_callback(keras, data, config.seed, history, report)
     callbacks = _callbacks(keras, opts, (f"val_{metric}", mode), ckpt, validation)
     model.fit(data.X_train, data.y_train, sample_weight=data.sample_weight,
               batch_size=opts.batch_size, epochs=opts.epochs, shuffle=True,
@@ -194,6 +203,7 @@ def train_keras(
                         "seeded with keras.utils.set_random_seed: the same weights for a fixed "
                         "seed, data and thread count on CPU"],
         config=config, metric=metric, mode=mode, best_iteration=best, device="cpu",
+        curves=nn_curves(history, metric, mode, best, f"Keras {opts.option('train_step')}"),
         extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
                "epochs_run": len(history), "train_step": opts.option("train_step")},
     )

@@ -75,14 +75,38 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def epoch_row(epoch: int, y_val: np.ndarray, proba: np.ndarray, n_classes: int,
-              **extra: float) -> dict[str, Any]:
-    """One history row: ``val_<metric>`` of every classification metric, plus ``extra``."""
-    metrics = classification_metrics(y_val, proba, n_classes)
+#: train rows scored after each epoch for the learning curves (a fixed, seeded sample)
+TRAIN_EVAL_ROWS = 2048
+
+
+def train_eval_rows(n_rows: int, seed: int) -> np.ndarray:
+    """The fixed sample of train rows scored after each epoch (sorted positions)."""
+    return np.sort(np.random.default_rng(seed).permutation(n_rows)[:TRAIN_EVAL_ROWS])
+
+
+def epoch_row(epoch: int, n_classes: int, val: tuple[np.ndarray, np.ndarray],
+              train: tuple[np.ndarray, np.ndarray], **extra: float) -> dict[str, Any]:
+    """One history row: ``val_<metric>`` and ``train_<metric>`` of every classification
+    metric from ``(labels, probabilities)`` of each split, plus ``extra``."""
     row: dict[str, Any] = {"epoch": epoch}
-    row.update({f"val_{k}": float(v) for k, v in metrics.items() if k != "n"})
+    for prefix, (y, proba) in (("val_", val), ("train_", train)):
+        metrics = classification_metrics(y, proba, n_classes)
+        row.update({f"{prefix}{k}": float(v) for k, v in metrics.items() if k != "n"})
     row.update({k: float(v) for k, v in extra.items()})
     return row
+
+
+def nn_curves(history: list[dict[str, Any]], metric: str, mode: str, best: int | None,
+              framework: str) -> Any:
+    """Per-epoch learning curves of a Keras/Flax run (the trainer contract's schema)."""
+    from pipelines.trainers.curves import from_history
+
+    return from_history(
+        history, unit="epoch", loss="logloss", metric=metric, mode=mode, step_key="epoch",
+        best_step=best, extra_keys={"train_objective": "train_objective", "lr": "lr"},
+        notes=[f"{framework}: train values are scored after each epoch on a fixed sample of at "
+               f"most {TRAIN_EVAL_ROWS} train rows (dropout off); train_objective is the "
+               "optimised loss (class weights applied) averaged over the epoch"])
 
 
 def improved(value: float, best: float | None, mode: str) -> bool:

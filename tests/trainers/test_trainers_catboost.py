@@ -36,6 +36,10 @@ def test_categoricals_are_native_and_early_stopping_keeps_the_best(fitted):
     assert len(aucs) == best + 1 + 5 and aucs[best] == max(aucs)  # a learning curve per round
     assert result.metrics["auc"] == pytest.approx(aucs[best], abs=1e-6)
     assert result.params["random_seed"] == 42 and result.nondeterminism
+    curves = result.curves  # the trainer contract's learning curves, one point per round
+    assert curves.unit == "round" and curves.best_step == best and len(curves) == len(aucs)
+    assert curves.val_metric == pytest.approx(aucs) and None not in curves.train_metric
+    assert curves.train_loss[-1] < curves.train_loss[0]
 
 
 def test_class_weights_touch_the_train_split_only(fitted):

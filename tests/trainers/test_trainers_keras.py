@@ -42,6 +42,10 @@ def test_fit_with_callbacks_early_stops_and_keeps_the_best_epoch(runs):
     lrs = [row["lr"] for row in history]  # cosine decay, one value per epoch
     assert lrs[0] == pytest.approx(0.01) and all(a > b for a, b in zip(lrs, lrs[1:]))
     assert result.imbalance["applied_to"] == "train" and "class_weight" in result.imbalance
+    curves = result.curves
+    assert curves.unit == "epoch" and curves.best_step == best and curves.val_metric == aucs
+    assert None not in curves.train_loss + curves.train_metric + curves.val_loss
+    assert curves.train_loss[-1] < curves.train_loss[0]
 
 
 def test_the_explicit_gradient_step_matches_fits_own_step(runs, binary_data):
@@ -51,8 +55,8 @@ def test_the_explicit_gradient_step_matches_fits_own_step(runs, binary_data):
     X_va = binary_data[2]
     # the same forward, loss, backward and AdamW update: the same weights, bit for bit
     np.testing.assert_array_equal(custom.model.predict_proba(X_va), fit.model.predict_proba(X_va))
-    assert [r["train_loss"] for r in custom.history] == pytest.approx(
-        [r["train_loss"] for r in fit.history], rel=1e-6)
+    assert [r["train_objective"] for r in custom.history] == pytest.approx(
+        [r["train_objective"] for r in fit.history], rel=1e-6)
 
 
 @pytest.mark.parametrize("step", ["fit", "custom"])
