@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from model_registry.api import ModelRegistry
-    from model_registry.local.model import Model
     from model_registry.local.registry import LocalModelRegistry
+    from model_registry.model import Model
     from model_registry.schema import ModelSchema, Schema
 
 __all__ = ["LocalModelRegistry", "Model", "ModelRegistry", "ModelSchema", "Schema"]
 
 _EXPORTS = {
     "LocalModelRegistry": "model_registry.local.registry",
-    "Model": "model_registry.local.model",
+    "Model": "model_registry.model",
     "ModelRegistry": "model_registry.api",
     "ModelSchema": "model_registry.schema",
     "Schema": "model_registry.schema",

@@ -2,15 +2,141 @@
 
 Pipelines and model validation use a registry and its models only through these protocols;
 ``tests/typing/conformance.py`` makes the type checker prove that both backends satisfy them.
+
+There is one model entity, :class:`model_registry.model.Model`: it holds a version's metadata
+and delegates every read and write of a stored version to a backend's :class:`ModelStorage`
+(``model_registry.local.model_storage``, ``model_registry.hopsworks.model_storage``). A registry
+is a factory of models over its storage.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Model", "ModelFramework", "ModelRegistry"]
+__all__ = ["Model", "ModelDraft", "ModelFramework", "ModelRegistry", "ModelStorage"]
+
+
+@dataclass(frozen=True)
+class ModelDraft:
+    """What a model version is registered with (checked by ``create_model``), or, for a model
+    read back from a registry, what its backend records cheaply (the rest is in the manifest).
+
+    ``input_example`` is in its JSON form; ``model_schema`` is a
+    :class:`model_registry.schema.ModelSchema` or None.
+    """
+
+    name: str
+    framework: str
+    version: int | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    description: str | None = None
+    input_example: Any = None
+    model_schema: Any = None
+    feature_view: Any = None
+    training_dataset_version: int | None = None
+    tags: Mapping[str, Any] = field(default_factory=dict)
+    hyperparameters: Mapping[str, Any] | None = None
+    training_config: Mapping[str, Any] | None = None
+
+
+class ModelStorage(Protocol):
+    """Where a backend keeps model versions. ``handle`` is the backend's own reference to one
+    saved version (returned by :meth:`save`); the model entity never looks inside it."""
+
+    @property
+    def backend(self) -> str:
+        """``local`` or ``hopsworks``."""
+        ...
+
+    def save(self, draft: ModelDraft, source: Path, *,
+             await_registration: int = 480) -> tuple[Any, int]:
+        """Store ``source`` (a file, or a folder's content) as a new version with a manifest;
+        ``(handle, version)``. A failed save leaves no version behind."""
+        ...
+
+    def created(self, handle: Any) -> Any:
+        """When the version was saved."""
+        ...
+
+    def validation_status(self, handle: Any) -> str:
+        """``pending``, ``passed`` or ``failed``."""
+        ...
+
+    def set_validation_status(self, handle: Any, status: str) -> Any:
+        """Record a checked status; the handle to use from now on."""
+        ...
+
+    def feature_view_ref(self, handle: Any) -> tuple[str | None, int | None]:
+        """Name and version of the feature view the version was trained from."""
+        ...
+
+    def lineage(self, handle: Any) -> dict[str, Any]:
+        """Feature view, training-dataset version and, when known, the training dataset."""
+        ...
+
+    def manifest(self, handle: Any) -> dict[str, Any]:
+        """The version's ``manifest.json``, checked against the hash the backend keeps."""
+        ...
+
+    def files_path(self, handle: Any) -> Path:
+        """A local folder holding the version's files (the version folder, or a verified
+        mirror of a remote version)."""
+        ...
+
+    def remote_path(self, handle: Any) -> str:
+        """Where the backend keeps the version (a folder, or a path in Hopsworks)."""
+        ...
+
+    def download(self, handle: Any, local_path: str | os.PathLike[str] | None) -> Path:
+        """Copy the files into ``local_path`` (None: a new folder) and verify them."""
+        ...
+
+    def verify(self, handle: Any) -> None:
+        """Check the version's files against its manifest (raises ``IntegrityError``)."""
+        ...
+
+    def delete(self, handle: Any) -> None:
+        """Delete the version: its files, tags and record."""
+        ...
+
+    def attach(self, handle: Any, relative_path: str, data: bytes | Path) -> Path:
+        """Add or replace an attachment (never a model file, never under ``history/``);
+        its path under :meth:`files_path`."""
+        ...
+
+    def append_history(self, handle: Any, kind: str, payload: dict[str, Any],
+                       files: dict[str, bytes], status: str | None) -> dict[str, Any]:
+        """Store one immutable history event (``model_registry.history``); a validation run
+        also sets the status. The stored record."""
+        ...
+
+    def history(self, handle: Any) -> list[dict[str, Any]]:
+        """Every history event, oldest first, integrity-checked."""
+        ...
+
+    def get_tags(self, handle: Any) -> dict[str, Any]:
+        """All tags of the version."""
+        ...
+
+    def get_tag(self, handle: Any, name: str) -> Any:
+        """One tag's value (raises ``ModelNotFoundError`` when it is not set)."""
+        ...
+
+    def set_tag(self, handle: Any, name: str, value: Any) -> None:
+        """Set (or replace) a tag."""
+        ...
+
+    def delete_tag(self, handle: Any, name: str) -> None:
+        """Remove a tag (raises ``ModelNotFoundError`` when it is not set)."""
+        ...
+
+    def get_feature_view(self, name: str, version: int | None) -> Any:
+        """The backend's feature view of that name and version (for batch scoring)."""
+        ...
 
 
 class Model(Protocol):

@@ -199,6 +199,11 @@ class HopsworksFeatureView:
         return f"feature view '{self.name}' v{self.version}"
 
     @property
+    def sdk_object(self) -> Any:
+        """The wrapped ``hsfs`` feature view (what ``hsml``'s ``create_model`` takes)."""
+        return self._sdk
+
+    @property
     def description(self) -> str:
         return sdk_attr(self._sdk, "FeatureView", "description") or ""
 

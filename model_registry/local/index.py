@@ -79,7 +79,8 @@ class ModelRecord:
     feature_view_version: int | None = None
     training_dataset_version: int | None = None
 
-    def _values(self) -> tuple[Any, ...]:
+    def as_row(self) -> tuple[Any, ...]:
+        """The row's values in the order of the table's columns."""
         return (
             self.name,
             self.version,
@@ -132,14 +133,14 @@ class IndexTransaction:
         """Add a version row (the primary key rejects a duplicate)."""
         self._conn.execute(
             f"INSERT INTO model_versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            record._values(),
+            record.as_row(),
         )
 
     def insert_many(self, records: list[ModelRecord]) -> None:
         """Add many version rows at once (bulk import, tests)."""
         self._conn.executemany(
             f"INSERT INTO model_versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [r._values() for r in records],
+            [r.as_row() for r in records],
         )
 
     def delete(self, name: str, version: int) -> None:

@@ -3,7 +3,7 @@
 A write of the registry (save, attachment, history, status, tag, delete) or a download that
 meets a full disk, a file-size limit, an unwritable folder or an unreadable index raises a
 :class:`~fstrain.kernel.errors.BackendError` naming the model version and what to do, with the
-library's error chained. Every write cleans up after itself (see :mod:`.registry`), so the
+library's error chained. Every write cleans up after itself (see :mod:`.model_storage`), so the
 registry reads back as it was before the call.
 """
 
@@ -44,7 +44,7 @@ def storage_boundary(label: str, action: str) -> Iterator[None]:
 
 
 def typed_storage_errors(action: str) -> Callable[[F], F]:
-    """Decorate a registry method whose first argument is a ``Model`` or a ``ModelRecord``."""
+    """Decorate a storage method whose first argument is a ``ModelDraft`` or a ``ModelRecord``."""
 
     def decorate(method: F) -> F:
         @functools.wraps(method)

@@ -20,13 +20,16 @@ from feature_store.local.feature_view import FeatureView
 from feature_store.local.query import Query
 from fstrain.project import Project
 from model_registry import api as mr_api
-from model_registry.hopsworks.registry import HopsworksModel, HopsworksModelRegistry
-from model_registry.local.model import Model
+from model_registry.hopsworks.model_storage import HopsworksModelStorage
+from model_registry.hopsworks.registry import HopsworksModelRegistry
+from model_registry.local.model_storage import LocalModelStorage
 from model_registry.local.registry import LocalModelRegistry
+from model_registry.model import Model
 
 
 def local_backend(project: Project, fs: FeatureStore, fg: FeatureGroup, query: Query,
-                  fv: FeatureView, mr: LocalModelRegistry, model: Model) -> None:
+                  fv: FeatureView, mr: LocalModelRegistry, storage: LocalModelStorage,
+                  model: Model) -> None:
     """The embedded store (Delta Lake + DuckDB) and the local registry."""
     _project: fs_api.Project = project
     _fs: fs_api.FeatureStore = fs
@@ -34,17 +37,20 @@ def local_backend(project: Project, fs: FeatureStore, fg: FeatureGroup, query: Q
     _query: fs_api.Query = query
     _fv: fs_api.FeatureView = fv
     _mr: mr_api.ModelRegistry = mr
+    _storage: mr_api.ModelStorage = storage
     _model: mr_api.Model = model
 
 
 def hopsworks_backend(project: HopsworksProject, fs: HopsworksFeatureStore,
                       fg: HopsworksFeatureGroup, query: HopsworksQuery, fv: HopsworksFeatureView,
-                      mr: HopsworksModelRegistry, model: HopsworksModel) -> None:
-    """The adapter over the ``hopsworks`` SDK."""
+                      mr: HopsworksModelRegistry, storage: HopsworksModelStorage,
+                      model: Model) -> None:
+    """The adapter over the ``hopsworks`` SDK (one ``Model`` entity over either storage)."""
     _project: fs_api.Project = project
     _fs: fs_api.FeatureStore = fs
     _fg: fs_api.FeatureGroup = fg
     _query: fs_api.Query = query
     _fv: fs_api.FeatureView = fv
     _mr: mr_api.ModelRegistry = mr
+    _storage: mr_api.ModelStorage = storage
     _model: mr_api.Model = model
