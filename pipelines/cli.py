@@ -293,6 +293,7 @@ def train(
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
     workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
+    nested: Annotated[bool, typer.Option("--nested", help="With --tune --cv K: nested CV, the outer-fold score of the whole tuning procedure; recorded with the model.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
@@ -306,7 +307,7 @@ def train(
         from pipelines.versions import parse_version
 
         version = parse_version(training_dataset_version, "--training-dataset-version")
-        _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume,
+        _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume, nested=nested,
                            workers=workers > 1, ray_address=ray_address is not None)
         overrides: dict[str, Any] = {}
         if config is not None:
@@ -321,7 +322,7 @@ def train(
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
-            workers=workers, cv=cv, spark_master=spark_master,
+            workers=workers, cv=cv, spark_master=spark_master, nested=nested,
         )
         project = _project()
         if smoke:
@@ -331,7 +332,9 @@ def train(
             ref = training.run(project, cfg)
         human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
-        if cv is not None:
+        if nested:
+            human += _nested_summary(project, ref, payload)
+        elif cv is not None:
             record = project.get_model_registry().get_model(ref.name, ref.version)
             folds = record.training_config["cross_validation"]
             stats = folds["summary"].get(folds["metric"], {})
@@ -341,6 +344,17 @@ def train(
         _emit(payload, human)
 
     _guard(body)
+
+
+def _nested_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
+    """The nested-CV estimate for the train command's output (and ``payload``)."""
+    record = project.get_model_registry().get_model(ref.name, ref.version)
+    nested = record.training_config["nested_cross_validation"]
+    stats = nested["summary"].get(nested["metric"], {})
+    payload["nested_cross_validation"] = nested["summary"]
+    return (f"\nnested cross-validation ({nested['k']} outer folds, tuned in each): "
+            f"{nested['metric']} {stats.get('mean', float('nan')):.4f} ± "
+            f"{stats.get('std', float('nan')):.4f}")
 
 
 def _refuse_with_smoke(smoke: bool, **given: bool) -> None:

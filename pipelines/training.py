@@ -45,6 +45,7 @@ class TrainingPipelineConfig(PipelineConfig):
     num_cpus: int = 2
     workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
+    nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
     resume: bool = False
     description: str = ""
     spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
@@ -77,6 +78,13 @@ class TrainingPipelineConfig(PipelineConfig):
         if self.resume and self.tune:
             raise ValueError("resume continues a single torch run from its checkpoint; a tuned "
                              "run cannot be resumed. Drop --resume or --tune")
+        if self.nested and (not self.tune or self.cv is None):
+            raise ValueError("nested cross-validation scores the tuning procedure on outer "
+                             "folds: it needs --tune and --cv K (e.g. --tune --cv 3 --nested); "
+                             "without tuning, --cv K alone is the honest estimate")
+        if self.nested and self.workers > 1:
+            raise ValueError("nested cross-validation tunes single-process models in every "
+                             "outer fold; drop --workers or --nested")
         return self
 
 
@@ -146,7 +154,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
                    "training_dataset_version": config.training_dataset_version}
         fitted = _fit(config, cfg, splits, workdir, lineage)
     cross_validation: dict[str, Any] | None = None
-    if config.cv is not None:  # scores the configuration that was trained (tuned, if tuned)
+    nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
+    if config.cv is not None and not config.nested:  # scores the configuration trained
         from pipelines.trainers.cross_validation import cross_validate
 
         X_tr, _X_va, y_tr, _y_va = splits
@@ -154,6 +163,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
                                           workdir=workdir / "cv").to_dict()
     version = _register(project, name, fv, config, fitted, splits[0], {
         "cross_validation": cross_validation,
+        "nested_cross_validation": nested,
         # a train/test version: the validation rows carved from train (pipelines.carve)
         "validation_split": carved or None,
     })
@@ -171,6 +181,25 @@ class _Fitted:
     result: Any
     metrics: dict[str, Any]
     tuning: dict[str, Any] | None = None
+
+
+def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],
+               workdir: Path, fitted: _Fitted) -> dict[str, Any]:
+    """Nested CV of the tuning procedure on the train split (the untuned base config is what
+    each outer fold tunes); its mean and std join the model's metrics as
+    ``nested_cv_<metric>`` and ``nested_cv_<metric>_std``."""
+    from model_registry.metric_names import canonical
+    from pipelines.trainers.nested_cv import nested_cross_validate
+
+    X_tr, _X_va, y_tr, _y_va = splits
+    result = nested_cross_validate(cfg, X_tr, y_tr, k=config.cv or 2, workdir=workdir / "nested",
+                                   ray_address=config.ray_address, num_cpus=config.num_cpus)
+    for metric, stats in result.summary.items():
+        fitted.metrics[f"nested_cv_{canonical(metric)}"] = stats["mean"]
+        fitted.metrics[f"nested_cv_{canonical(metric)}_std"] = stats["std"]
+    return {**result.to_dict(), "data": {"split": "train", "rows": len(X_tr),
+                                         "training_dataset_version":
+                                             config.training_dataset_version}}
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
