@@ -79,7 +79,8 @@ def compute_td(server: FakeHopsworks, call: Call, project_id: str, fs: str, name
     job_name = f"{name}_{version}_create_fv_td_{td_version}"
     execution_id = server.state.next_id()
     try:
-        td.body["rows"] = materialize(server.state.hopsfs, query, td.body)
+        td.body["rows"], td.statistics = materialize(server.state.hopsfs, query, td.body,
+                                                     view.body)
         state, log = ("FINISHED", "SUCCEEDED"), f"rows per split: {td.body['rows']}\n"
     except Exception as exc:  # noqa: BLE001  (a failing job is reported through its execution)
         td.body["jobError"] = repr(exc)
@@ -132,3 +133,21 @@ def get_td_tags(server, call, project_id, fs, name, version, td_version):
 @route("GET", TD + "/tags/{tag}")
 def get_td_tag(server, call, project_id, fs, name, version, td_version, tag):
     return get_tag(_td(server, name, version, td_version).tags, tag)
+
+
+@route("GET", TD + "/statistics")
+def get_td_statistics(server: FakeHopsworks, call: Call, project_id: str, fs: str, name: str,
+                      version: str, td_version: str) -> dict[str, Any]:
+    """The statistics the materialization job stored: ``filter_by=before_transformation_eq:
+    true`` selects the transformation statistics (fitted on train), else the per-split ones.
+    Content (``fields=content``) is always included; an empty answer is ``count: 0``."""
+    td = _td(server, name, version, td_version)
+    filters = call.query.get("filter_by", [])
+    before = any(f.lower() == "before_transformation_eq:true" for f in filters)
+    found = td.statistics.get("transformation" if before else "splits")
+    if found is None:
+        return {"count": 0, "items": []}
+    item = dict(found) | {"computationTime": 1767225600000, "featureStoreId": FEATURE_STORE_ID,
+                          "featureViewName": name, "featureViewVersion": int(version),
+                          "trainingDatasetVersion": int(td_version)}
+    return {"count": 1, "items": [item]}

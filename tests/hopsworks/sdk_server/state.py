@@ -43,6 +43,8 @@ class TrainingDataset:
     body: dict[str, Any]
     tags: dict[str, Any] = field(default_factory=dict)
     job_runs: int = 0
+    #: what the materialization job stored: ``{"splits": ..., "transformation": ... | None}``
+    statistics: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

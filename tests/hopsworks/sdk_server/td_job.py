@@ -10,6 +10,9 @@ dataset's location. This job does the same with pandas over the Delta tables the
 * split bounds are epoch milliseconds, compared with the root group's event time as
   ``start <= t < end``; percentage splits shuffle with the recorded seed.
 
+The view's model-dependent transformations are fitted on the train split and applied to every
+split, and the statistics are computed and stored, as :mod:`sdk_server.td_statistics` says.
+
 What this does **not** show: Spark's exact PIT semantics (ties, null event times), the
 cluster's file layout beyond ``<location>/<split>/``, job queueing and failures.
 """
@@ -24,6 +27,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 from sdk_server.hopsfs import local_path
+from sdk_server.td_statistics import fit_and_transform, split_statistics
 from sdk_server.views import ResolvedQuery
 
 
@@ -102,13 +106,20 @@ def split_rows(frame: pd.DataFrame, millis: pd.Series | None, td: dict[str, Any]
     return out
 
 
-def materialize(hopsfs: Path, query: ResolvedQuery, td: dict[str, Any]) -> dict[str, int]:
-    """Write every split as ``<location>/<split>/part-00000.parquet``; rows per split."""
+def materialize(hopsfs: Path, query: ResolvedQuery, td: dict[str, Any],
+                view: dict[str, Any] | None = None) -> tuple[dict[str, int], dict[str, Any]]:
+    """Write every split as ``<location>/<split>/part-00000.parquet``, transformed with the
+    view's model-dependent transformations fitted on train; rows per split and the statistics
+    the job stores (:mod:`sdk_server.td_statistics`)."""
     frame, millis = run_query(hopsfs, query)
+    splits = split_rows(frame, millis, td)
+    fit_on = "train" if "train" in splits else next(iter(splits))
+    splits, for_transformation = fit_and_transform(view or {}, splits, fit_on)
+    statistics = {"splits": split_statistics(splits), "transformation": for_transformation}
     rows = {}
-    for name, part in split_rows(frame, millis, td).items():
+    for name, part in splits.items():
         folder = local_path(hopsfs, td["location"]) / name
         folder.mkdir(parents=True, exist_ok=True)
         part.reset_index(drop=True).to_parquet(folder / "part-00000.parquet", index=False)
         rows[name] = len(part)
-    return rows
+    return rows, statistics
