@@ -285,63 +285,81 @@ def compile_query(
     root group's primary key and event time so results are reproducible.
     """
     p = plan(spec)
-    params: list[Any] = []
+    params: list[Any] = []  # in placeholder order: root filter, window, post-join filter
     scans: dict[str, Node] = {}
     root_only, post = _split_filter(spec.filter, p.root.fg)
-
-    # root scan with pushed-down filters and the event-time window
-    root_conditions = []
-    if root_only is not None:
-        root_conditions.append(engine.render_filter(root_only, lambda f: q(f.name), params))
-    root_conditions += _window(p.root.fg, start_time, end_time, params)
-    root_ph = _placeholder(p.root, scans)
-    root_sql = f"(SELECT * FROM {root_ph}"
-    if root_conditions:
-        root_sql += " WHERE " + " AND ".join(root_conditions)
-    root_sql += f") {p.root.alias}"
-
-    from_parts = [root_sql]
+    from_parts = [_root_source(p.root, root_only, start_time, end_time, params, scans)]
     where_parts: list[str] = []
-    lookback_nodes: dict[str, str] = {}
+    lookback_nodes: dict[str, str] = {}  # left-join alias -> its lookback condition
     for jp in p.joins:
-        right_ph = _placeholder(jp.right, scans)
-        right_sql = f"(SELECT * FROM {right_ph}"
-        if jp.dedupe:
-            right_sql += f" QUALIFY {jp.dedupe}"
-        right_sql += f") {jp.right.alias}"
-        conds = [
-            f"{jp.left.alias}.{q(lk)} = {jp.right.alias}.{q(rk)}"
-            for lk, rk in zip(jp.join.left_on, jp.join.right_on, strict=True)
-        ]
-        if jp.point_in_time:
-            lt, rt = _event_time_pair(jp)
-            conds.append(f"{lt} >= {rt}")
-            kind = "ASOF LEFT JOIN" if jp.join.join_type == "left" else "ASOF JOIN"
-            if jp.join.lookback is not None:
-                fresh = _lookback_condition(jp, lt, rt)
-                if jp.join.join_type == "inner":
-                    where_parts.append(fresh)
-                else:
-                    lookback_nodes[jp.right.alias] = fresh
-        else:
-            kind = {"left": "LEFT JOIN", "inner": "JOIN", "right": "RIGHT JOIN",
-                    "outer": "FULL OUTER JOIN"}[jp.join.join_type]
-        from_parts.append(f"{kind} {right_sql} ON " + " AND ".join(conds))
-
+        from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes))
     if post is not None:
         def column_sql(f: Feature) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
 
         where_parts.append(engine.render_filter(post, column_sql, params))
 
+    output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
+    gathers = _gathers(p, post, output)
+    wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
+    tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
+    return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
+                         display_template="SELECT " + ", ".join(wide) + tail,
+                         gathers=gathers, output=output)
+
+
+def _root_source(root: Node, root_only: FilterLike | None, start_time: Any, end_time: Any,
+                 params: list[Any], scans: dict[str, Node]) -> str:
+    """The root scan with the pushed-down root filters and the event-time window."""
+    conditions = []
+    if root_only is not None:
+        conditions.append(engine.render_filter(root_only, lambda f: q(f.name), params))
+    conditions += _window(root.fg, start_time, end_time, params)
+    sql = f"(SELECT * FROM {_placeholder(root, scans)}"
+    if conditions:
+        sql += " WHERE " + " AND ".join(conditions)
+    return sql + f") {root.alias}"
+
+
+def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
+                 lookback_nodes: dict[str, str]) -> str:
+    """One ``JOIN ... ON ...`` clause. A point-in-time join's lookback goes to ``where_parts``
+    (inner join) or to ``lookback_nodes`` (left join: the right side's columns become null)."""
+    right_sql = f"(SELECT * FROM {_placeholder(jp.right, scans)}"
+    if jp.dedupe:
+        right_sql += f" QUALIFY {jp.dedupe}"
+    right_sql += f") {jp.right.alias}"
+    conds = [
+        f"{jp.left.alias}.{q(lk)} = {jp.right.alias}.{q(rk)}"
+        for lk, rk in zip(jp.join.left_on, jp.join.right_on, strict=True)
+    ]
+    if jp.point_in_time:
+        lt, rt = _event_time_pair(jp)
+        conds.append(f"{lt} >= {rt}")
+        kind = "ASOF LEFT JOIN" if jp.join.join_type == "left" else "ASOF JOIN"
+        if jp.join.lookback is not None:
+            fresh = _lookback_condition(jp, lt, rt)
+            if jp.join.join_type == "inner":
+                where_parts.append(fresh)
+            else:
+                lookback_nodes[jp.right.alias] = fresh
+    else:
+        kind = {"left": "LEFT JOIN", "inner": "JOIN", "right": "RIGHT JOIN",
+                "outer": "FULL OUTER JOIN"}[jp.join.join_type]
+    return f"{kind} {right_sql} ON " + " AND ".join(conds)
+
+
+def _select_lists(p: Plan, gathers: list[Gather], extra_columns: list[tuple[str, str]],
+                  lookback_nodes: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The select lists: ``wide`` carries every column through the joins (the displayed
+    statement), ``narrow`` carries a gathered group's row id instead of its columns (the one
+    that runs)."""
     def fresh(alias: str, expr: str) -> str:
         if alias in lookback_nodes:
             return f"CASE WHEN {lookback_nodes[alias]} THEN {expr} END"
         return expr
 
-    output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
-    gathers = _gathers(p, post, output)
-    gathered = {g.node.alias: g for g in gathers}
+    gathered = {g.node.alias for g in gathers}
     wide, narrow = [], []
     for c in p.columns:
         item = f"{fresh(c.node.alias, f'{c.node.alias}.{q(c.source)}')} AS {q(c.name)}"
@@ -351,22 +369,24 @@ def compile_query(
     for g in gathers:
         row_id = fresh(g.node.alias, f"{g.node.alias}.{q(engine.ROW_ID)}")
         narrow.append(f"{row_id} AS {q(g.row_column)}")
-    for source, name in extra_columns or []:
+    for source, name in extra_columns:
         item = f"{p.root.alias}.{q(source)} AS {q(name)}"
         wide.append(item)
         narrow.append(item)
+    return wide, narrow
 
+
+def _tail(root: Node, from_parts: list[str], where_parts: list[str], order_by_root_key: bool,
+          limit: int | None) -> str:
+    """``FROM ... [WHERE ...] [ORDER BY root key] [LIMIT n]``."""
     tail = " FROM " + " ".join(from_parts)
     if where_parts:
         tail += " WHERE " + " AND ".join(where_parts)
     if order_by_root_key:
-        order = [f"{p.root.alias}.{q(k)}" for k in p.root.fg.upsert_key]
-        tail += " ORDER BY " + ", ".join(order)
+        tail += " ORDER BY " + ", ".join(f"{root.alias}.{q(k)}" for k in root.fg.upsert_key)
     if limit is not None:
         tail += f" LIMIT {int(limit)}"
-    return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
-                         display_template="SELECT " + ", ".join(wide) + tail,
-                         gathers=gathers, output=output)
+    return tail
 
 
 def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather]:
