@@ -36,6 +36,8 @@ CATBOOST_MODEL = "model.cbm"
 CATBOOST_META = "catboost_meta.json"
 KERAS_MODEL = "model.keras"
 KERAS_META = "keras_meta.json"
+FLAX_PARAMS = "flax_params.safetensors"
+FLAX_CONFIG = "flax_config.json"
 TORCH_WEIGHTS = "model.safetensors"
 TORCH_CONFIG = "config.json"
 SKOPS_FILE = "model.skops"
@@ -249,6 +251,47 @@ def load_keras(directory: Path, custom_objects: dict[str, Any] | None = None) ->
                                    f"{meta.get('model_file')!r}; expected {KERAS_MODEL}.")
     return keras.saving.load_model(str(directory / KERAS_MODEL), custom_objects=custom_objects,
                                    compile=False, safe_mode=True)
+
+
+# ------------------------------------------------------------------------------------ Flax
+
+
+def save_flax(params: Mapping[str, Any], directory: Path, config: dict) -> list[Path]:
+    """Save a Flax parameter tree as ``flax_params.safetensors`` (one tensor per leaf, keys
+    ``Dense_0/kernel``) plus ``flax_config.json`` (what rebuilds the module). Returns the
+    written paths."""
+    import numpy as np
+    from flax.traverse_util import flatten_dict
+    from safetensors.numpy import save_file
+
+    if not isinstance(params, Mapping):
+        raise InvalidArgumentError(f"save_flax: params must be a mapping (a Flax parameter "
+                                   f"tree); got {type(params).__name__}.")
+    flat = {"/".join(map(str, k)): np.ascontiguousarray(np.asarray(v))
+            for k, v in flatten_dict(dict(params)).items()}
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    weights, config_file = directory / FLAX_PARAMS, directory / FLAX_CONFIG
+    save_file(flat, str(weights), metadata={"format": "flax"})
+    config_file.write_text(dumps(to_jsonable(dict(config), what="save_flax: config")),
+                           encoding="utf-8")
+    return [weights, config_file]
+
+
+def load_flax(directory: Path) -> tuple[dict, dict]:
+    """Return ``(params, config)`` as written by :func:`save_flax` (numpy leaves)."""
+    from flax.traverse_util import unflatten_dict
+    from safetensors.numpy import load_file
+
+    directory = Path(directory)
+    _verify_if_manifest(directory)
+    config = _read_json(directory / FLAX_CONFIG, "load_flax")
+    weights = directory / FLAX_PARAMS
+    if not weights.is_file():
+        raise InvalidArgumentError(f"load_flax: {weights} does not exist. Save the parameters "
+                                   "with save_flax first.")
+    flat = load_file(str(weights))
+    return unflatten_dict({tuple(k.split("/")): v for k, v in flat.items()}), config
 
 
 def _json_params(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

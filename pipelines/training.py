@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator, model_validator
 
 from model_registry.metric_names import registry_metrics
+from pipelines.trainers.config import RESUMABLE_MODELS
 from pipelines.config_base import PipelineConfig
 from pipelines.refs import ModelRef
 from pipelines.versions import resolve_training_dataset_version
@@ -167,8 +168,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         # a train/test version: the validation rows carved from train (pipelines.carve)
         "validation_split": carved or None,
     })
-    if workdir.exists() and not fitted.cfg.is_torch:
-        shutil.rmtree(workdir, ignore_errors=True)  # torch keeps checkpoints for --resume
+    if workdir.exists() and fitted.cfg.model not in RESUMABLE_MODELS:
+        shutil.rmtree(workdir, ignore_errors=True)  # torch/flax keep checkpoints for --resume
     return ModelRef(name, version)
 
 
@@ -203,11 +204,12 @@ def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...]
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
-    if config.resume and not cfg.is_torch:
+    if config.resume and cfg.model not in RESUMABLE_MODELS:
         from fstrain.kernel.errors import ConfigError
 
         raise ConfigError(
-            f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn), which "
+            f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn) or "
+            f"flax_mlp, which "
             f"writes checkpoints; {cfg.model!r} trains in one go. Drop --resume."
         )
 

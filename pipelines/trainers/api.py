@@ -62,6 +62,11 @@ def train(
         from pipelines.trainers.keras_trainer import train_keras
 
         return train_keras(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
+    if cfg.model == "flax_mlp":
+        from pipelines.trainers.flax_trainer import train_flax
+
+        return train_flax(cfg, X_train, y_train, X_val, y_val, workdir=workdir, lineage=lineage,
+                          resume=cfg.resume if resume is None else resume, report=report)
     if cfg.model in ("sklearn_logreg", "sklearn_rf"):
         from pipelines.trainers.tabular import train_sklearn
 

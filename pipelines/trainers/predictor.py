@@ -34,6 +34,7 @@ PREDICTOR_FILE = "predictor.json"
 FRAMEWORK_LOADERS: dict[str, tuple[str, str]] = {
     "catboost": ("pipelines.trainers.catboost_trainer", "load_catboost_predictor"),
     "keras_mlp": ("pipelines.trainers.keras_trainer", "load_keras_predictor"),
+    "flax_mlp": ("pipelines.trainers.flax_trainer", "load_flax_predictor"),
 }
 
 

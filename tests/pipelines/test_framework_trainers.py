@@ -67,3 +67,19 @@ def test_keras_from_the_cli_validated_with_gradients(adult_root, step):
     assert card["explanation"]["by_column"] and card["bias"]
     assert "model/model.keras" in {f["path"] for f in manifest["files"]}
     assert manifest["hyperparameters"]["train_step"] == step
+
+
+def test_flax_from_the_cli_validated_with_kernel_shap(adult_root):
+    card, manifest = _train_and_validate(adult_root, "flax_mlp", "epochs=3", "batch_size=128")
+    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert card["explanation"]["method"].startswith("shap.KernelExplainer")
+    assert card["explanation"]["by_column"] and card["bias"]
+    assert "model/flax_params.safetensors" in {f["path"] for f in manifest["files"]}
+    assert set(manifest["hyperparameters"]) >= {"hidden_sizes", "epochs", "learning_rate"}
+    # the checkpoints stay for --resume, which continues from the newest one
+    runs = list((adult_root / "runs").glob("*/checkpoints/ckpt_00002.msgpack"))
+    assert len(runs) == 1
+    out = CliRunner().invoke(app, ["train", "adult", "-t", "1", "--model", "flax_mlp", "--param",
+                                   "epochs=3", "--param", "batch_size=128", "--resume",
+                                   "--json", "--root", str(adult_root)])
+    assert out.exit_code == 0, out.output
