@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
+from feature_store.local.split_stream import STREAMING_TYPES
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.core.transformations import TransformationFunction
     from feature_store.local.feature_store import FeatureStore
     from feature_store.local.query import Query
+    from feature_store.local.split_stream import SplitShaper
     from feature_store.local.training_data import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
@@ -194,19 +196,23 @@ class FeatureView(TaggedEntity):
         training_helper_columns: bool,
     ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
         """Select and transform the columns a caller asked for; split off the labels."""
+        return self._shaper(td, primary_key=primary_key, event_time=event_time,
+                            training_helper_columns=training_helper_columns).shape(table)
+
+    def _shaper(self, td: TrainingDataset, *, primary_key: bool, event_time: bool,
+                training_helper_columns: bool) -> SplitShaper:
+        """What :meth:`_shape` does, as a picklable value (streamed reads shape with it)."""
+        from feature_store.local.split_stream import SplitShaper
+
         keep = self._key_columns(td.root_columns, primary_key, event_time)
         keep += [c for c in self.feature_names if c not in keep]
         if training_helper_columns:
             keep += [c for c in self.training_helper_columns if c not in keep]
-        if not self.transformation_functions:  # select in Arrow: no pandas copies
-            X = table.select(keep).to_pandas()
-            return X, (table.select(self.labels).to_pandas() if self.labels else None)
-        keep += [c for c in self.labels if c not in keep]
-        out = self._transform(table.select(keep).to_pandas(), td.transformation_statistics)
-        if not self.labels:
-            return out, None
-        labels = self._label_names(td.transformation_statistics)
-        return out.drop(columns=labels), out[labels]
+        if not self.transformation_functions:
+            return SplitShaper(tuple(keep), tuple(self.labels))
+        stats = td.transformation_statistics
+        return SplitShaper(tuple(keep), tuple(self.labels), tuple(self.transformation_functions),
+                           stats, tuple(self._label_names(stats)) if self.labels else ())
 
     # -- training data -----------------------------------------------------------------------
 
@@ -457,9 +463,27 @@ class FeatureView(TaggedEntity):
                 f"{self.owner}: training dataset version {version} has splits {list(td.splits)}, "
                 f"so {call}() cannot read it. Use {kinds.get(tuple(td.splits), 'another getter')}()."
             )
-        td, splits = self._td.read_splits(version, verify=flags.pop("verify", False))
+        if flags["dataframe_type"] in STREAMING_TYPES:
+            flags.pop("verify", None)  # streamed files are always checked against their sha256
+            result = self._stream(td, **flags)
+        else:
+            td, splits = self._td.read_splits(version, verify=flags.pop("verify", False))
+            result = self._result(td, splits, **flags)
         self._last_accessed_td = int(version)
-        return self._result(td, splits, **flags)
+        return result
+
+    def _stream(self, td: TrainingDataset, *, dataframe_type: str, **flags: Any) -> tuple[Any, ...]:
+        """Streaming forms of a materialized version's splits (see ``split_stream``)."""
+        from feature_store.local import split_stream
+
+        files = self._td.verified_files(td.version)
+        shaper = self._shaper(td, **flags)
+        if dataframe_type == "torch":
+            return tuple(split_stream.torch_dataset(files[n], shaper) for n in td.splits)
+        make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
+        xs = [make(files[n], shaper, "X") for n in td.splits]
+        ys = [make(files[n], shaper, "y") if self.labels else None for n in td.splits]
+        return tuple(xs + ys)
 
     def get_last_accessed_training_dataset(self) -> int | None:
         """The training-dataset version this view object last created or read (as the SDK;

@@ -527,6 +527,34 @@ class TrainingDataStore:
                                                      meta.get("file_sha256"))
         self.check_digests(td, digests)
 
+    def verified_files(self, version: int) -> dict[str, Path]:
+        """The split files of a materialized Parquet version, each checked against its recorded
+        file sha256 (once per file identity in this process), for streamed reads."""
+        from feature_store.local import training_data_stream as ts
+
+        td = self.get(version)
+        if td.type != "MATERIALIZED" or td.data_format != "parquet":
+            raise InvalidArgumentError(
+                f"{self._owner(version)} is {td.type.lower()}"
+                f"{'' if td.type != 'MATERIALIZED' else ' as ' + str(td.data_format)}; streamed "
+                "reads need a materialized Parquet version (create_train_test_split(...), "
+                "data_format='parquet'). Read it with a dataframe_type such as 'pandas'."
+            )
+        if td.state == "purged":
+            raise NotFoundError(f"{self._owner(version)} was purged. Call "
+                                f"fv.recreate_training_dataset({version}).")
+        files = {}
+        for name, meta in td.splits.items():
+            path = Path(td.location) / f"{name}.parquet"
+            recorded = meta.get("file_sha256")
+            if recorded is None:  # versions from before file hashes: check the values
+                self.check_digests(td, {name: ts.verified_content_hash(
+                    path, self._owner(version), name, None)})
+            else:
+                _verify_file(path, recorded, self._owner(version), name)
+            files[name] = path
+        return files
+
     def _owner(self, version: int) -> str:
         return (f"training dataset version {version} of feature view '{self.fv.name}' "
                 f"v{self.fv.version}")
@@ -712,6 +740,28 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
             )
         _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
     return table
+
+
+def _verify_file(path: Path, file_sha256: str, owner: str, split: str) -> None:
+    """Check a split file's bytes against ``file_sha256``, unless this file identity already
+    passed (read in chunks: the file may be larger than memory)."""
+    try:
+        with open(path, "rb") as fh:
+            identity = _file_identity(os.fstat(fh.fileno()))
+            if _VERIFIED.seen((identity, file_sha256)):
+                return
+            digest = hashlib.sha256()
+            while block := fh.read(8 << 20):
+                digest.update(block)
+            changed = _file_identity(os.fstat(fh.fileno())) != identity
+    except FileNotFoundError:
+        raise IntegrityError(f"{owner}: file {path} is missing.") from None
+    if changed or digest.hexdigest() != file_sha256:
+        raise IntegrityError(
+            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+            f"{path} changed after creation). Recreate the version; do not edit its files."
+        )
+    _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
 
 
 def _file_identity(st: os.stat_result) -> tuple[int, ...]:

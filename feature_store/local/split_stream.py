@@ -1,0 +1,145 @@
+"""Streaming reads of a materialized training-dataset version (data larger than memory).
+
+``fv.get_train_test_split(v, dataframe_type=...)`` with a streaming type returns, instead of
+frames, objects that read the version's pinned Parquet files (verified against their recorded
+sha256 when handed out) a piece at a time:
+
+- ``"arrow_batches"``: per split, a re-iterable :class:`SplitBatches` of ``pyarrow.RecordBatch``
+  (``X`` and ``y`` separately, same row order, as the frames would be);
+- ``"ray"``: per split, a ``ray.data.Dataset`` (``read_parquet`` over the split file, shaped in
+  ``map_batches``), ``X`` and ``y`` separately;
+- ``"torch"``: per split, one :class:`ParquetSplitDataset` (a ``torch`` ``IterableDataset`` of
+  ``(x, y)`` pairs) that reads row groups, deals them to ranks and DataLoader workers, and
+  shuffles through a seeded buffer. The result is one dataset per split (train, [validation,]
+  test), not X/y pairs.
+
+Every form applies the view's model-dependent transformations with the statistics fitted on the
+version's train split, exactly as the in-memory read does (the same :class:`SplitShaper`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
+
+STREAMING_TYPES = ("arrow_batches", "ray", "torch")
+DEFAULT_BATCH_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class SplitShaper:
+    """Selects, transforms and splits off the labels of a version's rows (picklable, so Ray
+    workers and DataLoader workers shape exactly as the in-memory read does)."""
+
+    keep: tuple[str, ...]
+    labels: tuple[str, ...]
+    transformations: tuple[Any, ...] = ()
+    stats: dict[str, Any] = field(default_factory=dict)
+    label_names: tuple[str, ...] = ()
+
+    def columns(self) -> list[str]:
+        """The file columns a read needs."""
+        return list(dict.fromkeys([*self.keep, *self.labels]))
+
+    def shape(self, table: pa.Table) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        """``(X, y)`` frames of ``table``'s rows (``y`` is ``None`` without labels)."""
+        keep = list(self.keep)
+        if not self.transformations:  # select in Arrow: no pandas copies
+            X = table.select(keep).to_pandas()
+            return X, (table.select(list(self.labels)).to_pandas() if self.labels else None)
+        from feature_store.core.transformations import apply_transformations
+
+        keep += [c for c in self.labels if c not in keep]
+        frame = table.select(keep).to_pandas()
+        present = [tf for tf in self.transformations if all(c in frame.columns for c in tf.inputs)]
+        out = apply_transformations(present, frame, self.stats) if present else frame
+        if not self.labels:
+            return out, None
+        labels = list(self.label_names)
+        return out.drop(columns=labels), out[labels]
+
+    def shape_arrow(self, table: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """:meth:`shape` as Arrow tables."""
+        import pyarrow as pa
+
+        if not self.transformations:
+            return table.select(list(self.keep)), (table.select(list(self.labels))
+                                                    if self.labels else None)
+        X, y = self.shape(table)
+        return (pa.Table.from_pandas(X, preserve_index=False),
+                None if y is None else pa.Table.from_pandas(y, preserve_index=False))
+
+
+class SplitBatches:
+    """The ``X`` or ``y`` part of one split as record batches, re-iterable (each iteration reads
+    the file again, a batch at a time)."""
+
+    def __init__(self, path: Path, shaper: SplitShaper, part: str,
+                 batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+        self.path, self.shaper, self.part, self.batch_rows = path, shaper, part, batch_rows
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        source = pq.ParquetFile(self.path)
+        for batch in source.iter_batches(batch_size=self.batch_rows, columns=self.shaper.columns()):
+            yield from _part(batch, self.shaper, self.part).to_batches()
+
+    def read_all(self) -> pa.Table:
+        """All batches as one table (for small data and tests)."""
+        import pyarrow as pa
+
+        return pa.Table.from_batches(list(self))
+
+    def __repr__(self) -> str:
+        return f"SplitBatches({self.path.name}, {self.part})"
+
+
+def _part(batch: Any, shaper: SplitShaper, part: str) -> pa.Table:
+    import pyarrow as pa
+
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    X, y = shaper.shape_arrow(table)
+    if part == "X":
+        return X
+    if y is None:
+        raise InvalidArgumentError("the feature view has no labels, so there is no y to stream.")
+    return y
+
+
+def ray_dataset(path: Path, shaper: SplitShaper, part: str) -> Any:
+    """A Ray Dataset of one split's ``X`` or ``y`` (lazy: Ray reads and shapes in its workers)."""
+    ray_data = import_optional("ray.data", "scale", "ray")
+    dataset = ray_data.read_parquet([str(path)], columns=shaper.columns())
+    return dataset.map_batches(functools.partial(_part, shaper=shaper, part=part),
+                               batch_format="pyarrow")
+
+
+def import_optional(module: str, extra: str, package: str) -> Any:
+    """Import an optional framework, or raise a :class:`FeatureStoreError` naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise FeatureStoreError(
+            f"this needs {package}, which is not installed. Install the '{extra}' extra "
+            f"(pip install 'fstrain[{extra}]')."
+        ) from exc
+
+
+def torch_dataset(path: Path, shaper: SplitShaper, **options: Any) -> Any:
+    """A :class:`ParquetSplitDataset` of one split (imports torch)."""
+    import_optional("torch", "frameworks", "torch")
+    from feature_store.local.torch_split import ParquetSplitDataset
+
+    return ParquetSplitDataset(path, shaper, **options)
