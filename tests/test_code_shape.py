@@ -13,8 +13,6 @@ MAX_FUNCTION_LINES = 80
 
 #: functions allowed over the limit for now, each with why; remove an entry once it is split.
 LONG_FUNCTIONS: dict[str, str] = {
-    # being split by the helper working on feature_store/local (catalog and PIT work, issue #14)
-    "feature_store/local/pit.py:compile_query": "being split by another helper (#14 catalog work)",
     # being split now (helper arch-model, #14)
     "feature_store/core/splits.py:make_split_spec": "being split (arch-model)",
     "pipelines/trainers/tuning.py:tune": "being split (arch-model)",
@@ -26,7 +24,15 @@ LONG_FUNCTIONS: dict[str, str] = {
 }
 
 #: cross-object private accesses allowed per package (``x._name`` with ``x`` not self/cls).
-PRIVATE_ACCESS_BUDGET = {"model_registry": 0, "validation": 0}
+PRIVATE_ACCESS_BUDGET = {
+    "model_registry": 0,
+    "validation": 0,
+    # feature_store: the Hopsworks SDK's HopsworksUdf has no public way to read its statistics
+    # argument mapping, its output-name flag (twice) or its plain Python function
+    # (core/udf.py, 4), and hopsworks/feature_store.py's _unwrap reads the SDK object behind
+    # any of our own wrappers (1)
+    "feature_store": 5,
+}
 
 
 def _functions(path: Path) -> list[tuple[str, int, int]]:

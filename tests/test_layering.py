@@ -2,8 +2,9 @@
 
 * Every SQL statement against the catalog lives in the catalog repository
   (``feature_store/local/catalog/``); the rest of the backend calls its named methods.
-* Objects talk through public methods: reaching into another object's private attribute
-  (``other._name``, ``other`` not ``self``/``cls``) is counted and held at a ratchet.
+
+Cross-object private accesses (``other._name``) are counted per package in
+``tests/test_code_shape.py``.
 """
 
 from __future__ import annotations
@@ -86,43 +87,3 @@ def test_the_catalog_sql_check_catches_each_kind_of_leak():
              'sql = "SELECT * FROM read_parquet(?)"')
     assert catalog_sql_offenders(clean, "clean") == []
 
-
-# Cross-object private accesses left in feature_store/, each with its reason. Lower an entry (or
-# delete it) when you remove one; never raise it: add a public or documented method instead.
-_PRIVATE_ACCESS_RATCHET = {
-    # the Hopsworks SDK's HopsworksUdf has no public way to read its statistics argument
-    # mapping or to get the plain Python function; these are the SDK's own names
-    "feature_store/core/udf.py": 2,
-}
-
-
-def private_accesses(source: str) -> list[str]:
-    """``x._name`` attribute reads or writes where ``x`` is not ``self``/``cls`` (dunders are
-    fine)."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                and not node.attr.startswith("__")
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
-            found.append(f"{node.lineno}: {ast.unparse(node)}")
-    return found
-
-
-def test_cross_object_private_accesses_stay_at_the_ratchet():
-    counts = {}
-    for path in sorted(FEATURE_STORE.rglob("*.py")):
-        hits = private_accesses(path.read_text())
-        if hits:
-            counts[str(path.relative_to(ROOT))] = hits
-    over = {path: hits for path, hits in counts.items()
-            if len(hits) > _PRIVATE_ACCESS_RATCHET.get(path, 0)}
-    assert over == {}, "new cross-object private accesses (add a public method instead)"
-    stale = {path: (n, len(counts.get(path, []))) for path, n in _PRIVATE_ACCESS_RATCHET.items()
-             if len(counts.get(path, [])) < n}
-    assert stale == {}, "fewer private accesses than the ratchet allows: lower it"
-
-
-def test_the_private_access_count_sees_other_objects_only():
-    source = ("self._a = 1\ncls._b()\nother._c\nself._store._catalog.query()\n"
-              "x.__class__\nfg.require_saved()\n")
-    assert private_accesses(source) == ["3: other._c", "4: self._store._catalog"]
