@@ -15,7 +15,7 @@ from typing import Any
 
 from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
 
-USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud")
+USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud", "instructions")
 
 
 @dataclass(frozen=True)

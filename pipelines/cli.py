@@ -189,7 +189,7 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
 
 @app.command()
 def features(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
     start: Annotated[str | None, typer.Option(help="Window start (ISO-8601; default $HOPS_START_TIME).")] = None,
     end: Annotated[str | None, typer.Option(help="Window end, exclusive (default $HOPS_END_TIME).")] = None,
     policy: Annotated[str, typer.Option(help="Ingestion policy of the expectation suites: strict or always.")] = "strict",
@@ -217,7 +217,7 @@ def features(
 
 @app.command()
 def dataset(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
     split: Annotated[str | None, typer.Option(help="random, stratified, group or time (default: the use case's).")] = None,
     seed: Annotated[int | None, typer.Option(help="Split seed (default: the use case's, else drawn and recorded).")] = None,
     validation_size: Annotated[float | None, typer.Option(help="Fraction for validation.")] = None,
@@ -227,7 +227,7 @@ def dataset(
     test_window: Annotated[str | None, typer.Option(help="Time split: test = the last TEST_WINDOW before the anchor, e.g. 30D.")] = None,
     validation_window: Annotated[str | None, typer.Option(help="Time split: validation = the VALIDATION_WINDOW before test, e.g. 30D.")] = None,
     anchor: Annotated[str | None, typer.Option(help="Relative windows end at: data (last event time, default), end-time ($HOPS_END_TIME) or a date.")] = None,
-    data_format: Annotated[str, typer.Option(help="parquet, csv or jsonl.")] = "parquet",
+    data_format: Annotated[str | None, typer.Option(help="parquet, csv or jsonl (default: the use case's, else parquet).")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Training-dataset pipeline: feature view + split → a new immutable version."""
@@ -238,7 +238,7 @@ def dataset(
 
         config = training_dataset.TrainingDatasetConfig(
             use_case=use_case, split=split, seed=seed, validation_size=validation_size,
-            test_size=test_size, group_column=group_column, gap=gap, data_format=data_format,
+            test_size=test_size, group_column=group_column, gap=gap, **({"data_format": data_format} if data_format else {}),
             test_window=test_window, validation_window=validation_window, anchor=anchor,
         )
         with _step(f"training-dataset pipeline: {use_case}"):
@@ -250,7 +250,7 @@ def dataset(
 
 @app.command("select-features")
 def select_features(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
     training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version whose train split is ranked.")],
     seed: Annotated[int, typer.Option(help="Seed of the row sample, folds and MI estimator.")] = 0,
     max_rows: Annotated[int, typer.Option(help="Rows sampled from the train split.")] = 50_000,
@@ -282,9 +282,9 @@ def select_features(
 
 @app.command()
 def train(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
     training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version to train on (a number or 'latest').")],
-    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp, flax_mlp, spark_gbt or spark_lr.")] = None,
+    model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp, flax_mlp, spark_gbt, spark_lr or lora.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML trainer config merged over the use case's.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Registry name (default: the use case's).")] = None,
@@ -297,6 +297,7 @@ def train(
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
+    base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder to fine-tune (default: a generated tiny Llama).")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Training pipeline: a training-dataset version → a model version (status pending)."""
@@ -317,6 +318,8 @@ def train(
             overrides.setdefault("params", {})
         if param:
             overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
+        if base_model is not None:
+            overrides["params"] = {**overrides.get("params", {}), "base_model": base_model}
         if tune_metric is not None:
             overrides["tune"] = {**overrides.get("tune", {}), "metric": _tune_metric(tune_metric)}
         cfg = training.TrainingPipelineConfig(
@@ -546,7 +549,7 @@ def _summary(rows: list[dict[str, Any]]) -> None:
 
 @app.command("run")
 def run_command(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist or ccfraud.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
     start: Annotated[str | None, typer.Option(help="Feature window start (ISO-8601; default $HOPS_START_TIME).")] = None,
     end: Annotated[str | None, typer.Option(help="Feature window end, exclusive (default $HOPS_END_TIME).")] = None,
     anchor: Annotated[str | None, typer.Option(help="Relative split windows end at: data (default), end-time (the window end) or a date.")] = None,
@@ -566,7 +569,7 @@ def run_command(
 
 @app.command()
 def demo(
-    use_cases: Annotated[list[str] | None, typer.Argument(help="Default: all four.")] = None,
+    use_cases: Annotated[list[str] | None, typer.Argument(help="Default: all of them.")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """The main job: every use case end to end on the embedded store, then a summary table."""

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
                "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch", "catboost": "python",
                "keras_mlp": "python", "flax_mlp": "python", "spark_gbt": "python",
-               "spark_lr": "python"}
+               "spark_lr": "python", "lora": "torch"}
 _SPARK = ("spark_gbt", "spark_lr")
 
 

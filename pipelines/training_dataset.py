@@ -95,8 +95,10 @@ def run(project: Project, config: TrainingDatasetConfig) -> TrainingDatasetRef:
     use_case = get_use_case(config.use_case)
     fv = use_case.build_feature_view(project.get_feature_store())
     args = _dated_if_needed(fv, split_arguments(use_case.split, config))
+    default_format = args.pop("data_format", config.data_format)  # the use case's storage
+    data_format = config.data_format if "data_format" in config.model_fields_set else default_format
     version, _ = fv.create_train_validation_test_split(
-        data_format=config.data_format, description=config.description, **args,
+        data_format=data_format, description=config.description, **args,
     )
     return TrainingDatasetRef(fv.name, fv.version, version)
 

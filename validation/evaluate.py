@@ -49,7 +49,8 @@ def select_gates(defaults: Sequence[str], extra: Sequence[str] | None, *, task: 
         raise ConfigError(f"gate source must be 'config file' or 'command line'. Got {source!r}.")
     if replace and not extra:
         raise ConfigError("replace_gates needs at least one gate to replace the defaults with.")
-    standard = STANDARD_BINARY_GATES if task == "binary" else STANDARD_GATES
+    standard = (STANDARD_BINARY_GATES if task == "binary" else ()
+                if task == "generation" else STANDARD_GATES)  # text output: no SHAP gate
     specs = [] if replace else ([GateSpec(g, "use-case default") for g in defaults]
                                 + [GateSpec(g, "fstrain standard") for g in standard])
     specs += [GateSpec(g, source) for g in extra or []]
@@ -96,7 +97,9 @@ class Evaluation:
 
 
 def task_of(predictor: Any, y_train: pd.Series) -> str:
-    """``regression``, ``binary`` or ``multiclass``."""
+    """``regression``, ``binary``, ``multiclass`` or ``generation`` (a language model)."""
+    if getattr(predictor, "task", None) == "generation":
+        return "generation"
     if predictor.explain_target.classes == ():
         return "regression"
     return "binary" if int(y_train.nunique()) <= 2 else "multiclass"
@@ -121,9 +124,9 @@ def evaluate(predictor: Any, data: EvaluationData, card: Scorecard, gates: Seque
     from validation import evaluate_tasks
 
     task = task_of(predictor, data.y_train)
-    card.task = "regression" if task == "regression" else "classification"
+    card.task = task if task in ("regression", "generation") else "classification"
     run = {"binary": evaluate_tasks.binary, "regression": evaluate_tasks.regression,
-           "multiclass": evaluate_tasks.multiclass}[task]
+           "multiclass": evaluate_tasks.multiclass, "generation": evaluate_tasks.generation}[task]
     images, baseline, primary = run(card, predictor, data, settings)
     _apply_gates(card, gates, baseline, previous, primary)
     return Evaluation(card, images)

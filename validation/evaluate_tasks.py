@@ -137,3 +137,41 @@ def multiclass(card: Scorecard, predictor: Any, data: EvaluationData,
     top = int(np.bincount(proba.argmax(axis=1)).argmax())
     explanation = explain_model(card, predictor, data.X_test, settings, class_index=top)
     return explanation_images(predictor, explanation), card.baselines["majority_class"], "accuracy"
+
+
+
+def generation(card: Scorecard, predictor: Any, data: EvaluationData,
+               settings: EvaluationSettings) -> Result:
+    """A fine-tuned language model: held-out loss per response token and perplexity (the base
+    model without its adapter is the baseline), and exact match (whitespace-insensitive) of
+    greedy answers on the test rows whose reference fits the generation budget — the
+    short-answer task — overall and per record source when the view has a ``source`` helper."""
+    import math
+
+    total, tokens = predictor.nll(data.X_test, data.y_test)
+    base_total, _ = predictor.nll(data.X_test, data.y_test, adapter=False)
+    loss, base_loss = total / max(tokens, 1), base_total / max(tokens, 1)
+    budget = int(predictor.params.get("max_new_tokens", 16))
+    refs = data.y_test.astype(str).reset_index(drop=True)
+    short = np.asarray([len(predictor.tokenizer.encode(r, add_special_tokens=False)) < budget
+                        for r in refs])
+    answers = predictor.predict(data.X_test.reset_index(drop=True)[short], max_new_tokens=budget)
+    hits = np.asarray([" ".join(str(a).split()) == " ".join(r.split())
+                       for a, r in zip(answers, refs[short], strict=True)], dtype=bool)
+    card.metrics = {"loss": loss, "perplexity": math.exp(loss), "tokens": int(tokens),
+                    "rows": len(refs),
+                    "exact_match": float(hits.mean()) if len(hits) else None,
+                    "exact_match_rows": int(short.sum())}
+    if "source" in data.helpers.columns and len(hits):
+        sources = data.helpers["source"].astype(str).reset_index(drop=True)[short].to_numpy()
+        card.metrics["exact_match_by_source"] = {
+            s: {"rows": int((sources == s).sum()), "exact_match": float(hits[sources == s].mean())}
+            for s in sorted(set(sources))}
+    base = {"loss": base_loss, "perplexity": math.exp(base_loss)}
+    card.baselines = {"base_model_without_adapter": base}
+    card.evaluation["exact_match"] = (f"greedy answers (at most {budget} new tokens) on the "
+                                      f"{int(short.sum())} test rows whose reference is shorter "
+                                      "than that budget")
+    card.notes.append("Language model: no SHAP explanation (the output is text); loss and "
+                      "perplexity are per response token, prompt tokens not scored.")
+    return {}, base, "perplexity"

@@ -33,6 +33,7 @@ from fstrain.kernel.errors import ConfigError, did_you_mean
 from validation.bias import DISPARITY_FIGURES
 from validation.metrics import (
     CLASSIFICATION_METRICS,
+    GENERATION_METRICS,
     METRIC_DIRECTIONS,
     REGRESSION_METRICS,
 )
@@ -41,6 +42,7 @@ from validation.metrics import (
 KNOWN_METRICS: tuple[str, ...] = (
     *CLASSIFICATION_METRICS,
     *REGRESSION_METRICS,
+    *GENERATION_METRICS,
     "max_abs_dp_difference",
     *DISPARITY_FIGURES,
 )

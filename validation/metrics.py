@@ -36,6 +36,9 @@ METRIC_DIRECTIONS: dict[str, bool] = {
     "mse": False,
     "rmse": False,
     "r2": True,
+    "loss": False,
+    "perplexity": False,
+    "exact_match": True,
 }
 
 CLASSIFICATION_METRICS: tuple[str, ...] = (
@@ -43,6 +46,9 @@ CLASSIFICATION_METRICS: tuple[str, ...] = (
     "log_loss", "brier",
 )
 REGRESSION_METRICS: tuple[str, ...] = ("mae", "mse", "rmse", "r2")
+#: Metrics of a fine-tuned language model (held-out loss per response token, its perplexity,
+#: exact match of greedy answers).
+GENERATION_METRICS: tuple[str, ...] = ("loss", "perplexity", "exact_match")
 
 _EPS = 1e-15
 

@@ -63,9 +63,19 @@ def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
         if col.nunique(dropna=True) <= 50:
             counts = col.value_counts(dropna=False).sort_index()
             out[label] = {str(k): int(v) for k, v in counts.items()}
-        else:
+        elif pd_numeric(col):
             out[label] = {"mean": float(col.mean()), "std": float(col.std())}
+        else:  # free text (an instruction's response): counts, not moments
+            out[label] = {"distinct": int(col.nunique(dropna=True)),
+                          "missing": int(col.isna().sum())}
     return out
+
+
+def pd_numeric(column: Any) -> bool:
+    """Whether a pandas column holds numbers (booleans excluded)."""
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
 
 
 def _split_statistics(table: pa.Table) -> dict[str, Any]:

@@ -71,6 +71,10 @@ def train(
         from pipelines.trainers.tabular import train_sklearn
 
         return train_sklearn(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
+    if cfg.model == "lora":
+        from pipelines.trainers.lora import train_lora
+
+        return train_lora(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model in ("spark_gbt", "spark_lr"):
         from fstrain.kernel.errors import ConfigError
 

@@ -41,10 +41,10 @@ from pydantic import (
 from fstrain.kernel.errors import ConfigError, did_you_mean
 
 ModelKind = Literal["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp", "cnn",
-                    "catboost", "keras_mlp", "flax_mlp", "spark_gbt", "spark_lr"]
+                    "catboost", "keras_mlp", "flax_mlp", "spark_gbt", "spark_lr", "lora"]
 MODEL_KINDS: tuple[str, ...] = ("xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf", "mlp",
                                 "cnn", "catboost", "keras_mlp", "flax_mlp", "spark_gbt",
-                                "spark_lr")
+                                "spark_lr", "lora")
 #: Spark MLlib models: they read a training dataset's Parquet files in Spark, not DataFrames.
 SPARK_MODELS: frozenset[str] = frozenset({"spark_gbt", "spark_lr"})
 TORCH_MODELS: frozenset[str] = frozenset({"mlp", "cnn"})
@@ -124,6 +124,12 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
         {"maxIter", "regParam", "elasticNetParam", "tol", "fitIntercept", "standardization",
          "family", "aggregationDepth"}
     ),
+    # LoRA supervised fine-tuning of a causal LM (pipelines.trainers.lora)
+    "lora": frozenset(
+        {"base_model", "rank", "alpha", "dropout", "target_modules", "max_length", "epochs",
+         "batch_size", "grad_accum_steps", "lr", "warmup_ratio", "weight_decay",
+         "max_new_tokens", "vocab_size", "hidden_size", "layers"}
+    ),
 }
 
 #: Numeric hyperparameters: (integer?, lowest allowed, lowest inclusive?, highest or None).
@@ -149,6 +155,11 @@ PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
     "maxBins": (True, 2, True, None), "stepSize": (False, 0, False, 1),
     "subsamplingRate": (False, 0, False, 1), "regParam": (False, 0, True, None),
     "elasticNetParam": (False, 0, True, 1),
+    "rank": (True, 1, True, None), "alpha": (False, 0, False, None),
+    "max_length": (True, 8, True, None), "grad_accum_steps": (True, 1, True, None),
+    "lr": (False, 0, False, None), "warmup_ratio": (False, 0, True, 1),
+    "max_new_tokens": (True, 1, True, None), "vocab_size": (True, 64, True, None),
+    "hidden_size": (True, 8, True, None), "layers": (True, 1, True, None),
 }
 
 

@@ -344,6 +344,10 @@ def load_predictor(
             preprocessor=preprocessor, image_column=info.get("image_column", "image_path"),
             image_loader=image_loader,
         )
+    if kind == "lora":
+        from pipelines.trainers.lora_predictor import load_lora_predictor
+
+        return load_lora_predictor(directory, info, device=device)
     if kind in ("spark_gbt", "spark_lr") and schema is not None:
         from pipelines.trainers.spark_predictor import load_spark_predictor
 

@@ -27,7 +27,7 @@ def _cli(root: Path, *args: str):
 @pytest.fixture(scope="module")
 def adult_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("spark_store")
-    assert _cli(root, "features", "adult", "--sample", "1500").exit_code == 0
+    assert _cli(root, "features", "adult", "--sample", "1200").exit_code == 0
     out = _cli(root, "dataset", "adult")
     assert out.exit_code == 0, out.output
     return root
@@ -101,6 +101,7 @@ def test_spark_gbt_and_lr_from_the_cli(adult_root, tmp_path):
     np.testing.assert_allclose(predictor.predict_proba(X_test), theirs[:, 1], rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_spark_options_are_refused_before_spark_starts(adult_root):
     out = _cli(adult_root, "train", "adult", "-t", "1", "--spark-master", "local[1]")
     assert out.exit_code == 2 and "--spark-master" in out.output
@@ -118,6 +119,7 @@ def test_train_api_refuses_spark_models_on_pandas_frames(binary_data, tmp_path):
         train({"model": "spark_lr"}, *binary_data, workdir=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_changed_split_file_stops_the_spark_run(adult_root, tmp_path):
     import shutil
 

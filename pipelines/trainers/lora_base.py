@@ -1,0 +1,131 @@
+"""The base model of a LoRA run: a local Hugging Face checkpoint, or a tiny one built here.
+
+``params.base_model`` names a local folder holding a causal LM saved by ``save_pretrained`` (its
+weights in safetensors) and its tokenizer; it is loaded with ``local_files_only`` (nothing is
+downloaded). Without it, a **generated** base is built: a byte-level BPE tokenizer trained on the
+train split's texts (``tokenizers``) and a small Llama (``LlamaConfig``: ``layers`` layers,
+``hidden_size`` wide) initialised from the run's seed — clearly a test-scale model, stored with
+the adapter so the registered version is complete.
+
+Either way the base's identity is recorded: where it came from and the sha256 of its weight
+files (:func:`weights_sha256`); a predictor refuses a base whose weights changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from fstrain.kernel.errors import ConfigError, IntegrityError
+
+LLM_INSTALL = "pip install 'fstrain[llm]' (transformers, peft, tokenizers)"
+SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
+
+
+def require_llm() -> None:
+    """Raise a :class:`ConfigError` naming the extra when transformers/peft are missing."""
+    try:
+        import peft  # noqa: F401
+        import tokenizers  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+        raise ConfigError(f"LoRA fine-tuning needs the llm extra ({exc}). Install it with "
+                          f"`{LLM_INSTALL}`.") from None
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a CLI run prints fstrain's own progress
+
+
+def weights_sha256(folder: Path) -> str:
+    """sha256 over a checkpoint's weight files (``*.safetensors``, by name, in order)."""
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        raise ConfigError(f"base model folder {str(folder)!r} holds no *.safetensors weights; "
+                          "save it with save_pretrained(..., safe_serialization=True).")
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def load_local_base(path: str, *, expected_sha256: str | None = None) -> tuple[Any, Any, dict]:
+    """``(model, tokenizer, identity)`` of a local checkpoint folder (no download)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(path).expanduser().resolve()
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"base_model {path!r} is not a local Hugging Face checkpoint folder "
+                          "(no config.json). Weights cannot be downloaded here: pass a folder "
+                          "written by save_pretrained.")
+    digest = weights_sha256(folder)
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise IntegrityError(f"base model {str(folder)!r} changed since the adapter was trained "
+                             f"(weights sha256 {digest[:12]}… != recorded "
+                             f"{expected_sha256[:12]}…). Restore it or retrain the adapter.")
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
+                                                 use_safetensors=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    identity = {"source": "local", "path": str(folder), "sha256": digest,
+                "model_type": model.config.model_type,
+                "name_or_path": getattr(model.config, "_name_or_path", str(folder))}
+    return model, tokenizer, identity
+
+
+def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
+    """A byte-level BPE tokenizer trained on ``texts`` (the train split only)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE(unk_token=SPECIAL["unk_token"]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL.values()),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    core.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=core, **SPECIAL)
+
+
+def build_tiny_base(texts: list[str], *, seed: int, vocab_size: int, hidden_size: int,
+                    layers: int, max_length: int, folder: Path) -> tuple[Any, Any, dict]:
+    """Train a tokenizer on ``texts``, build a seeded tiny Llama, save both into ``folder``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = train_tokenizer(texts, vocab_size)
+    heads = max(1, hidden_size // 16)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+        max_position_embeddings=max_length, tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    identity = {"source": "generated", "path": None, "sha256": weights_sha256(folder),
+                "model_type": "llama", "seed": seed,
+                "config": {"vocab_size": len(tokenizer), "hidden_size": hidden_size,
+                           "layers": layers, "heads": heads, "max_length": max_length},
+                "note": "a test-scale Llama built from a config with a BPE tokenizer trained "
+                        "on the train split; not a pretrained model"}
+    return model, tokenizer, identity
+
+
+def attention_projections(model: Any) -> list[str]:
+    """Names of the attention projection layers LoRA adapts (Llama-like or GPT-2-like)."""
+    names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
+    llama = [p for p in ("q_proj", "k_proj", "v_proj", "o_proj") if p in names]
+    if llama:
+        return llama
+    if "c_attn" in names:
+        return ["c_attn", "c_proj"]
+    raise ConfigError(f"cannot find attention projections in {type(model).__name__}; set "
+                      "params.target_modules to the names of its attention linear layers.")
