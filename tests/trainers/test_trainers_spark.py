@@ -27,7 +27,7 @@ def _cli(root: Path, *args: str):
 @pytest.fixture(scope="module")
 def adult_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("spark_store")
-    assert _cli(root, "features", "adult", "--sample", "1200").exit_code == 0
+    assert _cli(root, "features", "adult", "--sample", "1500").exit_code == 0
     out = _cli(root, "dataset", "adult")
     assert out.exit_code == 0, out.output
     return root
