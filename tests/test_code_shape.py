@@ -17,10 +17,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "feature_store/core/splits.py:make_split_spec": "being split (arch-model)",
     "pipelines/trainers/tuning.py:tune": "being split (arch-model)",
     "pipelines/trainers/distributed.py:train_distributed": "being split (arch-model)",
-    "validation/model_card.py:_generate": "being split (arch-model)",
-    "validation/report_site.py:diff_scorecards": "being split (arch-model)",
-    "validation/gates.py:evaluate_gates": "being split (arch-model)",
-    "validation/metrics.py:classification_metrics": "being split (arch-model)",
 }
 
 #: cross-object private accesses allowed per package (``x._name`` with ``x`` not self/cls).

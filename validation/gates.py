@@ -304,62 +304,65 @@ def evaluate_gates(
     for g in parsed:
         if g.kind == "explanation":
             results.append(_explanation_result(g, metrics))
-            continue
-        if g.kind == "threshold":
-            assert g.metric is not None and g.op is not None and g.threshold is not None
-            value = _number(_lookup(metrics, g.metric))
-            if value is None:
-                results.append(GateResult(g.name, False, None, g.threshold, g.op,
-                                          f"failed: {_reason(metrics, g.metric)}"))
-                continue
-            ok = bool(_OPS[g.op](value, g.threshold))
-            results.append(GateResult(
-                g.name, ok, value, g.threshold, g.op,
-                f"{g.metric} = {value:.4g} {'satisfies' if ok else 'violates'} "
-                f"{g.op} {g.threshold:g}",
-            ))
-            continue
-        metric = g.metric or primary_metric
-        if metric not in METRIC_DIRECTIONS:
-            raise ConfigError(
-                f"Gate {g.name!r}: primary metric {metric!r} has no direction; use one of "
-                f"{', '.join(METRIC_DIRECTIONS)}."
-            )
-        higher = METRIC_DIRECTIONS[metric]
-        value = _number(metrics.get(metric))
-        ref_map = baseline if g.kind == "baseline" else previous
-        who = "the baseline" if g.kind == "baseline" else previous_label
-        if ref_map is None:
-            if g.kind == "previous":
-                results.append(GateResult(
-                    g.name, None, value, None, None,
-                    "skipped: no previous version has passed its gates, nothing to compare with",
-                ))
-            else:
-                results.append(GateResult(g.name, False, value, None, None,
-                                          "failed: no baseline metrics were computed"))
-            continue
-        ref = _number(ref_map.get(metric))
-        if value is None or ref is None:
-            missing = "this model" if value is None else who
-            reason = _reason(metrics if value is None else ref_map, metric)
-            results.append(GateResult(g.name, False, value, ref, None,
-                                      f"failed: {metric} missing for {missing} ({reason})"))
-            continue
-        if g.kind == "baseline":
-            op = ">" if higher else "<"
-            ok = value > ref if higher else value < ref
-            detail = (f"{metric} = {value:.4g} vs baseline {ref:.4g} "
-                      f"({'better' if ok else 'not better'}; {'higher' if higher else 'lower'}"
-                      " is better)")
+        elif g.kind == "threshold":
+            results.append(_threshold_result(g, metrics))
         else:
-            op = ">=" if higher else "<="
-            limit = ref - g.tolerance if higher else ref + g.tolerance
-            ok = value >= limit if higher else value <= limit
-            tol = f" with tolerance {g.tolerance:g}" if g.tolerance else ""
-            detail = (f"{metric} = {value:.4g} vs {who} {ref:.4g}{tol} "
-                      f"({'no worse' if ok else 'worse'}; {'higher' if higher else 'lower'}"
-                      " is better)")
-            ref = limit
-        results.append(GateResult(g.name, ok, value, ref, op, detail))
+            ref_map = baseline if g.kind == "baseline" else previous
+            who = "the baseline" if g.kind == "baseline" else previous_label
+            results.append(_comparison_result(g, metrics, ref_map, who, primary_metric))
     return GateReport(tuple(results))
+
+
+def _threshold_result(g: Gate, metrics: Mapping[str, Any]) -> GateResult:
+    """``metric op threshold``."""
+    assert g.metric is not None and g.op is not None and g.threshold is not None
+    value = _number(_lookup(metrics, g.metric))
+    if value is None:
+        return GateResult(g.name, False, None, g.threshold, g.op,
+                          f"failed: {_reason(metrics, g.metric)}")
+    ok = bool(_OPS[g.op](value, g.threshold))
+    return GateResult(
+        g.name, ok, value, g.threshold, g.op,
+        f"{g.metric} = {value:.4g} {'satisfies' if ok else 'violates'} "
+        f"{g.op} {g.threshold:g}",
+    )
+
+
+def _comparison_result(g: Gate, metrics: Mapping[str, Any], ref_map: Mapping[str, Any] | None,
+                       who: str, primary_metric: str) -> GateResult:
+    """``better_than_baseline`` / ``no_worse_than_previous``: this model against ``ref_map``
+    (the baseline's or the previous version's metrics), named ``who`` in the detail."""
+    metric = g.metric or primary_metric
+    if metric not in METRIC_DIRECTIONS:
+        raise ConfigError(
+            f"Gate {g.name!r}: primary metric {metric!r} has no direction; use one of "
+            f"{', '.join(METRIC_DIRECTIONS)}."
+        )
+    higher = METRIC_DIRECTIONS[metric]
+    value = _number(metrics.get(metric))
+    if ref_map is None:
+        if g.kind == "previous":
+            return GateResult(
+                g.name, None, value, None, None,
+                "skipped: no previous version has passed its gates, nothing to compare with",
+            )
+        return GateResult(g.name, False, value, None, None,
+                          "failed: no baseline metrics were computed")
+    ref = _number(ref_map.get(metric))
+    if value is None or ref is None:
+        missing = "this model" if value is None else who
+        reason = _reason(metrics if value is None else ref_map, metric)
+        return GateResult(g.name, False, value, ref, None,
+                          f"failed: {metric} missing for {missing} ({reason})")
+    better = "higher" if higher else "lower"
+    if g.kind == "baseline":
+        ok = value > ref if higher else value < ref
+        return GateResult(g.name, ok, value, ref, ">" if higher else "<",
+                          f"{metric} = {value:.4g} vs baseline {ref:.4g} "
+                          f"({'better' if ok else 'not better'}; {better} is better)")
+    limit = ref - g.tolerance if higher else ref + g.tolerance
+    ok = value >= limit if higher else value <= limit
+    tol = f" with tolerance {g.tolerance:g}" if g.tolerance else ""
+    return GateResult(g.name, ok, value, limit, ">=" if higher else "<=",
+                      f"{metric} = {value:.4g} vs {who} {ref:.4g}{tol} "
+                      f"({'no worse' if ok else 'worse'}; {better} is better)")

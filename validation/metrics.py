@@ -179,10 +179,39 @@ def classification_metrics(y_true: Any, y_score: Any, threshold: float = 0.5) ->
     undefined: dict[str, str] = {}
     pos = int(y.sum())
     neg = n - pos
-    pred = (s >= threshold).astype(np.int8)
-    cm = _confusion(y, pred)
-    tp, fp, fn, tn = cm["tp"], cm["fp"], cm["fn"], cm["tn"]
+    cm = _confusion(y, (s >= threshold).astype(np.int8))
+    counts = _thresholded_metrics(cm, threshold, undefined)
+    auc = roc_auc(y, s)
+    if auc is None:
+        undefined["roc_auc"] = (
+            f"the evaluation set holds a single class ({pos} positives, {neg} negatives)"
+        )
+    pr_auc = average_precision(y, s)
+    if pr_auc is None:
+        undefined["pr_auc"] = "the evaluation set has no positive rows"
+    log_loss, brier = _probability_losses(y, s, undefined)
+    return {
+        "n": n,
+        "positives": pos,
+        "negatives": neg,
+        "base_rate": pos / n,
+        "threshold": threshold,
+        "accuracy": (cm["tp"] + cm["tn"]) / n,
+        **counts,
+        "roc_auc": auc,
+        "pr_auc": pr_auc,
+        "log_loss": log_loss,
+        "brier": brier,
+        "confusion_matrix": cm,
+        "undefined": undefined,
+    }
 
+
+def _thresholded_metrics(cm: Mapping[str, int], threshold: float,
+                         undefined: dict[str, str]) -> dict[str, float | None]:
+    """Balanced accuracy, precision, recall and F1 from a confusion matrix (each undefined one
+    gets its reason in ``undefined``)."""
+    tp, fp, fn, tn = cm["tp"], cm["fp"], cm["fn"], cm["tn"]
     precision = _ratio(tp, tp + fp)
     if precision is None:
         undefined["precision"] = f"no row is predicted positive at threshold {threshold:g}"
@@ -196,46 +225,20 @@ def classification_metrics(y_true: Any, y_score: Any, threshold: float = 0.5) ->
     balanced = (recall + tnr) / 2.0 if recall is not None and tnr is not None else None
     if balanced is None:
         undefined["balanced_accuracy"] = "the evaluation set holds a single class"
+    return {"balanced_accuracy": balanced, "precision": precision, "recall": recall, "f1": f1}
 
-    auc = roc_auc(y, s)
-    if auc is None:
-        undefined["roc_auc"] = (
-            f"the evaluation set holds a single class ({pos} positives, {neg} negatives)"
-        )
-    pr_auc = average_precision(y, s)
-    if pr_auc is None:
-        undefined["pr_auc"] = "the evaluation set has no positive rows"
 
-    log_loss: float | None
-    brier: float | None
+def _probability_losses(y: np.ndarray, s: np.ndarray,
+                        undefined: dict[str, str]) -> tuple[float | None, float | None]:
+    """Log loss and Brier score, or None for both when the scores are not probabilities."""
     if s.min() < 0.0 or s.max() > 1.0:
         reason = "y_score is not a probability (values outside [0, 1])"
-        log_loss = brier = None
         undefined["log_loss"] = reason
         undefined["brier"] = reason
-    else:
-        p = np.clip(s, _EPS, 1 - _EPS)
-        log_loss = float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-        brier = float(np.mean((s - y) ** 2))
-
-    return {
-        "n": n,
-        "positives": pos,
-        "negatives": neg,
-        "base_rate": pos / n,
-        "threshold": threshold,
-        "accuracy": (tp + tn) / n,
-        "balanced_accuracy": balanced,
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "roc_auc": auc,
-        "pr_auc": pr_auc,
-        "log_loss": log_loss,
-        "brier": brier,
-        "confusion_matrix": cm,
-        "undefined": undefined,
-    }
+        return None, None
+    p = np.clip(s, _EPS, 1 - _EPS)
+    log_loss = float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    return log_loss, float(np.mean((s - y) ** 2))
 
 
 @dataclass(frozen=True)

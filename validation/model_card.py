@@ -268,18 +268,40 @@ def _kv(mapping: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in mapping.items())
 
 
-def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
-              ) -> dict[str, tuple[list[str], bool]]:
+Section = tuple[list[str], bool]
+
+
+def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict[str, Section]:
     """Section → (facts, needs owner input)."""
-    g: dict[str, tuple[list[str], bool]] = {}
-    metrics = card.get("metrics", {})
     lineage = card.get("lineage", {})
-    evaluation = card.get("evaluation", {})
-
+    helpers = [d["column"] for d in (card.get("bias") or {}).get("disparities", [])]
+    features = _first(manifest, "features", "feature_names")
     intended = _first(manifest, "intended_use", "description")
-    g["intended_use"] = ([f"Description from the model manifest: {intended}"] if intended
-                         else [], True)
+    bias = card.get("bias")
+    g: dict[str, Section] = {
+        "intended_use": ([f"Description from the model manifest: {intended}"] if intended
+                         else [], True),
+        "model_details": _model_details(card, manifest),
+        "feature_view_and_training_data": _training_data(card, manifest, helpers, features),
+        "data_provenance": (_provenance(lineage), True),
+        "performance": _performance(card),
+        "bias_evaluation": (_bias_facts(bias), not bias),
+        "limitations": (_limitations(card), True),
+        "deployment": (_deployment(card, manifest), True),
+        "monitoring": ([], True),
+    }
+    ex = card.get("explanation")
+    g["explainability"] = (_explainability(ex), not ex)
+    facts: list[str] = []
+    if helpers:
+        facts.append("Protected attributes evaluated for bias: " + ", ".join(helpers))
+        facts += _helper_feature_check(helpers, features)
+    g["responsible_ai"] = (facts, True)
+    g["references"] = ([], True)
+    return g
 
+
+def _model_details(card: Mapping[str, Any], manifest: Mapping[str, Any]) -> Section:
     facts = [f"Name/version: {card['model_name']} / {card['model_version']}",
              f"Task: {card['task']}"]
     framework = _first(manifest, "framework", "flavor")
@@ -291,8 +313,13 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
     files = manifest.get("files")
     if isinstance(files, Mapping) and files:
         facts.append("Model files (sha256 checked on load): " + ", ".join(files))
-    g["model_details"] = (facts, arch is None)
+    return facts, arch is None
 
+
+def _training_data(card: Mapping[str, Any], manifest: Mapping[str, Any], helpers: list[str],
+                   features: Any) -> Section:
+    """Feature view, training data, signature, inputs, outputs, helper columns and label."""
+    lineage = card.get("lineage", {})
     facts = []
     for label, keys in (("Feature view", ("feature_view",)),
                         ("Training dataset version", ("training_dataset_version",
@@ -308,13 +335,11 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
         manifest.get("model_schema"))
     if signature is not None:
         facts.append(f"Model signature: {signature}")
-    features = _first(manifest, "features", "feature_names")
     if features:
         facts.append(f"Input features ({len(features)}): {', '.join(map(str, features))}")
     outputs = _first(manifest, "outputs")
     if outputs:
         facts.append(f"Outputs: {', '.join(map(str, outputs))}")
-    helpers = [d["column"] for d in (card.get("bias") or {}).get("disparities", [])]
     if helpers:
         facts.append("Bias slices use the training helper columns " + ", ".join(helpers)
                      + " (helper columns are returned only for evaluation, not as features)")
@@ -322,14 +347,21 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
     labels = _first(lineage, "labels", "label") or _first(manifest, "labels", "label")
     if labels:
         facts.append(f"Label: {labels}")
-    g["feature_view_and_training_data"] = (facts, not facts or signature is None)
-    g["data_provenance"] = (_provenance(lineage), True)
+    return facts, not facts or signature is None
 
+
+_SHOWN_METRICS = ("roc_auc", "pr_auc", "f1", "precision", "recall", "accuracy", "log_loss",
+                  "brier", "mae", "rmse", "r2")
+
+
+def _performance(card: Mapping[str, Any]) -> Section:
+    """Metrics with intervals, the threshold, baseline differences and the gates."""
+    metrics = card.get("metrics", {})
+    evaluation = card.get("evaluation", {})
     facts = []
     if evaluation:
         facts.append("Evaluated on: " + _kv(evaluation))
-    shown = [m for m in ("roc_auc", "pr_auc", "f1", "precision", "recall", "accuracy",
-                         "log_loss", "brier", "mae", "rmse", "r2") if m in metrics]
+    shown = [m for m in _SHOWN_METRICS if m in metrics]
     cis = card.get("confidence_intervals", {})
     for m in shown:
         ci = cis.get(m)
@@ -349,20 +381,24 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
     if gates:
         facts.append("Acceptance gates: " + "; ".join(f"{r['name']} → {r['status']}"
                                                       for r in gates))
-    g["performance"] = (facts, not shown)
+    return facts, not shown
 
+
+def _bias_facts(bias: Mapping[str, Any] | None) -> list[str]:
+    if not bias:
+        return []
+    return [
+        f"{d['column']}: demographic parity difference "
+        f"{fmt(d['demographic_parity_difference'])}, equal opportunity difference "
+        f"{fmt(d['equal_opportunity_difference'])}, AUC gap {fmt(d['auc_gap'])} over "
+        f"slices {', '.join(d['judged_slices']) or '(none)'}"
+        for d in bias.get("disparities", [])
+    ]
+
+
+def _limitations(card: Mapping[str, Any]) -> list[str]:
+    """Slices too small to judge, undefined metrics and failed gates."""
     bias = card.get("bias")
-    facts = []
-    if bias:
-        for d in bias.get("disparities", []):
-            facts.append(
-                f"{d['column']}: demographic parity difference "
-                f"{fmt(d['demographic_parity_difference'])}, equal opportunity difference "
-                f"{fmt(d['equal_opportunity_difference'])}, AUC gap {fmt(d['auc_gap'])} over "
-                f"slices {', '.join(d['judged_slices']) or '(none)'}"
-            )
-    g["bias_evaluation"] = (facts, not bias)
-
     facts = []
     if bias:
         small = [f"{s['column']}={s['value']} ({s['size']} rows)" for s in bias.get("slices", [])
@@ -370,13 +406,16 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
         if small:
             facts.append(f"Slices too small to judge (< {bias['min_slice_size']} rows): "
                          + ", ".join(small))
-    for m, reason in (metrics.get("undefined") or {}).items():
+    for m, reason in (card.get("metrics", {}).get("undefined") or {}).items():
         facts.append(f"{m} undefined on the evaluation data: {reason}")
+    gates = (card.get("gates") or {}).get("results", [])
     failed = [r["name"] for r in gates if r["status"] == "failed"]
     if failed:
         facts.append("Failed acceptance gates: " + ", ".join(failed))
-    g["limitations"] = (facts, True)
+    return facts
 
+
+def _deployment(card: Mapping[str, Any], manifest: Mapping[str, Any]) -> list[str]:
     versions = card.get("library_versions", {})
     requirements = _first(manifest, "requirements")
     facts = []
@@ -384,26 +423,17 @@ def _generate(card: Mapping[str, Any], manifest: Mapping[str, Any]
         facts.append("Library versions at validation: " + _kv(versions))
     if requirements:
         facts.append(f"Pinned requirements: {', '.join(map(str, requirements))}")
-    g["deployment"] = (facts, True)
-    g["monitoring"] = ([], True)
+    return facts
 
-    ex = card.get("explanation")
-    facts = []
-    if ex:
-        top = ex.get("global_importance", [])[:10]
-        facts.append(f"Technique: {ex['method']} on {ex['n_rows']} evaluation rows "
-                     f"(explained output: {ex['output']})")
-        facts.append("Most important features (mean |SHAP|): "
-                     + ", ".join(f"{g_['feature']} {fmt(g_['mean_abs_shap'])}" for g_ in top))
-    g["explainability"] = (facts, not ex)
 
-    facts = []
-    if helpers:
-        facts.append("Protected attributes evaluated for bias: " + ", ".join(helpers))
-        facts += _helper_feature_check(helpers, features)
-    g["responsible_ai"] = (facts, True)
-    g["references"] = ([], True)
-    return g
+def _explainability(ex: Mapping[str, Any] | None) -> list[str]:
+    if not ex:
+        return []
+    top = ex.get("global_importance", [])[:10]
+    return [(f"Technique: {ex['method']} on {ex['n_rows']} evaluation rows "
+             f"(explained output: {ex['output']})"),
+            "Most important features (mean |SHAP|): "
+            + ", ".join(f"{g_['feature']} {fmt(g_['mean_abs_shap'])}" for g_ in top)]
 
 
 def _helper_feature_check(helpers: list[str], features: Any) -> list[str]:

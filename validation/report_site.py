@@ -192,6 +192,30 @@ def diff_scorecards(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any
         return {"model_name": c.get("model_name"), "model_version": c.get("model_version"),
                 "status": c.get("status"), "created_at": c.get("created_at")}
 
+    la = _flatten("", a.get("lineage") or {}, {})
+    lb = _flatten("", b.get("lineage") or {}, {})
+    lineage = [{"key": k, "a": la.get(k), "b": lb.get(k)}
+               for k in [*la, *(k for k in lb if k not in la)] if la.get(k) != lb.get(k)]
+    ta, tb = (a.get("threshold") or {}), (b.get("threshold") or {})
+    return {
+        "a": ident(a), "b": ident(b),
+        "status": {"a": a.get("status"), "b": b.get("status"),
+                   "changed": a.get("status") != b.get("status")},
+        "threshold": {"a": ta.get("threshold"), "b": tb.get("threshold"),
+                      "a_strategy": ta.get("strategy"), "b_strategy": tb.get("strategy"),
+                      "delta": _delta(ta.get("threshold"), tb.get("threshold"))},
+        "metrics": _diff_metrics(a, b), "gates": _diff_gates(a, b),
+        "disparities": _diff_disparities(a, b), "slices": _diff_slices(a, b),
+        "features": _diff_features(a, b), "lineage": lineage,
+    }
+
+
+def _union(first: Mapping[Any, Any], second: Mapping[Any, Any]) -> list[Any]:
+    """The keys of ``first``, then those only in ``second``, in their orders."""
+    return [*first, *(k for k in second if k not in first)]
+
+
+def _diff_metrics(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
     ma, mb = _flat_metrics(a), _flat_metrics(b)
     metrics = []
     for name in [*METRIC_DIRECTIONS, *sorted((set(ma) | set(mb)) - set(METRIC_DIRECTIONS))]:
@@ -205,38 +229,50 @@ def diff_scorecards(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any
                                        else None)
         improved = None if d is None or higher is None or d == 0 else (d > 0) == higher
         metrics.append({"metric": name, "a": va, "b": vb, "delta": d, "improved": improved})
+    return metrics
 
+
+def _diff_gates(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
     ga = {r["name"]: r for r in (a.get("gates") or {}).get("results", [])}
     gb = {r["name"]: r for r in (b.get("gates") or {}).get("results", [])}
     gates = []
-    for name in [*ga, *(n for n in gb if n not in ga)]:
+    for name in _union(ga, gb):
         ra, rb = ga.get(name, {}), gb.get(name, {})
         sa, sb = ra.get("status", "absent"), rb.get("status", "absent")
         gates.append({"gate": name, "a_status": sa, "b_status": sb, "a_value": ra.get("value"),
                       "b_value": rb.get("value"), "delta": _delta(ra.get("value"),
                                                                  rb.get("value")),
                       "changed": sa != sb})
+    return gates
 
+
+def _diff_disparities(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
     da = {d["column"]: d for d in (a.get("bias") or {}).get("disparities", [])}
     db = {d["column"]: d for d in (b.get("bias") or {}).get("disparities", [])}
     disparities = []
-    for col in [*da, *(c for c in db if c not in da)]:
+    for col in _union(da, db):
         for fig in _DISPARITIES:
             va, vb = da.get(col, {}).get(fig), db.get(col, {}).get(fig)
             disparities.append({"column": col, "figure": fig, "a": va, "b": vb,
                                 "delta": _delta(va, vb)})
+    return disparities
 
-    sa_ = {(s["column"], s["value"]): s for s in (a.get("bias") or {}).get("slices", [])}
-    sb_ = {(s["column"], s["value"]): s for s in (b.get("bias") or {}).get("slices", [])}
+
+def _diff_slices(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    sa = {(s["column"], s["value"]): s for s in (a.get("bias") or {}).get("slices", [])}
+    sb = {(s["column"], s["value"]): s for s in (b.get("bias") or {}).get("slices", [])}
     slices = []
-    for key in [*sa_, *(k for k in sb_ if k not in sa_)]:
-        x, y = sa_.get(key, {}), sb_.get(key, {})
+    for key in _union(sa, sb):
+        x, y = sa.get(key, {}), sb.get(key, {})
         row: dict[str, Any] = {"column": key[0], "slice": key[1],
                                "a_judged": x.get("judged"), "b_judged": y.get("judged")}
         for fig in SLICE_FIGURES:
             row[fig] = {"a": x.get(fig), "b": y.get(fig), "delta": _delta(x.get(fig), y.get(fig))}
         slices.append(row)
+    return slices
 
+
+def _diff_features(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     ia = {g["feature"]: g["mean_abs_shap"]
           for g in (a.get("explanation") or {}).get("global_importance", [])}
     ib = {g["feature"]: g["mean_abs_shap"]
@@ -246,28 +282,11 @@ def diff_scorecards(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any
     importance = [
         {"feature": f, "a": ia.get(f), "b": ib.get(f), "delta": _delta(ia.get(f), ib.get(f)),
          "rank_a": rank_a.get(f), "rank_b": rank_b.get(f)}
-        for f in [*ia, *(f for f in ib if f not in ia)]
+        for f in _union(ia, ib)
     ]
-    features = {"only_in_a": [f for f in ia if f not in ib],
-                "only_in_b": [f for f in ib if f not in ia],
-                "common": [f for f in ia if f in ib], "importance": importance}
-
-    la = _flatten("", a.get("lineage") or {}, {})
-    lb = _flatten("", b.get("lineage") or {}, {})
-    lineage = [{"key": k, "a": la.get(k), "b": lb.get(k)}
-               for k in [*la, *(k for k in lb if k not in la)] if la.get(k) != lb.get(k)]
-
-    ta, tb = (a.get("threshold") or {}), (b.get("threshold") or {})
-    return {
-        "a": ident(a), "b": ident(b),
-        "status": {"a": a.get("status"), "b": b.get("status"),
-                   "changed": a.get("status") != b.get("status")},
-        "threshold": {"a": ta.get("threshold"), "b": tb.get("threshold"),
-                      "a_strategy": ta.get("strategy"), "b_strategy": tb.get("strategy"),
-                      "delta": _delta(ta.get("threshold"), tb.get("threshold"))},
-        "metrics": metrics, "gates": gates, "disparities": disparities, "slices": slices,
-        "features": features, "lineage": lineage,
-    }
+    return {"only_in_a": [f for f in ia if f not in ib],
+            "only_in_b": [f for f in ib if f not in ia],
+            "common": [f for f in ia if f in ib], "importance": importance}
 
 
 def _improved(v: bool | None) -> str:
