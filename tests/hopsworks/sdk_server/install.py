@@ -47,6 +47,7 @@ DEFAULT_TAG_SCHEMAS: dict[str, dict[str, Any]] = {
 class FakeCluster:
     server: FakeHopsworks
     api_key: str = API_KEY
+    query_service: Any = None  #: the FakeQueryService, when serve(query_service=True)
 
     @property
     def login_kwargs(self) -> dict[str, Any]:
@@ -56,8 +57,11 @@ class FakeCluster:
 
 @contextmanager
 def serve(root: Path, projects: tuple[str, ...] = ("fstrain_ci",),
-          tag_schemas: dict[str, dict[str, Any]] | None = None) -> Iterator[FakeCluster]:
-    """Run a fake Hopsworks cluster storing its files under ``root``."""
+          tag_schemas: dict[str, dict[str, Any]] | None = None,
+          query_service: bool = False) -> Iterator[FakeCluster]:
+    """Run a fake Hopsworks cluster storing its files under ``root``; with ``query_service``
+    also its Query Service (:mod:`query_service`, Arrow Flight over TLS), which the SDK then
+    uses for every offline read."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -69,7 +73,42 @@ def serve(root: Path, projects: tuple[str, ...] = ("fstrain_ci",),
         stack.enter_context(_mounted(FakeTransport(server), f"https://127.0.0.1:{port}/"))
         stack.enter_context(_env("HOPSWORKS_CERT_FOLDER", str(Path(root) / "certs")))
         stack.enter_context(patch_delta_location(server.state.hopsfs))
-        yield FakeCluster(server)
+        cluster = FakeCluster(server)
+        if query_service:
+            cluster.query_service = stack.enter_context(_query_service(server))
+        yield cluster
+
+
+@contextmanager
+def _query_service(server: FakeHopsworks) -> Iterator[Any]:
+    """Start the Query Service and announce it through the cluster variables; the SDK's
+    flight client (a process-wide singleton) is reset before and after, so it connects here
+    and a later cluster without one does not inherit it."""
+    import threading
+
+    from hsfs.core import arrow_flight_client
+
+    from sdk_server.query_service import (
+        DOMAIN,
+        FakeQueryService,
+        free_loopback,
+        make_certificates,
+    )
+
+    server.certificates = make_certificates()
+    host = free_loopback()
+    service = FakeQueryService(server, host, server.certificates)
+    server.variables |= {"enable_flyingduck": "true", "service_discovery_domain": DOMAIN,
+                         "loadbalancer_external_domain_feature_query": host}
+    thread = threading.Thread(target=service.serve, daemon=True)
+    thread.start()
+    arrow_flight_client._close()
+    try:
+        yield service
+    finally:
+        arrow_flight_client._close()
+        service.shutdown()
+        thread.join(timeout=10)
 
 
 @contextmanager

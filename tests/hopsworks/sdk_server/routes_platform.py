@@ -12,7 +12,7 @@ from sdk_server.transport import Call
 
 #: cluster variables the SDK reads (``GET /variables/<name>``); absent ones answer 404.
 VARIABLES = {
-    "enable_flyingduck": "false",  # no Hopsworks Query Service on this cluster
+    "enable_flyingduck": "false",  # no Query Service unless serve(query_service=True)
     "loadbalancer_external_domain_namenode": "namenode.fake.hopsworks",
     "loadbalancer_external_domain_datanode": "datanode.fake.hopsworks",
     "service_discovery_domain": "",
@@ -46,8 +46,15 @@ def project(server: FakeHopsworks, call: Call, project_id: str) -> dict[str, Any
 
 @route("GET", "/project/{project_id}/credentials")
 def credentials(server: FakeHopsworks, call: Call, project_id: str) -> dict[str, Any]:
-    """Placeholder key material: the SDK only writes it to files (no TLS is spoken here)."""
+    """The project's key material: real PEMs when the Query Service runs (the SDK's flight
+    client speaks TLS with them), else placeholders the SDK only writes to files."""
     server.state.project_by_id(project_id)
+    if server.certificates:
+        pems = server.certificates
+        return {"kStore": "ZmFrZS1rZXlzdG9yZQ==", "tStore": "ZmFrZS10cnVzdHN0b3Jl",
+                "password": "fake-password", "caChain": pems["ca"].decode(),
+                "clientCert": pems["client_cert"].decode(),
+                "clientKey": pems["client_key"].decode()}
     return {"kStore": "ZmFrZS1rZXlzdG9yZQ==", "tStore": "ZmFrZS10cnVzdHN0b3Jl",
             "password": "fake-password", "caChain": "FAKE CA CHAIN",
             "clientCert": "FAKE CLIENT CERT", "clientKey": "FAKE CLIENT KEY"}
@@ -60,6 +67,7 @@ def versions(server: FakeHopsworks, call: Call) -> list[dict[str, str]]:
 
 @route("GET", "/variables/{name}")
 def variable(server: FakeHopsworks, call: Call, name: str) -> dict[str, Any]:
-    if name not in VARIABLES:
+    variables = VARIABLES | server.variables
+    if name not in variables:
         raise not_found(120001, f"variable {name}")
-    return {"successMessage": VARIABLES[name]}
+    return {"successMessage": variables[name]}

@@ -151,3 +151,15 @@ def get_td_statistics(server: FakeHopsworks, call: Call, project_id: str, fs: st
                           "featureViewName": name, "featureViewVersion": int(version),
                           "trainingDatasetVersion": int(td_version)}
     return {"count": 1, "items": [item]}
+
+
+@route("POST", TD + "/statistics")
+def post_td_statistics(server: FakeHopsworks, call: Call, project_id: str, fs: str, name: str,
+                       version: str, td_version: str) -> dict[str, Any]:
+    """Statistics the client computed itself (in-memory training data): stored like the job's."""
+    td = _td(server, name, version, td_version)
+    posted = call.json()
+    td.statistics["transformation" if posted.get("beforeTransformation") else "splits"] = posted
+    return dict(posted) | {"featureStoreId": FEATURE_STORE_ID, "featureViewName": name,
+                           "featureViewVersion": int(version),
+                           "trainingDatasetVersion": int(td_version)}

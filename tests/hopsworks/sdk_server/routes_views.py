@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sdk_server.errors import FEATURE_VIEW_NOT_FOUND, not_found
+from sdk_server.errors import FEATURE_VIEW_NOT_FOUND, HttpError, not_found
+from sdk_server.filters import and_filter
 from sdk_server.routes_featurestore import get_tag, put_tag, tags_in
 from sdk_server.server import FakeHopsworks, route
 from sdk_server.state import FEATURE_STORE_ID, FeatureView
@@ -76,12 +77,40 @@ def get_view_tag(server, call, project_id, fs, name, version, tag):
 @route("GET", ONE + "/query/batch")
 def batch_query(server: FakeHopsworks, call: Call, project_id: str, fs: str, name: str,
                 version: str) -> dict[str, Any]:
-    """The view's query with the requested time window on its root group. (Hopsworks also
-    adds key/event-time/helper columns on request; the training-dataset job adds the root
-    group's keys and event time itself, see :mod:`sdk_server.td_job`.)"""
-    query = dict(server.state.view(name, version).body["query"])
-    for param, key in (("start_time", "leftFeatureGroupStartTime"),
-                       ("end_time", "leftFeatureGroupEndTime")):
-        if call.q(param) not in (None, "None"):
-            query[key] = int(call.q(param))
+    """The view's query with the requested window as an event-time **filter** on its root group
+    (``start <= t < end``), as Hopsworks builds it: ``leftFeatureGroupStart/EndTime`` are
+    commit times (time travel), which the SDK would not send to the Query Service. (Hopsworks
+    also adds key/event-time/helper columns on request; the training-dataset job and the
+    Query Service add the root group's keys and event time themselves.)"""
+    view = server.state.view(name, version).body
+    def asked(param: str) -> bool:
+        return str(call.q(param)).lower() == "true"
+
+    dropped = {f["name"] for f in view.get("features") or []
+               if (f.get("label") and not asked("with_label"))
+               or (f.get("trainingHelperColumn") and not asked("training_helper_columns"))
+               or (f.get("inferenceHelperColumn") and not asked("inference_helper_columns"))}
+    query = _without(view["query"], dropped, "")
+    root = query["leftFeatureGroup"]
+    event_time = root.get("eventTime")
+    for param, condition in (("start_time", "GREATER_THAN_OR_EQUAL"), ("end_time", "LESS_THAN")):
+        if call.q(param) in (None, "None"):
+            continue
+        if not event_time:
+            raise HttpError(400, 270010, f"feature group {root['name']} has no event time for a "
+                                         f"{param} window")
+        feature = next(f for f in root["features"] if f["name"] == event_time)
+        query["filter"] = and_filter(query.get("filter"), {
+            "feature": feature, "condition": condition, "value": str(int(call.q(param)))})
     return query
+
+
+def _without(query: dict[str, Any], dropped: set[str], prefix: str) -> dict[str, Any]:
+    """``query`` without the output columns ``dropped`` (labels and helper columns the batch
+    query was not asked for); a joined column's output name carries its join prefixes."""
+    out = dict(query)
+    out["leftFeatures"] = [f for f in query.get("leftFeatures") or []
+                           if prefix + f["name"] not in dropped]
+    out["joins"] = [dict(j, query=_without(j["query"], dropped, prefix + (j.get("prefix") or "")))
+                    for j in query.get("joins") or []]
+    return out

@@ -61,6 +61,10 @@ class FakeHopsworks:
     port: int
     projects: tuple[str, ...] = ("fstrain_ci",)
     tag_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: cluster variables overriding :data:`routes_platform.VARIABLES` (the Query Service's)
+    variables: dict[str, str] = field(default_factory=dict)
+    #: PEM key material ``GET /credentials`` hands out (:mod:`query_service`), else placeholders
+    certificates: dict[str, bytes] = field(default_factory=dict)
     state: State = field(init=False)
     log: list[Request] = field(default_factory=list)
     unrouted: list[str] = field(default_factory=list)
@@ -114,6 +118,7 @@ def _load_routes() -> None:
         routes_jobs,
         routes_models,
         routes_platform,
+        routes_query,
         routes_training_datasets,
         routes_uploads,
         routes_views,

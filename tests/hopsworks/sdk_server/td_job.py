@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from deltalake import DeltaTable
 
+from sdk_server.filters import mask
 from sdk_server.hopsfs import local_path
 from sdk_server.td_statistics import fit_and_transform, split_statistics
 from sdk_server.views import ResolvedQuery
@@ -68,6 +69,8 @@ def run_query(hopsfs: Path, query: ResolvedQuery) -> tuple[pd.DataFrame, pd.Seri
     """The view's rows (output column names) and the root event time in epoch ms (or None)."""
     df, out = _frame(hopsfs, query, "0")
     frame = pd.DataFrame({name: df[column].to_numpy() for name, column in out})
+    if any((j.query.filter or None) for j in query.joins):
+        raise ValueError("filters on a joined query are not evaluated by the fake server")
     root = query.group
     for key in [f["name"] for f in root["features"] if f.get("primary")] + [_event_time(root)]:
         if key and key not in frame.columns:
@@ -77,6 +80,10 @@ def run_query(hopsfs: Path, query: ResolvedQuery) -> tuple[pd.DataFrame, pd.Seri
     if time:
         stamps = pd.Series(pd.to_datetime(df[f"0.{time}"].to_numpy(), utc=True))
         millis = stamps.dt.as_unit("ms").astype("int64")
+    if query.filter:  # on the output columns (root features by their own names)
+        keep = mask(frame, query.filter).to_numpy()
+        frame, millis = frame[keep], None if millis is None else millis[keep]
+        millis = None if millis is None else millis.reset_index(drop=True)
     return frame.reset_index(drop=True), millis
 
 

@@ -33,6 +33,7 @@ class ResolvedQuery:
     group: dict[str, Any]
     features: list[str]
     joins: list[Join]
+    filter: dict[str, Any] | None = None  #: the query's row filter (``Logic`` JSON)
 
     def groups(self) -> list[dict[str, Any]]:
         out = [self.group]
@@ -57,7 +58,7 @@ def resolve(state: State, query: dict[str, Any]) -> ResolvedQuery:
         joins.append(Join(right, left_on, right_on,
                           str(join.get("type") or join.get("joinType") or "LEFT").upper(),
                           join.get("prefix") or ""))
-    return ResolvedQuery(group, features, joins)
+    return ResolvedQuery(group, features, joins, query.get("filter") or None)
 
 
 def view_features(resolved: ResolvedQuery, labels: list[str], training_helpers: list[str],
