@@ -381,6 +381,31 @@ def reject_command(
     _sign_off(ref, "rejection", reviewer, note, None, root, as_json)
 
 
+@registry_app.command("export-onnx")
+def export_onnx_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME[:VERSION]")],
+    atol: Annotated[float, typer.Option(help="Largest allowed |ONNX - native| probability on the test split.")] = 1e-4,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export a version (preprocessing + model) to ONNX, check it with ONNX Runtime against the
+    native model on its test split, and attach onnx/model.onnx (hashed in the manifest)."""
+    try:
+        from fstrain.kernel.store_root import resolve_root
+        from fstrain.project import Project
+        from pipelines.onnx_export import export_onnx
+
+        model = _resolve(root, ref)
+        out = export_onnx(Project(resolve_root(root)), model, atol=atol)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"{out['model']}: {out['path']} (sha256 {out['sha256'][:12]}), max |ONNX - "
+               f"native| {out['max_abs_diff']:.2g} on {out['rows']} test rows")
+
+
 def _sign_off(ref: str, decision: str, reviewer: str, note: str, override: str | None,
               root: Path | None, as_json: bool) -> None:
     try:

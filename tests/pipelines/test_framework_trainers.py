@@ -83,3 +83,31 @@ def test_flax_from_the_cli_validated_with_kernel_shap(adult_root):
                                    "epochs=3", "--param", "batch_size=128", "--resume",
                                    "--json", "--root", str(adult_root)])
     assert out.exit_code == 0, out.output
+
+
+def test_registry_export_onnx_checks_on_the_test_split_and_attaches(adult_root):
+    import fstrain
+
+    out = CliRunner().invoke(app, ["train", "adult", "-t", "1", "--model", "lightgbm", "--param",
+                                   "n_estimators=40", "--json", "--root", str(adult_root)])
+    assert out.exit_code == 0, out.output
+    ref = json.loads(out.output[out.output.index("{"):])
+    label = f"{ref['name']}:{ref['version']}"
+    # a check tighter than float32 arithmetic fails and attaches nothing
+    strict = CliRunner().invoke(app, ["registry", "export-onnx", label, "--atol", "0",
+                                      "--root", str(adult_root)])
+    assert strict.exit_code == 2 and "nothing was attached" in strict.output
+    model = fstrain.login(root=str(adult_root)).get_model_registry().get_model(
+        ref["name"], ref["version"])
+    assert not any(f["path"].startswith("onnx/") for f in model.manifest["files"])
+    done = CliRunner().invoke(app, ["registry", "export-onnx", label, "--json",
+                                    "--root", str(adult_root)])
+    assert done.exit_code == 0, done.output
+    check = json.loads(done.output)
+    assert check["passed"] and check["split"] == "test" and check["rows"] > 500
+    model = fstrain.login(root=str(adult_root)).get_model_registry().get_model(
+        ref["name"], ref["version"])
+    files = {f["path"]: f for f in model.manifest["files"]}
+    assert files["onnx/model.onnx"]["sha256"] == check["sha256"]
+    assert files["onnx/model.onnx"]["kind"] == "attachment" and "onnx/check.json" in files
+    model.verify()  # the attachments are hashed with the model's files
