@@ -293,6 +293,8 @@ def train(
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
     workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
+    track: Annotated[str | None, typer.Option(help="Also log the run to an experiment tracker: mlflow (params, per-round/epoch metrics, curves, registry ref).")] = None,
+    tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI for --track mlflow (default: sqlite:///<root>/mlflow.db).")] = None,
     nested: Annotated[bool, typer.Option("--nested", help="With --tune --cv K: nested CV, the outer-fold score of the whole tuning procedure; recorded with the model.")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
@@ -309,6 +311,7 @@ def train(
 
         version = parse_version(training_dataset_version, "--training-dataset-version")
         _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume, nested=nested,
+                           track=track is not None,
                            workers=workers > 1, ray_address=ray_address is not None)
         overrides: dict[str, Any] = {}
         if config is not None:
@@ -326,6 +329,7 @@ def train(
             use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
             workers=workers, cv=cv, spark_master=spark_master, nested=nested,
+            track=track, tracking_uri=tracking_uri,
         )
         project = _project()
         if smoke:
@@ -335,6 +339,11 @@ def train(
             ref = training.run(project, cfg)
         human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
+        if track is not None:
+            from pipelines.tracking import default_tracking_uri
+
+            payload["tracking_uri"] = tracking_uri or default_tracking_uri(Path(project.root))
+            human += f"\ntracked in {track}: {payload['tracking_uri']} (experiment {ref.name})"
         if nested:
             human += _nested_summary(project, ref, payload)
         elif cv is not None:

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -47,6 +47,8 @@ class TrainingPipelineConfig(PipelineConfig):
     workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
+    track: Literal["mlflow"] | None = None  # also log the run to an experiment tracker
+    tracking_uri: str | None = None  # default: sqlite:///<root>/mlflow.db
     resume: bool = False
     description: str = ""
     spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
@@ -83,6 +85,9 @@ class TrainingPipelineConfig(PipelineConfig):
             raise ValueError("nested cross-validation scores the tuning procedure on outer "
                              "folds: it needs --tune and --cv K (e.g. --tune --cv 3 --nested); "
                              "without tuning, --cv K alone is the honest estimate")
+        if self.tracking_uri is not None and self.track is None:
+            raise ValueError("tracking_uri is only used with track='mlflow' (--track mlflow); "
+                             "add it or drop --tracking-uri")
         if self.nested and self.workers > 1:
             raise ValueError("nested cross-validation tunes single-process models in every "
                              "outer fold; drop --workers or --nested")
@@ -168,6 +173,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         # a train/test version: the validation rows carved from train (pipelines.carve)
         "validation_split": carved or None,
     })
+    if config.track == "mlflow":
+        _track(project, config, name, version, fitted)
     if workdir.exists() and fitted.cfg.model not in RESUMABLE_MODELS:
         shutil.rmtree(workdir, ignore_errors=True)  # torch/flax keep checkpoints for --resume
     return ModelRef(name, version)
@@ -201,6 +208,29 @@ def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...]
     return {**result.to_dict(), "data": {"split": "train", "rows": len(X_tr),
                                          "training_dataset_version":
                                              config.training_dataset_version}}
+
+
+def _track(project: Any, config: TrainingPipelineConfig, name: str, version: int,
+           fitted: _Fitted) -> dict[str, str]:
+    """Log the registered run to MLflow (:mod:`pipelines.tracking`)."""
+    from pipelines.tracking import default_tracking_uri, log_training_run
+
+    model = project.get_model_registry().get_model(name, version)
+    result, tc = fitted.result, model.training_config
+    trainer = tc.get("trainer") or {}
+    params = {**result.params, "fstrain.model": trainer.get("model"),
+              "fstrain.seed": trainer.get("seed"), "fstrain.metric": result.metric,
+              "fstrain.imbalance": (result.imbalance or {}).get("strategy"),
+              "fstrain.tuned": config.tune, "fstrain.cv": config.cv,
+              "fstrain.nested": config.nested}
+    return log_training_run(
+        tracking_uri=config.tracking_uri or default_tracking_uri(Path(project.root)),
+        artifact_root=None if config.tracking_uri else Path(project.root) / "mlflow-artifacts",
+        model_ref=f"{name}:{version}", model_path=str(model.model_path), params=params,
+        metrics=model.training_metrics, curves=result.curves.to_dict() if result.curves else None,
+        training_config=tc,
+        tags={"fstrain.feature_view": f"{model.feature_view_name}:{model.feature_view_version}",
+              "fstrain.training_dataset_version": str(model.training_dataset_version)})
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
