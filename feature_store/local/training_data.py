@@ -718,17 +718,19 @@ def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
 
 def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str, *,
                 split: str = "", file_sha256: str | None = None) -> pa.Table:
-    """One split file as Arrow, its bytes read once and checked against ``file_sha256`` when
-    recorded; a missing, unreadable or changed file is an :class:`IntegrityError`.
+    """One split file as Arrow, its bytes read once (Parquet: memory-mapped) and checked against
+    ``file_sha256`` when recorded; a missing, unreadable or changed file is an
+    :class:`IntegrityError`.
 
     A file whose identity (see :func:`_file_identity`) was already verified against the same
     recorded hash in this process is not hashed again."""
     import pyarrow as pa
 
     try:
-        with open(path, "rb") as fh:
-            identity = _file_identity(os.fstat(fh.fileno()))
-            data = fh.read()
+        identity = _file_identity(os.stat(path))
+        # Parquet is parsed (and hashed) straight from a memory map: no copy of the bytes
+        data: Any = (pa.memory_map(str(path)).read_buffer()
+                     if data_format == "parquet" and identity[2] else path.read_bytes())
     except FileNotFoundError:
         raise IntegrityError(f"{owner}: file {path} is missing.") from None
     known = file_sha256 is None or _VERIFIED.seen((identity, file_sha256))
@@ -742,12 +744,16 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
                 f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
                 f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
             ) from exc
+    try:
+        changed = _file_identity(os.stat(path)) != identity  # replaced or written while read
+    except FileNotFoundError:
+        changed = True
+    if changed or (digest is not None and digest.result() != file_sha256):
+        raise IntegrityError(
+            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+            f"{path} changed after creation). Recreate the version; do not edit its files."
+        )
     if digest is not None:
-        if digest.result() != file_sha256:
-            raise IntegrityError(
-                f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
-                f"{path} changed after creation). Recreate the version; do not edit its files."
-            )
         _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
     return table
 
