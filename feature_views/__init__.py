@@ -15,7 +15,7 @@ from typing import Any
 
 from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
 
-USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud", "instructions")
+USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud", "instructions", "airquality")
 
 
 @dataclass(frozen=True)

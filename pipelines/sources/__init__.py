@@ -8,6 +8,7 @@ One module per use case, each exposing ``FEATURE_GROUPS`` (a tuple of
 * :mod:`pipelines.sources.adult`    UCI Adult census: demographics (PII) and employment
 * :mod:`pipelines.sources.mnist`    MNIST 5k written as PNG files, indexed by path
 * :mod:`pipelines.sources.ccfraud`  seeded synthetic credit-card fraud (transactions, cc_fraud, details)
+* :mod:`pipelines.sources.airquality` R airquality: daily ozone (label, past-only lags) and weather
 
 Modules load lazily: ``get_source("flights")`` imports and returns the module.
 """

@@ -1,0 +1,27 @@
+"""The airquality regression end to end through the real CLI: four pipelines, a registered
+XGBoost regressor with RMSE/MAE/R² and bootstrap intervals, gates passed, month slices."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+
+
+@pytest.mark.slow
+def test_fstrain_run_airquality(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["run", "airquality", "--root", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output[result.output.index("{"):])
+    assert row["status"] == "passed" and row["key_metric"] == "rmse"
+    card_dir = tmp_path / "model_registry" / "air_quality_ozone" / "1" / "history" / "0001"
+    card = json.loads((card_dir / "scorecard.json").read_text())
+    assert card["task"] == "regression"
+    metrics = card["metrics"]
+    assert {"rmse", "mae", "r2"} <= set(metrics) and metrics["r2"] > 0.3
+    assert card["lineage"]["split"]["strategy"] == "time"
+    assert card["lineage"]["split"]["gap"] == "P7DT0H0M0S"
+    assert "month=" in json.dumps(card)  # errors by season (month helper column)
