@@ -12,12 +12,7 @@ PRODUCT = ("fstrain", "feature_store", "feature_views", "pipelines", "model_regi
 MAX_FUNCTION_LINES = 80
 
 #: functions allowed over the limit for now, each with why; remove an entry once it is split.
-LONG_FUNCTIONS: dict[str, str] = {
-    # being split now (helper arch-model, #14)
-    "feature_store/core/splits.py:make_split_spec": "being split (arch-model)",
-    "pipelines/trainers/tuning.py:tune": "being split (arch-model)",
-    "pipelines/trainers/distributed.py:train_distributed": "being split (arch-model)",
-}
+LONG_FUNCTIONS: dict[str, str] = {}
 
 #: cross-object private accesses allowed per package (``x._name`` with ``x`` not self/cls).
 PRIVATE_ACCESS_BUDGET = {

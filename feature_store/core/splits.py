@@ -257,36 +257,15 @@ def make_split_spec(
     test = _size(test_size, "test_size")
     val = _size(validation_size, "validation_size")
     gap_td = _gap(gap)
-    windows = {w: _gap(v, w) for w, v in (("test_window", test_window),
-                                          ("validation_window", validation_window),
-                                          ("train_window", train_window))}
-    anchor_ts = to_utc(anchor, what="anchor")
+    windows, anchor_ts = _relative_windows(test_window, validation_window, train_window, anchor)
     relative = windows["test_window"] is not None
-    if not relative and (any(v is not None for v in windows.values()) or anchor_ts is not None):
-        given = [k for k, v in {**windows, "anchor": anchor_ts}.items() if v is not None]
-        raise InvalidArgumentError(
-            f"{given} need test_window, the duration of the test split counted back from the "
-            "anchor. Got test_window=None instead."
-        )
     if relative:
         _check_relative(strategy, three_way, windows, has_bounds and not resolved, test, val)
         strategy = "time"
     strategy = strategy or _inferred_strategy(has_bounds, group_column, stratify_column)
     _check_strategy_options(strategy, bounds, group_column, stratify_column, gap, gap_td)
-    if relative and not has_bounds:
-        pass  # resolved against the data by resolve_time_bounds
-    elif strategy == "time" and has_bounds:
-        if test is not None or val is not None:
-            warnings.warn(
-                "Time bounds take priority over sizes: test_size/validation_size are ignored.",
-                UserWarning,
-                stacklevel=2,
-            )
-        test = val = None
-        bounds = _fill_bounds(bounds, three_way)
-        _check_windows(bounds, three_way)
-    else:
-        _check_sizes(strategy, three_way, test, val)
+    if not (relative and not has_bounds):  # else resolved against the data later
+        test, val, bounds = _bounds_or_sizes(strategy, three_way, bounds, test, val)
     return SplitSpec(
         strategy=strategy,
         seed=int(seed),
@@ -300,6 +279,43 @@ def make_split_spec(
         **windows,
         **bounds,
     )
+
+
+def _bounds_or_sizes(strategy: str, three_way: bool, bounds: dict[str, pd.Timestamp | None],
+                     test: float | None, val: float | None
+                     ) -> tuple[float | None, float | None, dict[str, pd.Timestamp | None]]:
+    """Time bounds (filled and checked; sizes given with them are ignored with a warning) or
+    checked sizes: ``(test_size, validation_size, bounds)``."""
+    if strategy == "time" and any(v is not None for v in bounds.values()):
+        if test is not None or val is not None:
+            warnings.warn(
+                "Time bounds take priority over sizes: test_size/validation_size are ignored.",
+                UserWarning,
+                stacklevel=3,
+            )
+        bounds = _fill_bounds(bounds, three_way)
+        _check_windows(bounds, three_way)
+        return None, None, bounds
+    _check_sizes(strategy, three_way, test, val)
+    return test, val, bounds
+
+
+def _relative_windows(test_window: Any, validation_window: Any, train_window: Any,
+                      anchor: Any) -> tuple[dict[str, pd.Timedelta | None], pd.Timestamp | None]:
+    """The relative windows as durations and the anchor in UTC; the other windows and the
+    anchor need ``test_window``."""
+    windows = {w: _gap(v, w) for w, v in (("test_window", test_window),
+                                          ("validation_window", validation_window),
+                                          ("train_window", train_window))}
+    anchor_ts = to_utc(anchor, what="anchor")
+    if windows["test_window"] is None and (
+            any(v is not None for v in windows.values()) or anchor_ts is not None):
+        given = [k for k, v in {**windows, "anchor": anchor_ts}.items() if v is not None]
+        raise InvalidArgumentError(
+            f"{given} need test_window, the duration of the test split counted back from the "
+            "anchor. Got test_window=None instead."
+        )
+    return windows, anchor_ts
 
 
 def _check_seed(seed: Any) -> None:

@@ -157,8 +157,7 @@ def train_distributed(
 
     from fstrain.kernel.errors import ConfigError
     from pipelines.trainers.metrics import resolve_metric
-    from pipelines.trainers.predictor import TorchPredictor
-    from pipelines.trainers.torch_models import prepare_torch_data, torch_curves
+    from pipelines.trainers.torch_models import prepare_torch_data
     from pipelines.trainers.tuning import ray_session
 
     cfg = load_config(config)
@@ -182,7 +181,25 @@ def train_distributed(
     }
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
         result = _fit_on_ray(loop_config, workdir, num_workers, num_cpus, use_gpu)
-    final = dict(result.metrics or {})
+    notes = [*notes, (
+        f"DDP over {num_workers} Ray Train workers ({'nccl' if use_gpu else 'gloo'}): gradient "
+        "all-reduce order and per-rank dropout masks make results differ from a single-process "
+        "run; a run is reproducible for a fixed world size on the same hardware"
+    )]
+    return _distributed_result(cfg, data, ckdir, dict(result.metrics or {}), notes,
+                               num_workers=num_workers, use_gpu=use_gpu,
+                               image_loader=image_loader, metric=metric, mode=mode)
+
+
+def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
+                        notes: list[str], *, num_workers: int, use_gpu: bool,
+                        image_loader: Callable[[str], np.ndarray] | None, metric: str,
+                        mode: str) -> TrainResult:
+    """The :class:`TrainResult` of a finished run: the best epoch's weights from rank 0's
+    checkpoints, its validation metrics, and every rank's synced metrics."""
+    from pipelines.trainers.predictor import TorchPredictor
+    from pipelines.trainers.torch_models import torch_curves
+
     per_rank = json.loads((ckdir / RANKS_FILE).read_text())["rank_metrics"]
     net, history, best_epoch = _best_from_checkpoints(ckdir, data.arch)
     best_row = next(r for r in history if r["epoch"] == best_epoch)
@@ -191,11 +208,6 @@ def train_distributed(
         kind=cfg.model, module=net, arch=data.arch, labels=data.labels, schema=data.schema,
         preprocessor=data.preprocessor, image_column=cfg.image_column, image_loader=image_loader,
     )
-    notes = notes + [
-        f"DDP over {num_workers} Ray Train workers ({'nccl' if use_gpu else 'gloo'}): gradient "
-        "all-reduce order and per-rank dropout masks make results differ from a single-process "
-        "run; a run is reproducible for a fixed world size on the same hardware"
-    ]
     return TrainResult(
         model=predictor, metrics=metrics, history=history,
         params={**data.arch, **cfg.torch.model_dump(mode="json")}, imbalance=data.plan.record,

@@ -272,61 +272,15 @@ def tune(
     Raises:
         ConfigError: invalid search space or metric.
     """
-    from ray import tune as rtune
-    from ray.tune.schedulers import ASHAScheduler
-    from ray.tune.search import ConcurrencyLimiter
-    from ray.tune.search.optuna import OptunaSearch
-
-    from pipelines.trainers.data import label_info
-
-    cfg = load_config(config)
-    if cfg.model in ("catboost", "keras_mlp", "flax_mlp"):
-        raise ConfigError(
-            f"Tuning (--tune) runs xgboost, lightgbm, scikit-learn and torch models; "
-            f"{cfg.model!r} is trained without it. Drop --tune or pick one of those."
-        )
-    opts = cfg.tune
-    space = opts.search_space or default_search_space(cfg.model)
-    try:
-        validate_search_space(space, cfg.model)
-    except ValueError as exc:
-        raise ConfigError(f"Invalid search space: {exc}") from None
-    metric, mode = _tuning_metric(cfg, label_info(y_train, cfg.task).n_classes)
-    trained_on = metric.removeprefix("val_")
-    if metric.startswith("val_") and trained_on in METRIC_MODES and cfg.metric != trained_on:
-        # trials stop early and are ranked on the tuning metric, so they report it every round
-        cfg = cfg.model_copy(update={"metric": trained_on})
-        notes_metric = [f"trials train with metric={trained_on!r} (tune.metric={metric!r})"]
-    else:
-        notes_metric = []
+    cfg, space, metric, mode, notes_metric = _tuning_plan(load_config(config), y_train)
     max_t = _max_t(cfg, space)
     ray_space, json_keys = _ray_space(space)
     workdir = Path(workdir).resolve()
     storage = workdir / "ray_results"
     storage.mkdir(parents=True, exist_ok=True)
-    nthread = max(1, int(opts.cpus_per_trial))
-    trainable = rtune.with_parameters(
-        _trial, base=cfg.model_dump(mode="json"), json_keys=sorted(json_keys),
-        data=(X_train, y_train, X_val, y_val), nthread=nthread,
-    )
-    resources = {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial}
-    searcher = ConcurrencyLimiter(
-        OptunaSearch(metric=metric, mode=mode, seed=cfg.seed), max_concurrent=opts.max_concurrent
-    )
-    scheduler = ASHAScheduler(
-        time_attr="training_iteration", max_t=max_t, grace_period=min(opts.grace_period, max_t),
-        reduction_factor=opts.reduction_factor,
-    )
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
-        tuner = rtune.Tuner(
-            rtune.with_resources(trainable, resources),
-            param_space=ray_space,
-            tune_config=rtune.TuneConfig(
-                metric=metric, mode=mode, search_alg=searcher, scheduler=scheduler,
-                num_samples=opts.num_samples,
-            ),
-            run_config=rtune.RunConfig(name="tune", storage_path=str(storage), verbose=0),
-        )
+        tuner = _tuner(cfg, (X_train, y_train, X_val, y_val), ray_space, json_keys,
+                       metric=metric, mode=mode, max_t=max_t, storage=storage)
         grid = tuner.fit()
         errors = [r.error for r in grid if r.error is not None]
         if len(errors) == len(grid):
@@ -349,6 +303,64 @@ def tune(
         best_params=best_params, best_config=best_config, best_metric=float(best[best_col]),
         metric=metric, mode=mode, max_t=max_t, trials=trials.reset_index(drop=True),
         storage_path=storage, notes=notes + notes_metric,
+    )
+
+
+def _tuning_plan(cfg: TrainConfig, y_train: pd.DataFrame
+                 ) -> tuple[TrainConfig, dict[str, Any], str, str, list[str]]:
+    """The config trials train with, the checked search space, the tuning metric and its
+    direction, and a note when the trials' metric was switched to the tuning metric."""
+    from pipelines.trainers.data import label_info
+
+    if cfg.model in ("catboost", "keras_mlp", "flax_mlp"):
+        raise ConfigError(
+            f"Tuning (--tune) runs xgboost, lightgbm, scikit-learn and torch models; "
+            f"{cfg.model!r} is trained without it. Drop --tune or pick one of those."
+        )
+    space = cfg.tune.search_space or default_search_space(cfg.model)
+    try:
+        validate_search_space(space, cfg.model)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid search space: {exc}") from None
+    metric, mode = _tuning_metric(cfg, label_info(y_train, cfg.task).n_classes)
+    trained_on = metric.removeprefix("val_")
+    if metric.startswith("val_") and trained_on in METRIC_MODES and cfg.metric != trained_on:
+        # trials stop early and are ranked on the tuning metric, so they report it every round
+        cfg = cfg.model_copy(update={"metric": trained_on})
+        return cfg, space, metric, mode, [
+            f"trials train with metric={trained_on!r} (tune.metric={metric!r})"]
+    return cfg, space, metric, mode, []
+
+
+def _tuner(cfg: TrainConfig, data: tuple[Any, ...], ray_space: dict[str, Any],
+           json_keys: set[str], *, metric: str, mode: str, max_t: int, storage: Path) -> Any:
+    """A Ray Tune ``Tuner``: Optuna proposals (seeded, limited concurrency) and ASHA stopping."""
+    from ray import tune as rtune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.optuna import OptunaSearch
+
+    opts = cfg.tune
+    trainable = rtune.with_parameters(
+        _trial, base=cfg.model_dump(mode="json"), json_keys=sorted(json_keys),
+        data=data, nthread=max(1, int(opts.cpus_per_trial)),
+    )
+    resources = {"cpu": opts.cpus_per_trial, "gpu": opts.gpus_per_trial}
+    searcher = ConcurrencyLimiter(
+        OptunaSearch(metric=metric, mode=mode, seed=cfg.seed), max_concurrent=opts.max_concurrent
+    )
+    scheduler = ASHAScheduler(
+        time_attr="training_iteration", max_t=max_t, grace_period=min(opts.grace_period, max_t),
+        reduction_factor=opts.reduction_factor,
+    )
+    return rtune.Tuner(
+        rtune.with_resources(trainable, resources),
+        param_space=ray_space,
+        tune_config=rtune.TuneConfig(
+            metric=metric, mode=mode, search_alg=searcher, scheduler=scheduler,
+            num_samples=opts.num_samples,
+        ),
+        run_config=rtune.RunConfig(name="tune", storage_path=str(storage), verbose=0),
     )
 
 
