@@ -314,7 +314,12 @@ def _smoke_tabular(
                      "subsample": 1.0, "colsample_bytree": 1.0},
         "sklearn_rf": {"n_estimators": 50, "min_samples_leaf": 1, "bootstrap": False},
         "sklearn_logreg": {"C": 1e4},
-    }[cfg.model]
+    }.get(cfg.model)
+    if unregularised is None:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(f"--smoke overfits one batch with xgboost, lightgbm, scikit-learn and "
+                          f"torch models; {cfg.model!r} has no smoke check. Drop --smoke.")
     smoke_cfg = cfg.model_copy(update={"params": unregularised, "early_stopping_rounds": None,
                                        "imbalance": "none"})
     from pipelines.trainers.lightgbm_trainer import train_lightgbm

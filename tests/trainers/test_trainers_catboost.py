@@ -96,3 +96,11 @@ def test_same_seed_same_model_and_bad_params_are_refused(binary_data, tmp_path):
         train({**FAST, "params": {"num_leaves": 3}}, X_tr, y_tr, X_va, y_va, workdir=tmp_path)
     with pytest.raises(ConfigError, match="metric='f1'.*catboost"):
         train({**FAST, "metric": "f1"}, X_tr, y_tr, X_va, y_va, workdir=tmp_path)
+
+
+def test_smoke_check_is_refused_not_faked(binary_data):
+    from pipelines.trainers import smoke_check
+
+    X_tr, y_tr, _X_va, _y_va = binary_data
+    with pytest.raises(ConfigError, match="'catboost' has no smoke check"):
+        smoke_check({"model": "catboost"}, X_tr, y_tr)
