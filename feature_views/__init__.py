@@ -37,6 +37,9 @@ class UseCase:
     model_name: str = ""
     task: str = "classification"
     demo: dict[str, Any] = field(default_factory=dict)  # smaller settings for `fstrain demo`
+    # a regression on a time series: the feature holding the last observed label before each
+    # row, scored as the naive-forecast baseline (and the one `better_than_baseline` beats)
+    naive_forecast: str | None = None
 
     @property
     def registry_model_name(self) -> str:

@@ -42,5 +42,6 @@ USE_CASE = UseCase(
     gates=("r2 >= 0.3", "better_than_baseline"),
     model_name="air_quality_ozone",
     task="regression",
+    naive_forecast="ozone_last",
     demo={"model": {"params": {"n_estimators": 120}}},
 )

@@ -165,6 +165,7 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
         bootstrap_resamples=config.bootstrap_resamples, seed=config.seed,
         slice_bands=dict(use_case.slice_bands) if use_case else {},
         intersections=(("sex", "race"),) if {"sex", "race"} <= set(data.helpers.columns) else (),
+        naive_forecast=use_case.naive_forecast if use_case else None,
     )
     result = evaluate(predictor, data, _new_card(model, fv, data), gates, settings,
                       previous=_previous_best(registry, model))

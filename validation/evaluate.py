@@ -86,6 +86,7 @@ class EvaluationSettings:
     seed: int = 0
     slice_bands: Mapping[str, Sequence[float]] = field(default_factory=dict)
     intersections: Sequence[tuple[str, str]] = ()
+    naive_forecast: str | None = None  # feature = last observed label (regression baseline)
 
 
 @dataclass

@@ -79,8 +79,11 @@ def binary(card: Scorecard, predictor: Any, data: EvaluationData,
 
 def regression(card: Scorecard, predictor: Any, data: EvaluationData,
                settings: EvaluationSettings) -> Result:
-    """MAE, RMSE, R² with bootstrap CIs, the mean predictor as baseline, per-slice errors."""
+    """MAE, RMSE, R² with bootstrap CIs, per-slice errors, a residual plot, and baselines: the
+    mean predictor, and (when the use case names its feature) the naive forecast, which is then
+    the baseline the model must beat."""
     from validation.metrics import baseline_metrics, bootstrap_ci, regression_metrics
+    from validation.plots import residuals_png
     y = data.y_test.to_numpy(dtype=float)
     pred = np.asarray(predictor.predict(data.X_test), dtype=float)
     card.metrics = regression_metrics(y, pred)
@@ -95,10 +98,35 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
     }
     base = baseline_metrics(y, task="regression", prior=float(data.y_train.mean()))
     card.baselines = {"mean_predictor": base}
+    if settings.naive_forecast:
+        base = naive_forecast_baseline(data, settings.naive_forecast)
+        card.baselines["naive_forecast"] = base
     if data.helpers.shape[1]:
         card.notes.append(_regression_slices(data.helpers, y, pred, settings.min_slice_size))
     explanation = explain_model(card, predictor, data.X_test, settings, class_index=None)
-    return explanation_images(predictor, explanation), base, "rmse"
+    images = {"residuals": residuals_png(y, pred), **explanation_images(predictor, explanation)}
+    return images, base, "rmse"
+
+
+def naive_forecast_baseline(data: EvaluationData, column: str) -> dict[str, Any]:
+    """Regression metrics of predicting each test row's ``column`` (its last observed label);
+    rows without one (no history yet) get the training mean."""
+    from fstrain.kernel.errors import ConfigError
+    from validation.metrics import regression_metrics
+
+    if column not in data.X_test.columns:
+        raise ConfigError(
+            f"naive_forecast column {column!r} is not a feature of the test split; "
+            f"features: {', '.join(map(str, data.X_test.columns))}."
+        )
+    last = data.X_test[column].to_numpy(dtype=float)
+    missing = np.isnan(last)
+    guess = np.where(missing, float(data.y_train.mean()), last)
+    out = regression_metrics(data.y_test.to_numpy(dtype=float), guess)
+    out.update(baseline="naive_forecast", prior=column,
+               prior_source=f"feature {column!r} (last observed label); "
+                            f"{int(missing.sum())} row(s) without one use the training mean")
+    return out
 
 
 def _regression_slices(helpers: Any, y: np.ndarray, pred: np.ndarray, min_size: int) -> str:

@@ -192,6 +192,25 @@ def attribution_heatmap_png(explanation: Explanation, shape: Sequence[int], *,
     return _png(fig)
 
 
+def residuals_png(y_true: Any, y_pred: Any, *, title: str = "Residuals (test split)") -> bytes:
+    """Residual (prediction − label) against prediction, and the residuals' histogram."""
+    y = np.asarray(y_true, dtype=float)
+    pred = np.asarray(y_pred, dtype=float)
+    residual = pred - y
+    fig = _figure(9, 3.8)
+    scatter, hist = fig.subplots(1, 2)
+    scatter.scatter(pred, residual, s=12, alpha=0.7)
+    scatter.axhline(0.0, color="grey", linewidth=1)
+    scatter.set_xlabel("prediction")
+    scatter.set_ylabel("prediction − label")
+    scatter.set_title(title)
+    hist.hist(residual, bins=min(30, max(5, len(residual) // 3)))
+    hist.axvline(0.0, color="grey", linewidth=1)
+    hist.set_xlabel("prediction − label")
+    hist.set_title(f"mean {residual.mean():.3g}, sd {residual.std():.3g}")
+    return _png(fig)
+
+
 def slice_metrics_png(report: BiasReport, column: str,
                       metrics: Sequence[str] = ("selection_rate", "tpr", "fpr")) -> bytes:
     """Horizontal grouped bars of slice metrics for one helper column, with their bootstrap

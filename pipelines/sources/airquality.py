@@ -89,12 +89,14 @@ DAILY_WEATHER = FeatureGroupSpec(
 FEATURE_GROUPS: tuple[FeatureGroupSpec, ...] = (AIR_QUALITY, DAILY_WEATHER)
 
 #: Engineered ozone features: name → (kind, days). ``lag`` is the value ``days`` days earlier
-#: (null when unmeasured); ``mean``/``max``/``count`` summarise the measured values of the
+#: (null when unmeasured); ``last`` the latest measured value before the day (the naive
+#: forecast, null only before the first measurement); ``mean``/``max``/``count`` summarise the measured values of the
 #: ``days`` days strictly before (never the day itself).
 ENGINEERED: dict[str, tuple[str, int]] = {
     "ozone_lag_1d": ("lag", 1),
     "ozone_lag_2d": ("lag", 2),
     "ozone_lag_3d": ("lag", 3),
+    "ozone_last": ("last", 0),
     "ozone_mean_7d": ("mean", 7),
     "ozone_max_7d": ("max", 7),
     "ozone_count_7d": ("count", 7),
@@ -165,6 +167,8 @@ def _past_feature(group: pd.DataFrame, kind: str, days: int) -> np.ndarray:
         shifted = values.copy()
         shifted.index = shifted.index + pd.Timedelta(days=days)
         return shifted.reindex(values.index).to_numpy(dtype=float)
+    if kind == "last":
+        return values.ffill().shift(1).to_numpy(dtype=float)
     # closed="left": the window [t - days, t) holds the `days` days before, never day t itself
     rolling = values.rolling(f"{days}D", closed="left")
     if kind == "mean":

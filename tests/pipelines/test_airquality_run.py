@@ -1,5 +1,6 @@
 """The airquality regression end to end through the real CLI: four pipelines, a registered
-XGBoost regressor with RMSE/MAE/R² and bootstrap intervals, gates passed, month slices."""
+XGBoost regressor with RMSE/MAE/R² and bootstrap intervals, gates passed, month slices,
+the naive-forecast (last value) baseline beaten and a residual plot."""
 
 from __future__ import annotations
 
@@ -25,3 +26,6 @@ def test_fstrain_run_airquality(tmp_path) -> None:
     assert card["lineage"]["split"]["strategy"] == "time"
     assert card["lineage"]["split"]["gap"] == "P7DT0H0M0S"
     assert "month=" in json.dumps(card)  # errors by season (month helper column)
+    naive = card["baselines"]["naive_forecast"]
+    assert metrics["rmse"] < naive["rmse"] < card["baselines"]["mean_predictor"]["rmse"]
+    assert (card_dir / "images" / "residuals.png").stat().st_size > 1000

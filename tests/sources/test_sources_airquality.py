@@ -75,3 +75,11 @@ def test_windowed_run_equals_a_full_run_on_the_window_rows(tmp_path, window) -> 
 def test_options_the_source_does_not_take_are_refused() -> None:
     with pytest.raises(ValueError, match="sample does not apply"):
         feature.FeaturePipelineConfig(use_case="airquality", sample=10)
+
+
+def test_ozone_last_is_the_latest_measurement_before_the_day() -> None:
+    out = engineer("airquality", airquality.load())["air_quality"].set_index("date")
+    day = lambda s: pd.Timestamp(s, tz="UTC")  # noqa: E731
+    assert np.isnan(out.loc[day("1973-05-01"), "ozone_last"])
+    assert out.loc[day("1973-05-06"), "ozone_last"] == out.loc[day("1973-05-04"), "ozone"]  # skips May 5
+    assert out.loc[day("1973-07-12"), "ozone_last"] == 85.0  # July 11 unmeasured, July 10 = 85
