@@ -40,5 +40,5 @@ USE_CASE = UseCase(
     gates=("better_than_baseline(perplexity)",),
     model_name="instructions_lora",
     task="generation",
-    demo={"model": {"params": {"epochs": 2, "max_length": 128}}},
+    demo={"model": {"params": {"epochs": 1, "max_length": 96}}},
 )

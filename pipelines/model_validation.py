@@ -224,7 +224,7 @@ def _file_name(plot: str) -> str:
 def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:
     from model_registry.history import event_dir
 
-    key = ("rmse" if card.task == "regression"
+    key = ("rmse" if card.task == "regression" else "perplexity" if card.task == "generation"
            else "roc_auc" if "roc_auc" in card.metrics else "accuracy")
     value = card.metrics.get(key)
     return ValidationRef(ModelRef(model.name, model.version), event["status"], key,

@@ -81,6 +81,7 @@ def test_lora_trains_registers_and_validates_from_the_cli(store, tmp_path):
     out = _cli(store, "validate", "instructions_lora:1", "--json")
     assert out.exit_code in (0, 3), out.output
     payload = json.loads(out.stdout)
+    assert payload["key_metric"] == "perplexity" and payload["key_value"] > 1.0
     card = json.loads(Path(payload["scorecard_html"]).with_suffix(".json").read_text())
     metrics = card["metrics"]
     assert card["task"] == "generation" and metrics["perplexity"] > 1.0
