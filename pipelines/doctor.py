@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fstrain.kernel.errors import NotFoundError
+from fstrain.kernel.errors import ConfigError, NotFoundError
 from pipelines.doctor_checks import (
     Finding,
     check_flat,
@@ -88,7 +88,10 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
     name, _, version = target.partition(":")
     registry = project.get_model_registry()
     if version and version != "latest":
-        model = registry.get_model(name, int(version) if version.isdigit() else version)
+        if not version.isdigit() or int(version) < 1:
+            raise ConfigError(f"doctor: the version after ':' in {target!r} must be a positive "
+                              f"integer, e.g. '{name}:1'. Got {version!r} instead.")
+        model = registry.get_model(name, int(version))
     else:
         models = registry.get_models(name)
         if not models:

@@ -131,3 +131,5 @@ def test_a_healthy_model_exits_zero(store):
     assert found["reproducibility"]["severity"] == "skipped"  # --no-rerun is honoured
     assert found["flat_loss"]["severity"] == "ok" and found["leakage"]["severity"] == "ok"
     assert _cli(root, "doctor", "no_such_model").exit_code == 2
+    bad = _cli(root, "doctor", "healthy:x")
+    assert bad.exit_code == 2 and "must be a positive integer" in bad.output
