@@ -471,6 +471,35 @@ class HopsworksFeatureView:
             sdk_call(self._sdk, "FeatureView.add_training_dataset_tag", version,
                      TRAINING_DATASET_TAG, record, _owner=self.owner)
 
+    def _transformation_statistics(self, version: int) -> dict[str, Any]:
+        """The statistics the view's transformations use for ``version``, as the SDK fetches
+        them (``before_transformation=True``), keyed and shaped as on the local store
+        (``{"standard_scaler_amount": {"mean", "std"}}``); SDK UDFs other than the built-ins
+        are left out."""
+        from feature_store.hopsworks.sdk_calls import SDK_BUILTIN_TRANSFORMATIONS
+
+        functions = sdk_attr(self._sdk, "FeatureView", "transformation_functions") or []
+        if not functions:
+            return {}
+        owner = f"{self.owner}, training dataset v{version}"
+        stats = sdk_call(self._sdk, "FeatureView.get_training_dataset_statistics", version,
+                         before_transformation=True, _owner=owner)
+        described = {sdk_attr(s, "FeatureDescriptiveStatistics", "feature_name"): s
+                     for s in (sdk_attr(stats, "Statistics", "feature_descriptive_statistics")
+                               if stats is not None else None) or []}
+        out: dict[str, Any] = {}
+        for tf in functions:
+            udf = sdk_attr(tf, "TransformationFunction", "hopsworks_udf")
+            name = sdk_attr(udf, "HopsworksUdf", "function_name")
+            features = list(sdk_attr(udf, "HopsworksUdf", "transformation_features") or [])
+            if name not in SDK_BUILTIN_TRANSFORMATIONS or len(features) != 1 \
+                    or features[0] not in described:
+                continue
+            fitted = _fstrain_statistics(name, features[0], described[features[0]])
+            if fitted is not None:
+                out[f"{name}_{features[0]}"] = fitted
+        return out
+
     def _td_tags(self, version: int) -> dict[str, Any]:
         return dict(sdk_call(self._sdk, "FeatureView.get_training_dataset_tags", version,
                              _owner=f"{self.owner}, training dataset v{version}") or {})
@@ -631,7 +660,7 @@ class HopsworksFeatureView:
             query_sql="",
             columns=self.schema,
             root_columns={},
-            transformation_statistics={},
+            transformation_statistics=self._transformation_statistics(version),
             created_at=record.get("created_at") or "",
             location=attr("location"),
             extra={"backend": "hopsworks", "hopsworks_type": kind,
@@ -640,6 +669,29 @@ class HopsworksFeatureView:
         # fields the local dataclass may gain later are None here (same shape on both backends)
         return TrainingDataset(**{f.name: values.get(f.name) for f in fields(TrainingDataset)
                                   if f.init})
+
+
+def _fstrain_statistics(name: str, feature: str, stats: Any) -> dict[str, Any] | None:
+    """fstrain's statistics of built-in ``name`` from the SDK's descriptive statistics."""
+    if name == "standard_scaler":
+        return {"mean": sdk_attr(stats, "FeatureDescriptiveStatistics", "mean"),
+                "std": sdk_attr(stats, "FeatureDescriptiveStatistics", "stddev")}
+    if name == "min_max_scaler":
+        return {"min": sdk_attr(stats, "FeatureDescriptiveStatistics", "min"),
+                "max": sdk_attr(stats, "FeatureDescriptiveStatistics", "max")}
+    if name == "robust_scaler":
+        percentiles = list(sdk_attr(stats, "FeatureDescriptiveStatistics", "percentiles") or [])
+        if len(percentiles) < 75:
+            return None
+        return {"p25": percentiles[24], "p50": percentiles[49], "p75": percentiles[74]}
+    extended = sdk_attr(stats, "FeatureDescriptiveStatistics", "extended_statistics") or {}
+    values = sorted(extended.get("unique_values") or [])
+    if name == "label_encoder":
+        return {"values": values}
+    if name == "one_hot_encoder":
+        return {"values": values, "columns": {f"{name}_{feature}_{i}": v
+                                              for i, v in enumerate(values)}}
+    return None
 
 
 def _iso(value: Any) -> str | None:

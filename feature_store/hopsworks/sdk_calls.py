@@ -204,6 +204,10 @@ SDK_CALLS: dict[str, SdkCall] = {
     "FeatureView.get_training_dataset_tags": SdkCall(
         f"{_FV}.get_training_dataset_tags", args=("training_dataset_version",)
     ),
+    "FeatureView.get_training_dataset_statistics": SdkCall(
+        f"{_FV}.get_training_dataset_statistics", args=("training_dataset_version",),
+        kwargs=("before_transformation",),
+    ),
     "FeatureView.add_tag": SdkCall(f"{_FV}.add_tag", args=("name", "value")),
     "FeatureView.get_tags": SdkCall(f"{_FV}.get_tags"),
     # model registry
@@ -284,6 +288,12 @@ SDK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
         "name", "percentage", "start_time", "end_time",
     ),
     "hsfs.feature.Feature": ("name", "type", "feature_group_id"),
+    "hsfs.statistics.Statistics": ("feature_descriptive_statistics",),
+    "hsfs.core.feature_descriptive_statistics.FeatureDescriptiveStatistics": (
+        "feature_name", "mean", "stddev", "min", "max", "percentiles", "extended_statistics",
+    ),
+    "hsfs.transformation_function.TransformationFunction": ("hopsworks_udf",),
+    "hsfs.hopsworks_udf.HopsworksUdf": ("function_name", "transformation_features"),
     _MR: ("python", "sklearn", "torch"),
     _M: ("name", "version", "training_metrics", "description", "created", "framework",
          "model_path", "version_path", "model_files_path", "training_dataset_version"),

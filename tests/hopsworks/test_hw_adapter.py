@@ -102,6 +102,7 @@ class FakeFV:
         self.labels = kwargs.get("labels", [])
         self.training_helper_columns = kwargs.get("training_helper_columns", [])
         self.inference_helper_columns, self.description = [], ""
+        self.transformation_functions = list(kwargs.get("transformation_functions") or [])
         self.features = query.features
         self.tags = {t["name"]: t["value"] for t in kwargs.get("tags") or []}  # SDK Tag entries
         self.td_tags: dict[int, dict] = {}

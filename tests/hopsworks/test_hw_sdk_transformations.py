@@ -121,3 +121,18 @@ def test_the_sdk_fetches_the_statistics_the_job_fitted_on_train(both):
         assert scaled.count == len(x)
         assert scaled.mean == pytest.approx(x["standard_scaler_amount_"].mean(), abs=1e-9)
     assert fake.server.requests_to("GET", "/trainingdatasets/version/1/statistics")
+
+
+def test_the_adapter_reports_the_fitted_statistics_as_the_local_store(both):
+    """``get_training_dataset(v).transformation_statistics`` (lineage, model cards) holds what
+    the SDK fetched, keyed and shaped as on the embedded store."""
+    (local_fv, local_version, _), (hops_fv, hops_version, _), _ = both
+    local = local_fv.get_training_dataset(local_version).transformation_statistics
+    hops = hops_fv.get_training_dataset(hops_version).transformation_statistics
+    assert set(hops) == set(local) == {"standard_scaler_amount", "min_max_scaler_latitude",
+                                       "robust_scaler_longitude", "label_encoder_channel"}
+    for key, fitted in local.items():
+        assert set(hops[key]) == set(fitted), key
+        for stat, value in fitted.items():
+            assert hops[key][stat] == (pytest.approx(value) if isinstance(value, float)
+                                       else value), (key, stat)
