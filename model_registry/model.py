@@ -396,6 +396,28 @@ class ModelFramework:
         return f"ModelFramework({self.framework!r})"
 
 
+class ModelFactories:
+    """``mr.python`` / ``mr.sklearn`` / ``mr.torch`` of a registry that keeps its models in
+    ``self.storage``: the ``create_model`` entry points, the same on every backend."""
+
+    storage: ModelStorage
+
+    @property
+    def python(self) -> ModelFramework:
+        """Create generic Python models: ``mr.python.create_model(...)``."""
+        return ModelFramework(self.storage, "python")
+
+    @property
+    def sklearn(self) -> ModelFramework:
+        """Create scikit-learn models: ``mr.sklearn.create_model(...)``."""
+        return ModelFramework(self.storage, "sklearn")
+
+    @property
+    def torch(self) -> ModelFramework:
+        """Create PyTorch models: ``mr.torch.create_model(...)``."""
+        return ModelFramework(self.storage, "torch")
+
+
 def check_draft(name: str, *, framework: str, version: int | None,
                 metrics: Mapping[str, float] | None, description: str | None,
                 input_example: Any, model_schema: ModelSchema | Mapping[str, Any] | None,

@@ -15,14 +15,17 @@ from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.api import ModelDraft
 from model_registry.errors import ModelNotFoundError
 from model_registry.hopsworks.model_storage import HopsworksModelStorage
-from model_registry.model import Model, ModelFramework
+from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.hopsworks.project import HopsworksProject
 
-class HopsworksModelRegistry:
+
+class HopsworksModelRegistry(ModelFactories):
     """``hsml.model_registry.ModelRegistry`` with content hashes, status and attachments."""
+
+    storage: HopsworksModelStorage
 
     backend = "hopsworks"
 
@@ -32,21 +35,6 @@ class HopsworksModelRegistry:
 
     def __repr__(self) -> str:
         return "HopsworksModelRegistry()"
-
-    @property
-    def python(self) -> ModelFramework:
-        """Create generic Python models: ``mr.python.create_model(...)``."""
-        return ModelFramework(self.storage, "python")
-
-    @property
-    def sklearn(self) -> ModelFramework:
-        """Create scikit-learn models: ``mr.sklearn.create_model(...)``."""
-        return ModelFramework(self.storage, "sklearn")
-
-    @property
-    def torch(self) -> ModelFramework:
-        """Create PyTorch models: ``mr.torch.create_model(...)``."""
-        return ModelFramework(self.storage, "torch")
 
     def get_model(self, name: str, version: int | None = None) -> Model:
         """A saved version (``None``: as the SDK decides — version 1 with a warning)."""

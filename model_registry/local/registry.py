@@ -23,18 +23,20 @@ from model_registry.api import ModelDraft
 from model_registry.errors import VersionWarning
 from model_registry.local.index import ModelRecord, RegistryIndex
 from model_registry.local.model_storage import LocalModelStorage
-from model_registry.model import Model, ModelFramework
+from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name, check_version
 
 INDEX_FILE = "index.sqlite"
 
 
-class LocalModelRegistry:
+class LocalModelRegistry(ModelFactories):
     """A model registry stored under ``root`` (``<project root>/model_registry``).
 
     Mirrors ``hsml.model_registry.ModelRegistry``: ``python``/``sklearn``/``torch``
     ``.create_model(...)``, ``get_model``, ``get_models``, ``get_best_model``.
     """
+
+    storage: LocalModelStorage
 
     DEFAULT_VERSION = 1
 
@@ -59,23 +61,6 @@ class LocalModelRegistry:
 
     def __repr__(self) -> str:
         return f"LocalModelRegistry(root='{self.root}')"
-
-    # ------------------------------------------------------------------ frameworks
-
-    @property
-    def python(self) -> ModelFramework:
-        """Create generic Python models: ``mr.python.create_model(...)``."""
-        return ModelFramework(self.storage, "python")
-
-    @property
-    def sklearn(self) -> ModelFramework:
-        """Create scikit-learn models: ``mr.sklearn.create_model(...)``."""
-        return ModelFramework(self.storage, "sklearn")
-
-    @property
-    def torch(self) -> ModelFramework:
-        """Create PyTorch models: ``mr.torch.create_model(...)``."""
-        return ModelFramework(self.storage, "torch")
 
     # ------------------------------------------------------------------ reading
 
