@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,7 +282,10 @@ def tune(
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
         tuner = _tuner(cfg, (X_train, y_train, X_val, y_val), ray_space, json_keys,
                        metric=metric, mode=mode, max_t=max_t, storage=storage)
-        grid = tuner.fit()
+        # Ray Tune prints its progress ("View detailed results here", TensorBoard hints) on
+        # stdout; stdout belongs to the CLI's --json answer, so the progress goes to stderr.
+        with redirect_stdout(sys.stderr):
+            grid = tuner.fit()
         errors = [r.error for r in grid if r.error is not None]
         if len(errors) == len(grid):
             raise ConfigError(f"Every tuning trial failed; first error: {errors[0]}")

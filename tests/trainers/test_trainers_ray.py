@@ -11,7 +11,7 @@ from pipelines.trainers import deepspeed_config, train_distributed, tune
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model, size", [("xgboost", "max_depth"), ("lightgbm", "num_leaves")])
-def test_tune_asha_stops_bad_trials_early(model, size, binary_data, short_tmp):
+def test_tune_asha_stops_bad_trials_early(model, size, binary_data, short_tmp, capsys):
     X_tr, y_tr, X_va, y_va = binary_data
     config = {
         "model": model, "seed": 0, "early_stopping_rounds": None,
@@ -26,6 +26,7 @@ def test_tune_asha_stops_bad_trials_early(model, size, binary_data, short_tmp):
         },
     }
     result = tune(config, X_tr, y_tr, X_va, y_va, workdir=short_tmp)
+    assert "View detailed results" not in capsys.readouterr().out  # stdout stays for --json
     trials = result.trials
     assert len(trials) == 4 and result.max_t == 16
     assert (trials["iterations"] < 16).any(), trials  # ASHA cut at least one trial
