@@ -60,6 +60,23 @@ def read_three_way(fv: Any, version: int, *, carve: Mapping[str, Any] | None = N
     return out, record
 
 
+def train_keys(fv: Any, version: int, carve: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The root group's primary key and event time of the train rows :func:`read_three_way`
+    returns (same rows, same order); ``carve`` is its record for a carved version."""
+    td = fv.get_training_dataset(version)
+    if "validation" in tuple(td.splits):
+        X = fv.get_train_validation_test_split(version, primary_key=True, event_time=True)[0]
+    else:
+        if not carve:
+            raise ConfigError(f"training dataset v{version} of {fv.name} has no validation "
+                              "split: pass the carve record its training run used.")
+        X, _X_te, y, _y_te = fv.get_train_test_split(version, primary_key=True, event_time=True)
+        times = _event_times(X) if carve.get("strategy") == "time" else None
+        X = X[~_positions(carve, y, times)[0]]
+    features = set(fv.feature_names)
+    return X[[c for c in X.columns if c not in features]].reset_index(drop=True)
+
+
 def _event_times(X: pd.DataFrame) -> pd.Series | None:
     stamps = [c for c in X.columns if pd.api.types.is_datetime64_any_dtype(X[c])]
     return X[stamps[0]] if stamps else None

@@ -296,6 +296,8 @@ def train(
     track: Annotated[str | None, typer.Option(help="Also log the run to an experiment tracker: mlflow (params, per-round/epoch metrics, curves, registry ref).")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI for --track mlflow (default: sqlite:///<root>/mlflow.db).")] = None,
     nested: Annotated[bool, typer.Option("--nested", help="With --tune --cv K: nested CV, the outer-fold score of the whole tuning procedure; recorded with the model.")] = False,
+    find_label_issues: Annotated[bool, typer.Option("--find-label-issues", help="With --cv K: Cleanlab on the out-of-fold probabilities; the suspect rows (keys, commits) are saved next to the model.")] = False,
+    drop_label_issues: Annotated[bool, typer.Option("--drop-label-issues", help="With --find-label-issues: train without the suspect rows (recorded with the model).")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
@@ -330,6 +332,7 @@ def train(
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
             workers=workers, cv=cv, spark_master=spark_master, nested=nested,
             track=track, tracking_uri=tracking_uri,
+            find_label_issues=find_label_issues, drop_label_issues=drop_label_issues,
         )
         project = _project()
         if smoke:
@@ -344,6 +347,8 @@ def train(
 
             payload["tracking_uri"] = tracking_uri or default_tracking_uri(Path(project.root))
             human += f"\ntracked in {track}: {payload['tracking_uri']} (experiment {ref.name})"
+        if find_label_issues:
+            human += _label_issues_summary(project, ref, payload)
         if nested:
             human += _nested_summary(project, ref, payload)
         elif cv is not None:
@@ -356,6 +361,16 @@ def train(
         _emit(payload, human)
 
     _guard(body)
+
+
+def _label_issues_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
+    """One line on the suspect rows Cleanlab found (and whether training dropped them)."""
+    record = project.get_model_registry().get_model(ref.name, ref.version)
+    found = record.training_config["label_issues"]
+    payload["label_issues"] = found
+    dropped = "dropped from training" if found["dropped_from_training"] else "kept"
+    return (f"\nlabel issues: {found['n_issues']} of {found['train_rows']} train rows suspect "
+            f"({found['share']:.1%}), {dropped}; report {record.model_path}/label_issues.csv")
 
 
 def _nested_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:

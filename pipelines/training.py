@@ -47,6 +47,8 @@ class TrainingPipelineConfig(PipelineConfig):
     workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
+    find_label_issues: bool = False  # with cv: Cleanlab on the out-of-fold probabilities
+    drop_label_issues: bool = False  # train without the rows find_label_issues flags
     track: Literal["mlflow"] | None = None  # also log the run to an experiment tracker
     tracking_uri: str | None = None  # default: sqlite:///<root>/mlflow.db
     resume: bool = False
@@ -85,6 +87,13 @@ class TrainingPipelineConfig(PipelineConfig):
             raise ValueError("nested cross-validation scores the tuning procedure on outer "
                              "folds: it needs --tune and --cv K (e.g. --tune --cv 3 --nested); "
                              "without tuning, --cv K alone is the honest estimate")
+        if self.find_label_issues and (self.cv is None or self.tune or self.nested):
+            raise ValueError("find_label_issues reads the out-of-fold probabilities of --cv K "
+                             "(e.g. --cv 5 --find-label-issues) and is not combined with --tune "
+                             "or --nested")
+        if self.drop_label_issues and not self.find_label_issues:
+            raise ValueError("drop_label_issues drops the rows find_label_issues flags: add "
+                             "--cv K --find-label-issues")
         if self.tracking_uri is not None and self.track is None:
             raise ValueError("tracking_uri is only used with track='mlflow' (--track mlflow); "
                              "add it or drop --tracking-uri")
@@ -147,6 +156,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
         fv0, config.training_dataset_version)})
     carved: dict[str, Any] = {}
+    issues: Any = None
+    cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
@@ -158,10 +169,12 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
                                  carve=carved)
         lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
                    "training_dataset_version": config.training_dataset_version}
+        if config.find_label_issues:
+            issues, cross_validation, splits = _label_issues(config, cfg, fv, splits, carved,
+                                                             workdir)
         fitted = _fit(config, cfg, splits, workdir, lineage)
-    cross_validation: dict[str, Any] | None = None
     nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
-    if config.cv is not None and not config.nested:  # scores the configuration trained
+    if config.cv is not None and not config.nested and not config.find_label_issues:
         from pipelines.trainers.cross_validation import cross_validate
 
         X_tr, _X_va, y_tr, _y_va = splits
@@ -172,7 +185,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         "nested_cross_validation": nested,
         # a train/test version: the validation rows carved from train (pipelines.carve)
         "validation_split": carved or None,
-    })
+        "label_issues": issues.to_dict() if issues is not None else None,
+    }, reports=(issues,) if issues is not None else ())
     if config.track == "mlflow":
         _track(project, config, name, version, fitted)
     if workdir.exists() and fitted.cfg.model not in RESUMABLE_MODELS:
@@ -231,6 +245,18 @@ def _track(project: Any, config: TrainingPipelineConfig, name: str, version: int
         training_config=tc,
         tags={"fstrain.feature_view": f"{model.feature_view_name}:{model.feature_view_version}",
               "fstrain.training_dataset_version": str(model.training_dataset_version)})
+
+
+def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tuple[Any, ...],
+                  carved: dict[str, Any], workdir: Path) -> tuple[Any, dict[str, Any], tuple]:
+    """Cleanlab's suspect train rows (:mod:`pipelines.label_issues`), the cross-validation
+    that produced them (it scores the configuration on all train rows), and the splits to
+    train on (without the suspects when ``drop_label_issues``)."""
+    from pipelines.label_issues import label_issues_step
+
+    return label_issues_step(fv, int(config.training_dataset_version), carved or None, cfg,
+                             splits, k=int(config.cv or 2), workdir=workdir / "label_issues",
+                             drop=config.drop_label_issues)
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
@@ -303,8 +329,10 @@ def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any,
 
 
 def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConfig,
-              fitted: _Fitted, X_train: Any, extra_config: dict[str, Any]) -> Any:
-    """Save the trained model into the registry (status ``pending``); its version."""
+              fitted: _Fitted, X_train: Any, extra_config: dict[str, Any],
+              reports: tuple[Any, ...] = ()) -> Any:
+    """Save the trained model into the registry (status ``pending``); its version.
+    ``reports`` (objects with ``write(directory)``) are saved next to the model files."""
     cfg, result = fitted.cfg, fitted.result
     with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
         model_dir = Path(tmp) / "model"
@@ -312,6 +340,8 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
         result.model.save(model_dir)
         if result.curves is not None:  # hashed in the manifest with the model files
             result.curves.write(model_dir)
+        for report in reports:  # hashed in the manifest with the model files, too
+            report.write(model_dir)
         registry = project.get_model_registry()
         flavor = getattr(registry, _FRAMEWORKS[cfg.model])
         model = flavor.create_model(
