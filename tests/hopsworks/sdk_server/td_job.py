@@ -65,6 +65,14 @@ def _frame(hopsfs: Path, query: ResolvedQuery, path: str) -> tuple[pd.DataFrame,
     return df, out
 
 
+def qualified_name(group: dict[str, Any], feature: str) -> str:
+    """``<project>_<group>_<version>_<feature>``: how the job writes a root key the query does
+    not select (``hopsworks_common.util._generate_fully_qualified_feature_name``), so it never
+    collides with a selected feature of the same name and the SDK's reader drops it."""
+    project = str(group.get("featurestoreName") or "").removesuffix("_featurestore")
+    return f"{project}_{group['name']}_{group['version']}_{feature}"
+
+
 def run_query(hopsfs: Path, query: ResolvedQuery) -> tuple[pd.DataFrame, pd.Series | None]:
     """The view's rows (output column names) and the root event time in epoch ms (or None)."""
     df, out = _frame(hopsfs, query, "0")
@@ -73,8 +81,8 @@ def run_query(hopsfs: Path, query: ResolvedQuery) -> tuple[pd.DataFrame, pd.Seri
         raise ValueError("filters on a joined query are not evaluated by the fake server")
     root = query.group
     for key in [f["name"] for f in root["features"] if f.get("primary")] + [_event_time(root)]:
-        if key and key not in frame.columns:
-            frame[key] = df[f"0.{key}"].to_numpy()
+        if key and key not in query.features:  # written under the fully qualified name the
+            frame[qualified_name(root, key)] = df[f"0.{key}"].to_numpy()  # SDK drops on read
     time = _event_time(root)
     millis = None
     if time:
