@@ -28,8 +28,10 @@ __all__ = [
     "ModelNotFoundError",
     "ModelNotSavedError",
     "NotFoundError",
+    "UnknownMetricError",
     "UnsafeFormatError",
     "VersionWarning",
+    "unknown_metric",
 ]
 
 
@@ -39,6 +41,26 @@ class ModelNotFoundError(NotFoundError):
 
 class ModelNotSavedError(NotFoundError):
     """An operation needs a saved model version, but ``model.save(path)`` was not called yet."""
+
+
+class UnknownMetricError(NotFoundError):
+    """``get_best_model`` was asked for a metric that no version of the model records (a typo,
+    or a metric the registry does not keep, such as test metrics)."""
+
+
+def unknown_metric(name: str, metric: str, key: str, recorded: list[str]) -> UnknownMetricError:
+    """The error for ``get_best_model(name, metric)`` when no version records ``key`` (the
+    registered key ``metric`` resolves to) nor ``metric`` itself, listing what is recorded."""
+    from fstrain.kernel.errors import did_you_mean, listing
+
+    looked = f"'{key}'" if key == metric else f"'{key}' or '{metric}'"
+    hint = did_you_mean(key, recorded) or did_you_mean(metric, recorded)
+    return UnknownMetricError(
+        f"get_best_model: no version of model '{name}' records metric '{metric}' (looked for "
+        f"{looked}; recorded metrics: {listing(recorded)}).{hint} A name without a split means "
+        "its validation value (roc_auc → validation_roc_auc); test metrics live in the "
+        "validation scorecards, not in the registry's metrics."
+    )
 
 
 class VersionWarning(UserWarning):

@@ -44,6 +44,15 @@ def metric_key(metric: str, default_split: str = "validation") -> str:
     return f"{split}_{canonical(bare)}"
 
 
+def recorded_key(metric: str, recorded: set[str] | frozenset[str]) -> str | None:
+    """The key ``get_best_model`` ranks by: the registered key ``metric`` resolves to when some
+    version records it, else ``metric`` as given when some version records that, else None."""
+    key = metric_key(metric)
+    if key in recorded:
+        return key
+    return metric if metric in recorded else None
+
+
 def registry_metrics(metrics: Mapping[str, Any], split: str = "validation") -> dict[str, Any]:
     """Trainer metrics (bare names, computed on ``split``) as registered keys."""
     return {metric_key(k, split): v for k, v in metrics.items() if k not in NOT_METRICS}

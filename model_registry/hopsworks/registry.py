@@ -56,20 +56,38 @@ class HopsworksModelRegistry(ModelFactories):
         return sorted((self._model(m) for m in models), key=lambda m: m.version or 0)
 
     def get_best_model(self, name: str, metric: str, direction: str = "max") -> Model | None:
-        """The version with the best training metric, or None. A bare metric (``roc_auc``,
-        ``auc``) means its validation value (:mod:`model_registry.metric_names`)."""
-        from model_registry.metric_names import metric_key
+        """The version with the best training metric. A bare metric (``roc_auc``, ``auc``)
+        means its validation value (:mod:`model_registry.metric_names`).
 
+        Returns None when the model has no version (as hsml, with a warning).
+
+        Raises:
+            UnknownMetricError: no version records ``metric``; the message lists the recorded
+                metrics (as the local registry).
+        """
+        import warnings
+
+        from model_registry.errors import unknown_metric
+        from model_registry.metric_names import metric_key, recorded_key
+
+        check_model_name(name)
         if direction not in ("max", "min"):
             raise InvalidArgumentError(
                 f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
             )
         sdk_mr = self.storage.sdk_registry
-        best = sdk_call(sdk_mr, "ModelRegistry.get_best_model", name, metric_key(metric),
-                        direction, _owner=f"Model '{name}'")
-        if best is None and metric_key(metric) != metric:  # a metric outside the vocabulary
-            best = sdk_call(sdk_mr, "ModelRegistry.get_best_model", name, metric, direction,
-                            _owner=f"Model '{name}'")
+        versions = sdk_call(sdk_mr, "ModelRegistry.get_models", name,
+                            _owner=f"Model '{name}'") or []
+        if not versions:
+            warnings.warn(f"get_best_model: model '{name}' has no version in the Hopsworks model "
+                          "registry. Returning None.", UserWarning, stacklevel=2)
+            return None
+        recorded = {k for m in versions for k in (getattr(m, "training_metrics", None) or {})}
+        key = recorded_key(metric, recorded)
+        if key is None:
+            raise unknown_metric(name, metric, metric_key(metric), sorted(recorded))
+        best = sdk_call(sdk_mr, "ModelRegistry.get_best_model", name, key, direction,
+                        _owner=f"Model '{name}'")
         return None if best is None else self._model(best)
 
     def _model(self, sdk_model: Any) -> Model:

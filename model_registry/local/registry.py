@@ -106,7 +106,14 @@ class LocalModelRegistry(ModelFactories):
         ``auc``; see :mod:`model_registry.metric_names`). Versions without that metric are
         skipped. With ``validated_only=True`` only versions whose validation status is
         ``passed`` count; with ``require_approval=True`` only versions a reviewer approved
-        after their latest validation run. Returns None when no version qualifies (as hsml).
+        after their latest validation run.
+
+        Returns None when the model has no version (as hsml; a warning names the models that
+        exist) or when no version passes those filters.
+
+        Raises:
+            UnknownMetricError: no version of the model records ``metric`` (a typo, or a
+                metric the registry does not keep); the message lists the recorded metrics.
         """
         check_model_name(name)
         if not isinstance(metric, str) or not metric:
@@ -118,20 +125,18 @@ class LocalModelRegistry(ModelFactories):
             raise InvalidArgumentError(
                 f"get_best_model: direction must be 'max' or 'min'. Got {direction!r} instead."
             )
-        from model_registry.metric_names import metric_key
-
-        self._check_best_inputs(name, metric, metric_key(metric))
-        record = self._index.best(name, metric_key(metric), direction_norm,
-                                  validated_only=validated_only, require_approval=require_approval)
-        if record is None and metric_key(metric) != metric:  # a metric outside the vocabulary
-            record = self._index.best(name, metric, direction_norm, validated_only=validated_only,
-                                      require_approval=require_approval)
+        key = self._ranking_key(name, metric)
+        if key is None:
+            return None
+        record = self._index.best(name, key, direction_norm, validated_only=validated_only,
+                                  require_approval=require_approval)
         return None if record is None else self._model(record)
 
-    def _check_best_inputs(self, name: str, metric: str, key: str) -> None:
-        """Warn, naming what exists, when the model or the metric is unknown: the answer stays
-        ``None`` as in hsml, but a typo no longer looks like "no version qualifies"."""
-        from model_registry.metric_names import split_of
+    def _ranking_key(self, name: str, metric: str) -> str | None:
+        """The metric key to rank ``name``'s versions by; None (with a warning naming the
+        models that exist) when the model has no version."""
+        from model_registry.errors import unknown_metric
+        from model_registry.metric_names import metric_key, recorded_key
 
         records = self._index.list(name)
         if not records:
@@ -141,19 +146,12 @@ class LocalModelRegistry(ModelFactories):
                 f"(models: {listing(names)}).{did_you_mean(name, names)} Returning None.",
                 UserWarning, stacklevel=3,
             )
-            return
-
-        def bare(k: str) -> str:
-            return k.split("_", 1)[1] if split_of(k) is not None else k
-
-        recorded = sorted({m for r in records for m in r.metrics})
-        if metric not in recorded and bare(key) not in {bare(m) for m in recorded}:
-            warnings.warn(
-                f"get_best_model: no version of model '{name}' records metric '{metric}' "
-                f"(recorded metrics: {listing(recorded)}).{did_you_mean(metric, recorded)} "
-                "Returning None.",
-                UserWarning, stacklevel=3,
-            )
+            return None
+        recorded = {m for r in records for m in r.metrics}
+        key = recorded_key(metric, recorded)
+        if key is None:
+            raise unknown_metric(name, metric, metric_key(metric), sorted(recorded))
+        return key
 
     def list_models(self, name: str | None = None) -> list[Model]:
         """Every saved version of ``name`` — or of every model — by name then version."""

@@ -114,3 +114,26 @@ def test_registering_an_existing_version_again_is_refused(cluster, tmp_path):
     with pytest.raises(FeatureStoreError):
         again.save(str(src))
     assert fake.server.state.models["fraud_xgb_1"]["metrics"] == {"roc_auc": 0.91}
+
+
+def test_get_best_model_through_hsml_answers_as_the_local_registry(cluster, tmp_path):
+    from model_registry.errors import UnknownMetricError
+
+    fake, project = cluster
+    src = tmp_path / "model"
+    src.mkdir()
+    (src / "model.json").write_text("{}")
+    registry = project.get_model_registry()
+    for auc in (0.7, 0.9, 0.8):
+        registry.python.create_model("fraud_xgb", metrics={"validation_roc_auc": auc,
+                                                           "validation_log_loss": 1 - auc}
+                                     ).save(str(src))
+    assert registry.get_best_model("fraud_xgb", "roc_auc").version == 2
+    assert registry.get_best_model("fraud_xgb", "logloss", "min").version == 2
+    assert registry.get_best_model("fraud_xgb", "roc_auc", "min").version == 1
+    with pytest.raises(UnknownMetricError, match="'accuracy'.*validation_log_loss, "
+                                                 "validation_roc_auc"):
+        registry.get_best_model("fraud_xgb", "accuracy")
+    with pytest.warns(UserWarning, match="'nope' has no version"):
+        assert registry.get_best_model("nope", "roc_auc") is None
+    assert not fake.server.unrouted

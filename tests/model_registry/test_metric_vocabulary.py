@@ -35,4 +35,8 @@ def test_get_best_model_understands_bare_and_trainer_names(tmp_path):
     assert mr.get_best_model("m", "auc", "max").version == 2
     assert mr.get_best_model("m", "validation_roc_auc").version == 2
     assert mr.get_best_model("m", "logloss", "min").version == 2
-    assert mr.get_best_model("m", "test_roc_auc") is None
+    from model_registry.errors import UnknownMetricError
+
+    with pytest.raises(UnknownMetricError, match="'test_roc_auc'.*validation_log_loss, "
+                                                 "validation_roc_auc.*scorecards"):
+        mr.get_best_model("m", "test_roc_auc")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
+from model_registry.errors import UnknownMetricError
 from model_registry.local.index import ModelRecord
 
 
@@ -25,8 +26,10 @@ def test_best_model_max_and_min(registry, three):
     assert registry.get_best_model("m", "auc", "max").version == 2
     assert registry.get_best_model("m", "auc", "min").version == 1
     assert registry.get_best_model("m", "loss", direction="MIN").version == 2
-    assert registry.get_best_model("m", "rmse", "max") is None
-    assert registry.get_best_model("nope", "auc", "max") is None
+    with pytest.raises(UnknownMetricError, match="'rmse'.*recorded metrics: auc, loss"):
+        registry.get_best_model("m", "rmse", "max")
+    with pytest.warns(UserWarning, match="'nope' does not exist"):
+        assert registry.get_best_model("nope", "auc", "max") is None
 
 
 def test_best_model_validated_only(registry, three):

@@ -1,4 +1,5 @@
-"""The model registry: model versions (``<name>_<version>``), listing by name, tags.
+"""The model registry: model versions (``<name>_<version>``), listing by name (ordered by a
+training metric and limited when ``get_best_model`` asks: ``sort_by``, ``limit``), tags.
 
 Server rules: a model version is registered only once its files folder exists in HopsFS
 (``/Projects/<p>/Models/<name>/<version>``, uploaded by ``hsml`` first); registering an existing
@@ -73,6 +74,17 @@ def list_models(server: FakeHopsworks, call: Call, project_id: str, registry_id:
     names = [f.split(":", 1)[1] for f in call.query.get("filter_by", []) if f.startswith("name_eq:")]
     items = [_answer(m) for m in _models(server).values() if not names or m["name"] in names]
     items.sort(key=lambda m: m["version"])
+    for sort in call.query.get("sort_by", []):  # hsml's get_best_model: "<metric>:<desc|asc>"
+        metric, _, direction = sort.rpartition(":")
+        if direction not in ("asc", "desc"):
+            raise HttpError(400, 120001, f"sort_by {sort!r}: the direction must be asc or desc")
+        # versions recording the metric, best first (ties: the newest); the others after them
+        sign = -1.0 if direction == "desc" else 1.0
+        ranked = [m for m in items if metric in (m.get("metrics") or {})]
+        ranked.sort(key=lambda m: (sign * m["metrics"][metric], -m["version"]))
+        items = ranked + [m for m in items if m not in ranked]
+    for limit in call.query.get("limit", []):
+        items = items[: int(limit)]
     return {"count": len(items), "items": items}
 
 
