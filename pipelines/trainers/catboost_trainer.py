@@ -127,6 +127,9 @@ def train_catboost(
     t0 = time.perf_counter()
     labels = label_info(y_train, config.task)
     y_tr, y_va = labels.encode(y_train, split="train"), labels.encode(y_val, split="validation")
+    from pipelines.trainers.calibration import check_method
+
+    check_method(config.calibration, labels.classes)
     schema = FeatureSchema.infer(X_train)
     x_tr, x_va = catboost_frame(schema, X_train), catboost_frame(schema, X_val)
     plan = plan_imbalance(config.imbalance, y_tr, labels.classes, seed=config.seed, y_val=y_va,
@@ -146,7 +149,11 @@ def train_catboost(
         raise ConfigError(f"model 'catboost' rejected params {config.params}: {exc}") from exc
     predictor = CatBoostPredictor(schema=schema, model=model, labels=labels,
                                   params=model.get_all_params())
-    proba = predictor.predict_proba_matrix(x_va)
+    from pipelines.trainers.calibration import calibrate
+
+    raw = predictor.raw_proba_matrix(x_va)
+    proba = calibrate(predictor, config.calibration, lambda: raw, y_va, plan.record)
+    proba = raw if proba is None else proba
     best = model.get_best_iteration()
     final = {**params, "trees": int(model.tree_count_)}
     best_step = int(best) if best is not None else int(model.tree_count_) - 1
@@ -183,7 +190,7 @@ class CatBoostPredictor(_Base):
     def _input(self, X: pd.DataFrame) -> pd.DataFrame:
         return catboost_frame(self.schema, X)
 
-    def predict_proba_matrix(self, X: pd.DataFrame) -> np.ndarray:
+    def raw_proba_matrix(self, X: pd.DataFrame) -> np.ndarray:
         """``(n, K)`` class probabilities of an already prepared frame."""
         import catboost
 

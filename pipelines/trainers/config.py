@@ -10,6 +10,7 @@ options (``tune``)::
     model: xgboost
     seed: 7
     imbalance: scale_pos_weight
+    calibration: auto          # undo the class weights in the probabilities (prior correction)
     early_stopping_rounds: 20
     params: {max_depth: 6, learning_rate: 0.1, n_estimators: 300}
     tune:
@@ -241,6 +242,9 @@ class TrainConfig(_Strict):
     imbalance: Literal["none", "scale_pos_weight", "class_weight", "oversample", "undersample"] = (
         "none"
     )
+    # probability correction for the class weights (pipelines.trainers.calibration): auto =
+    # prior correction when imbalance reweighted or resampled the classes
+    calibration: Literal["auto", "none", "prior", "platt", "isotonic"] = "auto"
     early_stopping_rounds: int | None = Field(20, ge=1)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     max_categories: int | None = Field(50, ge=2, description="one-hot cap per categorical column")
@@ -282,6 +286,11 @@ class TrainConfig(_Strict):
                     f"imbalance={self.imbalance!r} applies to classes; a regression needs "
                     "imbalance='none'."
                 )
+            if self.calibration not in ("auto", "none"):
+                raise ValueError(
+                    f"calibration={self.calibration!r} corrects class probabilities; a "
+                    "regression needs calibration='auto' or 'none'."
+                )
             if self.metric not in ("auto", *REGRESSION_METRICS):
                 raise ValueError(
                     f"metric={self.metric!r} is a classification metric; a regression uses "
@@ -290,6 +299,12 @@ class TrainConfig(_Strict):
         elif self.metric in REGRESSION_METRICS:
             raise ValueError(
                 f"metric={self.metric!r} needs task='regression'; got task={self.task!r}."
+            )
+        if self.calibration == "prior" and self.imbalance == "none":
+            raise ValueError(
+                "calibration='prior' undoes the class weights of an imbalance strategy; with "
+                "imbalance='none' there is nothing to undo. Use calibration='platt' or "
+                "'isotonic' (fitted on the validation split), or 'auto'."
             )
         if self.numeric_preprocessing == "passthrough" and self.model not in NAN_TOLERANT_MODELS:
             raise ValueError(
@@ -353,7 +368,7 @@ class TrainConfig(_Strict):
                 data["params"][key.split(".", 1)[1]] = value
             elif key in TorchOptions.model_fields and key not in MODEL_PARAMS[self.model]:
                 data["torch"][key] = value
-            elif key in ("seed", "imbalance", "early_stopping_rounds", "metric"):
+            elif key in ("seed", "imbalance", "calibration", "early_stopping_rounds", "metric"):
                 data[key] = value
             else:
                 data["params"][key] = _plain(value)

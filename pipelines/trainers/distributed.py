@@ -186,9 +186,15 @@ def train_distributed(
         "all-reduce order and per-rank dropout masks make results differ from a single-process "
         "run; a run is reproducible for a fixed world size on the same hardware"
     )]
-    return _distributed_result(cfg, data, ckdir, dict(result.metrics or {}), notes,
-                               num_workers=num_workers, use_gpu=use_gpu,
-                               image_loader=image_loader, metric=metric, mode=mode)
+    out = _distributed_result(cfg, data, ckdir, dict(result.metrics or {}), notes,
+                              num_workers=num_workers, use_gpu=use_gpu,
+                              image_loader=image_loader, metric=metric, mode=mode)
+    from pipelines.trainers.torch_models import calibrated_metrics
+
+    out.metrics = calibrated_metrics(out.model, cfg.calibration, X_val,
+                                     data.labels.encode(y_val, split="validation"),
+                                     data.plan.record, out.metrics)
+    return out
 
 
 def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],

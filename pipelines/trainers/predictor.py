@@ -19,13 +19,16 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
 from pipelines.trainers.data import FeatureSchema, LabelInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipelines.trainers.calibration import Calibration
 
 FORMAT_VERSION = 1
 PREDICTOR_FILE = "predictor.json"
@@ -40,7 +43,9 @@ FRAMEWORK_LOADERS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class ExplainTarget:
-    """What SHAP needs: the raw model and how a DataFrame becomes its input.
+    """What SHAP needs: the raw model and how a DataFrame becomes its input. The explained
+    output is the model's own (margin or probability), before any :attr:`_Base.calibration`:
+    a prior correction only shifts the margin, so the attributions are the same.
 
     Attributes:
         kind: ``xgboost``, ``lightgbm``, ``sklearn_logreg``, ``sklearn_rf``, ``mlp`` or ``cnn``.
@@ -87,9 +92,21 @@ class _Base:
     kind: str
     labels: LabelInfo
     framework: str
+    #: the probability correction fitted at training time (saved in predictor.json and applied
+    #: to every prediction; see :mod:`pipelines.trainers.calibration`)
+    calibration: Calibration | None = None
 
-    def predict_proba_matrix(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+    def raw_proba_matrix(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
+        """The model's own class probabilities (before :attr:`calibration`)."""
         raise NotImplementedError
+
+    def predict_proba_matrix(self, X: Any) -> np.ndarray:
+        """Class-probability matrix ``(n, K)`` of an already transformed input, corrected by
+        :attr:`calibration` (regression values pass unchanged)."""
+        raw = self.raw_proba_matrix(X)
+        if self.calibration is None or self.labels.task == "regression":
+            return raw
+        return self.calibration.apply(raw)
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Positive-class probability ``(n,)`` (binary) or ``(n, K)`` class probabilities."""
@@ -121,6 +138,8 @@ class _Base:
             "files": rel,
             **body,
         }
+        if self.calibration is not None:
+            info["calibration"] = self.calibration.to_json()
         (directory / PREDICTOR_FILE).write_text(json.dumps(info, indent=2, sort_keys=True))
         return {"framework": self.framework, "kind": self.kind, "files": rel + [PREDICTOR_FILE]}
 
@@ -151,8 +170,8 @@ class TabularPredictor(_Base):
 
         return transform(self.preprocessor, self.schema, X)
 
-    def predict_proba_matrix(self, X: np.ndarray) -> np.ndarray:
-        """Class-probability matrix ``(n, K)`` for an already transformed matrix."""
+    def raw_proba_matrix(self, X: np.ndarray) -> np.ndarray:
+        """The model's class-probability matrix ``(n, K)`` for a transformed matrix."""
         if self.kind == "xgboost":
             import xgboost as xgb
 
@@ -236,7 +255,7 @@ class TorchPredictor(_Base):
 
         return transform(self.preprocessor, self.schema, X)
 
-    def predict_proba_matrix(self, X: np.ndarray) -> np.ndarray:
+    def raw_proba_matrix(self, X: np.ndarray) -> np.ndarray:
         """Softmax of the module's logits, in fp32, batched, on the module's device."""
         import torch
 
@@ -288,7 +307,8 @@ def load_predictor(
     image_loader: Callable[[str], np.ndarray] | None = None,
     device: str = "cpu",
 ) -> Predictor:
-    """Rebuild a predictor saved by ``Predictor.save`` (any kind), without pickle.
+    """Rebuild a predictor saved by ``Predictor.save`` (any kind), without pickle, with the
+    probability correction it was saved with.
 
     Raises:
         NotFoundError: ``predictor.json`` is missing.
@@ -300,9 +320,19 @@ def load_predictor(
             f"No {PREDICTOR_FILE} in {str(directory)!r}: not a directory written by "
             "Predictor.save()."
         )
+    info = json.loads(manifest_path.read_text())
+    predictor = _load_model(directory, info, image_loader=image_loader, device=device)
+    if info.get("calibration"):
+        from pipelines.trainers.calibration import Calibration
+
+        predictor.calibration = Calibration.from_json(info["calibration"])  # type: ignore[attr-defined]
+    return predictor
+
+
+def _load_model(directory: Path, info: dict[str, Any], *,
+                image_loader: Callable[[str], np.ndarray] | None, device: str) -> Predictor:
     from model_registry import formats
 
-    info = json.loads(manifest_path.read_text())
     kind = info["kind"]
     if kind in FRAMEWORK_LOADERS:
         import importlib

@@ -84,6 +84,10 @@ class Prepared:
     ) -> None:
         self.labels: LabelInfo = label_info(y_train, config.task)
         self.y_train_raw = self.labels.encode(y_train, split="train")
+        if self.labels.task != "regression":
+            from pipelines.trainers.calibration import check_method
+
+            check_method(config.calibration, self.labels.classes)
         self.y_val = self.labels.encode(y_val, split="validation")
         self.schema = FeatureSchema.infer(X_train)
         # Fit on the original train rows (unbiased imputation/scaling), resample afterwards.
@@ -284,7 +288,7 @@ def finish_booster(
         kind=kind, schema=data.schema, preprocessor=data.preprocessor, model=booster,
         labels=data.labels, params=params,
     )
-    proba = predictor.predict_proba_matrix(data.X_val)
+    proba = calibrated_validation(predictor, config, data)
     metrics = (regression_metrics(data.y_val, proba) if k == 0
                else classification_metrics(data.y_val, proba, k))
     curves = from_history(
@@ -301,6 +305,18 @@ def finish_booster(
                "numeric_preprocessing": data.numeric_mode},
         curves=curves,
     )
+
+
+def calibrated_validation(predictor: Any, config: TrainConfig, data: Prepared) -> np.ndarray:
+    """Fit the probability correction ``config.calibration`` asks for (on the validation split
+    only; see :mod:`pipelines.trainers.calibration`), attach it to ``predictor``, and return the
+    validation predictions the saved predictor will give."""
+    from pipelines.trainers.calibration import calibrate
+
+    raw = predictor.raw_proba_matrix(data.X_val)
+    corrected = calibrate(predictor, config.calibration, lambda: raw, data.y_val,
+                          data.plan.record)
+    return raw if corrected is None else corrected
 
 
 def sklearn_estimator(config: TrainConfig) -> Any:
@@ -345,7 +361,7 @@ def train_sklearn(
         kind=config.model, schema=data.schema, preprocessor=data.preprocessor, model=estimator,
         labels=data.labels, params=estimator.get_params(),
     )
-    proba = predictor.predict_proba_matrix(data.X_val)
+    proba = calibrated_validation(predictor, config, data)
     metrics = (regression_metrics(data.y_val, proba) if k == 0
                else classification_metrics(data.y_val, proba, k))
     curves = sklearn_curves(config.model, estimator, data, (metric, mode), metrics)

@@ -51,6 +51,10 @@ def prepare_torch_data(
     labels = label_info(y_train, config.task)
     y_tr = labels.encode(y_train, split="train")
     y_va = labels.encode(y_val, split="validation")
+    if labels.task != "regression":
+        from pipelines.trainers.calibration import check_method
+
+        check_method(config.calibration, labels.classes)
     plan = plan_imbalance(config.imbalance, y_tr, labels.classes, seed=config.seed, y_val=y_va,
                           framework="torch")
     rows = plan.indices if plan.indices is not None else np.arange(len(y_tr))
@@ -125,8 +129,11 @@ def train_torch(
         image_loader=image_loader,
     )
     params = {**data.arch, **config.torch.model_dump(mode="json")}
+    metrics = calibrated_metrics(predictor, config.calibration, X_val,
+                                 data.labels.encode(y_val, split="validation"), data.plan.record,
+                                 out.metrics)
     return TrainResult(
-        model=predictor, metrics=out.metrics, history=out.history, params=params,
+        model=predictor, metrics=metrics, history=out.history, params=params,
         imbalance=data.plan.record, nondeterminism=notes + out.notes, config=config,
         metric=metric, mode=mode, best_iteration=out.best_epoch, device=out.device,
         checkpoint_dir=(Path(workdir) / "checkpoints") if workdir is not None else None,
@@ -135,6 +142,22 @@ def train_torch(
                "global_batch": config.torch.batch_size * config.torch.grad_accum_steps},
         curves=torch_curves(out.history, metric, mode, out.best_epoch),
     )
+
+
+def calibrated_metrics(predictor: Any, method: str, X_val: pd.DataFrame, y_val: np.ndarray,
+                       imbalance: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """Fit the probability correction ``method`` on the validation split (see
+    :mod:`pipelines.trainers.calibration`) and, when one applies, the validation metrics of
+    the corrected probabilities (the loop's metrics are of the raw ones)."""
+    from pipelines.trainers.calibration import calibrate
+    from pipelines.trainers.metrics import classification_metrics
+
+    corrected = calibrate(predictor, method,
+                          lambda: predictor.raw_proba_matrix(predictor._input(X_val)),
+                          y_val, imbalance)
+    if corrected is None:
+        return metrics
+    return classification_metrics(y_val, corrected, predictor.labels.n_classes)
 
 
 def torch_curves(history: list[dict[str, Any]], metric: str, mode: str,

@@ -69,7 +69,8 @@ def test_shap_values_are_catboosts_own_and_add_up(fitted):
                    max_samples=40)
     assert expl.method.startswith("catboost ShapValues")
     assert set(expl.feature_names) == {"age", "income", "city", "member"}  # columns, not one-hot
-    p = result.model.predict_proba(X_va.iloc[expl.row_index])
+    # SHAP explains the model's own output, before the class-weight calibration
+    p = result.model.raw_proba_matrix(target.transform(X_va.iloc[expl.row_index]))[:, 1]
     np.testing.assert_allclose(expl.values.sum(axis=1) + expl.expected_value,
                                np.log(p / (1 - p)), atol=1e-6)
 
