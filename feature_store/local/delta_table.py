@@ -268,9 +268,22 @@ class DeltaFeatureTable:
             keep_versions=sorted(set(keep_versions)),
             full=True,  # also files no commit references (part files of killed writers)
         )
+        staged = self._staging_debris(retention_hours)
         if not dry_run:
+            for path in staged:
+                path.unlink(missing_ok=True)
             forget_snapshots()
-        return list(removed)
+        return list(removed) + [path.name for path in staged]
+
+    def _staging_debris(self, retention_hours: int) -> list[Path]:
+        """Upload staging files (``<part file>#<n>``) of writers killed mid-write, older than
+        ``retention_hours``. delta-rs' local object store writes a data file under that name and
+        renames it into place; Delta's vacuum does not see such files. Called under the write
+        lock, so no writer of this table is staging one now."""
+        cutoff = time.time() - retention_hours * 3600
+        return sorted(p for p in self.path.glob("*#*")
+                      if p.is_file() and p.name.rpartition("#")[2].isdigit()
+                      and p.stat().st_mtime <= cutoff)
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Add nullable columns (schema evolution: add only)."""
