@@ -96,8 +96,8 @@ def test_kill_while_saving_a_model_version(tmp_path):
     model_dir.mkdir()
     (model_dir / "w.bin").write_bytes(b"weights")
     _killed_child(root, f"""
-        import model_registry.local.registry as registry_module
-        kill_after(registry_module, "write_manifest")
+        import model_registry.local.model_storage as storage_module
+        kill_after(storage_module, "write_manifest")
         mr = project.get_model_registry()
         mr.python.create_model("m", metrics={{"acc": 0.5}}).save({str(model_dir)!r})
     """)
