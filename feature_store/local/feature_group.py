@@ -194,7 +194,13 @@ class FeatureGroup(TaggedEntity):
         Returns ``(None, report)`` like Hopsworks' ``(job, report)``: there is no job on the
         local backend; ``report`` is ``None`` when no expectation suite ran. Bad data raises a
         :class:`~fstrain.kernel.errors.FeatureStoreError` subclass and writes nothing.
+        ``wait`` and ``write_options={"wait_for_job": ...}`` are honoured by construction (the
+        commit has finished when the call returns); any other ``write_options`` key is refused
+        by name (see :mod:`feature_store.local.options`).
         """
+        from feature_store.local.options import check_write_options
+
+        check_write_options(self.owner, write_options)
         return self._store.writer.insert(
             self,
             features,
@@ -211,8 +217,11 @@ class FeatureGroup(TaggedEntity):
     def remove_rows(self, delete_df: Any, write_options: dict[str, Any] | None = None) -> int:
         """Delete the rows matching ``delete_df`` on primary key (+ event_time, partition key).
 
-        Returns the commit id of the delete.
+        Returns the commit id of the delete. ``write_options`` as for :meth:`insert`.
         """
+        from feature_store.local.options import check_write_options
+
+        check_write_options(self.owner, write_options)
         return self._store.writer.remove_rows(self, delete_df)
 
     def append_features(self, features: Feature | list[Feature]) -> FeatureGroup:
@@ -338,6 +347,9 @@ class FeatureGroup(TaggedEntity):
                 f"{self.owner}: read(online=True) needs an online store; the local backend has "
                 "only the offline store. Use online=False."
             )
+        from feature_store.local.options import check_options
+
+        check_options(self.owner, "read_options", read_options, {})
         query = self.select_all()
         if wallclock_time is not None:
             query = query.as_of(wallclock_time)

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
+from feature_store.local.options import check_options
 from feature_store.local.split_stream import STREAMING_TYPES
 from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
@@ -272,7 +273,11 @@ class FeatureView(TaggedEntity):
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
-        stream = StreamOptions.from_write_options(write_options) if materialize else None
+        stream = StreamOptions.from_write_options(write_options, self.owner)
+        if not materialize:  # an in-memory version streams nothing: only wait_for_job applies
+            check_options(self.owner, "write_options of an in-memory version", write_options,
+                          {"wait_for_job": "the version exists when the call returns"})
+            stream = None
         created = self._td.create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
@@ -378,6 +383,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[Any, Any]:
         """In-memory training data ``(X, y)``; registers a new (in-memory) version."""
         _refuse(unsupported, "training_data")
+        check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(None, flags, seed=seed, split=None, start_time=start_time,
@@ -396,6 +402,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[Any, Any, Any, Any]:
         """In-memory ``(X_train, X_test, y_train, y_test)``; registers a new version."""
         _refuse(unsupported, "train_test_split")
+        check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(
@@ -419,6 +426,7 @@ class FeatureView(TaggedEntity):
     ) -> tuple[Any, ...]:
         """In-memory ``(X_train, X_val, X_test, y_train, y_val, y_test)``; registers a version."""
         _refuse(unsupported, "train_validation_test_split")
+        check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(
@@ -499,7 +507,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, ("train",), "get_training_data",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(read_options))
+                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
 
     def get_train_test_split(
         self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
@@ -510,7 +518,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, _SPLIT_NAMES_2, "get_train_test_split",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(read_options))
+                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
 
     def get_train_validation_test_split(
         self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
@@ -521,7 +529,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, _SPLIT_NAMES_3, "get_train_validation_test_split",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(read_options))
+                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
 
     def get_training_datasets(self) -> list[TrainingDataset]:
         """Metadata of every training-dataset version of the view."""
@@ -608,6 +616,7 @@ class FeatureView(TaggedEntity):
         from fstrain.kernel.window import scheduler_bounds
 
         self.require_saved()
+        check_options(self.owner, "read_options", read_options, {})
         self._check_read_guarantees()
         if spine is not None:
             raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
@@ -862,8 +871,9 @@ class FeatureView(TaggedEntity):
         }
 
 
-def _verify(read_options: dict[str, Any] | None) -> bool:
-    return bool((read_options or {}).get("verify", False))
+def _verify(owner: str, read_options: dict[str, Any] | None) -> bool:
+    understood = {"verify": "re-hash every value of the version (reads always check its files)"}
+    return bool(check_options(owner, "read_options", read_options, understood).get("verify"))
 
 
 def _refuse_destination(storage_connector: Any, location: str, call: str) -> None:

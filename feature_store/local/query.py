@@ -339,6 +339,9 @@ class Query:
                 "read(online=True) needs an online store; the local backend has only the "
                 "offline store. Use online=False."
             )
+        from feature_store.local.options import check_options
+
+        check_options(self._owner(), "read_options", read_options, {})
         start_time, end_time = scheduler_bounds(start_time, end_time)
         return convert_result(self.to_arrow(start_time, end_time), dataframe_type)
 
@@ -367,7 +370,15 @@ class Query:
     def to_string(self, online: bool = False, arrow_flight: bool = False) -> str:
         """The SQL this query runs, as one statement (parameters inlined, scans shown as Delta
         table paths). Execution lets point-in-time-joined groups carry only keys and row ids
-        through the joins and takes their columns by row afterwards: same result."""
+        through the joins and takes their columns by row afterwards: same result.
+        ``online``/``arrow_flight`` ask for the SQL of engines the local backend has not, and
+        are refused."""
+        for option, value in (("online", online), ("arrow_flight", arrow_flight)):
+            if value:
+                raise InvalidArgumentError(
+                    f"{self._owner()}: to_string({option}=True) asks for the SQL of an engine "
+                    "the local backend has not (it runs DuckDB over the Delta files). Omit it."
+                )
         return self._compile().display_sql()
 
     # -- persistence (feature views store their query) ---------------------------------------

@@ -50,10 +50,16 @@ class StreamOptions:
     memory_limit: str | None = None
 
     @classmethod
-    def from_write_options(cls, options: dict[str, Any] | None) -> StreamOptions:
-        """Read ``batch_rows`` and ``memory_limit`` from ``write_options`` (other keys stay the
-        caller's business); bad values are refused, never ignored."""
-        options = options or {}
+    def from_write_options(cls, options: dict[str, Any] | None,
+                           owner: str = "training dataset") -> StreamOptions:
+        """Read ``batch_rows`` and ``memory_limit`` from ``write_options``; bad values and keys
+        the local backend has no meaning for are refused, never ignored (``wait_for_job`` is
+        honoured by construction)."""
+        from feature_store.local.options import SYNCHRONOUS, check_options
+
+        understood = {**SYNCHRONOUS, "batch_rows": "rows per streamed batch",
+                      "memory_limit": "DuckDB's memory limit while streaming"}
+        options = check_options(owner, "write_options", options, understood)
         batch = options.get("batch_rows", DEFAULT_BATCH_ROWS)
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InvalidArgumentError(
