@@ -51,8 +51,11 @@ def _group(root: Path):
 
 def _start(root: Path, first: int, count: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the child runs at the lowest priority, so that on a loaded machine the watcher here still
+    # gets the CPU while the merge writes (the merge itself is unchanged, only slower)
     return subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(first), str(N),
-                             str(count)], env=env, stdout=subprocess.PIPE, text=True)
+                             str(count)], env=env, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: os.nice(19))
 
 
 def _state(root: Path) -> int:
@@ -103,16 +106,19 @@ def _kill_when_a_file_appears(root: Path, first: int) -> bool:
     return _group(root)._table.version() == version and bool(_debris(_group(root)))
 
 
+@pytest.mark.slow  # it failed twice on a heavily loaded machine, for a reason not reproduced
 def test_kill_inside_a_merge_reads_back_one_whole_state(root):
     landed = False
     state = 0
-    for first in range(1, 6):  # a loaded machine may let a merge reach its commit first
+    trials = []
+    for first in range(1, 9):  # a loaded machine may let a merge reach its commit first
         landed = _kill_when_a_file_appears(root, first)
         previous, state = state, _state(root)
-        assert state == previous if landed else state in (previous, first)
+        trials.append((first, landed, previous, state))
+        assert state == previous if landed else state in (previous, first), trials
         if landed:
             break
-    assert landed, "no kill landed between the merge's data files and its commit"
+    assert landed, f"no kill landed between the merge's data files and its commit: {trials}"
     fg = _group(root)
     assert _debris(fg)  # the killed merge's files are there, unreferenced
     fg.insert(pd.DataFrame({"id": np.arange(N + 9), "v": np.full(N + 9, 9.0)}))
