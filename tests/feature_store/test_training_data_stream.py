@@ -165,3 +165,22 @@ def test_verified_split_file_is_not_rehashed_but_a_rewrite_is_caught(fv, monkeyp
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back; ctime moves
     with pytest.raises(IntegrityError, match="'train' no longer matches"):
         fv.get_train_test_split(version)
+
+
+def test_filled_labels_stream_bit_identically(fs):
+    """A positives-only label group LEFT-joined and filled (ccfraud's shape), 9-row batches."""
+    tx = fs.get_or_create_feature_group("t", version=1, primary_key=["tid"], event_time="ts")
+    tx.insert(pd.DataFrame({"tid": np.arange(60), "amount": np.arange(60) * 1.5,
+                            "ts": T0 + pd.to_timedelta(np.arange(60), unit="h")}))
+    fraud = fs.get_or_create_feature_group("fraud", version=1, primary_key=["tid"], event_time="ts")
+    fraud.insert(pd.DataFrame({"tid": np.arange(0, 60, 7), "is_fraud": 1,
+                               "ts": T0 + pd.to_timedelta(np.arange(0, 60, 7), unit="h")}))
+    fv = fs.create_feature_view("f", query=tx.select_all().join(fraud.select(["is_fraud"])),
+                                labels=["is_fraud"], label_fill_values={"is_fraud": 0})
+    versions = [_create(fv, stream, False, "stratified", test_size=0.25)
+                for stream in (None, StreamOptions(batch_rows=9))]
+    tds = [fv.get_training_dataset(v) for v in versions]
+    assert tds[0].columns == tds[1].columns
+    for name in ("train", "test"):
+        assert tds[0].splits[name]["sha256"] == tds[1].splits[name]["sha256"]
+        assert tds[1].splits[name]["label_distribution"]["is_fraud"].keys() == {"0", "1"}
