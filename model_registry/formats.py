@@ -216,7 +216,7 @@ def import_keras() -> Any:
         import keras
     except ImportError as exc:  # pragma: no cover - the extra is installed in CI
         raise InvalidArgumentError(
-            "Keras models need keras: pip install 'fstrain[frameworks]'."
+            "Keras models need keras: pip install 'fstrain[keras]'."
         ) from exc
     return keras
 

@@ -52,7 +52,7 @@ def import_catboost() -> Any:
         import catboost
     except ImportError as exc:  # pragma: no cover - the extra is installed in CI
         raise ConfigError(
-            "model 'catboost' needs the catboost package: pip install 'fstrain[frameworks]'."
+            "model 'catboost' needs the catboost package: pip install 'fstrain[catboost]'."
         ) from exc
     return catboost
 

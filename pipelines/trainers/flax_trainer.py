@@ -61,7 +61,7 @@ def import_jax() -> Any:
         import optax  # noqa: F401
     except ImportError as exc:  # pragma: no cover - the extra is installed in CI
         raise ConfigError(
-            "model 'flax_mlp' needs jax, flax and optax: pip install 'fstrain[frameworks]'."
+            "model 'flax_mlp' needs jax, flax and optax: pip install 'fstrain[jax]'."
         ) from exc
     return jax
 

@@ -45,7 +45,7 @@ def _require() -> None:
         import skl2onnx  # noqa: F401
     except ImportError as exc:  # pragma: no cover - the extra is installed in CI
         raise ConfigError("ONNX export needs onnx, onnxruntime, skl2onnx and onnxmltools: "
-                          "pip install 'fstrain[frameworks]'.") from exc
+                          "pip install 'fstrain[onnx]'.") from exc
 
 
 def _preprocessor_onnx(predictor: Any) -> Any:
