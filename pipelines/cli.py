@@ -483,6 +483,36 @@ def doctor(
         raise typer.Exit(EXIT_VALIDATION_FAILED)
 
 
+@app.command()
+def ablate(
+    use_case: Annotated[str, typer.Argument(help="The use case whose registered model is ablated.")],
+    training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version the reference model was trained on (a number or 'latest').")],
+    drop_group: Annotated[list[str] | None, typer.Option("--drop-group", help="A feature group whose features are left out (repeatable).")] = None,
+    drop_feature: Annotated[list[str] | None, typer.Option("--drop-feature", help="A feature left out (repeatable).")] = None,
+    model_version: Annotated[int | None, typer.Option(help="Reference model version (default: the newest trained on -t).")] = None,
+    split: Annotated[str, typer.Option(help="Rows scored: validation (default) or test.")] = "validation",
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples per item.")] = 200,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Retrain a registered model's configuration without each group/feature; metric deltas
+    with bootstrap intervals, attached to the model as a table and a plot."""
+    _set(root, backend, as_json, debug)
+
+    def body() -> Any:
+        from pipelines.ablation import run
+        from pipelines.versions import parse_version
+
+        version = parse_version(training_dataset_version, "--training-dataset-version")
+        with _step(f"ablate: {use_case} on training dataset {training_dataset_version}"):
+            result = run(_project(), use_case, version, groups=list(drop_group or []),
+                         features=list(drop_feature or []), model_version=model_version,
+                         split=split, resamples=resamples, seed=seed)
+        _emit(result.to_dict(), result.to_text())
+
+    _guard(body)
+
+
 # -- end to end ---------------------------------------------------------------------------------
 
 

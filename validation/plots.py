@@ -211,6 +211,26 @@ def residuals_png(y_true: Any, y_pred: Any, *, title: str = "Residuals (test spl
     return _png(fig)
 
 
+def ablation_png(items: Sequence[str], deltas: Sequence[float], lower: Sequence[float],
+                 upper: Sequence[float], *, metric: str, higher_is_better: bool) -> bytes:
+    """Each ablated item's metric change (without − with) and its 95% bootstrap interval."""
+    n = len(items)
+    fig = _figure(7, 1.2 + 0.45 * max(n, 1))
+    ax = fig.add_subplot()
+    pos = np.arange(n)[::-1]
+    d = np.asarray(deltas, dtype=float)
+    err = np.vstack([d - np.asarray(lower, dtype=float), np.asarray(upper, dtype=float) - d])
+    worse = d < 0 if higher_is_better else d > 0
+    ax.barh(pos, d, xerr=np.nan_to_num(err), color=np.where(worse, "tab:red", "tab:green"),
+            alpha=0.8, capsize=3)
+    ax.axvline(0.0, color="grey", linewidth=1)
+    ax.set_yticks(pos, list(items))
+    direction = "lower" if higher_is_better else "higher"
+    ax.set_xlabel(f"change in {metric} without the item ({direction} = the item helps)")
+    ax.set_title("Ablations (95% paired bootstrap intervals)")
+    return _png(fig)
+
+
 def slice_metrics_png(report: BiasReport, column: str,
                       metrics: Sequence[str] = ("selection_rate", "tpr", "fpr")) -> bytes:
     """Horizontal grouped bars of slice metrics for one helper column, with their bootstrap

@@ -29,3 +29,12 @@ def test_fstrain_run_airquality(tmp_path) -> None:
     naive = card["baselines"]["naive_forecast"]
     assert metrics["rmse"] < naive["rmse"] < card["baselines"]["mean_predictor"]["rmse"]
     assert (card_dir / "images" / "residuals.png").stat().st_size > 1000
+    ablated = CliRunner().invoke(app, ["ablate", "airquality", "-t", "1", "--drop-group",
+                                       "daily_weather", "--drop-feature", "ozone_last",
+                                       "--root", str(tmp_path), "--json"])
+    assert ablated.exit_code == 0, ablated.output
+    table = json.loads(ablated.output[ablated.output.index("{"):])
+    assert table["metric"] == "rmse" and not table["higher_is_better"]
+    assert [r["item"] for r in table["items"]] == ["group daily_weather", "feature ozone_last"]
+    assert table["items"][0]["dropped_columns"] == ["solar_r", "wind", "temp"]
+    assert all(r["lower"] <= r["delta"] <= r["upper"] for r in table["items"])
