@@ -181,6 +181,22 @@ class FeatureStore(Protocol):
         prohibited_tags: list[str] | None = None,
     ) -> Any: ...
 
+    def create_feature_view(
+        self,
+        name: str,
+        query: Any,
+        version: int | None = None,
+        description: str = "",
+        labels: list[str] | None = None,
+        inference_helper_columns: list[str] | None = None,
+        training_helper_columns: list[str] | None = None,
+        transformation_functions: list[Any] | None = None,
+        *,
+        tags: dict[str, Any] | None = None,
+        label_fill_values: dict[str, Any] | None = None,
+        prohibited_tags: list[str] | None = None,
+    ) -> Any: ...
+
     def get_feature_view(self, name: str, version: int | None = None) -> Any: ...
 
 

@@ -153,34 +153,38 @@ class HopsworksFeatureStore:
     ) -> HopsworksFeatureView:
         """Get or create a feature view; fstrain's ``label_fill_values`` and ``prohibited_tags``
         are checked here and stored as the view's tag ``fstrain_feature_view``."""
-        from feature_store.hopsworks.feature_view import (
-            EXTENSIONS_TAG,
-            HopsworksFeatureView,
-            check_extensions,
-        )
+        from feature_store.hopsworks.feature_view import HopsworksFeatureView
 
-        labels = [labels] if isinstance(labels, str) else list(labels or [])
-        helpers = list(training_helper_columns or []) + list(inference_helper_columns or [])
-        extensions = {"label_fill_values": dict(label_fill_values or {}),
-                      "prohibited_tags": list(prohibited_tags or [])}
         owner = f"feature view '{name}' v{version}"
-        check_extensions(owner, query, labels, helpers, extensions)
-        kwargs: dict[str, Any] = {
-            "query": _unwrap(query), "version": version, "description": description or "",
-            "labels": labels,
-            "inference_helper_columns": list(inference_helper_columns or []),
-            "training_helper_columns": list(training_helper_columns or []),
-        }
-        if transformation_functions:
-            kwargs["transformation_functions"] = sdk_transformations(owner,
-                                                                     transformation_functions)
-        all_tags = dict(tags or {})
-        if any(extensions.values()):
-            all_tags[EXTENSIONS_TAG] = extensions
-        if all_tags:
-            kwargs["tags"] = sdk_tags(all_tags)
+        kwargs = _view_request(owner, query, version, description, labels,
+                               inference_helper_columns, training_helper_columns,
+                               transformation_functions, tags, label_fill_values,
+                               prohibited_tags)
         fv = sdk_call(self._sdk, "FeatureStore.get_or_create_feature_view", name,
                       _owner=owner, **kwargs)
+        return HopsworksFeatureView(fv, self)
+
+    def create_feature_view(
+        self, name: str, query: Any, version: int | None = None, description: str = "",
+        labels: list[str] | None = None, inference_helper_columns: list[str] | None = None,
+        training_helper_columns: list[str] | None = None,
+        transformation_functions: list[Any] | None = None, *, tags: dict[str, Any] | None = None,
+        label_fill_values: dict[str, Any] | None = None, prohibited_tags: list[str] | None = None,
+    ) -> HopsworksFeatureView:
+        """Create a feature view version (``version=None``: Hopsworks takes the next one).
+
+        An existing name and version is an :class:`AlreadyExistsError` (Hopsworks errorCode
+        270179), as on the embedded store.
+        """
+        from feature_store.hopsworks.feature_view import HopsworksFeatureView
+
+        owner = f"feature view '{name}'" + ("" if version is None else f" v{version}")
+        kwargs = _view_request(owner, query, version, description, labels,
+                               inference_helper_columns, training_helper_columns,
+                               transformation_functions, tags, label_fill_values,
+                               prohibited_tags)
+        fv = sdk_call(self._sdk, "FeatureStore.create_feature_view", name, _owner=owner,
+                      **kwargs)
         return HopsworksFeatureView(fv, self)
 
     def get_feature_view(self, name: str, version: int | None = None) -> HopsworksFeatureView:
@@ -195,6 +199,37 @@ class HopsworksFeatureStore:
                 "training-dataset pipeline first, or check the name and version."
             )
         return HopsworksFeatureView(fv, self)
+
+
+def _view_request(owner: str, query: Any, version: int | None, description: str,
+                  labels: list[str] | str | None, inference_helper_columns: list[str] | None,
+                  training_helper_columns: list[str] | None,
+                  transformation_functions: list[Any] | None, tags: dict[str, Any] | None,
+                  label_fill_values: dict[str, Any] | None,
+                  prohibited_tags: list[str] | None) -> dict[str, Any]:
+    """The SDK keyword arguments of a feature-view create, fstrain's extensions checked and
+    stored as the view's tag ``fstrain_feature_view``."""
+    from feature_store.hopsworks.feature_view import EXTENSIONS_TAG, check_extensions
+
+    labels = [labels] if isinstance(labels, str) else list(labels or [])
+    helpers = list(training_helper_columns or []) + list(inference_helper_columns or [])
+    extensions = {"label_fill_values": dict(label_fill_values or {}),
+                  "prohibited_tags": list(prohibited_tags or [])}
+    check_extensions(owner, query, labels, helpers, extensions)
+    kwargs: dict[str, Any] = {
+        "query": _unwrap(query), "version": version, "description": description or "",
+        "labels": labels,
+        "inference_helper_columns": list(inference_helper_columns or []),
+        "training_helper_columns": list(training_helper_columns or []),
+    }
+    if transformation_functions:
+        kwargs["transformation_functions"] = sdk_transformations(owner, transformation_functions)
+    all_tags = dict(tags or {})
+    if any(extensions.values()):
+        all_tags[EXTENSIONS_TAG] = extensions
+    if all_tags:
+        kwargs["tags"] = sdk_tags(all_tags)
+    return kwargs
 
 
 class HopsworksFeatureGroup:

@@ -18,7 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fstrain.kernel.errors import BackendError, FeatureStoreError, NotFoundError
+from fstrain.kernel.errors import (
+    AlreadyExistsError,
+    BackendError,
+    FeatureStoreError,
+    NotFoundError,
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,12 @@ SDK_CALLS: dict[str, SdkCall] = {
     "FeatureStore.get_feature_groups": SdkCall(f"{_FS}.get_feature_groups", kwargs=("name",)),
     "FeatureStore.get_or_create_feature_view": SdkCall(
         f"{_FS}.get_or_create_feature_view",
+        args=("name",),
+        kwargs=("query", "version", "description", "labels", "inference_helper_columns",
+                "training_helper_columns", "transformation_functions", "tags"),
+    ),
+    "FeatureStore.create_feature_view": SdkCall(
+        f"{_FS}.create_feature_view",
         args=("name",),
         kwargs=("query", "version", "description", "labels", "inference_helper_columns",
                 "training_helper_columns", "transformation_functions", "tags"),
@@ -373,8 +384,13 @@ def sdk_attrs(obj: Any, cls: str) -> dict[str, Any]:
     return {name: getattr(obj, name, None) for name in SDK_ATTRIBUTES[path]}
 
 
+# Hopsworks errorCodes meaning "this name and version already exists" (RESTCodes).
+ALREADY_EXISTS_CODES = frozenset({270179})  # FEATURE_VIEW_ALREADY_EXISTS
+
+
 def translate_error(exc: BaseException, key: str, owner: str = "") -> FeatureStoreError:
-    """An fstrain error for an SDK exception (404 → NotFoundError, else BackendError).
+    """An fstrain error for an SDK exception (an "already exists" errorCode →
+    AlreadyExistsError, 404 → NotFoundError, else BackendError).
 
     A Hopsworks REST error keeps what the server said: the message reads ``HTTP <status>,
     errorCode <code>: <errorMsg> (<usrMsg>)`` and the error carries ``status``,
@@ -387,8 +403,11 @@ def translate_error(exc: BaseException, key: str, owner: str = "") -> FeatureSto
     if server is not None:
         code, message, user = server
         text = f"errorCode {code}: {message}" + (f" ({user})" if user and user != message else "")
-    if status == 404:
-        err: FeatureStoreError = NotFoundError(
+    if server is not None and server[0] in ALREADY_EXISTS_CODES:
+        err: FeatureStoreError = AlreadyExistsError(
+            f"{where}Hopsworks says it already exists ({key}): {text}")
+    elif status == 404:
+        err = NotFoundError(
             f"{where}Hopsworks says it does not exist ({key}, HTTP 404): {text}")
     elif _is_connection_error(exc):
         err = BackendError(

@@ -76,3 +76,20 @@ def test_prohibited_tags_are_read_from_the_cluster_and_refuse_features(hops_clus
     view = cluster.server.state.view("tx_pii", 1)
     assert view.tags["fstrain_feature_view"]["prohibited_tags"] == ["pii"]
     assert fv.prohibited_tags == ["pii"] and fv.training_helper_columns == ["sex"]
+
+
+def test_create_feature_view_takes_the_next_version_and_refuses_an_existing_one(hops_cluster,
+                                                                                tx_group):
+    """``fs.create_feature_view`` as on the embedded store: ``version=None`` is the next
+    version; an existing name and version is AlreadyExistsError (the server's 270179)."""
+    from fstrain.kernel.errors import AlreadyExistsError
+
+    _, project = hops_cluster
+    fs = project.get_feature_store()
+    first = fs.create_feature_view("tx_created", tx_group.select_all(), labels=["y"])
+    second = fs.create_feature_view("tx_created", tx_group.select_all(), labels=["y"])
+    assert (first.version, second.version) == (1, 2)
+    assert fs.get_feature_view("tx_created", 2).labels == ["y"]
+    with pytest.raises(AlreadyExistsError, match=r"tx_created' v1.*errorCode 270179") as err:
+        fs.create_feature_view("tx_created", tx_group.select_all(), version=1, labels=["y"])
+    assert err.value.error_code == 270179

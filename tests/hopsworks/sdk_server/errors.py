@@ -17,6 +17,8 @@ JOIN_NO_COMMON_PRIMARY_KEY = 270096
 FEATURE_GROUP_NOT_FOUND = 270009
 FEATURE_VIEW_NOT_FOUND = 270181
 TRAINING_DATASET_NOT_FOUND = 270012
+#: From the Hopsworks server's RESTCodes (FeaturestoreErrorCode 179, HTTP 400).
+FEATURE_VIEW_ALREADY_EXISTS = 270179
 TAG_NOT_FOUND = 370002
 #: The codes below are this fake server's choice (the SDK does not name them; a recording
 #: from a cluster, ``tests/hopsworks/record_fixtures.py``, shows the real ones). Tests assert

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sdk_server.errors import FEATURE_VIEW_NOT_FOUND, HttpError, not_found
+from sdk_server.errors import (
+    FEATURE_VIEW_ALREADY_EXISTS,
+    FEATURE_VIEW_NOT_FOUND,
+    HttpError,
+    bad_request,
+    not_found,
+)
 from sdk_server.filters import and_filter
 from sdk_server.routes_featurestore import get_tag, put_tag, tags_in
 from sdk_server.server import FakeHopsworks, route
@@ -43,6 +49,10 @@ def create_view(server: FakeHopsworks, call: Call, project_id: str, fs: str) -> 
                  if f.get("inferenceHelperColumn")]
     version = int(posted.get("version") or 1 + max(
         [v for (n, v) in server.state.feature_views if n == posted["name"]], default=0))
+    if (posted["name"], version) in server.state.feature_views:
+        raise bad_request(FEATURE_VIEW_ALREADY_EXISTS,
+                          "The provided feature view name and version already exists",
+                          f"Feature view: {posted['name']}, version: {version}")
     body |= {"id": server.state.next_id(), "version": version, "featurestoreId": FEATURE_STORE_ID,
              "features": view_features(resolved, labels, training, inference),
              "servingKeys": serving_keys(resolved)}
