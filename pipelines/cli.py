@@ -189,7 +189,7 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
 
 @app.command()
 def features(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
     start: Annotated[str | None, typer.Option(help="Window start (ISO-8601; default $HOPS_START_TIME).")] = None,
     end: Annotated[str | None, typer.Option(help="Window end, exclusive (default $HOPS_END_TIME).")] = None,
     policy: Annotated[str, typer.Option(help="Ingestion policy of the expectation suites: strict or always.")] = "strict",
@@ -217,7 +217,7 @@ def features(
 
 @app.command()
 def dataset(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
     split: Annotated[str | None, typer.Option(help="random, stratified, group or time (default: the use case's).")] = None,
     seed: Annotated[int | None, typer.Option(help="Split seed (default: the use case's, else drawn and recorded).")] = None,
     validation_size: Annotated[float | None, typer.Option(help="Fraction for validation.")] = None,
@@ -250,7 +250,7 @@ def dataset(
 
 @app.command("select-features")
 def select_features(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
     training_dataset_version: Annotated[int, typer.Option("--training-dataset-version", "-t", help="Version whose train split is ranked.")],
     seed: Annotated[int, typer.Option(help="Seed of the row sample, folds and MI estimator.")] = 0,
     max_rows: Annotated[int, typer.Option(help="Rows sampled from the train split.")] = 50_000,
@@ -282,7 +282,7 @@ def select_features(
 
 @app.command()
 def train(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
     training_dataset_version: Annotated[str, typer.Option("--training-dataset-version", "-t", help="Version to train on (a number or 'latest').")],
     model: Annotated[str | None, typer.Option(help="xgboost, lightgbm, sklearn_logreg, sklearn_rf, mlp, cnn, catboost, keras_mlp, flax_mlp, spark_gbt, spark_lr or lora.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Hyperparameter override name=value (repeatable).")] = None,
@@ -603,7 +603,7 @@ def _summary(rows: list[dict[str, Any]]) -> None:
 
 @app.command("run")
 def run_command(
-    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud or instructions.")],
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
     start: Annotated[str | None, typer.Option(help="Feature window start (ISO-8601; default $HOPS_START_TIME).")] = None,
     end: Annotated[str | None, typer.Option(help="Feature window end, exclusive (default $HOPS_END_TIME).")] = None,
     anchor: Annotated[str | None, typer.Option(help="Relative split windows end at: data (default), end-time (the window end) or a date.")] = None,

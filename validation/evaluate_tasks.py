@@ -90,6 +90,7 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
     fns = {
         "mae": lambda t, p: float(np.mean(np.abs(p - t))),
         "rmse": lambda t, p: float(np.sqrt(np.mean((p - t) ** 2))),
+        "r2": _r2,
     }
     card.confidence_intervals = {
         name: bootstrap_ci(fn, y, pred, n_resamples=settings.bootstrap_resamples,
@@ -106,6 +107,12 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
     explanation = explain_model(card, predictor, data.X_test, settings, class_index=None)
     images = {"residuals": residuals_png(y, pred), **explanation_images(predictor, explanation)}
     return images, base, "rmse"
+
+
+def _r2(t: np.ndarray, p: np.ndarray) -> float:
+    """R² (NaN on a constant resample, which the bootstrap drops)."""
+    ss_tot = float(np.sum((t - t.mean()) ** 2))
+    return float("nan") if ss_tot == 0 else 1.0 - float(np.sum((t - p) ** 2)) / ss_tot
 
 
 def naive_forecast_baseline(data: EvaluationData, column: str) -> dict[str, Any]:

@@ -23,6 +23,8 @@ def test_fstrain_run_airquality(tmp_path) -> None:
     assert card["task"] == "regression"
     metrics = card["metrics"]
     assert {"rmse", "mae", "r2"} <= set(metrics) and metrics["r2"] > 0.3
+    r2 = card["confidence_intervals"]["r2"]
+    assert r2["lower"] < metrics["r2"] < r2["upper"]
     assert card["lineage"]["split"]["strategy"] == "time"
     assert card["lineage"]["split"]["gap"] == "P7DT0H0M0S"
     assert "month=" in json.dumps(card)  # errors by season (month helper column)
