@@ -174,6 +174,22 @@ def utc_bound(owner: str, name: str, value: Any) -> Any:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
+#: The ``dataframe_type`` values the Hopsworks SDK's Python engine returns (5.2.1).
+SDK_DATAFRAME_TYPES = ("default", "pandas", "polars", "numpy", "python")
+
+
+def check_dataframe_type(owner: str, dataframe_type: str) -> None:
+    """Refuse a ``dataframe_type`` the SDK cannot return, before any request: the embedded
+    store's streaming forms (``arrow_batches``, ``ray``, ``torch``) read a version's pinned
+    local files, which a Hopsworks version does not have on this machine."""
+    if dataframe_type not in SDK_DATAFRAME_TYPES:
+        raise InvalidArgumentError(
+            f"{owner}: dataframe_type={dataframe_type!r} is not available on Hopsworks (it "
+            f"returns {', '.join(SDK_DATAFRAME_TYPES)}); streamed reads (arrow_batches, ray, "
+            "torch) work on the embedded store only."
+        )
+
+
 class HopsworksFeatureView:
     """``hsfs.feature_view.FeatureView`` with fstrain's extensions."""
 
@@ -429,6 +445,14 @@ class HopsworksFeatureView:
               read_options: dict[str, Any] | None, flags: dict[str, Any]) -> tuple[Any, ...]:
         options = dict(read_options or {})
         verify = bool(options.pop("verify", False))
+        owner = f"{self.owner}, training dataset v{version}"
+        check_dataframe_type(owner, flags["dataframe_type"])
+        if verify and flags["dataframe_type"] not in ("default", "pandas"):
+            raise InvalidArgumentError(
+                f"{owner}: read_options={{'verify': True}} checks the split's recorded hash of "
+                f"its pandas frames; dataframe_type={flags['dataframe_type']!r} cannot be "
+                "verified. Read with dataframe_type='pandas' to verify."
+            )
         frames = sdk_call(self._sdk, key, version, read_options=options or None,
                           _owner=f"{self.owner}, training dataset v{version}", **flags)
         n = len(names)
@@ -585,6 +609,7 @@ class HopsworksFeatureView:
                        event_time: bool = False, inference_helper_columns: bool = False,
                        dataframe_type: str = "default", transformed: bool = True) -> Any:
         """Features for batch inference over ``[start_time, end_time)`` (no labels)."""
+        check_dataframe_type(self.owner, dataframe_type)
         frame = sdk_call(self._sdk, "FeatureView.get_batch_data", start_time=start_time,
                          end_time=end_time, read_options=read_options, primary_key=primary_key,
                          event_time=event_time,

@@ -93,3 +93,20 @@ def test_create_feature_view_takes_the_next_version_and_refuses_an_existing_one(
     with pytest.raises(AlreadyExistsError, match=r"tx_created' v1.*errorCode 270179") as err:
         fs.create_feature_view("tx_created", tx_group.select_all(), version=1, labels=["y"])
     assert err.value.error_code == 270179
+
+
+def test_reads_the_sdk_cannot_serve_are_refused_before_any_request(hops_cluster, tx_group):
+    """Streamed forms exist on the embedded store only, and a ``verify`` read needs pandas
+    frames: both used to reach the SDK (failing there) or skip the check without a word."""
+    cluster, project = hops_cluster
+    fv = project.get_feature_store().get_or_create_feature_view(
+        "tx_reads", 1, tx_group.select_all(), labels=["y"])
+    sent = len(cluster.server.log)
+    for dataframe_type in ("torch", "ray", "arrow_batches"):
+        with pytest.raises(InvalidArgumentError, match=f"{dataframe_type}.*embedded store"):
+            fv.get_train_test_split(1, dataframe_type=dataframe_type)
+        with pytest.raises(InvalidArgumentError, match=f"{dataframe_type}.*not available"):
+            fv.get_batch_data(dataframe_type=dataframe_type)
+    with pytest.raises(InvalidArgumentError, match="'polars' cannot be verified"):
+        fv.get_train_test_split(1, read_options={"verify": True}, dataframe_type="polars")
+    assert len(cluster.server.log) == sent
