@@ -174,6 +174,22 @@ def utc_bound(owner: str, name: str, value: Any) -> Any:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
+#: The formats the Hopsworks SDK's Python engine reads a training dataset back from (5.2.1):
+#: a version in another format (json, avro, orc, fstrain's jsonl) would materialize and then
+#: fail at every read with "format is not supported to read as pandas dataframe".
+SDK_READABLE_FORMATS = ("parquet", "csv", "tsv")
+
+
+def check_readable_format(owner: str, data_format: str) -> None:
+    """Refuse, before the job runs, a training-dataset format the SDK cannot read back."""
+    if str(data_format).lower() not in SDK_READABLE_FORMATS:
+        raise InvalidArgumentError(
+            f"{owner}: data_format={data_format!r} cannot be read back by the Hopsworks Python "
+            f"client (it reads {', '.join(SDK_READABLE_FORMATS)}). Create the version with "
+            "data_format='parquet' (CLI: --data-format parquet)."
+        )
+
+
 #: The ``dataframe_type`` values the Hopsworks SDK's Python engine returns (5.2.1).
 SDK_DATAFRAME_TYPES = ("default", "pandas", "polars", "numpy", "python")
 
@@ -327,6 +343,7 @@ class HopsworksFeatureView:
         from feature_store.core.seeds import draw_seed
         from fstrain.kernel.timeutil import utc_now
 
+        check_readable_format(self.owner, common["data_format"])
         seed = draw_seed() if seed is None else int(seed)
         if len(splits) == 1:
             kwargs = {"seed": seed, **{k: utc_bound(self.owner, k, v)

@@ -1,4 +1,4 @@
-"""flights, mnist and ccfraud end to end through the real SDK, the way the deployed jobs run.
+"""flights, mnist, ccfraud and airquality end to end through the real SDK, the way the deployed jobs run.
 
 The jobs' own arguments (``jobs.job_definitions`` of a YAML config) run through
 ``jobs.job_main``: the feature stage, the training dataset (a relative time window anchored at
@@ -30,9 +30,13 @@ from pipelines.cli import app
 PROJECT = "fstrain_ci"
 
 FEATURE_ARGS = {"flights": {"sample": 1500}, "mnist": {"sample": 300},
-                "ccfraud": {"n_transactions": 10000}}  # fewer leave a window without a fraud
+                "ccfraud": {"n_transactions": 10000},  # fewer leave a window without a fraud
+                "airquality": {}, "instructions": {"sample": 60}}
 DATASET_ARGS = {"flights": {"seed": 1, "anchor": "2014-01-01"}, "mnist": {"seed": 1},
-                "ccfraud": {"seed": 1, "anchor": "2024-07-01"}}
+                "ccfraud": {"seed": 1, "anchor": "2024-07-01"},
+                "airquality": {"seed": 1, "anchor": "1973-10-01"},
+                # the SDK reads back parquet, csv and tsv only (jsonl is refused on Hopsworks)
+                "instructions": {"seed": 1, "data_format": "parquet"}}  # the data ends 1973-09-30
 
 
 @pytest.fixture
@@ -50,7 +54,10 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def _train_args(use_case: str, tmp_path: Path) -> dict[str, Any]:
     args: dict[str, Any] = {"training_dataset_version": "latest"}
-    if get_use_case(use_case).model.get("model") == "cnn":
+    model = get_use_case(use_case).model.get("model")
+    if model == "lora":
+        args["param"] = ["epochs=1", "max_length=64"]
+    elif model == "cnn":
         cfg = tmp_path / "torch.yaml"
         cfg.write_text(yaml.safe_dump({"torch": {"epochs": 1, "batch_size": 64}}))
         args["config"] = str(cfg)
@@ -73,7 +80,8 @@ def _job_args(use_case: str, tmp_path: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow  # 30-60 s each: real training, and hsml polls while registering
-@pytest.mark.parametrize("use_case", ["flights", "mnist", "ccfraud"])
+@pytest.mark.parametrize("use_case", ["flights", "mnist", "ccfraud", "airquality",
+                                      "instructions"])
 def test_use_case_runs_as_chained_jobs_through_the_sdk(cluster, tmp_path, use_case):
     args = _job_args(use_case, tmp_path)
     assert jobs.job_main(args["features"], app) == 0

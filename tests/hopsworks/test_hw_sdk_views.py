@@ -110,3 +110,15 @@ def test_reads_the_sdk_cannot_serve_are_refused_before_any_request(hops_cluster,
     with pytest.raises(InvalidArgumentError, match="'polars' cannot be verified"):
         fv.get_train_test_split(1, read_options={"verify": True}, dataframe_type="polars")
     assert len(cluster.server.log) == sent
+
+
+def test_a_format_the_sdk_cannot_read_back_is_refused_before_the_job(hops_cluster, tx_group):
+    """The SDK's Python engine reads parquet, csv and tsv only: a jsonl version would
+    materialize and then fail at every read ("not supported to read as pandas dataframe")."""
+    cluster, project = hops_cluster
+    fv = project.get_feature_store().get_or_create_feature_view(
+        "tx_formats", 1, tx_group.select_all(), labels=["y"])
+    sent = len(cluster.server.log)
+    with pytest.raises(InvalidArgumentError, match=r"'jsonl' cannot be read back.*parquet"):
+        fv.create_train_test_split(test_size=0.5, seed=1, data_format="jsonl")
+    assert len(cluster.server.log) == sent
