@@ -199,7 +199,8 @@ class TorchOptions(_Strict):
     lr: float = Field(1e-3, gt=0)
     weight_decay: float = Field(0.01, ge=0)
     betas: tuple[float, float] = (0.9, 0.999)
-    scheduler: Literal["warmup_cosine", "one_cycle", "plateau", "none"] = "warmup_cosine"
+    scheduler: Literal["warmup_cosine", "one_cycle", "plateau", "cosine_restarts", "none"] = (
+        "warmup_cosine")
     warmup_steps: int = Field(0, ge=0, description="optimizer steps of linear warm-up")
     min_lr_ratio: float = Field(0.0, ge=0, le=1)
     amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
@@ -212,6 +213,48 @@ class TorchOptions(_Strict):
     patience: int | None = Field(5, ge=1, description="early-stopping patience in epochs")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     label_smoothing: float = Field(0.0, ge=0, lt=1)
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    momentum: float | None = Field(None, ge=0, lt=1, description="SGD only; default 0.9")
+    nesterov: bool | None = Field(None, description="SGD only; default false")
+    restart_epochs: int | None = Field(
+        None, ge=1, description="cosine_restarts only: first cycle in epochs; default 1")
+    restart_mult: int | None = Field(
+        None, ge=1, description="cosine_restarts only: cycle length factor; default 1")
+    lr_scaling: Literal["none", "linear", "sqrt"] = "none"
+    base_batch_size: int | None = Field(
+        None, ge=1, description="the global batch the lr is tuned for (lr_scaling)")
+    mixup_alpha: float = Field(0.0, ge=0, description="Beta(a, a) mixup; 0 = off")
+    augment_shift: int = Field(0, ge=0, description="cnn: random shift in pixels; 0 = off")
+    activation_checkpointing: bool = False
+
+    @model_validator(mode="after")
+    def _check_optimizer_options(self) -> TorchOptions:
+        """Refuse an option that the chosen optimizer/scheduler would ignore."""
+        if self.optimizer != "sgd":
+            for name in ("momentum", "nesterov"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"torch.{name} applies to optimizer 'sgd'; got optimizer "
+                                     f"{self.optimizer!r}.")
+        elif tuple(self.betas) != (0.9, 0.999):
+            raise ValueError(f"torch.betas applies to optimizer 'adamw'; got optimizer 'sgd' "
+                             f"with betas={tuple(self.betas)!r}.")
+        elif self.nesterov and self.momentum == 0:
+            raise ValueError("torch.nesterov needs momentum > 0; got momentum=0.")
+        if self.scheduler != "cosine_restarts":
+            for name in ("restart_epochs", "restart_mult"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"torch.{name} applies to scheduler 'cosine_restarts'; got "
+                                     f"scheduler {self.scheduler!r}.")
+        elif self.warmup_steps:
+            raise ValueError("torch.warmup_steps does not apply to scheduler 'cosine_restarts' "
+                             f"(SGDR restarts without warm-up); got {self.warmup_steps}.")
+        if self.lr_scaling == "none" and self.base_batch_size is not None:
+            raise ValueError("torch.base_batch_size applies with lr_scaling 'linear' or 'sqrt'; "
+                             "got lr_scaling 'none'.")
+        if self.lr_scaling != "none" and self.base_batch_size is None:
+            raise ValueError(f"torch.lr_scaling={self.lr_scaling!r} needs torch.base_batch_size "
+                             "(the global batch size the lr was tuned for).")
+        return self
 
 
 class TuneOptions(_Strict):
@@ -272,6 +315,17 @@ class TrainConfig(_Strict):
     def _plain_params(cls, value: dict[str, Any]) -> dict[str, Any]:
         json.dumps(value)  # params must be JSON-able (they are recorded in the model manifest)
         return value
+
+    @model_validator(mode="after")
+    def _check_torch_model_options(self) -> TrainConfig:
+        """Refuse torch options that the chosen model or task would ignore."""
+        if self.torch.augment_shift and self.model != "cnn":
+            raise ValueError(f"torch.augment_shift shifts images and applies to model 'cnn'; "
+                             f"got model {self.model!r}.")
+        if self.torch.mixup_alpha and self.task == "regression":
+            raise ValueError("torch.mixup_alpha mixes class targets and applies to "
+                             "classification; got task='regression'.")
+        return self
 
     @model_validator(mode="after")
     def _check_params(self) -> TrainConfig:

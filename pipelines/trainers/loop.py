@@ -130,7 +130,8 @@ def _batches(dataset: Any, loader: Any, indices: list[int], batch_size: int,
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW groups: weight decay on weight matrices/kernels, none on biases and norm params."""
+    """Optimizer groups (AdamW or SGD): weight decay on weight matrices/kernels, none on biases
+    and norm params."""
     decay, no_decay = [], []
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):
@@ -151,18 +152,53 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     ]
 
 
-def make_optimizer(model: nn.Module, opts: TorchOptions) -> torch.optim.Optimizer:
-    """AdamW with decoupled weight decay (not on biases/norms)."""
-    return torch.optim.AdamW(
-        param_groups(model, opts.weight_decay), lr=opts.lr, betas=tuple(opts.betas)
-    )
+def make_optimizer(
+    model: nn.Module, opts: TorchOptions, lr: float | None = None
+) -> torch.optim.Optimizer:
+    """AdamW with decoupled weight decay, or SGD with (Nesterov) momentum; no weight decay on
+    biases/norms either way. ``lr`` overrides ``opts.lr`` (see :func:`effective_lr`)."""
+    groups, lr = param_groups(model, opts.weight_decay), opts.lr if lr is None else lr
+    if opts.optimizer == "sgd":
+        momentum = 0.9 if opts.momentum is None else opts.momentum
+        return torch.optim.SGD(groups, lr=lr, momentum=momentum, nesterov=bool(opts.nesterov))
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(opts.betas))
+
+
+def effective_lr(opts: TorchOptions, world_size: int = 1) -> tuple[float, str | None]:
+    """The learning rate the optimizer starts from and a note saying how it was scaled.
+
+    With ``lr_scaling`` ``linear``/``sqrt`` it is ``lr × r`` (or ``lr × √r``), where ``r`` is
+    the global batch (``batch_size × grad_accum_steps × world_size``) over ``base_batch_size``.
+    """
+    if opts.lr_scaling == "none" or opts.base_batch_size is None:
+        return opts.lr, None
+    global_batch = opts.batch_size * opts.grad_accum_steps * world_size
+    ratio = global_batch / opts.base_batch_size
+    factor = math.sqrt(ratio) if opts.lr_scaling == "sqrt" else ratio
+    lr = opts.lr * factor
+    return lr, (f"lr scaling {opts.lr_scaling}: lr {opts.lr:g} x "
+                f"{'sqrt' if opts.lr_scaling == 'sqrt' else ''}(global batch {global_batch} / "
+                f"base {opts.base_batch_size}) = {lr:g}")
 
 
 def make_scheduler(
-    optimizer: torch.optim.Optimizer, opts: TorchOptions, total_steps: int, mode: str
+    optimizer: torch.optim.Optimizer, opts: TorchOptions, total_steps: int, mode: str,
+    *, steps_per_epoch: int = 1, lr: float | None = None,
 ) -> tuple[Any, bool]:
-    """The LR scheduler and whether it steps per optimizer step (else per epoch on the metric)."""
+    """The LR scheduler and whether it steps per optimizer step (else per epoch on the metric).
+
+    ``cosine_restarts`` (SGDR) restarts every ``restart_epochs × steps_per_epoch`` optimizer
+    steps, each cycle ``restart_mult`` times longer than the last."""
     total_steps = max(total_steps, 1)
+    lr = opts.lr if lr is None else lr
+    if opts.scheduler == "cosine_restarts":
+        return (
+            torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+                optimizer, T_0=max(1, (opts.restart_epochs or 1) * steps_per_epoch),
+                T_mult=opts.restart_mult or 1, eta_min=lr * opts.min_lr_ratio,
+            ),
+            True,
+        )
     if opts.scheduler == "warmup_cosine":
         warmup, floor = opts.warmup_steps, opts.min_lr_ratio
 
@@ -177,7 +213,7 @@ def make_scheduler(
         pct = opts.warmup_steps / total_steps if opts.warmup_steps else 0.3
         return (
             torch.optim.lr_scheduler.OneCycleLR(
-                optimizer, max_lr=opts.lr, total_steps=total_steps,
+                optimizer, max_lr=lr, total_steps=total_steps,
                 pct_start=min(max(pct, 0.01), 0.99),
             ),
             True,
@@ -325,6 +361,7 @@ class LoopResult:
     global_step: int
     resumed_from: dict[str, Any] | None
     notes: list[str]
+    lr: float | None = None  # the (scaled) learning rate the optimizer started from
 
 
 def _clone_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -372,15 +409,19 @@ class _Run:
         self.device = dist.device or resolve_device(opts.device)
         self.amp_dtype, self.use_scaler = resolve_amp(opts.amp, self.device)
         self.raw_model = spec.model.to(self.device)
+        if opts.activation_checkpointing:
+            enable_activation_checkpointing(self.raw_model)
         self.model = dist.wrap(self.raw_model) if dist.wrap else self.raw_model
-        self.optimizer = make_optimizer(self.raw_model, opts)
+        self.lr, self.lr_note = effective_lr(opts, dist.world_size)
+        self.optimizer = make_optimizer(self.raw_model, opts, self.lr)
         self.n_train = len(spec.train_set)
         per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
                                      world_size=dist.world_size))
         self.n_batches = max(1, math.ceil(per_rank / opts.batch_size))
         opt_steps_per_epoch = math.ceil(self.n_batches / opts.grad_accum_steps)
         self.scheduler, self.per_step = make_scheduler(
-            self.optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode
+            self.optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode,
+            steps_per_epoch=opt_steps_per_epoch, lr=self.lr,
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.use_scaler)
         weight = None
@@ -556,6 +597,11 @@ class _Run:
         accum, device = self.opts.grad_accum_steps, self.device
         xb = xb.to(device, non_blocking=True)
         yb = yb.to(device, non_blocking=True)
+        if self.opts.augment_shift:
+            xb = shift_images(xb, self.opts.augment_shift, self.generator)
+        mix = self._mixup(xb) if self.opts.mixup_alpha else None
+        if mix is not None:
+            xb = mix[0]
         group_start = (i // accum) * accum
         group_size = min(accum, self.n_batches - group_start)
         boundary = (i + 1) % accum == 0 or i + 1 == self.n_batches
@@ -569,6 +615,9 @@ class _Run:
             else:
                 logits = model(xb)
             loss = self.loss_fn(logits, yb)
+            if mix is not None:
+                lam, perm = mix[1], mix[2]
+                loss = lam * loss + (1.0 - lam) * self.loss_fn(logits, yb[perm])
             self._watch(i, loss)
             scaled = loss / group_size if group_size > 1 else loss
             (self.scaler.scale(scaled) if self.use_scaler else scaled).backward()
@@ -577,6 +626,13 @@ class _Run:
         self.samples_seen += len(yb)
         if boundary:
             self._optimizer_step(i)
+
+    def _mixup(self, xb: torch.Tensor) -> tuple[torch.Tensor, float, torch.Tensor]:
+        """Mixup: λ ~ Beta(α, α) and a permutation, both from the loop's seeded generator (so
+        a resume continues them); the inputs mixed as ``λ·x + (1-λ)·x[perm]``."""
+        lam, perm = mixup_draw(len(xb), self.opts.mixup_alpha, self.generator)
+        perm = perm.to(xb.device)
+        return lam * xb + (1.0 - lam) * xb[perm], lam, perm
 
     def _watch(self, i: int, loss: torch.Tensor) -> None:
         """Remember the first non-finite loss of the run; check it (a host sync) on CPU every
@@ -740,7 +796,7 @@ class _Run:
             model=self.raw_model, history=state["history"], best_metric=state["best_metric"],
             best_epoch=state["best_epoch"], metrics=metrics, device=self.device.type,
             amp=str(amp_dtype).removeprefix("torch.") if amp_dtype else "off",
-            global_step=state["global_step"], resumed_from=self.resumed_from,
+            global_step=state["global_step"], resumed_from=self.resumed_from, lr=self.lr,
             notes=self._notes()
             + [f"throughput: {self.samples_seen / max(elapsed, 1e-9):.0f} samples/s"],
         )
@@ -758,10 +814,50 @@ class _Run:
                 "every rank's RNG states, and a resume with another world size continues from "
                 "rank 0's"
             )
+        if self.lr_note is not None:
+            notes.append(self.lr_note)
         if self.opts.num_workers > 0:
             notes.append(f"DataLoader workers={self.opts.num_workers}: seeded from the loader "
                          "generator")
         return notes
+
+
+def mixup_draw(n: int, alpha: float, generator: torch.Generator) -> tuple[float, torch.Tensor]:
+    """λ ~ Beta(α, α) and a permutation of ``n`` rows, drawn from ``generator`` (CPU).
+
+    λ comes from a numpy generator seeded by one draw of ``generator``: torch's Beta sampler
+    only reads the global RNG, which the run's other consumers (dropout) share."""
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
+    lam = float(np.random.default_rng(seed).beta(alpha, alpha))
+    return lam, torch.randperm(n, generator=generator)
+
+
+def shift_images(x: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
+    """Translate each image of ``x`` ``(B, C, H, W)`` by its own random ``(dy, dx)`` in
+    ``[-max_shift, max_shift]`` (drawn from ``generator``); the uncovered border takes the
+    image's smallest value (its background)."""
+    if x.ndim != 4:
+        raise ConfigError(f"torch.augment_shift needs image batches (B, C, H, W); got a batch of "
+                          f"shape {tuple(x.shape)}.")
+    b, _, h, w = x.shape
+    shifts = torch.randint(-max_shift, max_shift + 1, (b, 2), generator=generator).to(x.device)
+    rows = torch.arange(h, device=x.device)[None, :] - shifts[:, :1]  # (B, H) source rows
+    cols = torch.arange(w, device=x.device)[None, :] - shifts[:, 1:]  # (B, W) source cols
+    valid = (((rows >= 0) & (rows < h))[:, :, None] & ((cols >= 0) & (cols < w))[:, None, :])
+    bidx = torch.arange(b, device=x.device)[:, None, None]
+    src = x.permute(0, 2, 3, 1)[bidx, rows.clamp(0, h - 1)[:, :, None],
+                                cols.clamp(0, w - 1)[:, None, :]]  # (B, H, W, C)
+    fill = x.amin(dim=(1, 2, 3))[:, None, None, None]
+    out = torch.where(valid[..., None], src, fill)
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+def enable_activation_checkpointing(model: nn.Module) -> None:
+    """Turn on activation checkpointing of a net's hidden blocks (see :mod:`.nets`)."""
+    if not hasattr(model, "activation_checkpointing"):
+        raise ConfigError(f"torch.activation_checkpointing is not supported by model "
+                          f"{type(model).__name__} (it has no hidden blocks to recompute).")
+    model.activation_checkpointing = True
 
 
 class _null:

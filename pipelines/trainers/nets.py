@@ -11,6 +11,23 @@ from typing import Any
 import torch
 from torch import nn
 
+def run_blocks(seq: nn.Sequential, ends: list[int], x: torch.Tensor, checkpointing: bool,
+               training: bool) -> torch.Tensor:
+    """Run ``seq``; with ``checkpointing`` while training with gradients on, each block
+    ``seq[start:end]`` (``end`` in ``ends``) keeps only its input and recomputes its activations
+    in backward (``torch.utils.checkpoint``, non-reentrant; the RNG state is restored for the
+    recompute, so dropout masks match). Layers after the last block run normally."""
+    if not (checkpointing and training and torch.is_grad_enabled()):
+        return seq(x)
+    from torch.utils.checkpoint import checkpoint
+
+    start = 0
+    for end in ends:
+        x = checkpoint(seq[start:end], x, use_reentrant=False)
+        start = end
+    return seq[start:](x) if start < len(seq) else x
+
+
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh}
 
 
@@ -27,7 +44,10 @@ class MLP(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
+        #: recompute the hidden blocks in backward (torch option activation_checkpointing)
+        self.activation_checkpointing = False
         layers: list[nn.Module] = []
+        self._block_ends: list[int] = []
         width = n_features
         for size in hidden_sizes:
             layers.append(nn.Linear(width, int(size)))
@@ -39,12 +59,14 @@ class MLP(nn.Module):
             if dropout > 0:
                 layers.append(nn.Dropout(dropout))
             width = int(size)
+            self._block_ends.append(len(layers))
         layers.append(nn.Linear(width, n_classes))
         self.net = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, n_classes)``."""
-        return self.net(x)
+        return run_blocks(self.net, self._block_ends, x, self.activation_checkpointing,
+                          self.training)
 
 
 class SmallCNN(nn.Module):
@@ -60,6 +82,8 @@ class SmallCNN(nn.Module):
         in_channels: int = 1,
     ) -> None:
         super().__init__()
+        #: recompute the conv blocks in backward (torch option activation_checkpointing)
+        self.activation_checkpointing = False
         blocks: list[nn.Module] = []
         width, size = in_channels, image_size
         for ch in channels:
@@ -76,7 +100,9 @@ class SmallCNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, n_classes)`` for images ``(batch, C, H, W)``."""
-        return self.head(self.features(x))
+        ends = list(range(3, len(self.features) + 1, 3))  # conv → ReLU → pool
+        feats = run_blocks(self.features, ends, x, self.activation_checkpointing, self.training)
+        return self.head(feats)
 
 
 def mlp_arch(params: dict[str, Any], n_features: int, n_classes: int) -> dict[str, Any]:

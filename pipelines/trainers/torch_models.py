@@ -139,7 +139,8 @@ def train_torch(
         checkpoint_dir=(Path(workdir) / "checkpoints") if workdir is not None else None,
         extra={"amp": out.amp, "global_step": out.global_step, "resumed_from": out.resumed_from,
                "torch_version": torch.__version__, "world_size": 1,
-               "global_batch": config.torch.batch_size * config.torch.grad_accum_steps},
+               "global_batch": config.torch.batch_size * config.torch.grad_accum_steps,
+               "effective_lr": out.lr},
         curves=torch_curves(out.history, metric, mode, out.best_epoch),
     )
 
