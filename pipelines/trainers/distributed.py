@@ -203,9 +203,11 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
                         mode: str) -> TrainResult:
     """The :class:`TrainResult` of a finished run: the best epoch's weights from rank 0's
     checkpoints, its validation metrics, and every rank's synced metrics."""
+    from pipelines.trainers.loop import effective_lr
     from pipelines.trainers.predictor import TorchPredictor
     from pipelines.trainers.torch_models import torch_curves
 
+    lr, lr_note = effective_lr(cfg.torch, num_workers)
     per_rank = json.loads((ckdir / RANKS_FILE).read_text())["rank_metrics"]
     net, history, best_epoch = _best_from_checkpoints(ckdir, data.arch)
     best_row = next(r for r in history if r["epoch"] == best_epoch)
@@ -217,11 +219,11 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
     return TrainResult(
         model=predictor, metrics=metrics, history=history,
         params={**data.arch, **cfg.torch.model_dump(mode="json")}, imbalance=data.plan.record,
-        nondeterminism=notes, config=cfg, metric=metric, mode=mode, best_iteration=best_epoch,
+        nondeterminism=notes + ([lr_note] if lr_note else []), config=cfg, metric=metric, mode=mode, best_iteration=best_epoch,
         device="cuda" if use_gpu else "cpu", checkpoint_dir=ckdir,
         curves=torch_curves(history, metric, mode, best_epoch),
         extra={
-            "world_size": num_workers,
+            "world_size": num_workers, "effective_lr": lr,
             "global_batch": cfg.torch.batch_size * num_workers * cfg.torch.grad_accum_steps,
             "rank_metrics": per_rank,
             "rank_metrics_agree": all(m == per_rank[0] for m in per_rank),

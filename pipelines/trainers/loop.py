@@ -597,9 +597,10 @@ class _Run:
         accum, device = self.opts.grad_accum_steps, self.device
         xb = xb.to(device, non_blocking=True)
         yb = yb.to(device, non_blocking=True)
+        gen = self._batch_generator(i) if self.opts.augment_shift or self.opts.mixup_alpha else None
         if self.opts.augment_shift:
-            xb = shift_images(xb, self.opts.augment_shift, self.generator)
-        mix = self._mixup(xb) if self.opts.mixup_alpha else None
+            xb = shift_images(xb, self.opts.augment_shift, gen)
+        mix = self._mixup(xb, gen) if self.opts.mixup_alpha else None
         if mix is not None:
             xb = mix[0]
         group_start = (i // accum) * accum
@@ -627,10 +628,19 @@ class _Run:
         if boundary:
             self._optimizer_step(i)
 
-    def _mixup(self, xb: torch.Tensor) -> tuple[torch.Tensor, float, torch.Tensor]:
-        """Mixup: λ ~ Beta(α, α) and a permutation, both from the loop's seeded generator (so
-        a resume continues them); the inputs mixed as ``λ·x + (1-λ)·x[perm]``."""
-        lam, perm = mixup_draw(len(xb), self.opts.mixup_alpha, self.generator)
+    def _batch_generator(self, i: int) -> torch.Generator:
+        """The augmentation generator of batch ``i`` of this epoch on this rank: seeded from
+        ``(seed, rank, epoch, i)``, so a resumed run draws the same shifts and mixup pairs
+        as an uninterrupted one, whatever else consumed the loader's generator."""
+        key = [self.spec.seed, self.dist.rank, self.state["epoch"], i]
+        seed = int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0])
+        return torch.Generator().manual_seed(seed)
+
+    def _mixup(self, xb: torch.Tensor,
+               gen: torch.Generator) -> tuple[torch.Tensor, float, torch.Tensor]:
+        """Mixup: λ ~ Beta(α, α) and a permutation drawn from the batch's seeded generator;
+        the inputs mixed as ``λ·x + (1-λ)·x[perm]``."""
+        lam, perm = mixup_draw(len(xb), self.opts.mixup_alpha, gen)
         perm = perm.to(xb.device)
         return lam * xb + (1.0 - lam) * xb[perm], lam, perm
 

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
+
 def run_blocks(seq: nn.Sequential, ends: list[int], x: torch.Tensor, checkpointing: bool,
                training: bool) -> torch.Tensor:
     """Run ``seq``; with ``checkpointing`` while training with gradients on, each block
