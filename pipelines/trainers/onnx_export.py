@@ -145,8 +145,42 @@ def to_onnx(predictor: Any) -> bytes:
     merged = compose.merge_models(pre, model, io_map=[(pre.graph.output[0].name, "features")],
                                   prefix1="pre_", prefix2="model_")
     merged.doc_string = f"fstrain {predictor.kind} classifier; classes {list(predictor.labels.classes)}"
+    _append_calibration(merged, predictor.calibration)
     checker.check_model(merged)
     return bytes(merged.SerializeToString())
+
+
+def _append_calibration(model: Any, calibration: Any) -> None:
+    """Append the saved predictor's probability correction to the graph, so the exported
+    model answers what the registered one does. The prior (odds) correction is exact in ONNX
+    (divide each class by its training weight, renormalise); a Platt or isotonic correction
+    fitted on the validation split is refused rather than exported without it."""
+    if calibration is None or (calibration.class_weights is None and calibration.platt is None
+                               and calibration.isotonic is None):
+        return
+    if calibration.platt is not None or calibration.isotonic is not None:
+        raise InvalidArgumentError(
+            f"ONNX export carries the prior (class-weight) probability correction only; this "
+            f"model's {calibration.method!r} calibration is not in the graph. Retrain with "
+            "calibration: prior (or none) to export it.")
+    from onnx import TensorProto, helper
+
+    graph = model.graph
+    raw = "uncalibrated_probabilities"
+    for node in graph.node:
+        node.output[:] = [raw if o == PROBABILITIES else o for o in node.output]
+        node.input[:] = [raw if i == PROBABILITIES else i for i in node.input]
+    weights = [float(w) for w in calibration.class_weights]
+    graph.initializer.extend([
+        helper.make_tensor("prior_weights", TensorProto.FLOAT, [1, len(weights)], weights),
+        helper.make_tensor("prior_axes", TensorProto.INT64, [1], [1]),
+    ])
+    graph.node.extend([
+        helper.make_node("Div", [raw, "prior_weights"], ["prior_scaled"]),
+        helper.make_node("ReduceSum", ["prior_scaled", "prior_axes"], ["prior_total"],
+                         keepdims=1),
+        helper.make_node("Div", ["prior_scaled", "prior_total"], [PROBABILITIES]),
+    ])
 
 
 def onnx_inputs(schema: Any, X: pd.DataFrame) -> dict[str, np.ndarray]:

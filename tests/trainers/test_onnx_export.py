@@ -39,3 +39,28 @@ def test_multiclass_and_unsupported_kinds(multiclass_data, tmp_path):
                 workdir=tmp_path / "c").model
     with pytest.raises(InvalidArgumentError, match="ONNX export supports classifiers of kinds"):
         to_onnx(cat)
+
+
+@pytest.mark.parametrize("kind", ["xgboost", "sklearn_logreg"])
+def test_the_prior_correction_of_class_weights_is_in_the_graph(binary_data, tmp_path, kind):
+    """A class-weighted model's saved predictor divides the odds by the weights
+    (calibration: auto → prior); the exported graph must answer the same, not the raw model."""
+    X_tr, y_tr, X_va, y_va = binary_data
+    predictor = train({"model": kind, "imbalance": "class_weight",
+                       "params": {"n_estimators": 10} if kind == "xgboost" else {}},
+                      X_tr, y_tr, X_va, y_va, workdir=tmp_path).model
+    assert predictor.calibration is not None and predictor.calibration.class_weights
+    features = predictor._input(X_va)
+    raw = predictor.raw_proba_matrix(features)
+    corrected = predictor.predict_proba_matrix(features)
+    assert np.abs(raw - corrected).max() > 1e-3  # the correction matters here
+    check = check_onnx(predictor, to_onnx(predictor), X_va)
+    assert check["passed"] and check["max_abs_diff"] < 1e-5, check
+
+
+def test_a_validation_fitted_calibration_is_refused_not_dropped(binary_data, tmp_path):
+    X_tr, y_tr, X_va, y_va = binary_data
+    predictor = train({"model": "sklearn_logreg", "calibration": "platt"},
+                      X_tr, y_tr, X_va, y_va, workdir=tmp_path).model
+    with pytest.raises(InvalidArgumentError, match="'platt' calibration is not in the graph"):
+        to_onnx(predictor)
