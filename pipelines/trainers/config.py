@@ -319,12 +319,18 @@ class TrainConfig(_Strict):
     @model_validator(mode="after")
     def _check_torch_model_options(self) -> TrainConfig:
         """Refuse torch options that the chosen model or task would ignore."""
+        # a recorded config carries the defaults for every model; only a changed one is refused
+        if self.model not in TORCH_MODELS and self.torch != TorchOptions():
+            raise ValueError(
+                f"the torch: options configure the PyTorch loop of models "
+                f"{', '.join(sorted(TORCH_MODELS))}; model {self.model!r} would ignore them. "
+                "Remove the torch: block (or set the model's own options under params:)."
+            )
         if self.torch.augment_shift and self.model != "cnn":
             raise ValueError(f"torch.augment_shift shifts images and applies to model 'cnn'; "
                              f"got model {self.model!r}.")
-        if self.torch.mixup_alpha and self.task == "regression":
-            raise ValueError("torch.mixup_alpha mixes class targets and applies to "
-                             "classification; got task='regression'.")
+        # mixup needs class targets: no torch model is a regressor (REGRESSION_MODELS), so a
+        # regression never reaches the loop with mixup_alpha set (refused just above)
         return self
 
     @model_validator(mode="after")

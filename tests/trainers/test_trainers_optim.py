@@ -170,7 +170,7 @@ def test_activation_checkpointing_run_matches_plain(binary_data, tmp_path):
         ({"torch": {"lr_scaling": "sqrt"}}, r"needs torch\.base_batch_size"),
         ({"torch": {"augment_shift": 2}}, r"torch\.augment_shift .*got model 'mlp'"),
         ({"model": "xgboost", "task": "regression", "torch": {"mixup_alpha": 0.2}},
-         r"torch\.mixup_alpha .*task='regression'"),
+         r"torch: options.*'xgboost' would ignore them"),
     ],
 )
 def test_options_that_would_not_apply_are_refused(cfg, pattern):
@@ -223,3 +223,13 @@ def test_resume_with_mixup_shift_sgd_restarts_is_bitwise(image_data, tmp_path):
     for a, b in zip(full.model.module.state_dict().values(),
                     resumed.model.module.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_torch_options_on_a_model_without_the_torch_loop_are_refused():
+    """A torch: block with xgboost used to be accepted and silently ignored."""
+    from fstrain.kernel.errors import ConfigError
+    from pipelines.trainers.config import load_config
+
+    with pytest.raises(ConfigError, match=r"torch: options.*'xgboost' would ignore them"):
+        load_config({"model": "xgboost", "torch": {"lr": 0.1}})
+    assert load_config({"model": "mlp", "torch": {"lr": 0.1}}).torch.lr == 0.1
