@@ -61,7 +61,7 @@ def test_tune_on_f1_from_the_cli(tmp_path):
     result = runner.invoke(app, ["train", "ccfraud", "-t", "latest", "--tune", "--tune-metric",
                                  "f1", "--config", str(config), "--json", "--root", str(root)])
     assert result.exit_code == 0, result.output
-    ref = json.loads(result.output[result.output.rindex("\n{"):])  # after Ray's log lines
+    ref = json.loads(result.stdout)  # stdout is the JSON answer alone (Ray logs to stderr)
     import feature_store
 
     model = feature_store.login(root=root).get_model_registry().get_model(ref["name"], ref["version"])
