@@ -9,23 +9,11 @@ damaged file raises :class:`IntegrityError` and nothing is trained.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.errors import ConfigError, IntegrityError
-
-_CHUNK = 1 << 24
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
+from model_registry.manifest import sha256_file
 
 def verified_split_files(fv: Any, version: int, *, data_format: str = "parquet",
                          splits: tuple[str, ...] = ("train", "validation")) -> dict[str, Path]:
@@ -61,7 +49,7 @@ def verified_split_files(fv: Any, version: int, *, data_format: str = "parquet",
     for split, path in paths.items():
         if not path.is_file():
             raise IntegrityError(f"{owner}: file {path} is missing. Recreate the version.")
-        if file_sha256(path) != td.splits[split]["file_sha256"]:
+        if sha256_file(path) != td.splits[split]["file_sha256"]:
             raise IntegrityError(
                 f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
                 f"{path} changed after creation). Recreate the version; do not edit its files."

@@ -124,7 +124,12 @@ def cross_validate(
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    skip = {"fold", "train_rows", "val_rows", "best_iteration"}
+    return fold_summary(rows, skip={"fold", "train_rows", "val_rows", "best_iteration"})
+
+
+def fold_summary(rows: list[dict[str, Any]], *, skip: set[str]) -> dict[str, dict[str, float]]:
+    """Mean, sample std, min and max over folds of every finite numeric column not in
+    ``skip`` (shared by cross-validation and nested cross-validation)."""
     out: dict[str, dict[str, float]] = {}
     for name in rows[0]:
         if name in skip:

@@ -18,12 +18,10 @@ the per-fold best parameters show how stable the search is. One Ray session serv
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
@@ -147,16 +145,7 @@ def _score(predictor: Any, X: pd.DataFrame, y: pd.DataFrame) -> dict[str, float]
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    skip = {"fold", "fit_rows", "held_out_rows", "inner_train_rows", "inner_validation_rows",
-            "inner_best", "best_params"}
-    out: dict[str, dict[str, float]] = {}
-    for name in rows[0]:
-        if name in skip:
-            continue
-        values = np.array([r[name] for r in rows], dtype=float)
-        if not np.isfinite(values).all():
-            continue
-        out[name] = {"mean": float(values.mean()),
-                     "std": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
-                     "min": float(values.min()), "max": float(values.max())}
-    return out
+    from pipelines.trainers.cross_validation import fold_summary
+
+    return fold_summary(rows, skip={"fold", "fit_rows", "held_out_rows", "inner_train_rows",
+                                    "inner_validation_rows", "inner_best", "best_params"})
