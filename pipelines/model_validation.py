@@ -134,8 +134,7 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
     }
     evaluation = {"split": "test", "rows": len(data.X_test),
                   "training_dataset_version": td_version, "label": str(data.y_test.name),
-                  "helper_columns": list(data.helpers.columns),
-                  "threshold_chosen_on": "validation"}
+                  "helper_columns": list(data.helpers.columns)}
     return Scorecard(model.name, model.version, evaluation=evaluation, lineage=lineage,
                      library_versions=library_versions())
 

@@ -51,6 +51,7 @@ def binary(card: Scorecard, predictor: Any, data: EvaluationData,
     s_te = np.asarray(predictor.predict_proba(data.X_test), dtype=float)
     choice = choose_threshold(y_va, s_va, settings.threshold_strategy)
     card.threshold = {**choice.to_dict(), "chosen_on": "validation"}
+    card.evaluation["threshold_chosen_on"] = "validation"  # binary only: the others have none
     card.metrics = classification_metrics(y_te, s_te, choice.threshold)
     card.confidence_intervals = classification_cis(
         y_te, s_te, choice.threshold, n_resamples=settings.bootstrap_resamples,

@@ -98,6 +98,7 @@ def test_dataset_training_and_validation_stages(project):
     assert card["gate_selection"]["replaced_defaults"] is True
     assert {s["column"] for s in card["bias"]["slices"]} == {"sex", "race", "age", "sex×race"}
     assert card["threshold"]["chosen_on"] == "validation"
+    assert card["evaluation"]["threshold_chosen_on"] == "validation"
     assert (Path(result.scorecard_html).parent / "images" / "roc.png").exists()
     assert project.get_model_registry().get_model(model_ref.name, model_ref.version).validation_status == "passed"
     failed = model_validation.run(project, model_validation.ModelValidationConfig(

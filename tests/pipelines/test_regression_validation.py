@@ -50,6 +50,7 @@ def test_regression_scorecard(project, regression_model):
     assert sources == {"explanation_available": "fstrain standard", "rmse <= 30": "config file",
                        "r2 >= 0.9": "config file", "better_than_baseline": "config file"}
     assert card["task"] == "regression"
+    assert "threshold_chosen_on" not in card["evaluation"]  # a regression has no threshold
     assert {"mae", "mse", "rmse", "r2"} <= set(card["metrics"])
     assert card["baselines"]["mean_predictor"]["rmse"] > card["metrics"]["rmse"]
     assert card["confidence_intervals"]["rmse"]["lower"] <= card["metrics"]["rmse"]
