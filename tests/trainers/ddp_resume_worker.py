@@ -73,6 +73,9 @@ def _rank_main(rank: int, workdir: str, mode: str, kill_at: int, port: int) -> N
             {"history": [{k: v for k, v in r.items() if not k.endswith("_seconds")}
                          for r in out.history],
              "resumed_from": out.resumed_from}))
+    # leave together: a rank that tore gloo down while rank 0 was still writing its files
+    # aborted once under load ("terminate called without an active exception", SIGABRT)
+    tdist.barrier()
     tdist.destroy_process_group()
 
 
