@@ -170,6 +170,11 @@ class Model(Protocol):
 
     def get_feature_view(self, init: bool = True, online: bool = False) -> Any: ...
 
+    def export(self, format: str, **options: Any) -> dict[str, Any]:
+        """Convert to ``format`` (an exporter plugin, :mod:`model_registry.exporters`), attach
+        the result to the version and return the exporter's record."""
+        ...
+
 
 class ModelFramework(Protocol):
     """``mr.python`` / ``mr.sklearn`` / ``mr.torch``: where ``create_model`` lives."""

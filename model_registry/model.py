@@ -177,6 +177,35 @@ class Model(HistoryMixin):
             )
         return self.add_attachment(relative_path, payload)
 
+    # ------------------------------------------------------------------ export
+
+    def export(self, format: str, **options: Any) -> dict[str, Any]:
+        """Convert this version to ``format``, attach the result to it and return the
+        exporter's record (fstrain extension).
+
+        ``model.export("onnx")`` (extra ``fstrain[onnx]``) converts an fstrain-trained tabular
+        predictor (preprocessing + model) to one ONNX graph, checks ONNX Runtime's
+        probabilities against the native model's on the test split of the training-dataset
+        version the model was trained on (``atol=1e-4`` by default), and only then attaches
+        ``onnx/model.onnx`` and ``onnx/check.json``, each hashed in the manifest; it returns the
+        check record (rows, ``max_abs_diff``, ``sha256``, the graph's input contract, ``path``).
+        A failed check raises :class:`IntegrityError` and attaches nothing.
+
+        Formats are plugins (:mod:`model_registry.exporters`, entry-point group
+        ``fstrain.model_exporters``). An unknown format raises :class:`ConfigError` naming the
+        known ones; an option the exporter does not take raises :class:`InvalidArgumentError`.
+        """
+        from model_registry.exporters import run_exporter
+
+        self._saved()
+        exported = run_exporter(format, self, options, owner=self._label())
+        for path, content in exported.files.items():
+            if isinstance(content, Mapping):
+                self.write_attachment(path, content)
+            else:
+                self.add_attachment(path, content)
+        return dict(exported.record)
+
     # ------------------------------------------------------------------ history
 
     def _append_history(self, kind: str, payload: dict[str, Any], files: dict[str, bytes],

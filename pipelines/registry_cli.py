@@ -391,12 +391,7 @@ def export_onnx_command(
     """Export a version (preprocessing + model) to ONNX, check it with ONNX Runtime against the
     native model on its test split, and attach onnx/model.onnx (hashed in the manifest)."""
     try:
-        from fstrain.kernel.store_root import resolve_root
-        from fstrain.project import Project
-        from pipelines.onnx_export import export_onnx
-
-        model = _resolve(root, ref)
-        out = export_onnx(Project(resolve_root(root)), model, atol=atol)
+        out = _resolve(root, ref).export("onnx", atol=atol)
     except FeatureStoreError as exc:
         _fail(exc)
     if as_json:
