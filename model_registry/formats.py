@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -267,15 +267,11 @@ def save_flax(params: Mapping[str, Any], directory: Path, config: dict) -> list[
     if not isinstance(params, Mapping):
         raise InvalidArgumentError(f"save_flax: params must be a mapping (a Flax parameter "
                                    f"tree); got {type(params).__name__}.")
+    config_json = to_jsonable(dict(config), what="save_flax: config")
     flat = {"/".join(map(str, k)): np.ascontiguousarray(np.asarray(v))
             for k, v in flatten_dict(dict(params)).items()}
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    weights, config_file = directory / FLAX_PARAMS, directory / FLAX_CONFIG
-    save_file(flat, str(weights), metadata={"format": "flax"})
-    config_file.write_text(dumps(to_jsonable(dict(config), what="save_flax: config")),
-                           encoding="utf-8")
-    return [weights, config_file]
+    return _write_safetensors(directory, (FLAX_PARAMS, FLAX_CONFIG), config_json,
+                              lambda path: save_file(flat, path, metadata={"format": "flax"}))
 
 
 def load_flax(directory: Path) -> tuple[dict, dict]:
@@ -283,13 +279,8 @@ def load_flax(directory: Path) -> tuple[dict, dict]:
     from flax.traverse_util import unflatten_dict
     from safetensors.numpy import load_file
 
-    directory = Path(directory)
-    _verify_if_manifest(directory)
-    config = _read_json(directory / FLAX_CONFIG, "load_flax")
-    weights = directory / FLAX_PARAMS
-    if not weights.is_file():
-        raise InvalidArgumentError(f"load_flax: {weights} does not exist. Save the parameters "
-                                   "with save_flax first.")
+    weights, config = _read_safetensors(directory, (FLAX_PARAMS, FLAX_CONFIG), "load_flax",
+                                        "Save the parameters with save_flax first.")
     flat = load_file(str(weights))
     return unflatten_dict({tuple(k.split("/")): v for k, v in flat.items()}), config
 
@@ -319,6 +310,7 @@ def save_torch(module_or_state_dict: Any, directory: Path, config: dict) -> list
     import torch
     from safetensors.torch import save_file
 
+    state: Mapping[Any, Any]
     if isinstance(module_or_state_dict, torch.nn.Module):
         state = module_or_state_dict.state_dict()
     elif isinstance(module_or_state_dict, Mapping):
@@ -342,27 +334,43 @@ def save_torch(module_or_state_dict: Any, directory: Path, config: dict) -> list
             )
         # clone: safetensors refuses tensors that share storage (tied weights)
         tensors[str(key)] = value.detach().to("cpu").clone().contiguous()
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    weights, config_file = directory / TORCH_WEIGHTS, directory / TORCH_CONFIG
-    save_file(tensors, str(weights), metadata={"format": "pt"})
-    config_file.write_text(dumps(config_json), encoding="utf-8")
-    return [weights, config_file]
+    return _write_safetensors(directory, (TORCH_WEIGHTS, TORCH_CONFIG), config_json,
+                              lambda path: save_file(tensors, path, metadata={"format": "pt"}))
 
 
 def load_torch_state(directory: Path) -> tuple[dict, dict]:
     """Return ``(state_dict, config)`` as written by :func:`save_torch` (tensors on CPU)."""
     from safetensors.torch import load_file
 
+    weights, config = _read_safetensors(directory, (TORCH_WEIGHTS, TORCH_CONFIG),
+                                        "load_torch_state",
+                                        "Save the model with save_torch first.")
+    return dict(load_file(str(weights), device="cpu")), config
+
+
+def _write_safetensors(directory: Path, names: tuple[str, str], config_json: Any,
+                       write_weights: Callable[[str], None]) -> list[Path]:
+    """Write a safetensors weights file (``write_weights(path)``) and its JSON config into
+    ``directory`` (created); the two paths. Flax and torch models are saved this way."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    weights, config_file = directory / names[0], directory / names[1]
+    write_weights(str(weights))
+    config_file.write_text(dumps(config_json), encoding="utf-8")
+    return [weights, config_file]
+
+
+def _read_safetensors(directory: Path, names: tuple[str, str], what: str,
+                      hint: str) -> tuple[Path, dict]:
+    """The weights path and the config of a pair written by :func:`_write_safetensors`, after
+    the folder's manifest (if any) verified; a missing weights file raises naming ``hint``."""
     directory = Path(directory)
     _verify_if_manifest(directory)
-    config = _read_json(directory / TORCH_CONFIG, "load_torch_state")
-    weights = directory / TORCH_WEIGHTS
+    config = _read_json(directory / names[1], what)
+    weights = directory / names[0]
     if not weights.is_file():
-        raise InvalidArgumentError(
-            f"load_torch_state: {weights} does not exist. Save the model with save_torch first."
-        )
-    return dict(load_file(str(weights), device="cpu")), config
+        raise InvalidArgumentError(f"{what}: {weights} does not exist. {hint}")
+    return weights, config
 
 
 # ---------------------------------------------------------------------------------- sklearn
