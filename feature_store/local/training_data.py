@@ -739,6 +739,8 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
         digest = None if known else pool.submit(_sha256_hex, data)
         try:
             table = _parse_split(data, data_format, _arrow_schema(columns))
+        except MemoryError:  # Arrow's too: out of memory says nothing about the file
+            raise
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
             raise IntegrityError(
                 f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
