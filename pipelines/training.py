@@ -160,10 +160,19 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
+    source = _stream_source(fv0, cfg, config)
     if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
         fv = fv0
         fitted, example = _train_spark(fv, cfg, config, workdir)
         splits: tuple[Any, ...] = (example,)
+    elif source is not None:  # an mlp reads the version's files a row group at a time
+        from pipelines.streamed_training import train_streamed
+
+        fv = fv0
+        result, example = train_streamed(cfg, config, source, workdir, {
+            "feature_view": fv.name, "feature_view_version": fv.version,
+            "training_dataset_version": config.training_dataset_version})
+        fitted, splits = _Fitted(cfg, result, registry_metrics(result.metrics)), (example,)
     else:
         fv, splits = read_splits(project, use_case, config.training_dataset_version,
                                  carve=carved)
@@ -257,6 +266,17 @@ def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tup
     return label_issues_step(fv, int(config.training_dataset_version), carved or None, cfg,
                              splits, k=int(config.cv or 2), workdir=workdir / "label_issues",
                              drop=config.drop_label_issues)
+
+
+def _stream_source(fv: Any, cfg: Any, config: TrainingPipelineConfig) -> Any:
+    """The version's files to stream (torch.streaming, or --workers with an mlp), or None."""
+    from pipelines.streamed_training import check_streaming_options, stream_source, wants_stream
+
+    check_streaming_options(cfg, config)
+    if not wants_stream(cfg, config):
+        return None
+    return stream_source(fv, int(config.training_dataset_version),
+                         required=bool(cfg.torch.streaming))
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:

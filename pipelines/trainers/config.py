@@ -226,6 +226,11 @@ class TorchOptions(_Strict):
     mixup_alpha: float = Field(0.0, ge=0, description="Beta(a, a) mixup; 0 = off")
     augment_shift: int = Field(0, ge=0, description="cnn: random shift in pixels; 0 = off")
     activation_checkpointing: bool = False
+    streaming: bool = Field(False, description="mlp: read the version's files a row group at a "
+                            "time (data larger than memory; pipelines.trainers.streaming)")
+    shuffle_buffer: int | None = Field(
+        None, ge=0, description="streamed input (streaming or --workers): rows shuffled per "
+        "window; default 16384, 0 = file order")
 
     @model_validator(mode="after")
     def _check_optimizer_options(self) -> TorchOptions:
@@ -326,6 +331,13 @@ class TrainConfig(_Strict):
                 f"{', '.join(sorted(TORCH_MODELS))}; model {self.model!r} would ignore them. "
                 "Remove the torch: block (or set the model's own options under params:)."
             )
+        if self.torch.streaming and self.model != "mlp":
+            raise ValueError(f"torch.streaming reads tabular rows a row group at a time and "
+                             f"applies to model 'mlp'; got model {self.model!r}.")
+        if self.torch.streaming and self.imbalance in ("oversample", "undersample"):
+            raise ValueError(f"imbalance={self.imbalance!r} resamples train rows in memory; "
+                             "torch.streaming needs 'none', 'class_weight' or "
+                             "'scale_pos_weight'.")
         if self.torch.augment_shift and self.model != "cnn":
             raise ValueError(f"torch.augment_shift shifts images and applies to model 'cnn'; "
                              f"got model {self.model!r}.")
@@ -406,6 +418,9 @@ class TrainConfig(_Strict):
         data.pop("tune", None)
         data["torch"].pop("num_workers", None)
         data["torch"].pop("checkpoint", None)
+        for key, default in (("streaming", False), ("shuffle_buffer", None)):
+            if data["torch"].get(key) == default:  # older checkpoints stay resumable
+                data["torch"].pop(key, None)
         return data
 
     def fingerprint(self) -> str:

@@ -3,7 +3,9 @@
 :func:`train_distributed` runs :func:`pipelines.trainers.loop.fit` in ``num_workers`` Ray Train
 workers (``TorchTrainer``): gloo on CPU, nccl on GPUs. Each worker wraps the net in DDP
 (``ray.train.torch.prepare_model``) and reads its own shard of every epoch
-(``DistributedSampler`` order, seeded by ``seed`` + epoch); the global batch is
+through Ray Data (an ``mlp``: :mod:`pipelines.trainers.ray_input`, every train row once per
+epoch, shuffled through a buffer seeded by seed, epoch and rank) or in ``DistributedSampler``
+order seeded by ``seed`` + epoch (a ``cnn``'s image paths); the global batch is
 ``batch_size × num_workers × grad_accum_steps``. Validation predictions are gathered from all
 ranks so every rank computes the same metrics; the train loss is all-reduced. Rank 0 writes the
 checkpoints (``workdir/checkpoints``, which must be on storage all workers see — true locally,
@@ -113,12 +115,17 @@ def _worker(loop_config: dict[str, Any]) -> None:
             checkpoint = ray.train.Checkpoint.from_directory(str(ckdir / "last"))
         ray.train.report(metrics, checkpoint=checkpoint)
 
+    train_set, val_set = loop_config["train_set"], loop_config["val_set"]
+    if getattr(train_set, "streamed", False):  # mlp: this rank's Ray Data shard
+        from pipelines.trainers.ray_input import RayShardStream, dataset_name
+
+        train_set = RayShardStream(ray.train.get_dataset_shard(dataset_name(rank)), train_set)
     with deterministic_mode(cfg.torch.deterministic):
         seed_everything(cfg.seed)  # same initial weights on every rank (DDP broadcasts anyway)
         net = build_net(loop_config["arch"])
         torch.manual_seed(cfg.seed + 1000 * rank)  # distinct dropout masks per rank
         out = fit(LoopSpec(
-            model=net, train_set=loop_config["train_set"], val_set=loop_config["val_set"],
+            model=net, train_set=train_set, val_set=val_set,
             n_classes=loop_config["n_classes"], options=cfg.torch, seed=cfg.seed,
             metric=loop_config["metric"], mode=loop_config["mode"],
             class_weight=loop_config["class_weight"], checkpoint_dir=ckdir,
@@ -133,10 +140,10 @@ def _worker(loop_config: dict[str, Any]) -> None:
 
 def train_distributed(
     config: TrainConfig | dict[str, Any],
-    X_train: pd.DataFrame,
-    y_train: pd.DataFrame,
-    X_val: pd.DataFrame,
-    y_val: pd.DataFrame,
+    X_train: pd.DataFrame | None = None,
+    y_train: pd.DataFrame | None = None,
+    X_val: pd.DataFrame | None = None,
+    y_val: pd.DataFrame | None = None,
     *,
     workdir: Path,
     num_workers: int = 2,
@@ -146,18 +153,21 @@ def train_distributed(
     image_loader: Callable[[str], np.ndarray] | None = None,
     lineage: dict[str, Any] | None = None,
     resume: bool | None = None,
+    source: Any = None,
 ) -> TrainResult:
     """Data-parallel training of an ``mlp``/``cnn`` on Ray Train (see the module docstring).
 
-    ``use_gpu=None`` uses GPUs when torch sees one. Returns the same :class:`TrainResult` as
-    :func:`pipelines.trainers.train`, with the best epoch's weights (rank 0's checkpoint) and
-    ``extra["rank_metrics_agree"]``.
+    An ``mlp`` reads its train shards through Ray Data (:mod:`pipelines.trainers.ray_input`):
+    from ``source`` (a :class:`~pipelines.trainers.streaming.StreamSource` over a version's
+    split files) or, given frames, from Parquet files they are written to once under
+    ``workdir``. A ``cnn`` ships its image paths and labels. ``use_gpu=None`` uses GPUs when
+    torch sees one. Returns the same :class:`TrainResult` as :func:`pipelines.trainers.train`,
+    with the best epoch's weights (rank 0's checkpoint) and ``extra["rank_metrics_agree"]``.
     """
     import torch
 
     from fstrain.kernel.errors import ConfigError
     from pipelines.trainers.metrics import resolve_metric
-    from pipelines.trainers.torch_models import prepare_torch_data
     from pipelines.trainers.tuning import ray_session
 
     cfg = load_config(config)
@@ -170,7 +180,8 @@ def train_distributed(
         use_gpu = torch.cuda.is_available()
     workdir = Path(workdir).resolve()
     ckdir = workdir / "checkpoints"
-    data = prepare_torch_data(cfg, X_train, y_train, X_val, y_val, image_loader=image_loader)
+    data, y_val_codes = _inputs(cfg, X_train, y_train, X_val, y_val, source, workdir,
+                                image_loader)
     metric, mode = resolve_metric(cfg, data.labels.n_classes)
     loop_config = {
         "config": cfg.model_dump(mode="json"), "arch": data.arch, "train_set": data.train_set,
@@ -191,10 +202,35 @@ def train_distributed(
                               image_loader=image_loader, metric=metric, mode=mode)
     from pipelines.trainers.torch_models import calibrated_metrics
 
-    out.metrics = calibrated_metrics(out.model, cfg.calibration, X_val,
-                                     data.labels.encode(y_val, split="validation"),
-                                     data.plan.record, out.metrics)
+    out.metrics = calibrated_metrics(out.model, cfg.calibration,
+                                     data.val_set if X_val is None or cfg.model == "mlp"
+                                     else X_val, y_val_codes, data.plan.record, out.metrics)
     return out
+
+
+def _inputs(cfg: TrainConfig, X_train: Any, y_train: Any, X_val: Any, y_val: Any, source: Any,
+            workdir: Path, image_loader: Any) -> tuple[Any, np.ndarray]:
+    """The run's datasets and the encoded validation labels: streamed splits for an ``mlp``
+    (frames are written to Parquet once), in-memory path datasets for a ``cnn``."""
+    from fstrain.kernel.errors import ConfigError
+    from pipelines.trainers.streaming import StreamSource
+    from pipelines.trainers.torch_models import prepare_torch_data, stream_torch_data
+
+    if cfg.model == "cnn":
+        if source is not None:
+            raise ConfigError("a cnn reads image paths from frames; pass X/y, not a source.")
+        data = prepare_torch_data(cfg, X_train, y_train, X_val, y_val, image_loader=image_loader)
+        return data, data.labels.encode(y_val, split="validation")
+    if cfg.imbalance in ("oversample", "undersample"):
+        raise ConfigError(
+            f"imbalance={cfg.imbalance!r} resamples train rows in memory; --workers streams "
+            "each rank's rows through Ray Data. Use imbalance 'class_weight' (or one process).")
+    if source is None:
+        source = StreamSource.from_frames(workdir / "input",
+                                          {"train": (X_train, y_train),
+                                           "validation": (X_val, y_val)})
+    data = stream_torch_data(cfg, source)
+    return data, data.val_set.labels_and_rows()[0]
 
 
 def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
@@ -241,14 +277,22 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
+    from pipelines.trainers import ray_input
+
+    streamed = getattr(loop_config["train_set"], "streamed", False)
+    share = max(1, num_cpus // num_workers)
     trainer = TorchTrainer(
         _worker,
         train_loop_config=loop_config,
+        datasets=ray_input.rank_datasets(loop_config["train_set"], num_workers) if streamed
+        else None,
+        dataset_config=ray_input.data_config() if streamed else None,
         torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
         scaling_config=ScalingConfig(
             num_workers=num_workers, use_gpu=use_gpu,
-            resources_per_worker={"CPU": max(1, num_cpus // num_workers)} if not use_gpu
-            else None,
+            # Ray Data's read tasks need a slice of each worker's CPU share
+            resources_per_worker={"CPU": share - (ray_input.READ_TASK_CPUS if streamed else 0)}
+            if not use_gpu else None,
         ),
         run_config=RunConfig(name="ddp", storage_path=str(workdir / "ray_results")),
     )

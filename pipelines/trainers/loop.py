@@ -16,6 +16,7 @@ on CPU; ``bf16``/``fp16`` force a dtype (CPU autocast included); ``off`` disable
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -415,9 +416,17 @@ class _Run:
         self.lr, self.lr_note = effective_lr(opts, dist.world_size)
         self.optimizer = make_optimizer(self.raw_model, opts, self.lr)
         self.n_train = len(spec.train_set)
-        per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
-                                     world_size=dist.world_size))
-        self.n_batches = max(1, math.ceil(per_rank / opts.batch_size))
+        # a streamed split (pipelines.trainers.streaming) deals its own shards and batches
+        self.streamed = bool(getattr(spec.train_set, "streamed", False))
+        if self.streamed and opts.num_workers:
+            raise ConfigError("torch.num_workers applies to in-memory datasets; a streamed split "
+                              "reads its pieces itself. Set torch.num_workers: 0.")
+        if self.streamed:
+            self.n_batches = spec.train_set.steps(dist.world_size, opts.batch_size)
+        else:
+            per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
+                                         world_size=dist.world_size))
+            self.n_batches = max(1, math.ceil(per_rank / opts.batch_size))
         opt_steps_per_epoch = math.ceil(self.n_batches / opts.grad_accum_steps)
         self.scheduler, self.per_step = make_scheduler(
             self.optimizer, opts, opts.epochs * opt_steps_per_epoch, spec.mode,
@@ -455,7 +464,13 @@ class _Run:
         }
         if opts.num_workers > 0:
             loader_kwargs["persistent_workers"] = True
-        train = torch.utils.data.DataLoader(spec.train_set, sampler=self.sampler, **loader_kwargs)
+        train = (None if self.streamed else
+                 torch.utils.data.DataLoader(spec.train_set, sampler=self.sampler, **loader_kwargs))
+        if getattr(spec.val_set, "streamed", False):
+            from pipelines.trainers.streaming import Reiterable
+
+            return train, Reiterable(lambda: spec.val_set.batches(  # type: ignore[attr-defined]
+                dist.rank, dist.world_size, max(opts.batch_size, 256)))
         val_indices = list(range(dist.rank, len(spec.val_set), dist.world_size))
         val = torch.utils.data.DataLoader(
             torch.utils.data.Subset(spec.val_set, val_indices),
@@ -466,11 +481,16 @@ class _Run:
     def _train_eval_loader(self) -> torch.utils.data.DataLoader:
         """A fixed, seeded sample of train rows (this rank's share), scored every epoch."""
         spec, dist = self.spec, self.dist
-        cap = TRAIN_EVAL_ROWS if isinstance(spec.train_set, ArrayDataset) else TRAIN_EVAL_ROWS_FILES
-        rows = np.random.default_rng(spec.seed).permutation(self.n_train)[:cap]
-        rows = np.sort(rows)[dist.rank::dist.world_size].tolist()
+        dataset: Any = spec.train_set
+        if self.streamed:  # a seeded sample read from the stream, held in memory
+            dataset = ArrayDataset(*dataset.sample(TRAIN_EVAL_ROWS, spec.seed))
+            rows = list(range(len(dataset)))[dist.rank::dist.world_size]
+        else:
+            cap = TRAIN_EVAL_ROWS if isinstance(dataset, ArrayDataset) else TRAIN_EVAL_ROWS_FILES
+            rows = np.random.default_rng(spec.seed).permutation(self.n_train)[:cap]
+            rows = np.sort(rows)[dist.rank::dist.world_size].tolist()
         return torch.utils.data.DataLoader(
-            torch.utils.data.Subset(spec.train_set, rows), batch_size=max(self.opts.batch_size, 256),
+            torch.utils.data.Subset(dataset, rows), batch_size=max(self.opts.batch_size, 256),
             shuffle=False, num_workers=0, collate_fn=collate,
         )
 
@@ -573,15 +593,20 @@ class _Run:
     def _train_epoch(self) -> None:
         spec, opts, state = self.spec, self.opts, self.state
         bs = opts.batch_size
-        indices = epoch_indices(self.n_train, seed=spec.seed, epoch=state["epoch"],
-                                rank=self.dist.rank, world_size=self.dist.world_size)
         start = state["batch_in_epoch"]
-        self.sampler.indices = indices[start * bs:]
+        if not self.streamed:
+            indices = epoch_indices(self.n_train, seed=spec.seed, epoch=state["epoch"],
+                                    rank=self.dist.rank, world_size=self.dist.world_size)
+            self.sampler.indices = indices[start * bs:]
         self.loss_sum.fill_(state["epoch_loss_sum"])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        batches = iter(_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
-                                opts.num_workers))
+        if self.streamed:  # the same seeded order again: a resumed epoch skips what it did
+            batches = itertools.islice(spec.train_set.epoch_batches(  # type: ignore[attr-defined]
+                state["epoch"], self.dist.rank, self.dist.world_size, bs), start, None)
+        else:
+            batches = iter(_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
+                                    opts.num_workers))
         i = start
         while True:
             t_wait = time.perf_counter()

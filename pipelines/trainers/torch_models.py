@@ -99,6 +99,71 @@ def train_torch(
     on_step: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train an ``mlp`` or ``cnn`` in this process (CPU or one GPU)."""
+    if config.torch.streaming or config.torch.shuffle_buffer is not None:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            "torch.streaming / torch.shuffle_buffer configure the streamed input, which reads a "
+            "materialized version's files; these are in-memory frames. Train with `fstrain "
+            "train` (it streams the version) or train_torch_streamed, or drop the options.")
+    data = prepare_torch_data(config, X_train, y_train, X_val, y_val, image_loader=image_loader)
+    return _train_torch_data(config, data, X_val, data.labels.encode(y_val, split="validation"),
+                             workdir=workdir, image_loader=image_loader, lineage=lineage,
+                             resume=resume, report=report, on_step=on_step)
+
+
+def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
+    """The streamed datasets of an ``mlp`` (:mod:`pipelines.trainers.streaming`): the
+    preprocessing fitted on the train split by one streamed pass, the train split shuffled
+    through ``torch.shuffle_buffer`` rows, the validation split in file order."""
+    from pipelines.trainers.nets import mlp_arch
+    from pipelines.trainers.preprocessing import feature_names_out
+    from pipelines.trainers.stream_fit import fit_streamed
+    from pipelines.trainers.streaming import DEFAULT_SHUFFLE_BUFFER, SplitStream
+
+    if config.model != "mlp" or config.imbalance in ("oversample", "undersample"):
+        raise InvalidArgumentError(
+            f"streamed input serves model 'mlp' with imbalance none/class_weight/"
+            f"scale_pos_weight; got model {config.model!r}, imbalance {config.imbalance!r}.")
+    prep, counts = fit_streamed(source, config)
+    labels = prep.labels
+    if labels.task != "regression":
+        from pipelines.trainers.calibration import check_method
+
+        check_method(config.calibration, labels.classes)
+    plan = plan_imbalance(config.imbalance, np.repeat(np.arange(len(counts)), counts),
+                          labels.classes, seed=config.seed, framework="torch")
+    buffer = config.torch.shuffle_buffer
+    train = SplitStream(source, "train", prep, seed=config.seed,
+                        shuffle_buffer=DEFAULT_SHUFFLE_BUFFER if buffer is None else buffer)
+    arch = mlp_arch(config.params, len(feature_names_out(prep.preprocessor)), labels.n_classes)
+    return TorchData(train, SplitStream(source, "validation", prep), labels, arch, plan,
+                     prep.schema, prep.preprocessor)
+
+
+def train_torch_streamed(config: TrainConfig, source: Any, *, workdir: Path | None,
+                         lineage: dict[str, Any] | None = None, resume: bool | None = None,
+                         report: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+    """Train an ``mlp`` in this process from a :class:`~pipelines.trainers.streaming.StreamSource`
+    (a version's split files), never holding a split in memory."""
+    data = stream_torch_data(config, source)
+    y_val = data.val_set.labels_and_rows()[0]
+    result = _train_torch_data(config, data, data.val_set, y_val, workdir=workdir,
+                               image_loader=None, lineage=lineage, resume=resume, report=report,
+                               on_step=None)
+    result.extra["streaming"] = {"train_rows": len(data.train_set),
+                                 "shuffle_buffer": data.train_set.shuffle_buffer,
+                                 "seed": config.seed}
+    return result
+
+
+def _train_torch_data(config: TrainConfig, data: TorchData, X_val: Any, y_val: np.ndarray, *,
+                      workdir: Path | None,
+                      image_loader: Callable[[str], np.ndarray] | None,
+                      lineage: dict[str, Any] | None, resume: bool | None,
+                      report: Callable[[dict[str, Any]], None] | None,
+                      on_step: Callable[[int], None] | None) -> TrainResult:
+    """The loop over prepared datasets → the predictor and its (calibrated) metrics."""
     import torch
 
     from pipelines.trainers.loop import LoopSpec, fit
@@ -106,7 +171,6 @@ def train_torch(
     from pipelines.trainers.predictor import TorchPredictor
     from pipelines.trainers.seeding import deterministic_mode, seed_everything
 
-    data = prepare_torch_data(config, X_train, y_train, X_val, y_val, image_loader=image_loader)
     metric, mode = resolve_metric(config, data.labels.n_classes)
     with deterministic_mode(config.torch.deterministic) as notes:
         seed_everything(config.seed)
@@ -129,8 +193,7 @@ def train_torch(
         image_loader=image_loader,
     )
     params = {**data.arch, **config.torch.model_dump(mode="json")}
-    metrics = calibrated_metrics(predictor, config.calibration, X_val,
-                                 data.labels.encode(y_val, split="validation"), data.plan.record,
+    metrics = calibrated_metrics(predictor, config.calibration, X_val, y_val, data.plan.record,
                                  out.metrics)
     return TrainResult(
         model=predictor, metrics=metrics, history=out.history, params=params,
@@ -145,7 +208,7 @@ def train_torch(
     )
 
 
-def calibrated_metrics(predictor: Any, method: str, X_val: pd.DataFrame, y_val: np.ndarray,
+def calibrated_metrics(predictor: Any, method: str, X_val: Any, y_val: np.ndarray,
                        imbalance: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     """Fit the probability correction ``method`` on the validation split (see
     :mod:`pipelines.trainers.calibration`) and, when one applies, the validation metrics of
@@ -153,9 +216,13 @@ def calibrated_metrics(predictor: Any, method: str, X_val: pd.DataFrame, y_val: 
     from pipelines.trainers.calibration import calibrate
     from pipelines.trainers.metrics import classification_metrics
 
-    corrected = calibrate(predictor, method,
-                          lambda: predictor.raw_proba_matrix(predictor._input(X_val)),
-                          y_val, imbalance)
+    def raw() -> np.ndarray:
+        if getattr(X_val, "streamed", False):  # a streamed split: preprocessed batches
+            return np.concatenate([predictor.raw_proba_matrix(x.numpy())
+                                   for x, _ in X_val.batches(0, 1, 4096)])
+        return predictor.raw_proba_matrix(predictor._input(X_val))
+
+    corrected = calibrate(predictor, method, raw, y_val, imbalance)
     if corrected is None:
         return metrics
     return classification_metrics(y_val, corrected, predictor.labels.n_classes)

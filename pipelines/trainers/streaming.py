@@ -1,0 +1,304 @@
+"""The streamed input of the torch MLP loop: Parquet row groups → train-fitted preprocessing →
+batches, never the whole split in memory.
+
+One path serves both consumers:
+
+- the single-process loop (``torch.streaming: true``, data larger than memory) iterates a
+  :class:`SplitStream` in this process;
+- every Ray Train worker of ``--workers N`` reads its shard through Ray Data
+  (:mod:`pipelines.trainers.ray_input`): the same pieces, read and preprocessed by the same
+  :meth:`SplitStream.piece_arrays` inside Ray Data tasks.
+
+**Pieces and shards.** A split file's row groups are put in an order drawn from ``seed`` (file
+order without shuffling) and the concatenated rows are cut into ``world_size`` contiguous ranges
+of equal size (sizes differ by at most one row). A piece is ``(row_group, offset, length)``; a
+rank reads exactly its pieces, so every row is read by exactly one rank per epoch — no padding,
+no dropped remainder. Every rank takes the same number of optimizer steps
+(``ceil(ceil(n / world) / batch_size)``): a rank one row short splits its last full batch in two.
+
+**Shuffling.** Per epoch, the rank's pieces are visited in an order drawn from
+``(seed, epoch, rank)`` and rows are shuffled within windows of ``shuffle_buffer`` rows by a
+generator seeded the same way: the same seed, epoch and world size give the same batches.
+
+**Preprocessing.** :class:`StreamPrep` holds the ``ColumnTransformer`` fitted on the train split
+(in memory from frames, or by a streamed pass: :mod:`pipelines.trainers.stream_fit`) and applies
+it per piece, exactly as the in-memory path applies it to the whole split.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fstrain.kernel.errors import InvalidArgumentError
+from pipelines.trainers.data import FeatureSchema, LabelInfo
+
+DEFAULT_SHUFFLE_BUFFER = 16_384
+#: row-group size of the Parquet files written for frames handed to the Ray path
+ROW_GROUP_ROWS = 16_384
+
+Piece = tuple[int, int, int]  # (row group, offset in it, rows)
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """The split files of one training run (picklable: Ray tasks read them too).
+
+    ``shaper`` is the feature view's shaper (selection and model-dependent transformations
+    with train-fitted statistics) handed out with a streamed read of a version; without one,
+    a file's columns are ``features`` and the ``label`` column.
+    """
+
+    files: dict[str, str]
+    group_rows: dict[str, tuple[int, ...]]
+    shaper: Any = None
+    features: tuple[str, ...] = ()
+    label: str = ""
+
+    @classmethod
+    def from_files(cls, files: dict[str, str | Path], *, shaper: Any = None,
+                   features: tuple[str, ...] = (), label: str = "") -> StreamSource:
+        """A source over ``{split: path}``; row-group sizes come from the files' footers."""
+        import pyarrow.parquet as pq
+
+        groups = {}
+        for split, path in files.items():
+            meta = pq.ParquetFile(path).metadata
+            groups[split] = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
+        return cls({s: str(p) for s, p in files.items()}, groups, shaper, tuple(features), label)
+
+    @classmethod
+    def from_frames(cls, directory: Path, splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+                    ) -> StreamSource:
+        """Write in-memory ``{split: (X, y)}`` frames once as Parquet under ``directory`` (the
+        Ray path then reads files, not a pickled frame per worker)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from pipelines.trainers.data import label_series
+
+        directory.mkdir(parents=True, exist_ok=True)
+        files, features, label = {}, (), ""
+        for split, (X, y) in splits.items():
+            series = label_series(y, split=split)
+            label, features = str(series.name), tuple(str(c) for c in X.columns)
+            frame = X.reset_index(drop=True).assign(**{label: series.to_numpy()})
+            path = directory / f"{split}.parquet"
+            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                           row_group_size=ROW_GROUP_ROWS)
+            files[split] = path
+        return cls.from_files(files, features=features, label=label)
+
+    def rows(self, split: str) -> int:
+        """Rows of ``split``."""
+        return int(sum(self.group_rows[split]))
+
+    def read(self, split: str, piece: Piece) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``(X, y)`` frames of one piece."""
+        import pyarrow.parquet as pq
+
+        group, offset, length = piece
+        columns = (self.shaper.columns() if self.shaper is not None
+                   else [*self.features, self.label])
+        table = pq.ParquetFile(self.files[split]).read_row_group(group, columns=columns)
+        table = table.slice(offset, length)
+        if self.shaper is not None:
+            X, y = self.shaper.shape(table)
+            if y is None:
+                raise InvalidArgumentError("the feature view has no labels; a model needs one.")
+            return X, y
+        frame = table.to_pandas()
+        return frame[list(self.features)], frame[[self.label]]
+
+
+def rank_pieces(group_rows: tuple[int, ...], rank: int, world_size: int,
+                seed: int | None = None) -> list[Piece]:
+    """Rank ``rank``'s contiguous share of the rows, as pieces of row groups (row groups in an
+    order drawn from ``seed``; file order when ``seed`` is None)."""
+    order = np.arange(len(group_rows))
+    if seed is not None:
+        order = np.random.default_rng(seed).permutation(order)
+    sizes = np.asarray(group_rows, dtype=np.int64)[order]
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(starts[-1])
+    lo, hi = rank * n // world_size, (rank + 1) * n // world_size
+    pieces = []
+    for group, start, size in zip(order, starts[:-1], sizes, strict=True):
+        s, e = max(lo, int(start)), min(hi, int(start + size))
+        if s < e:
+            pieces.append((int(group), s - int(start), e - s))
+    return pieces
+
+
+@dataclass(frozen=True)
+class StreamPrep:
+    """The train-fitted preprocessing applied to every piece (picklable)."""
+
+    schema: FeatureSchema
+    preprocessor: Any
+    labels: LabelInfo
+
+    def arrays(self, X: pd.DataFrame, y: pd.DataFrame, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 feature matrix and encoded labels of one piece."""
+        from pipelines.trainers.preprocessing import transform
+
+        return transform(self.preprocessor, self.schema, X), self.labels.encode(y, split=split)
+
+
+class SplitStream:
+    """One split of a :class:`StreamSource` as the loop's streamed dataset (see the module
+    docstring for sharding, step counts and shuffling)."""
+
+    streamed = True
+
+    def __init__(self, source: StreamSource, split: str, prep: StreamPrep, *,
+                 shuffle_buffer: int = 0, seed: int = 0) -> None:
+        self.source, self.split, self.prep = source, split, prep
+        self.shuffle_buffer, self.seed = shuffle_buffer, seed
+
+    def __len__(self) -> int:
+        return self.source.rows(self.split)
+
+    def pieces(self, rank: int, world_size: int) -> list[Piece]:
+        """This rank's pieces (dealt once per run from ``seed`` when shuffling)."""
+        seed = self.seed if self.shuffle_buffer else None
+        return rank_pieces(self.source.group_rows[self.split], rank, world_size, seed)
+
+    def steps(self, world_size: int, batch_size: int) -> int:
+        """Batches every rank takes per epoch."""
+        return max(1, math.ceil(math.ceil(len(self) / world_size) / batch_size))
+
+    def piece_arrays(self, piece: Piece) -> tuple[np.ndarray, np.ndarray]:
+        """Read and preprocess one piece."""
+        X, y = self.source.read(self.split, piece)
+        return self.prep.arrays(X, y, self.split)
+
+    def epoch_rng(self, epoch: int, rank: int) -> np.random.Generator:
+        """The generator of one rank's epoch order."""
+        return np.random.default_rng((self.seed, epoch, rank))
+
+    def epoch_batches(self, epoch: int, rank: int, world_size: int,
+                      batch_size: int) -> Iterator[tuple[Any, Any]]:
+        """Exactly :meth:`steps` batches of this rank's rows, in the epoch's seeded order."""
+        pieces = self.pieces(rank, world_size)
+        chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+        if self.shuffle_buffer:
+            rng = self.epoch_rng(epoch, rank)
+            pieces = [pieces[int(i)] for i in rng.permutation(len(pieces))]
+            chunks = window_shuffle(map(self.piece_arrays, pieces), self.shuffle_buffer, rng)
+        else:
+            chunks = map(self.piece_arrays, pieces)
+        return exact_batches(rebatch(chunks, batch_size), self.steps(world_size, batch_size),
+                             what=f"rank {rank} of {world_size}")
+
+    def batches(self, rank: int, world_size: int, batch_size: int) -> Iterator[tuple[Any, Any]]:
+        """This rank's rows in file order (validation)."""
+        pieces = rank_pieces(self.source.group_rows[self.split], rank, world_size)
+        return rebatch(map(self.piece_arrays, pieces), batch_size)
+
+    def sample(self, cap: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """At most ``cap`` rows drawn with ``seed`` (row groups in a seeded order, read until
+        ``cap`` rows are in hand): the train rows the loop scores after every epoch."""
+        xs, ys, have = [], [], 0
+        for piece in rank_pieces(self.source.group_rows[self.split], 0, 1, seed):
+            x, y = self.piece_arrays(piece)
+            xs.append(x)
+            ys.append(y)
+            have += len(y)
+            if have >= cap:
+                break
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        rows = np.sort(np.random.default_rng(seed).permutation(len(y))[:cap])
+        return x[rows], y[rows]
+
+    def labels_and_rows(self) -> tuple[np.ndarray, int]:
+        """Every label of the split in file order (validation: for calibration)."""
+        ys = [y for _, y in (self.piece_arrays(p) for p in rank_pieces(
+            self.source.group_rows[self.split], 0, 1))]
+        y = np.concatenate(ys) if ys else np.zeros(0, np.int64)
+        return y, len(y)
+
+
+class Reiterable:
+    """Calls ``make()`` for every pass (a loader the loop iterates once per epoch)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.make())
+
+
+def window_shuffle(chunks: Iterable[tuple[np.ndarray, np.ndarray]], window: int,
+                   rng: np.random.Generator) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Rows shuffled within consecutive windows of at least ``window`` rows."""
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    have = 0
+    for x, y in chunks:
+        xs.append(x)
+        ys.append(y)
+        have += len(y)
+        if have >= window:
+            order = rng.permutation(have)
+            yield np.concatenate(xs)[order], np.concatenate(ys)[order]
+            xs, ys, have = [], [], 0
+    if have:
+        order = rng.permutation(have)
+        yield np.concatenate(xs)[order], np.concatenate(ys)[order]
+
+
+def rebatch(chunks: Iterable[tuple[np.ndarray, np.ndarray]],
+            batch_size: int) -> Iterator[tuple[Any, Any]]:
+    """Torch batches of ``batch_size`` rows (the last one shorter) from array chunks."""
+    import torch
+
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    have = 0
+    for x, y in chunks:
+        xs.append(x)
+        ys.append(y)
+        have += len(y)
+        if have < batch_size:
+            continue
+        X, Y = (np.concatenate(xs), np.concatenate(ys)) if len(xs) > 1 else (xs[0], ys[0])
+        cut = have - have % batch_size
+        for start in range(0, cut, batch_size):
+            yield (torch.from_numpy(np.ascontiguousarray(X[start:start + batch_size])),
+                   torch.from_numpy(np.ascontiguousarray(Y[start:start + batch_size])))
+        xs, ys, have = [X[cut:]], [Y[cut:]], have - cut
+    if have:
+        yield torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
+
+
+def exact_batches(batches: Iterable[tuple[Any, Any]], steps: int, *,
+                  what: str) -> Iterator[tuple[Any, Any]]:
+    """Exactly ``steps`` batches: a stream one batch short splits its last batch in two (a rank
+    with one row fewer than the others), so every data-parallel rank steps as often."""
+    prev, count = None, 0
+    for batch in batches:
+        if prev is not None:
+            yield prev
+            count += 1
+        prev = batch
+    if prev is not None and count + 1 == steps:
+        yield prev
+        return
+    if prev is not None and count + 2 == steps and len(prev[1]) >= 2:
+        half = len(prev[1]) // 2
+        yield prev[0][:half], prev[1][:half]
+        yield prev[0][half:], prev[1][half:]
+        return
+    rows = count if prev is None else count + 1
+    raise InvalidArgumentError(
+        f"streamed input of {what} yielded {rows} batch(es) where every rank needs {steps}: "
+        "the train split has too few rows for this many workers and this batch size. Use "
+        "fewer workers or a larger split."
+    )
