@@ -109,6 +109,10 @@ class CompiledQuery:
     display_template: str = ""
     gathers: list[Gather] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
+    #: scan placeholder -> the columns its rows can be hash-partitioned on so that every root row
+    #: meets all its matches in the same partition (:mod:`~feature_store.local.partitioned_join`);
+    #: None when the query's shape does not allow it
+    partition_keys: dict[str, tuple[str, ...]] | None = None
 
     def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> str:
         """Substitute each scan placeholder with a scan of the pinned Delta version.
@@ -117,10 +121,18 @@ class CompiledQuery:
         the joins (what :meth:`display_sql` shows) instead of the one that runs.
         """
         gathered = set() if single_statement else {g.node.alias for g in self.gathers}
+        return self.bind_sources(
+            {placeholder: engine.scan(con, node.fg.delta_table, node.commit,
+                                      row_id=node.alias in gathered)
+             for placeholder, node in self.scans.items()},
+            single_statement=single_statement)
+
+    def bind_sources(self, sources: dict[str, str], *, single_statement: bool) -> str:
+        """The statement with each scan placeholder replaced by ``sources[placeholder]`` (a SQL
+        table expression)."""
         sql = self.display_template if single_statement and self.display_template else self.template
-        for placeholder, node in self.scans.items():
-            scan = engine.scan(con, node.fg.delta_table, node.commit, row_id=node.alias in gathered)
-            sql = sql.replace(placeholder, scan)
+        for placeholder, source in sources.items():
+            sql = sql.replace(placeholder, source)
         return sql
 
     def fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> pa.Table:
@@ -303,9 +315,42 @@ def compile_query(
     gathers = _gathers(p, post, output)
     wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
     tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
+    keys = _partition_keys(p) if limit is None and order_by_root_key else None
     return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
                          display_template="SELECT " + ", ".join(wide) + tail,
-                         gathers=gathers, output=output)
+                         gathers=gathers, output=output,
+                         partition_keys=None if keys is None else {
+                             ph: keys[node.alias] for ph, node in scans.items()})
+
+
+def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
+    """Per node alias, the columns its rows can be hash-partitioned on so that each root row and
+    every row it can match land in the same partition, or None.
+
+    That holds when every join is a point-in-time join of the root (one output row per root row,
+    ordered by the root key) on the same root columns, each stored with the same type on both
+    sides (equal values then hash equally). Plain joins, joins of sub-queries' roots and groups
+    joined on different keys are not partitioned.
+    """
+    if not p.joins:
+        return None
+    root_keys: tuple[str, ...] | None = None
+    keys: dict[str, tuple[str, ...]] = {}
+    for jp in p.joins:
+        pairs = dict(zip(jp.join.left_on, jp.join.right_on, strict=True))
+        if not jp.point_in_time or jp.left is not p.root or len(pairs) != len(jp.join.left_on):
+            return None
+        root_keys = root_keys or tuple(jp.join.left_on)
+        if set(pairs) != set(root_keys):
+            return None
+        for lk in root_keys:
+            if str(p.root.fg.get_feature(lk).type) != str(jp.right.fg.get_feature(pairs[lk]).type):
+                return None
+        keys[jp.right.alias] = tuple(pairs[k] for k in root_keys)
+    if root_keys is None:  # pragma: no cover - p.joins is not empty
+        return None
+    keys[p.root.alias] = root_keys
+    return keys
 
 
 def _root_source(root: Node, root_only: FilterLike | None, start_time: Any, end_time: Any,

@@ -271,29 +271,65 @@ class TrainingDataStore:
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         resolved: list[SplitSpec] = []
+        fill = self.fv.label_fill_values
         try:
             with storage_boundary(f"query of feature view '{self.fv.name}' v{self.fv.version}",
                                   "reading"):
-                reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
-                                           compiled.params, options.batch_rows)
-                schema = _fill_labels(reader.schema.empty_table(), self.fv.label_fill_values).schema
-                batches = (_fill_labels_batch(b, self.fv.label_fill_values, schema) for b in reader)
-                if spec is None:
-                    files = ts.write_splits(batches, schema, staging, split_names=("train",),
-                                            key_columns=[], assign=None,
-                                            batch_rows=options.batch_rows)
+                buckets = options.buckets(compiled)
+                if buckets > 1:
+                    schema, source = self._partitioned(con, compiled, buckets, root_columns,
+                                                       staging, options)
                 else:
-                    needed, et, label = self._key_columns(spec, root_columns, schema.names)
-                    files = ts.write_splits(
-                        batches, schema, staging, split_names=spec.splits, key_columns=needed,
-                        assign=self._assigner(spec, et, label, resolved),
-                        batch_rows=options.batch_rows)
+                    reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
+                                               compiled.params, options.batch_rows)
+                    schema = _fill_labels(reader.schema.empty_table(), fill).schema
+                    batches = (_fill_labels_batch(b, fill, schema) for b in reader)
+                needed, et, label = (self._key_columns(spec, root_columns, schema.names)
+                                     if spec is not None else ([], None, None))
+                split_names = ("train",) if spec is None else spec.splits
+                assign = None if spec is None else self._assigner(spec, et, label, resolved)
+                if buckets > 1:
+                    files = ts.write_splits_replayed(source, schema, staging,
+                                                     split_names=split_names,
+                                                     key_columns=needed, assign=assign)
+                else:
+                    files = ts.write_splits(batches, schema, staging, split_names=split_names,
+                                            key_columns=needed, assign=assign,
+                                            batch_rows=options.batch_rows)
         finally:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
+            shutil.rmtree(staging / ts.PARTS_DIR, ignore_errors=True)
         relative = [r for r in resolved if spec is not None and spec.is_relative]
         facts = self._facts(compiled, pins, root_columns, schema, start_time, end_time, relative)
         return files, facts, schema
+
+    def _partitioned(self, con: Any, compiled: Any, buckets: int, root_columns: dict[str, str],
+                     staging: Path, options: StreamOptions) -> tuple[pa.Schema, Any]:
+        """Run the query in ``buckets`` hash partitions (``partitioned_join``); returns the
+        result's schema (labels filled) and ``source(columns)``, which merges the partitions'
+        results into the query's order on every call."""
+        import pyarrow as pa
+
+        from feature_store.local import partitioned_join as pj
+        from feature_store.local import training_data_stream as ts
+
+        run = pj.PartitionedQuery(con, compiled, buckets, staging / ts.PARTS_DIR)
+        raw = run.schema()
+        schema = _fill_labels(raw.empty_table(), self.fv.label_fill_values).schema
+        results = run.run()
+        order = [root_columns[k] for k in self.fv.root_feature_group.upsert_key]
+
+        def prepare(table: pa.Table) -> pa.RecordBatch:
+            names = table.column_names
+            table = table.cast(pa.schema([raw.field(n) for n in names]))
+            fill = {k: v for k, v in self.fv.label_fill_values.items() if k in names}
+            table = _fill_labels(table, fill).combine_chunks()
+            target = pa.schema([schema.field(n) for n in names])
+            return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
+                                               for c in table.columns], schema=target)
+
+        return schema, pj.replay_source(results, order, options.batch_rows, prepare)
 
     def create(self, spec: SplitSpec | None, **options: Any) -> tuple[int, Any]:
         """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store

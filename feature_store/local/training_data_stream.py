@@ -40,6 +40,7 @@ DEFAULT_BATCH_ROWS = 1_000_000
 MEMORY_SHARE = 0.25
 ROWS_FILE = ".rows.parquet"
 SPILL_DIR = ".spill"
+PARTS_DIR = ".partitions"
 
 
 @dataclass(frozen=True)
@@ -48,23 +49,32 @@ class StreamOptions:
 
     batch_rows: int = DEFAULT_BATCH_ROWS
     memory_limit: str | None = None
+    #: hash partitions of a partitionable query (see ``partitioned_join``); None: from the
+    #: memory limit and the groups' sizes; 1: one statement
+    partitions: int | None = None
 
     @classmethod
     def from_write_options(cls, options: dict[str, Any] | None,
                            owner: str = "training dataset") -> StreamOptions:
-        """Read ``batch_rows`` and ``memory_limit`` from ``write_options``; bad values and keys
+        """Read ``batch_rows``, ``memory_limit`` and ``partitions`` from ``write_options``; bad
+        values and keys
         the local backend has no meaning for are refused, never ignored (``wait_for_job`` is
         honoured by construction)."""
         from feature_store.local.options import SYNCHRONOUS, check_options
 
         understood = {**SYNCHRONOUS, "batch_rows": "rows per streamed batch",
-                      "memory_limit": "DuckDB's memory limit while streaming"}
+                      "memory_limit": "DuckDB's memory limit while streaming",
+                      "partitions": "hash partitions the point-in-time joins run in"}
         options = check_options(owner, "write_options", options, understood)
         batch = options.get("batch_rows", DEFAULT_BATCH_ROWS)
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise InvalidArgumentError(
-                f"write_options['batch_rows'] must be a positive integer. Got {batch!r} instead."
-            )
+        partitions = options.get("partitions")
+        for key, value in (("batch_rows", batch), ("partitions", partitions)):
+            if value is None and key == "partitions":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(
+                    f"write_options[{key!r}] must be a positive integer. Got {value!r} instead."
+                )
         limit = options.get("memory_limit")
         if limit is not None and (not isinstance(limit, str) or not limit.strip()
                                   or not limit.strip()[0].isdigit()):
@@ -72,7 +82,18 @@ class StreamOptions:
                 "write_options['memory_limit'] must be a DuckDB size such as '4GB'. Got "
                 f"{limit!r} instead."
             )
-        return cls(batch_rows=batch, memory_limit=limit)
+        return cls(batch_rows=batch, memory_limit=limit, partitions=partitions)
+
+    def buckets(self, compiled: Any) -> int:
+        """How many hash partitions ``compiled`` (a ``CompiledQuery``) runs in: 1 when its shape
+        cannot be partitioned (it runs as one statement, DuckDB spilling)."""
+        from feature_store.local.partitioned_join import bucket_count
+
+        if compiled.partition_keys is None:
+            return 1
+        if self.partitions is not None:
+            return self.partitions
+        return bucket_count(compiled, self.memory_limit or default_memory_limit())
 
 
 @dataclass(frozen=True)
@@ -138,14 +159,45 @@ def write_splits(
             for batch in batches:
                 writers.write(name, batch)
         return writers.files
+    import pyarrow.parquet as pq
+
     rows_file = staging / ROWS_FILE
     keys, rows = _spool(batches, schema, rows_file, key_columns)
     codes = _codes(assign(keys, rows), split_names)
     del keys
     try:
-        return _distribute(rows_file, schema, codes, staging, split_names, batch_rows)
+        return _distribute(pq.ParquetFile(rows_file).iter_batches(batch_size=batch_rows), schema,
+                           codes, staging, split_names)
     finally:
         rows_file.unlink(missing_ok=True)
+
+
+def write_splits_replayed(
+    source: Callable[[list[str] | None], Iterator[pa.RecordBatch]],
+    schema: pa.Schema,
+    staging: Path,
+    *,
+    split_names: tuple[str, ...],
+    key_columns: list[str],
+    assign: Callable[[pa.Table, int], np.ndarray] | None,
+) -> dict[str, SplitFile]:
+    """:func:`write_splits` from a source that yields the same rows on every call
+    (``source(columns)``, None: every column): the split keys are read in a first pass and the
+    rows in a second, with no scratch file."""
+    import pyarrow as pa
+
+    if assign is None:
+        (name,) = split_names
+        with _SplitWriters(staging, schema, (name,)) as writers:
+            for batch in source(None):
+                writers.write(name, batch)
+        return writers.files
+    read = key_columns or schema.names[:1]  # one column at least, to count the rows
+    table = pa.Table.from_batches(list(source(read)),
+                                  schema=pa.schema([schema.field(c) for c in read]))
+    codes = _codes(assign(table.select(key_columns), table.num_rows), split_names)
+    del table
+    return _distribute(source(None), schema, codes, staging, split_names)
 
 
 def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
@@ -174,22 +226,22 @@ def _codes(assignment: np.ndarray, split_names: tuple[str, ...]) -> np.ndarray:
     return codes
 
 
-def _distribute(rows_file: Path, schema: pa.Schema, codes: np.ndarray, staging: Path,
-                split_names: tuple[str, ...], batch_rows: int) -> dict[str, SplitFile]:
+def _distribute(batches: Iterator[pa.RecordBatch], schema: pa.Schema, codes: np.ndarray,
+                staging: Path, split_names: tuple[str, ...]) -> dict[str, SplitFile]:
+    """Each batch's rows to their split's writer (``codes``: every row's split, in order)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     offset = 0
     with _SplitWriters(staging, schema, split_names) as writers:
-        for batch in pq.ParquetFile(rows_file).iter_batches(batch_size=batch_rows):
+        for batch in batches:
             part = codes[offset:offset + batch.num_rows]
             offset += batch.num_rows
             for i, name in enumerate(split_names):
                 mask = part == i
                 if mask.any():
                     writers.write(name, batch.filter(pa.array(mask)))
-    if offset != len(codes):  # pragma: no cover - the scratch file is ours
-        raise RuntimeError(f"scratch file {rows_file} holds {offset} rows, expected {len(codes)}")
+    if offset != len(codes):  # pragma: no cover - the scratch files are ours
+        raise RuntimeError(f"the rows came back as {offset} rows, expected {len(codes)}")
     return writers.files
 
 

@@ -1,0 +1,270 @@
+"""Grace-hash partitioned execution of a point-in-time query, for out-of-core creation.
+
+A query whose joins are all point-in-time joins of the root group on the same key columns
+(:attr:`~feature_store.local.pit.CompiledQuery.partition_keys`) is run in ``K`` parts instead of
+one statement that DuckDB would have to spill:
+
+1. every group's pinned rows are written once, by DuckDB, into ``K`` Parquet buckets by a hash
+   of their join-key values (equal keys, stored with the same type, land in the same bucket);
+2. the query's own statement runs on each bucket in turn — the bucket's root rows with the
+   same bucket of every joined group, small enough to join in memory — and its result, ordered
+   by the root key like the whole query's, is written to one Parquet file per bucket;
+3. the ``K`` ordered results are merged by the root key (:func:`merge_ordered`), in windows of
+   rows, into the order the single statement produces.
+
+Each root row meets every row it can match in its bucket, and the statement's filters, lookback,
+tie-breaking and ordering are unchanged, so the merged rows equal the single statement's rows in
+value and order, whatever ``K`` is: ``K`` follows from the memory limit and the groups' sizes
+(:func:`bucket_count`) and never changes a version.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import pyarrow as pa
+
+    from feature_store.local.pit import CompiledQuery
+
+BUCKET = "__fstrain_bucket"
+#: a bucket's estimated rows x value bytes may use this share of the memory limit (the ASOF
+#: joins' sorts and hash tables take several times the data they join)
+BUCKET_SHARE = 0.25
+MAX_BUCKETS = 512
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """A DuckDB size (``'4GB'``, ``'512 MiB'``) in bytes."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else None
+    if match is None or unit not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def estimated_bytes(compiled: CompiledQuery) -> int:
+    """Rows x value bytes of every scanned group at its pinned commit (the data the joins hold)."""
+    from feature_store.local.row_gather import _value_bytes
+
+    total = 0
+    for node in compiled.scans.values():
+        table = node.fg.delta_table
+        schema = table.schema(node.commit)
+        total += table.row_count(node.commit) * sum(_value_bytes(f.type) for f in schema)
+    return total
+
+
+def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
+    """How many buckets keep one bucket's data within :data:`BUCKET_SHARE` of ``memory_limit``
+    (1: the whole query fits, run it as one statement)."""
+    budget = max(1, int(size_bytes(memory_limit) * BUCKET_SHARE))
+    return max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
+
+
+def _quoted(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+class PartitionedQuery:
+    """One compiled query run bucket by bucket under ``folder`` (see the module docstring)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
+                 folder: Path) -> None:
+        from feature_store.local import engine
+
+        if compiled.partition_keys is None or buckets < 1:
+            raise ValueError("the query cannot be partitioned")
+        self.con, self.compiled, self.buckets, self.folder = con, compiled, buckets, folder
+        self.keys = compiled.partition_keys
+        self.scans = {ph: engine.scan(con, node.fg.delta_table, node.commit)
+                      for ph, node in compiled.scans.items()}
+        self.results: list[Path] = []
+
+    def schema(self) -> pa.Schema:
+        """The result's schema: the statement run on empty inputs."""
+        empty = {ph: f"(SELECT * FROM {scan} LIMIT 0)" for ph, scan in self.scans.items()}
+        sql = self.compiled.bind_sources(empty, single_statement=True)
+        return self.con.sql(sql, params=self.compiled.params or None).to_arrow_table().schema
+
+    def run(self) -> list[Path]:
+        """Partition every group, then join bucket by bucket; returns the ordered result files
+        (one per bucket with root rows), in bucket order."""
+        from feature_store.local.engine import quote_ident as q
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for ph, scan in self.scans.items():
+            hashed = ", ".join(q(k) for k in self.keys[ph])
+            self.con.execute(
+                f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}) "
+                f"TO {_quoted(self._group_dir(ph))} (FORMAT parquet, PARTITION_BY ({BUCKET}), "
+                "OVERWRITE_OR_IGNORE)")
+        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
+        for bucket in range(self.buckets):
+            if not self._bucket_dir(root, bucket).exists():
+                continue  # no root rows hash here: the bucket has no result rows
+            sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
+            sql = self.compiled.bind_sources(sources, single_statement=True)
+            out = self.folder / f"result_{bucket}.parquet"
+            self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet)",
+                             self.compiled.params or None)
+            self.results.append(out)
+            for ph in self.scans:  # the bucket's inputs are spent
+                _remove_tree(self._bucket_dir(ph, bucket))
+        return self.results
+
+    def _group_dir(self, placeholder: str) -> Path:
+        return self.folder / placeholder.strip("_").lower()
+
+    def _bucket_dir(self, placeholder: str, bucket: int) -> Path:
+        return self._group_dir(placeholder) / f"{BUCKET}={bucket}"
+
+    def _bucket_source(self, placeholder: str, bucket: int) -> str:
+        folder = self._bucket_dir(placeholder, bucket)
+        if not folder.exists():  # no row of this group hashes here
+            return f"(SELECT * FROM {self.scans[placeholder]} LIMIT 0)"
+        return f"read_parquet({_quoted(folder / '*.parquet')}, hive_partitioning=false)"
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def merge_ordered(files: list[Path], order: list[str], columns: list[str] | None,
+                  batch_rows: int) -> Iterator[pa.Table]:
+    """The rows of ``files`` — each ordered by the ``order`` columns, their keys distinct across
+    files — merged into one order, as tables of about ``batch_rows`` rows.
+
+    Each round takes from every file the rows up to the smallest of the unfinished files' last
+    buffered keys (every row at or below it is then buffered), sorts that window and yields it;
+    only the buffers (``batch_rows`` rows in all) are in memory. ``columns`` (default: all)
+    are the columns yielded.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wanted = None if columns is None else list(dict.fromkeys([*order, *columns]))
+    per_file = max(1024, batch_rows // max(1, len(files)))
+    sources = [pq.ParquetFile(f) for f in files]
+    readers = [s.iter_batches(batch_size=per_file, columns=wanted) for s in sources]
+    # DuckDB marks a column "not null" in a file that happens to hold no nulls: drop the marks
+    common = pa.schema([f.with_nullable(True) for f in sources[0].schema_arrow
+                        if wanted is None or f.name in wanted]) if sources else None
+    buffers: list[pa.Table | None] = [None] * len(readers)
+    done = [False] * len(readers)
+    while True:
+        for i, reader in enumerate(readers):
+            if not done[i] and (buffers[i] is None or not buffers[i].num_rows):
+                buffers[i] = next((pa.Table.from_batches([b]).cast(common)
+                                   for b in reader if b.num_rows), None)
+                done[i] = buffers[i] is None
+        held = [i for i, b in enumerate(buffers) if b is not None and b.num_rows]
+        if not held:
+            return
+        open_ = [buffers[i] for i in held if not done[i]]
+        bound = _smallest_last(open_, order) if open_ else None
+        taken = []
+        for i in held:
+            buf = buffers[i]
+            n = buf.num_rows if bound is None else _count_at_most(buf, order, bound)
+            taken.append(buf.slice(0, n))
+            buffers[i] = buf.slice(n)
+        if not any(t.num_rows for t in taken):  # pragma: no cover - our files are ordered
+            raise RuntimeError(f"merge of {files}: a file is not ordered by {order}")
+        window = pa.concat_tables(taken).combine_chunks()
+        ordered = window.take(_sort_indices(window, order))
+        yield ordered if columns is None else ordered.select(columns)
+
+
+def _numpy_keys(column: Any) -> Any:
+    """A key column as a numpy array when its order is numpy's (integers, dates, timestamps,
+    no nulls), else None."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = column.type
+    if column.null_count or not (pa.types.is_integer(kind) or pa.types.is_timestamp(kind)
+                                 or pa.types.is_date(kind)):
+        return None
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return np.asarray(column.to_numpy(zero_copy_only=False))
+
+
+def _sort_indices(table: pa.Table, order: list[str]) -> Any:
+    """Indices that order ``table`` as DuckDB's ``ORDER BY`` (ascending, NULLS LAST) does.
+    A window is a few ordered runs, so a stable numpy sort of the first key (timsort merges
+    runs) does it unless that key has ties."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    first = _numpy_keys(table.column(order[0]))
+    if first is not None:
+        indices = np.argsort(first, kind="stable")
+        ordered = first[indices]
+        if len(order) == 1 or not np.any(ordered[1:] == ordered[:-1]):
+            return indices
+    return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_end") for c in order])
+
+
+def _smallest_last(buffers: list[pa.Table], order: list[str]) -> dict[str, Any]:
+    """The smallest of the buffers' last keys, as scalars by column."""
+    import pyarrow as pa
+
+    lasts = pa.concat_tables([b.select(order).slice(b.num_rows - 1) for b in buffers])
+    first = int(_sort_indices(lasts, order)[0])
+    return {c: lasts.column(c)[first] for c in order}
+
+
+def _count_at_most(table: pa.Table, order: list[str], bound: dict[str, Any]) -> int:
+    """How many leading rows of ``table`` (ordered by ``order``) have keys ≤ ``bound``."""
+    import numpy as np
+    import pyarrow as pa
+
+    values = _numpy_keys(table.column(order[0]))
+    limit = bound[order[0]]
+    if values is None or not limit.is_valid:
+        return _count_at_most_arrow(table, order, bound)
+    target = np.asarray(pa.array([limit.as_py()], limit.type).to_numpy(zero_copy_only=False))[0]
+    low = int(np.searchsorted(values, target, side="left"))
+    high = int(np.searchsorted(values, target, side="right"))
+    if len(order) == 1 or low == high:
+        return high
+    return low + _count_at_most(table.slice(low, high - low), order[1:], bound)
+
+
+def _count_at_most_arrow(table: pa.Table, order: list[str], bound: dict[str, Any]) -> int:
+    import pyarrow.compute as pc
+
+    at_most = None
+    for column in reversed(order):
+        values, limit = table.column(column), bound[column]
+        if limit.is_valid:  # NULLS LAST: a null key is above every value
+            less = pc.fill_null(pc.less(values, limit), False)
+            equal = pc.fill_null(pc.equal(values, limit), False)
+        else:
+            less = pc.is_valid(values)
+            equal = pc.is_null(values)
+        at_most = pc.or_(less, equal) if at_most is None else pc.or_(less, pc.and_(equal, at_most))
+    return int(pc.sum(at_most).as_py() or 0)
+
+
+def replay_source(files: list[Path], order: list[str], batch_rows: int,
+                  prepare: Callable[[pa.Table], pa.RecordBatch]
+                  ) -> Callable[[list[str] | None], Iterator[pa.RecordBatch]]:
+    """``source(columns)``: the merged rows' ``columns`` (None: all), as batches made by
+    ``prepare``; every call merges the files again, in the same order."""
+    def source(columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        for table in merge_ordered(files, order, columns, batch_rows):
+            yield prepare(table)
+
+    return source

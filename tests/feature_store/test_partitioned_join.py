@@ -1,0 +1,162 @@
+"""Out-of-core creation in hash partitions (``partitioned_join``): bit-identical to the in-memory
+path and to the single statement, whatever the number of partitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from feature_store.local import partitioned_join as pj
+from feature_store.local.training_data_stream import StreamOptions
+from fstrain.kernel.errors import InvalidArgumentError
+
+T0 = pd.Timestamp("2024-01-01", tz="UTC")
+N = 240
+
+
+def _groups(fs):
+    """A root keyed by ``rid`` joined on two columns (``a``, ``b``; nulls, keys without matches),
+    a group with duplicate event times per key (ties broken by ``v``), and one on ``b`` alone."""
+    rng = np.random.default_rng(5)
+    a = pd.array(rng.integers(0, 12, N), dtype="Int64")
+    a[::19] = pd.NA
+    root = fs.get_or_create_feature_group("ev", version=1, primary_key=["rid"], event_time="ts")
+    root.insert(pd.DataFrame({
+        "rid": np.arange(N), "a": a, "b": rng.choice(["x", "y", "z", None], N),
+        "ts": T0 + pd.to_timedelta(rng.permutation(N), unit="h"),
+        "x": rng.normal(size=N), "helper": rng.integers(0, 3, N),
+        "label": rng.choice([1.0, 0.0, None], N, p=[0.3, 0.6, 0.1]),
+    }))
+    hist = fs.get_or_create_feature_group("hist", version=1, primary_key=["a", "b", "v"],
+                                          event_time="ts")
+    m = 150
+    hist.insert(pd.DataFrame({  # keys 0..9 only: a = 10, 11 never match
+        "a": rng.integers(0, 10, m), "b": rng.choice(["x", "y", "z"], m), "v": np.arange(m),
+        "ts": T0 + pd.to_timedelta(rng.integers(0, N // 4, m) * 4, unit="h"),
+        "h1": rng.normal(size=m), "h2": rng.choice(["p", "q", None], m),
+    }))
+    prof = fs.get_or_create_feature_group("prof", version=1, primary_key=["b"], event_time="ts")
+    prof.insert(pd.DataFrame({"b": ["x", "y", "z"] * 4,
+                              "ts": np.repeat([T0 + pd.Timedelta(hours=h) for h in (0, 50, 100, 150)], 3),
+                              "p": np.arange(12.0)}))
+    return root, hist, prof
+
+
+def _create(fv, stream, split="random", **kwargs):
+    kwargs = kwargs or {"test_size": 0.25}
+    spec = fv._make_spec(False, 7, split, **kwargs)
+    version, _ = fv._td.create(spec, seed=7, start_time=None, end_time=None,
+                               extra_filter=None, materialize=True,
+                               data_format="parquet", description="", statistics_config=None,
+                               stream=stream)
+    return fv.get_training_dataset(version)
+
+
+def _same(a, b):
+    assert list(a.splits) == list(b.splits) and a.columns == b.columns
+    for name in a.splits:
+        assert b.splits[name]["rows"] == a.splits[name]["rows"] > 0
+        assert b.splits[name]["sha256"] == a.splits[name]["sha256"]
+        assert b.splits[name]["label_distribution"] == a.splits[name]["label_distribution"]
+        files = [pq.read_table(Path(td.location) / f"{name}.parquet") for td in (a, b)]
+        assert files[0].schema == files[1].schema and files[0].equals(files[1])
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """How many buckets each partitioned run used."""
+    seen: list[int] = []
+    real = pj.PartitionedQuery.run
+
+    def spy(self):
+        seen.append(self.buckets)
+        return real(self)
+
+    monkeypatch.setattr(pj.PartitionedQuery, "run", spy)
+    return seen
+
+
+def test_partitioned_versions_equal_in_memory_for_any_bucket_count(fs, runs):
+    root, hist, prof = _groups(fs)
+    query = (root.select_all()
+             .join(hist.select(["h1", "h2"]), on=["a", "b"])
+             .join(hist.select(["h1"]), on=["b", "a"], prefix="late_", lookback="30h")
+             .filter(root.x > -1.5).filter(hist.h1 < 1.0))
+    fv = fs.create_feature_view("p", query=query, labels=["label"],
+                                training_helper_columns=["helper"], label_fill_values={"label": -1.0})
+    in_memory = _create(fv, None)
+    for buckets in (3, 8):
+        _same(in_memory, _create(fv, StreamOptions(batch_rows=13, partitions=buckets)))
+    timed = _create(fv, None, "time", test_size=0.3)
+    _same(timed, _create(fv, StreamOptions(batch_rows=64, partitions=2), "time", test_size=0.3))
+    assert runs == [3, 8, 2]
+    fv.verify_training_dataset(timed.version)
+
+
+def test_inner_joins_partition_and_other_shapes_fall_back(fs, runs):
+    root, hist, prof = _groups(fs)
+    inner = fs.create_feature_view(
+        "inner", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"], join_type="inner"),
+        labels=["label"])
+    _same(_create(inner, None), _create(inner, StreamOptions(batch_rows=5, partitions=4)))
+    assert runs == [4]
+    mixed = fs.create_feature_view(  # groups joined on different keys: one statement
+        "mixed", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"])
+        .join(prof.select(["p"]), on=["b"]), labels=["label"])
+    assert mixed._td._prepare(None, None, None, None)[0].partition_keys is None
+    _same(_create(mixed, None), _create(mixed, StreamOptions(batch_rows=5, partitions=4)))
+    assert runs == [4]
+
+
+def test_bucket_count_follows_the_memory_limit(fs):
+    root, hist, _ = _groups(fs)
+    fv = fs.create_feature_view("m", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"]),
+                                labels=["label"])
+    compiled = fv._td._prepare(None, None, None, None)[0]
+    size = pj.estimated_bytes(compiled)
+    assert size > 0
+    assert pj.bucket_count(compiled, "1GB") == 1
+    assert pj.bucket_count(compiled, f"{size}B") == int(1 / pj.BUCKET_SHARE)
+    assert StreamOptions(memory_limit=f"{size // 2}B").buckets(compiled) == int(2 / pj.BUCKET_SHARE)
+    assert StreamOptions(partitions=9, memory_limit="1GB").buckets(compiled) == 9
+    assert pj.size_bytes("1.5 GiB") == 3 << 29 and pj.size_bytes("4GB") == 4 * 10**9
+    with pytest.raises(ValueError, match="not a size"):
+        pj.size_bytes("lots")
+
+
+@pytest.mark.parametrize("value", [0, "4", True])
+def test_bad_partitions_option_is_refused(value):
+    with pytest.raises(InvalidArgumentError, match="partitions"):
+        StreamOptions.from_write_options({"partitions": value})
+
+
+def test_merge_equals_one_sort_with_ties_nulls_and_strings(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 5000
+    table = pa.table({
+        "k": pa.array(rng.integers(0, 300, n)),  # ties: the second key decides
+        "s": pa.array([None if i % 97 == 0 else f"s{i % 41}" for i in range(n)]),
+        "u": pa.array(np.arange(n)),
+    })
+    order = ["k", "s", "u"]
+    sort_keys = [(c, "ascending") for c in order]
+    bucket = rng.integers(0, 4, n)
+    files = []
+    for b in range(4):
+        part = table.filter(pa.array(bucket == b))
+        path = tmp_path / f"{b}.parquet"
+        pq.write_table(part.sort_by(sort_keys), path, row_group_size=300)
+        files.append(path)
+    expected = table.sort_by(sort_keys)
+    for batch_rows, columns in ((1000, None), (64, ["u"])):
+        merged = pa.concat_tables(pj.merge_ordered(files, order, columns, batch_rows))
+        assert merged.equals(expected if columns is None else expected.select(columns))
+    for b, path in enumerate(files):
+        pq.write_table(table.filter(pa.array(bucket == b)), path, row_group_size=300)
+    ints = pa.concat_tables(pj.merge_ordered(files, ["u"], None, 500))
+    assert ints.equals(table)
