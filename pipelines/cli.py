@@ -291,7 +291,7 @@ def train(
     tune: Annotated[bool, typer.Option("--tune", help="Ray Tune (ASHA + Optuna), then refit the best.")] = False,
     tune_metric: Annotated[str | None, typer.Option(help="Metric --tune optimises on the validation split: roc_auc, pr_auc, log_loss, accuracy or f1 (F1 at its best threshold).")] = None,
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
-    workers: Annotated[int, typer.Option(help="Data-parallel torch workers on Ray Train (gloo on CPU, nccl on GPU).")] = 1,
+    workers: Annotated[int, typer.Option(help="Data-parallel workers on Ray Train: torch (gloo/nccl) or xgboost/lightgbm (their collectives, Ray Data shards of the version's files).")] = 1,
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
     track: Annotated[str | None, typer.Option(help="Also log the run to an experiment tracker: mlflow (params, per-round/epoch metrics, curves, registry ref).")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI for --track mlflow (default: sqlite:///<root>/mlflow.db).")] = None,

@@ -151,6 +151,10 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     cfg = trainer_config(use_case, config.model)
     _check_resume(config, cfg)
     _check_spark_options(cfg.model, config)
+    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm"):
+        from pipelines.trainers.ray_boosting import refuse_unsupported
+
+        refuse_unsupported(cfg, tune=config.tune, drop_label_issues=config.drop_label_issues)
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
@@ -181,7 +185,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         if config.find_label_issues:
             issues, cross_validation, splits = _label_issues(config, cfg, fv, splits, carved,
                                                              workdir)
-        fitted = _fit(config, cfg, splits, workdir, lineage)
+        fitted = _fit(config, cfg, splits, workdir, lineage, fv)
     nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
     if config.cv is not None and not config.nested and not config.find_label_issues:
         from pipelines.trainers.cross_validation import cross_validate
@@ -291,11 +295,19 @@ def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
 
 
 def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], workdir: Path,
-         lineage: dict[str, Any]) -> _Fitted:
+         lineage: dict[str, Any], fv: Any = None) -> _Fitted:
     """Train as the config asks: tuned, data-parallel on Ray Train, or one plain run."""
     from pipelines.trainers import train
 
     X_tr, X_va, y_tr, y_va = splits
+    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and fv is not None:
+        from pipelines.trainers.ray_boosting import train_boosting_on_ray, version_files
+
+        files = version_files(fv, int(config.training_dataset_version))
+        result = train_boosting_on_ray(cfg, X_tr, y_tr, X_va, y_va, files, workdir=workdir,
+                                       num_workers=config.workers,
+                                       ray_address=config.ray_address, num_cpus=config.num_cpus)
+        return _Fitted(cfg, result, registry_metrics(result.metrics))
     if config.tune:
         return _tune_and_refit(config, cfg, splits, workdir, lineage)
     if config.workers > 1:
@@ -303,8 +315,8 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
             from fstrain.kernel.errors import ConfigError
 
             raise ConfigError(
-                f"workers={config.workers} needs a PyTorch model (mlp or cnn); {cfg.model!r} "
-                "trains on one process. Use workers=1."
+                f"workers={config.workers} needs a PyTorch model (mlp or cnn), xgboost or "
+                f"lightgbm; {cfg.model!r} trains on one process. Use workers=1."
             )
         from pipelines.trainers import train_distributed
 
@@ -382,6 +394,8 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
                 "tuning": fitted.tuning,
                 # the trainer's own timings (fstrain doctor reads the preprocessing share)
                 "timings": {k: v for k, v in result.extra.items() if k.endswith("_seconds")},
+                # data-parallel boosting: world size, shard rows, the exactly-once check
+                "distributed": result.extra.get("distributed"),
                 **extra_config,
             },
         )

@@ -203,9 +203,11 @@ def _adult_dataset(project):
 
 def test_workers_need_a_torch_model(project):
     td = _adult_dataset(project)
-    with pytest.raises(ConfigError, match="workers=2 needs a PyTorch model"):
+    with pytest.raises(ConfigError, match="workers=2 needs a PyTorch model .*, xgboost or "
+                                          "lightgbm; 'sklearn_rf'"):
         training.run(project, training.TrainingPipelineConfig(
-            use_case="adult", training_dataset_version=td.version, workers=2))
+            use_case="adult", training_dataset_version=td.version, workers=2,
+            model={"model": "sklearn_rf", "params": {}}))
 
 
 @pytest.mark.slow

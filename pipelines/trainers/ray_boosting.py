@@ -1,0 +1,457 @@
+"""Data-parallel XGBoost and LightGBM on Ray Train, over a version's verified Parquet files.
+
+:func:`train_boosting_on_ray` trains the model :func:`pipelines.trainers.train` would, on
+``num_workers`` Ray Train workers (``XGBoostTrainer`` with XGBoost's own collective, or
+``LightGBMTrainer`` with ``tree_learner=data_parallel``):
+
+- the driver fits what a single-process run fits on the train split — label encoding, the
+  preprocessor (:class:`~pipelines.trainers.tabular.Prepared`) and the imbalance weights — so
+  the saved predictor has the same files and the same ``predictor.json``;
+- Ray Data reads the version's pinned ``train.parquet`` (checked against its sha256 first by the
+  caller) and applies that train-fitted preprocessor per batch (:class:`ShardPreprocessing`);
+  the train rows are dealt to the workers with ``streaming_split(equal=False)`` (Ray Train's
+  default, ``equal=True``, drops up to ``num_workers - 1`` rows), so each row is in exactly one
+  shard. Every worker records its shard's row count and an order-free fingerprint of its rows;
+  the driver checks that together they are the train matrix, row for row, before registering;
+- every worker reads the whole validation split (it is the early-stopping set: each worker then
+  computes the same validation metric on the same model and stops at the same round, and
+  LightGBM's metrics, which are per machine, equal the single-process ones);
+- rank 0 returns the booster; the driver wraps it exactly as the single-process trainer does
+  (:func:`~pipelines.trainers.tabular.finish_booster`: calibration on validation, metrics,
+  learning curves).
+
+Distributed histograms differ slightly from one process: XGBoost merges per-worker quantile
+sketches and LightGBM finds each feature's bins on one worker's rows, so split candidates (and
+so the model) are close to, not equal to, a single-process run's.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fstrain.kernel.errors import ConfigError, IntegrityError
+from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.result import TrainResult
+
+BOOSTERS = ("xgboost", "lightgbm")
+SHARD_FILE = "shard_rank{rank}.json"
+MODEL_FILE = {"xgboost": "model.ubj", "lightgbm": "model.txt"}
+
+
+@dataclass(frozen=True)
+class ShardPreprocessing:
+    """Per-batch preprocessing in Ray Data's workers: the train-fitted preprocessor on the
+    features, the train-fitted label encoding, and the imbalance class weights (train only).
+    Picklable; the output columns are ``x`` (float32 matrix), ``y`` and ``w``."""
+
+    preprocessor: Any
+    schema: Any
+    labels: Any
+    label_columns: tuple[str, ...]
+    split: str
+    class_weight: Any = None
+
+    def __call__(self, batch: pd.DataFrame) -> dict[str, np.ndarray]:
+        from pipelines.trainers.preprocessing import transform
+
+        x = transform(self.preprocessor, self.schema, batch)
+        y = self.labels.encode(batch[list(self.label_columns)], split=self.split)
+        if self.class_weight is None:
+            w = np.ones(len(y), dtype=np.float32)
+        else:
+            w = np.asarray(self.class_weight)[np.asarray(y, dtype=np.int64)].astype(np.float32)
+        return {"x": x, "y": np.asarray(y), "w": w}
+
+
+def row_fingerprints(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """One uint64 per row from the row's values (its matrix row, label and weight)."""
+    columns = [x[:, j] for j in range(x.shape[1])] + [np.asarray(y)]
+    if w is not None:
+        columns.append(np.asarray(w, dtype=np.float32))
+    out = np.zeros(len(y), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for column in columns:
+            out = out * np.uint64(1_000_003) + pd.util.hash_array(np.ascontiguousarray(column))
+    return out
+
+
+def fingerprint(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> int:
+    """The sum (mod 2**64) of :func:`row_fingerprints`: independent of row order, so shards'
+    fingerprints add up to the whole matrix's when every row is in exactly one shard."""
+    with np.errstate(over="ignore"):
+        return int(row_fingerprints(x, y, w).sum(dtype=np.uint64))
+
+
+def refuse_unsupported(cfg: TrainConfig, *, tune: bool = False,
+                       drop_label_issues: bool = False) -> None:
+    """Raise :class:`ConfigError` for an option the Ray path cannot honour (never ignored)."""
+    who = f"{cfg.model} on Ray workers (--workers > 1)"
+    if cfg.model not in BOOSTERS:
+        raise ConfigError(f"distributed boosting trains {', '.join(BOOSTERS)}; got {cfg.model!r}.")
+    if tune:
+        raise ConfigError(f"{who} trains one configuration; --tune runs single-process trials "
+                          "on Ray Tune. Tune without --workers, then train the best "
+                          "configuration with --workers.")
+    if drop_label_issues:
+        raise ConfigError(f"{who} reads every train row of the version's file; "
+                          "--drop-label-issues trains on a subset held in memory. Drop one.")
+    if cfg.imbalance in ("oversample", "undersample"):
+        raise ConfigError(f"{who}: imbalance={cfg.imbalance!r} resamples the whole train split, "
+                          "which no worker holds. Use imbalance='class_weight' or "
+                          "'scale_pos_weight', or train without --workers.")
+    if cfg.device == "cuda":
+        raise ConfigError(f"{who} runs CPU workers; device='cuda' would not be used. Set "
+                          "device: cpu (or auto), or train on one GPU without --workers.")
+    method = cfg.params.get("tree_method")
+    if cfg.model == "xgboost" and method not in (None, "hist", "approx", "auto"):
+        raise ConfigError(f"{who}: tree_method={method!r} has no distributed form in XGBoost; "
+                          "use 'hist' (the default) or 'approx', or drop --workers.")
+
+
+def version_files(fv: Any, version: int) -> dict[str, Path]:
+    """The verified train and validation files of a version, for Ray Data to read.
+
+    Raises :class:`ConfigError` when the view has model-dependent transformations (the
+    in-memory read applies them; this path reads the files as they are) or the version has no
+    validation split (a carved one is drawn from train rows in memory); the checks of
+    :func:`pipelines.td_files.verified_split_files` (materialized, Parquet, hashes) apply."""
+    from pipelines.td_files import verified_split_files
+
+    if getattr(fv, "transformation_functions", None):
+        raise ConfigError(
+            f"feature view {fv.name} v{fv.version} has model-dependent transformations; "
+            "distributed boosting reads the version's files as they are. Train without "
+            "--workers, or move the transformations into the feature pipeline.")
+    td = fv.get_training_dataset(version)
+    if "validation" not in tuple(td.splits):
+        raise ConfigError(
+            f"training dataset v{version} of {fv.name} v{fv.version} has splits "
+            f"{list(td.splits)}: distributed boosting early-stops on the version's own "
+            "validation split (a carved one exists only in memory). Create a train/validation/"
+            "test version (`fstrain dataset <use case>`) or train without --workers.")
+    return verified_split_files(fv, version)
+
+
+def _collect(shard: Any, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A worker's shard of one split as ``(x, y, w)`` arrays (whole Ray Data blocks)."""
+    xs, ys, ws = [], [], []
+    for batch in shard.iter_batches(batch_format="numpy", batch_size=None):
+        xs.append(np.asarray(batch["x"], dtype=np.float32).reshape(len(batch["y"]), n_features))
+        ys.append(np.asarray(batch["y"]))
+        ws.append(np.asarray(batch["w"], dtype=np.float32))
+    if not ys:
+        return (np.zeros((0, n_features), dtype=np.float32), np.zeros(0),
+                np.zeros(0, dtype=np.float32))
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
+
+
+def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
+                 val: tuple[np.ndarray, ...]) -> tuple[bytes, list[dict[str, Any]], int]:
+    """One worker's part of XGBoost's distributed ``xgb.train`` (inside Ray Train's
+    communicator context): the single-process trainer's matrices, history and early stopping."""
+    import xgboost as xgb
+
+    from pipelines.trainers.tabular import (
+        _history_row,
+        _use_quantile_dmatrix,
+        xgboost_f1,
+    )
+
+    params = {"nthread": spec["threads"], **spec["params"]}
+    (x, y, w), (xv, yv, _wv) = train, val
+    weight = w if spec["weighted"] else None
+    if _use_quantile_dmatrix("cpu", x):
+        dtrain = xgb.QuantileDMatrix(x, label=y, weight=weight,
+                                     max_bin=params.get("max_bin", 256))
+        dval = xgb.QuantileDMatrix(xv, label=yv, ref=dtrain)
+    else:
+        dtrain, dval = xgb.DMatrix(x, label=y, weight=weight), xgb.DMatrix(xv, label=yv)
+    history: list[dict[str, Any]] = []
+
+    class _Record(xgb.callback.TrainingCallback):
+        def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
+            history.append(_history_row(epoch, evals_log))
+            return False
+
+    callbacks: list[Any] = [_Record()]
+    custom = xgboost_f1 if spec["metric"] == "f1" and spec["n_classes"] == 2 else None
+    watched = "f1" if custom is not None else params["eval_metric"][-1]
+    if spec["early_stopping_rounds"]:
+        callbacks.append(xgb.callback.EarlyStopping(
+            rounds=spec["early_stopping_rounds"], metric_name=watched, data_name="val",
+            maximize=watched in ("auc", "aucpr", "f1"), save_best=True))
+    booster = xgb.train(params, dtrain, num_boost_round=spec["rounds"],
+                        evals=[(dtrain, "train"), (dval, "val")], callbacks=callbacks,
+                        verbose_eval=False, custom_metric=custom)
+    best = int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
+    return bytes(booster.save_raw("ubj")), history, best
+
+
+def _fit_lightgbm(spec: dict[str, Any], train: tuple[np.ndarray, ...],
+                  val: tuple[np.ndarray, ...]) -> tuple[bytes, list[dict[str, Any]], int]:
+    """One worker's part of LightGBM's data-parallel ``lgb.train`` (network from Ray Train):
+    the single-process trainer's datasets, history and early stopping (best trees kept)."""
+    import lightgbm as lgb
+    from ray.train.lightgbm import get_network_params
+
+    from pipelines.trainers.lightgbm_trainer import _history_row
+
+    params = {"num_threads": spec["threads"], **spec["params"], **get_network_params(), "pre_partition": True,
+              "tree_learner": "data_parallel"}
+    (x, y, w), (xv, yv, _wv) = train, val
+    dataset_params = {"max_bin": params.get("max_bin", 255), "verbosity": -1}
+    dtrain = lgb.Dataset(x, label=y, weight=w if spec["weighted"] else None,
+                         params=dataset_params)
+    dval = lgb.Dataset(xv, label=yv, reference=dtrain, params=dataset_params)
+    history: list[dict[str, Any]] = []
+
+    def record(env: Any) -> None:
+        history.append(_history_row(env.iteration, env.evaluation_result_list))
+
+    callbacks: list[Any] = [record]
+    if spec["early_stopping_rounds"]:
+        callbacks.append(lgb.early_stopping(spec["early_stopping_rounds"],
+                                            first_metric_only=True, verbose=False))
+    booster = lgb.train(params, dtrain, num_boost_round=spec["rounds"],
+                        valid_sets=[dtrain, dval], valid_names=["train", "val"],
+                        callbacks=callbacks)
+    best_rounds = booster.best_iteration or booster.current_iteration()
+    return booster.model_to_string(num_iteration=best_rounds).encode(), history, best_rounds - 1
+
+
+def _worker(spec: dict[str, Any]) -> None:
+    """Ray Train worker: read this rank's train shard and the validation split, boost, and
+    report the shard's row count and fingerprint (rank 0 also the model and its history)."""
+    import ray.train
+
+    rank = ray.train.get_context().get_world_rank()
+    t0 = time.perf_counter()
+    train = _collect(ray.train.get_dataset_shard("train"), spec["n_features"])
+    val = _collect(ray.train.get_dataset_shard("validation"), spec["n_features"])
+    t_read = time.perf_counter()
+    fit = _fit_xgboost if spec["kind"] == "xgboost" else _fit_lightgbm
+    model, history, best = fit(spec, train, val)
+    shard = {"rank": rank, "rows": len(train[1]), "fingerprint": str(fingerprint(*train)),
+             "validation_rows": len(val[1]), "read_seconds": t_read - t0,
+             "fit_seconds": time.perf_counter() - t_read}
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / SHARD_FILE.format(rank=rank)).write_text(json.dumps(shard))
+        if rank == 0:
+            (Path(tmp) / MODEL_FILE[spec["kind"]]).write_bytes(model)
+            (Path(tmp) / "history.json").write_text(json.dumps(
+                {"history": history, "best_iteration": best}))
+        ray.train.report({"rank": rank, "rows": shard["rows"]},
+                         checkpoint=ray.train.Checkpoint.from_directory(tmp),
+                         checkpoint_dir_name="final")
+
+
+def _row_split_config() -> Any:
+    """A Ray Train ``DataConfig`` that deals the ``train`` rows to the workers with
+    ``streaming_split(equal=False)`` (each row to exactly one worker) and gives every worker
+    the whole of any other dataset (the validation split)."""
+    from ray.train import DataConfig
+
+    class EveryTrainRowOnce(DataConfig):
+        def configure(self, datasets: dict[str, Any], world_size: int,
+                      worker_handles: Any, worker_node_ids: Any,
+                      **kwargs: Any) -> list[dict[str, Any]]:
+            output: list[dict[str, Any]] = [{} for _ in range(world_size)]
+            for name, ds in datasets.items():
+                ds = ds.copy(ds)
+                ds.context.execution_options = self._resolve_execution_options(name)
+                if name == "train":
+                    parts = ds.streaming_split(world_size, equal=False,
+                                               locality_hints=worker_node_ids)
+                    for rank, part in enumerate(parts):
+                        output[rank][name] = part
+                else:
+                    for rank in range(world_size):
+                        output[rank][name] = ds.iterator()
+            return output
+
+    return EveryTrainRowOnce()
+
+
+#: at most this many rows per Ray Data block (a worker's shard is made of whole blocks)
+MAX_BLOCK_ROWS = 65_536
+
+
+def block_rows(total_rows: int, num_workers: int) -> int:
+    """Rows per block so that the train rows make at least four blocks per worker (blocks
+    are dealt to workers whole; one block per file would leave workers empty)."""
+    return max(1, min(MAX_BLOCK_ROWS, -(-total_rows // (4 * num_workers))))
+
+
+def _datasets(files: dict[str, Path], data: Any, label_columns: tuple[str, ...],
+              num_workers: int) -> dict[str, Any]:
+    """Ray Datasets of the train and validation files, cut into blocks (streaming) and
+    preprocessed per batch with the train-fitted preprocessor."""
+    import pyarrow.parquet as pq
+    import ray.data
+
+    columns = list(dict.fromkeys([*data.schema.names, *label_columns]))
+    out = {}
+    for split in ("train", "validation"):
+        prep = ShardPreprocessing(data.preprocessor, data.schema, data.labels, label_columns,
+                                  split=split,
+                                  class_weight=data.plan.class_weight if split == "train" else None)
+        dataset = (ray.data.read_parquet([str(files[split])]).select_columns(columns)
+                   .map_batches(prep, batch_format="pandas"))
+        if split == "train":  # every worker reads the whole validation split
+            rows = pq.ParquetFile(files[split]).metadata.num_rows
+            dataset = dataset.repartition(
+                target_num_rows_per_block=block_rows(rows, num_workers))
+        out[split] = dataset
+    return out
+
+
+def _run_trainer(spec: dict[str, Any], datasets: dict[str, Any], workdir: Path,
+                 num_workers: int, cpus: float) -> Any:
+    """Fit on Ray Train (XGBoostTrainer or LightGBMTrainer); the result's checkpoint.
+    ``cpus`` is each worker's logical CPU share (Ray Data's read tasks need the rest)."""
+    from ray.train import RunConfig, ScalingConfig
+
+    if spec["kind"] == "xgboost":
+        from ray.train.xgboost import XGBoostTrainer as Trainer
+    else:
+        from ray.train.lightgbm import LightGBMTrainer as Trainer  # type: ignore[assignment]
+    trainer = Trainer(
+        _worker, train_loop_config=spec, datasets=datasets,
+        dataset_config=_row_split_config(),
+        scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=False,
+                                     resources_per_worker={"CPU": cpus}),
+        run_config=RunConfig(name=f"{spec['kind']}_data_parallel",
+                             storage_path=str(workdir / "ray_results")),
+    )
+    result = trainer.fit()
+    if result.checkpoint is None:
+        raise IntegrityError(f"{spec['kind']} on Ray: the workers reported no model.")
+    return result.checkpoint
+
+
+def _read_final(checkpoint: Any, kind: str, num_workers: int) -> tuple[Any, dict[str, Any],
+                                                                       list[dict[str, Any]]]:
+    """The booster, its history record and every rank's shard record from the checkpoint."""
+    with checkpoint.as_directory() as folder:
+        root = Path(folder)
+        raw = (root / MODEL_FILE[kind]).read_bytes()
+        record = json.loads((root / "history.json").read_text())
+        shards = [json.loads((root / SHARD_FILE.format(rank=r)).read_text())
+                  for r in range(num_workers)]
+    if kind == "xgboost":
+        import xgboost as xgb
+
+        booster = xgb.Booster()
+        booster.load_model(bytearray(raw))
+    else:
+        import lightgbm as lgb
+
+        booster = lgb.Booster(model_str=raw.decode())
+    return booster, record, shards
+
+
+def check_shards(shards: list[dict[str, Any]], data: Any) -> dict[str, Any]:
+    """Check that the workers' shards hold every train row exactly once: their row counts add
+    up to the train split's and their fingerprints add up to the train matrix's (labels and
+    weights included). Raises :class:`IntegrityError` otherwise; returns the record."""
+    weights = data.sample_weight if data.sample_weight is not None else np.ones(
+        len(data.y_train), dtype=np.float32)
+    expected = fingerprint(data.X_train, data.y_train, weights)
+    rows = sum(s["rows"] for s in shards)
+    total = sum(int(s["fingerprint"]) for s in shards) % (1 << 64)
+    if rows != len(data.y_train) or total != expected:
+        raise IntegrityError(
+            f"the Ray workers' train shards hold {rows} rows (fingerprint {total}); the train "
+            f"split has {len(data.y_train)} (fingerprint {expected}): some rows were dropped, "
+            "duplicated or changed on the way. Nothing was registered.")
+    return {"rows": rows, "fingerprint": str(expected), "each_row_once": True}
+
+
+def _spec(cfg: TrainConfig, data: Any, threads: int) -> tuple[dict[str, Any], tuple[str, str]]:
+    """What every worker needs (native params, rounds, early stopping) and the metric."""
+    from pipelines.trainers.metrics import resolve_metric
+
+    k = data.labels.n_classes
+    metric, mode = resolve_metric(cfg, k)
+    if cfg.model == "xgboost":
+        from pipelines.trainers.tabular import xgboost_params
+
+        params, rounds = xgboost_params(cfg, k, metric, "cpu")
+    else:
+        from pipelines.trainers.lightgbm_trainer import lightgbm_params
+
+        params, rounds = lightgbm_params(cfg, k, metric)
+    if data.plan.scale_pos_weight is not None:
+        params["scale_pos_weight"] = data.plan.scale_pos_weight
+    spec = {"kind": cfg.model, "params": params, "rounds": rounds, "n_classes": k,
+            "metric": metric, "early_stopping_rounds": cfg.early_stopping_rounds,
+            "weighted": data.sample_weight is not None, "n_features": data.X_train.shape[1],
+            "threads": threads}  # per worker, unless params set nthread / num_threads
+    return spec, (metric, mode)
+
+
+def train_boosting_on_ray(
+    config: TrainConfig,
+    X_train: pd.DataFrame,
+    y_train: pd.DataFrame,
+    X_val: pd.DataFrame,
+    y_val: pd.DataFrame,
+    files: dict[str, Path],
+    *,
+    workdir: Path,
+    num_workers: int = 2,
+    ray_address: str | None = None,
+    num_cpus: int = 2,
+) -> TrainResult:
+    """Train ``config`` (xgboost or lightgbm) data-parallel on ``num_workers`` Ray Train
+    workers that read ``files["train"]`` and ``files["validation"]`` (the version's verified
+    Parquet files; the frames are the same splits read in memory, for the train-fitted
+    preprocessing and the validation metrics). See the module docstring.
+
+    Returns the :class:`TrainResult` the single-process trainer returns, with
+    ``extra["distributed"]``: world size, per-shard rows and the exactly-once check.
+    """
+    from pipelines.trainers.tabular import Prepared, finish_booster
+    from pipelines.trainers.tuning import ray_session
+
+    refuse_unsupported(config)
+    kind = config.model
+    t0 = time.perf_counter()
+    data = Prepared(config, X_train, y_train, X_val, y_val, framework=kind)
+    t_prep = time.perf_counter()
+    threads = max(1, num_cpus // num_workers)
+    spec, metric = _spec(config, data, threads)
+    workdir = Path(workdir).resolve()
+    with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
+        datasets = _datasets(files, data, tuple(str(c) for c in y_train.columns), num_workers)
+        # leave one logical CPU to Ray Data's read/preprocess tasks, or they never schedule
+        cpus = max(0.25, (num_cpus - 1) / num_workers)
+        checkpoint = _run_trainer(spec, datasets, workdir, num_workers, cpus)
+        booster, record, shards = _read_final(checkpoint, kind, num_workers)
+    t_fit = time.perf_counter()
+    check = check_shards(shards, data)
+    rounds = (booster.num_boosted_rounds() if kind == "xgboost"
+              else booster.current_iteration())
+    final = {**spec["params"], "n_estimators": rounds, "requested_rounds": spec["rounds"]}
+    notes = [*notes, (
+        f"{kind} data-parallel on {num_workers} Ray Train workers "
+        f"({'XGBoost collective, merged quantile sketches' if kind == 'xgboost' else 'LightGBM data_parallel, bins found per worker'}): "
+        "split candidates differ slightly from a single-process run; reproducible for a fixed "
+        "seed, data, world size and threads per worker")]
+    out = finish_booster(kind, booster, data, config, params=final, history=record["history"],
+                         notes=notes, metric=metric,
+                         best_iteration=int(record["best_iteration"]), device="cpu",
+                         timings=(t0, t_prep, t_fit))
+    out.extra["distributed"] = {
+        "world_size": num_workers, "threads_per_worker": threads, "ray_address": ray_address,
+        "shards": [{k: s[k] for k in ("rank", "rows", "validation_rows", "read_seconds",
+                                      "fit_seconds")} for s in shards], **check}
+    return out

@@ -1,0 +1,174 @@
+"""Data-parallel XGBoost and LightGBM on Ray Train (pipelines.trainers.ray_boosting).
+
+The slow test starts one local Ray cluster for the module (always shut down), trains the adult
+use case on a 1,500-row slice once in one process and once on 2 Ray workers per booster, and
+compares what the registry holds. The refusals and the exactly-once check run without Ray.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fstrain.kernel.errors import ConfigError, FeatureStoreError, IntegrityError
+from pipelines import feature, model_validation, training, training_dataset
+from pipelines.cli import app
+from pipelines.trainers.config import load_config
+from pipelines.trainers.ray_boosting import block_rows, check_shards, fingerprint
+
+#: validation metrics of the 2-worker model may differ from the single-process model's by this
+#: much: distributed histograms use other split candidates (XGBoost merges per-worker quantile
+#: sketches, LightGBM finds each feature's bins on one worker's rows), which can move early
+#: stopping by many rounds; on 225 validation rows one AUC standard error is ≈0.03.
+METRIC_TOLERANCE = 0.03
+
+
+@pytest.fixture(scope="module")
+def adult(tmp_path_factory):
+    import feature_store
+
+    root = tmp_path_factory.mktemp("ray_boosting")
+    project = feature_store.login(root=root / "store")
+    feature.run(project, feature.FeaturePipelineConfig(use_case="adult", sample=1500))
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+        use_case="adult", seed=5))
+    return project, td.version
+
+
+def _config(version, model, **extra):
+    return training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=version, model_name=f"adult_{model}_"
+        f"w{extra.get('workers', 1)}", model={"model": model, "params": {"n_estimators": 60}},
+        **extra)
+
+
+@pytest.mark.parametrize("model, extra, message", [
+    ({"model": "xgboost"}, {"tune": True}, "--tune runs single-process trials"),
+    ({"model": "lightgbm", "imbalance": "oversample"}, {}, "resamples the whole train split"),
+    ({"model": "xgboost", "device": "cuda"}, {}, "runs CPU workers"),
+    ({"model": "xgboost", "params": {"tree_method": "exact"}}, {}, "no distributed form"),
+    ({"model": "lightgbm"}, {"drop_label_issues": True, "find_label_issues": True, "cv": 2},
+     "--drop-label-issues trains on a subset"),
+])
+def test_options_the_ray_path_cannot_honour_are_refused(project, model, extra, message):
+    """Refused before anything is read (the store holds no data at all here)."""
+    with pytest.raises(ConfigError, match=message):
+        training.run(project, training.TrainingPipelineConfig(
+            use_case="adult", training_dataset_version=1, workers=2, model=model, **extra))
+    assert project.get_model_registry().get_models("adult_income") == []
+
+
+@pytest.mark.slow
+def test_a_version_without_its_own_validation_split_is_refused(adult):
+    project, _ = adult
+    fv = project.get_feature_store().get_feature_view("adult_income", 1)
+    version, _ = fv.create_train_test_split(test_size=0.2, seed=3)
+    with pytest.raises(ConfigError, match="own validation split"):
+        training.run(project, _config(version, "xgboost", workers=2))
+
+
+def test_the_cli_refuses_tune_with_workers_for_boosting(tmp_path):
+    out = CliRunner().invoke(app, ["train", "adult", "-t", "1", "--model", "lightgbm",
+                                   "--workers", "2", "--tune", "--root", str(tmp_path)])
+    assert out.exit_code == 2 and "--tune runs single-process trials" in out.output
+
+
+def test_the_shard_check_finds_a_dropped_a_duplicated_and_a_changed_row():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 4)).astype(np.float32)
+    y, w = rng.integers(0, 2, 50), np.ones(50, dtype=np.float32)
+
+    class Data:
+        X_train, y_train, sample_weight = x, y, None
+
+    def shards(*parts):
+        return [{"rows": len(p), "fingerprint": str(fingerprint(x[p], y[p], w[p]))}
+                for p in parts]
+
+    whole = np.arange(50)
+    assert check_shards(shards(whole[::2], whole[1::2]), Data)["each_row_once"]
+    with pytest.raises(IntegrityError, match="dropped, duplicated or changed"):
+        check_shards(shards(whole[:25], whole[26:]), Data)  # row 25 dropped
+    with pytest.raises(IntegrityError):
+        check_shards(shards(whole[:26], whole[25:49]), Data)  # 25 twice, 49 dropped
+    changed = x.copy()
+    changed[3, 1] += 1
+    bad = [{"rows": 50, "fingerprint": str(fingerprint(changed, y, w))}]
+    with pytest.raises(IntegrityError):
+        check_shards(bad, Data)
+    assert block_rows(975, 2) == 122 and block_rows(10**9, 2) == 65_536
+
+
+def test_ray_boosting_errors_share_the_root():
+    assert issubclass(ConfigError, FeatureStoreError) and issubclass(IntegrityError,
+                                                                     FeatureStoreError)
+    with pytest.raises(ConfigError, match="trains xgboost, lightgbm"):
+        from pipelines.trainers.ray_boosting import refuse_unsupported
+
+        refuse_unsupported(load_config({"model": "mlp"}))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """One local Ray for the module's distributed runs; always shut down."""
+    import os
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    temp = tmp_path_factory.mktemp("ray")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _files(model) -> dict[str, str]:
+    return {e["path"]: e for e in model.manifest["files"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, model_file", [("xgboost", "model/model.json"),
+                                              ("lightgbm", "model/model.txt")])
+def test_two_workers_register_the_single_process_model_format(adult, ray_cluster, kind,
+                                                              model_file):
+    project, version = adult
+    mr = project.get_model_registry()
+    one = training.run(project, _config(version, kind))
+    two = training.run(project, _config(version, kind, workers=2))
+    single, dist = mr.get_model(one.name, one.version), mr.get_model(two.name, two.version)
+
+    # the same files, manifest and training-config keys, hyperparameter names and lineage
+    assert set(_files(single)) == set(_files(dist)) and model_file in _files(dist)
+    assert set(single.manifest) == set(dist.manifest)
+    assert set(single.training_config) == set(dist.training_config)
+    assert set(single.manifest["hyperparameters"]) == set(dist.manifest["hyperparameters"])
+    for key in ("feature_view_name", "feature_view_version", "training_dataset_version"):
+        assert getattr(single, key) == getattr(dist, key)
+    assert dist.training_config["trainer"] == single.training_config["trainer"]
+    assert dist.manifest["hyperparameters"]["seed"] == single.training_config["trainer"]["seed"]
+    record = dist.training_config["distributed"]
+    assert single.training_config["distributed"] is None
+    # every train row seen exactly once: the shards' rows and fingerprints add up
+    rows = [s["rows"] for s in record["shards"]]
+    assert record["world_size"] == 2 and len(rows) == 2 and min(rows) > 0
+    fv = project.get_feature_store().get_feature_view("adult_income", 1)
+    assert sum(rows) == record["rows"] == len(fv.get_train_validation_test_split(version)[0])
+    assert record["each_row_once"] is True
+    # early stopping on validation: the best round is the best validation loss/metric so far
+    folder = Path(dist.model_path)
+    curves = json.loads((folder / "learning_curves.json").read_text())
+    assert curves["unit"] == "round" and len(curves["val_loss"]) > curves["best_step"]
+    for metric in ("validation_roc_auc", "validation_log_loss"):
+        assert abs(dist.training_metrics[metric] - single.training_metrics[metric]) \
+            <= METRIC_TOLERANCE, (metric, dist.training_metrics, single.training_metrics)
+    # model validation loads and scores it unchanged
+    result = model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=two.name, version=two.version, gates=["roc_auc >= 0.6"],
+        replace_gates=True, bootstrap_resamples=20, shap_samples=30))
+    assert result.status == "passed"
