@@ -17,13 +17,17 @@ Measured, each in a fresh child process (peak RSS = VmHWM, which a child does no
   the same way, ``COPY``-ed to one Parquet file under the same memory limit: the floor fstrain's
   create is compared against (ratio printed).
 
-    python bench/td_scale.py [--rows 10000000] [--width 2] [--memory-limit 4GB]
+    python bench/td_scale.py [--rows 10000000] [--width 2] [--memory-limit 4GB] [--store DIR]
+
+``--store DIR`` keeps the generated store in ``DIR`` and reuses it when it is already there (the
+100M store takes ~15 minutes to generate); the versions a run creates are deleted afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -108,7 +112,11 @@ if step == "create":
                                       write_options={"memory_limit": memory_limit})
     rows = sum(s["rows"] for s in fv.get_training_dataset(v).splits.values())
 elif step == "verify":
-    fv.verify_training_dataset(1)
+    fv.verify_training_dataset(max(fv._td.versions()))
+    rows = 0
+elif step == "cleanup":
+    for version in fv._td.versions():
+        fv.delete_training_dataset(version)
     rows = 0
 else:
     from bench.td_scale import baseline
@@ -151,7 +159,7 @@ def _child(root: Path, step: str, memory_limit: str) -> dict:
     here = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", CHILD, str(root), step, memory_limit],
                           capture_output=True, text=True, cwd=here,
-                          env={**__import__("os").environ, "PYTHONPATH": str(here)})
+                          env={**os.environ, "PYTHONPATH": str(here)})
     if proc.returncode != 0:
         raise SystemExit(f"{step} failed:\n{proc.stderr[-3000:]}")
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -166,15 +174,27 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit (both runs)")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
+    parser.add_argument("--store", default=None,
+                        help="keep the generated store here and reuse it if present")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        root = Path(tmp) / "store"
-        t = time.perf_counter()
-        build(root, args.rows, args.width, args.chunk)
-        print(f"generated {args.rows:,} label rows + {GROUPS} x {args.rows:,} feature rows "
-              f"({args.width} columns each) in {time.perf_counter() - t:.0f} s")
+        root = Path(args.store) if args.store else Path(tmp) / "store"
+        if (root / "feature_store" / "catalog.sqlite").exists():
+            print(f"reusing the store in {root}")
+        else:
+            t = time.perf_counter()
+            build(root, args.rows, args.width, args.chunk)
+            print(f"generated {args.rows:,} label rows + {GROUPS} x {args.rows:,} feature rows "
+                  f"({args.width} columns each) in {time.perf_counter() - t:.0f} s")
         steps = ["create", "verify"] + ([] if args.no_baseline else ["baseline"])
-        results = {step: _child(root, step, args.memory_limit) for step in steps}
+        load = os.getloadavg()
+        try:
+            results = {step: _child(root, step, args.memory_limit) for step in steps}
+        finally:
+            if args.store:
+                _child(root, "cleanup", args.memory_limit)
+        print(f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} "
+              f"(1 min; {os.cpu_count()} cores)")
         for step, r in results.items():
             print(f"{step:8s} {r['seconds']:8.1f} s  peak RSS {r['peak_mb'] / 1024:5.2f} GB "
                   f"(imports {r['base_mb'] / 1024:.2f} GB)")
