@@ -37,6 +37,8 @@ BUCKET = "__fstrain_bucket"
 #: joins' sorts and hash tables take several times the data they join)
 BUCKET_SHARE = 0.25
 MAX_BUCKETS = 512
+#: the buckets and their results are read once: compressing them costs more CPU than it saves
+SCRATCH_COMPRESSION = "COMPRESSION uncompressed"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
@@ -105,7 +107,7 @@ class PartitionedQuery:
             self.con.execute(
                 f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}) "
                 f"TO {_quoted(self._group_dir(ph))} (FORMAT parquet, PARTITION_BY ({BUCKET}), "
-                "OVERWRITE_OR_IGNORE)")
+                f"{SCRATCH_COMPRESSION}, OVERWRITE_OR_IGNORE)")
         root = next(iter(self.compiled.scans))  # the root's placeholder comes first
         for bucket in range(self.buckets):
             if not self._bucket_dir(root, bucket).exists():
@@ -113,7 +115,7 @@ class PartitionedQuery:
             sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
             sql = self.compiled.bind_sources(sources, single_statement=True)
             out = self.folder / f"result_{bucket}.parquet"
-            self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet)",
+            self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet, {SCRATCH_COMPRESSION})",
                              self.compiled.params or None)
             self.results.append(out)
             for ph in self.scans:  # the bucket's inputs are spent

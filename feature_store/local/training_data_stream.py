@@ -245,6 +245,17 @@ def _distribute(batches: Iterator[pa.RecordBatch], schema: pa.Schema, codes: np.
     return writers.files
 
 
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns worth dictionary-encoding in Parquet: text, binary and dictionary columns.
+    Trying it on numbers (pyarrow's default) costs ~6x the write and falls back anyway once
+    their distinct values overflow the dictionary page."""
+    import pyarrow as pa
+
+    wanted = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+              pa.types.is_large_binary, pa.types.is_dictionary)
+    return [f.name for f in schema if any(test(f.type) for test in wanted)]
+
+
 class _SplitWriters:
     """One Parquet writer and one streaming content hash per split; hashing runs on one
     background thread (in submission order) while the caller writes the next batch."""
@@ -255,7 +266,9 @@ class _SplitWriters:
         from feature_store.core.content_hash import StreamingTableHash
 
         self.paths = {n: staging / f"{n}.parquet" for n in split_names}
-        self.writers = {n: pq.ParquetWriter(p, schema) for n, p in self.paths.items()}
+        dictionary = dictionary_columns(schema)
+        self.writers = {n: pq.ParquetWriter(p, schema, use_dictionary=dictionary or False)
+                        for n, p in self.paths.items()}
         self.hashes = {n: StreamingTableHash(schema) for n in split_names}
         self.rows = dict.fromkeys(split_names, 0)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash")

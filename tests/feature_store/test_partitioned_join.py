@@ -82,7 +82,7 @@ def runs(monkeypatch):
 
 
 def test_partitioned_versions_equal_in_memory_for_any_bucket_count(fs, runs):
-    root, hist, prof = _groups(fs)
+    root, hist, _ = _groups(fs)
     query = (root.select_all()
              .join(hist.select(["h1", "h2"]), on=["a", "b"])
              .join(hist.select(["h1"]), on=["b", "a"], prefix="late_", lookback="30h")
