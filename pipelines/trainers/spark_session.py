@@ -33,7 +33,7 @@ def require_pyspark() -> Any:
 
 
 def session_conf(master: str, scratch: Path, app_name: str = "fstrain-train") -> dict[str, str]:
-    """The Spark settings of a training session (also recorded with the model)."""
+    """The Spark settings of a training session (the master URL is named in the model's notes)."""
     scratch = Path(scratch).resolve()
     return {
         "spark.master": master,
