@@ -301,10 +301,10 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
 
     X_tr, X_va, y_tr, y_va = splits
     if config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and fv is not None:
-        from pipelines.trainers.ray_boosting import train_boosting_on_ray, version_files
+        from pipelines.trainers.ray_boosting import train_boosting_on_ray, version_source
 
-        files = version_files(fv, int(config.training_dataset_version))
-        result = train_boosting_on_ray(cfg, X_tr, y_tr, X_va, y_va, files, workdir=workdir,
+        source = version_source(fv, int(config.training_dataset_version))
+        result = train_boosting_on_ray(cfg, X_tr, y_tr, X_va, y_va, source, workdir=workdir,
                                        num_workers=config.workers,
                                        ray_address=config.ray_address, num_cpus=config.num_cpus)
         return _Fitted(cfg, result, registry_metrics(result.metrics))

@@ -7,12 +7,16 @@
 - the driver fits what a single-process run fits on the train split — label encoding, the
   preprocessor (:class:`~pipelines.trainers.tabular.Prepared`) and the imbalance weights — so
   the saved predictor has the same files and the same ``predictor.json``;
-- Ray Data reads the version's pinned ``train.parquet`` (checked against its sha256 first by the
-  caller) and applies that train-fitted preprocessor per batch (:class:`ShardPreprocessing`);
-  the train rows are dealt to the workers with ``streaming_split(equal=False)`` (Ray Train's
-  default, ``equal=True``, drops up to ``num_workers - 1`` rows), so each row is in exactly one
-  shard. Every worker records its shard's row count and an order-free fingerprint of its rows;
-  the driver checks that together they are the train matrix, row for row, before registering;
+- Ray Data reads the version's pinned Parquet files (the paths and the view's shaper a streamed
+  read hands out, checked against their sha256; the view's model-dependent transformations
+  apply as in memory) and applies that train-fitted preprocessor per piece
+  (:class:`ShardPreprocessing`). Each rank gets one dataset over its contiguous share of the
+  train rows (pieces of row groups, :func:`pipelines.trainers.streaming.rank_pieces`, the same
+  dealing the torch workers use), so each row is in exactly one shard and in the same shard
+  every run (Ray Train's ``streaming_split(equal=True)`` drops up to ``num_workers - 1`` rows,
+  and its blocks go to whichever worker asks first). Every worker records its shard's row
+  count and an order-free fingerprint of its rows; the driver checks that together they are
+  the train matrix, row for row, before anything is registered;
 - every worker reads the whole validation split (it is the early-stopping set: each worker then
   computes the same validation metric on the same model and stops at the same round, and
   LightGBM's metrics, which are per machine, equal the single-process ones);
@@ -48,27 +52,41 @@ MODEL_FILE = {"xgboost": "model.ubj", "lightgbm": "model.txt"}
 
 @dataclass(frozen=True)
 class ShardPreprocessing:
-    """Per-batch preprocessing in Ray Data's workers: the train-fitted preprocessor on the
+    """Per-piece preprocessing in Ray Data's workers: the train-fitted preprocessor on the
     features, the train-fitted label encoding, and the imbalance class weights (train only).
-    Picklable; the output columns are ``x`` (float32 matrix), ``y`` and ``w``."""
+    Picklable; returns the columns ``x`` (float32 matrix), ``y`` and ``w``."""
 
     preprocessor: Any
     schema: Any
     labels: Any
-    label_columns: tuple[str, ...]
     split: str
     class_weight: Any = None
 
-    def __call__(self, batch: pd.DataFrame) -> dict[str, np.ndarray]:
+    def __call__(self, X: pd.DataFrame, y: pd.DataFrame) -> dict[str, np.ndarray]:
         from pipelines.trainers.preprocessing import transform
 
-        x = transform(self.preprocessor, self.schema, batch)
-        y = self.labels.encode(batch[list(self.label_columns)], split=self.split)
+        x = transform(self.preprocessor, self.schema, X)
+        codes = self.labels.encode(y, split=self.split)
         if self.class_weight is None:
-            w = np.ones(len(y), dtype=np.float32)
+            w = np.ones(len(codes), dtype=np.float32)
         else:
-            w = np.asarray(self.class_weight)[np.asarray(y, dtype=np.int64)].astype(np.float32)
-        return {"x": x, "y": np.asarray(y), "w": w}
+            w = np.asarray(self.class_weight)[np.asarray(codes, dtype=np.int64)].astype(
+                np.float32)
+        return {"x": x, "y": np.asarray(codes), "w": w}
+
+
+class _ReadPieces:
+    """``map_batches`` function: piece descriptors ``(row group, offset, rows)`` of one split
+    → their rows, shaped by the view (as its in-memory read) and preprocessed."""
+
+    def __init__(self, source: Any, split: str, prep: ShardPreprocessing) -> None:
+        self.source, self.split, self.prep = source, split, prep
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        parts = [self.prep(*self.source.read(self.split, (int(g), int(o), int(n))))
+                 for g, o, n in zip(batch["group"], batch["offset"], batch["rows"],
+                                    strict=True)]
+        return {k: np.concatenate([p[k] for p in parts]) for k in ("x", "y", "w")}
 
 
 def row_fingerprints(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
@@ -116,28 +134,30 @@ def refuse_unsupported(cfg: TrainConfig, *, tune: bool = False,
                           "use 'hist' (the default) or 'approx', or drop --workers.")
 
 
-def version_files(fv: Any, version: int) -> dict[str, Path]:
-    """The verified train and validation files of a version, for Ray Data to read.
+def version_source(fv: Any, version: int) -> Any:
+    """The version's train and validation files as a
+    :class:`~pipelines.trainers.streaming.StreamSource`: the paths the view hands out for a
+    streamed read (checked against their recorded sha256) and the view's shaper (feature
+    selection and model-dependent transformations with train-fitted statistics).
 
-    Raises :class:`ConfigError` when the view has model-dependent transformations (the
-    in-memory read applies them; this path reads the files as they are) or the version has no
-    validation split (a carved one is drawn from train rows in memory); the checks of
-    :func:`pipelines.td_files.verified_split_files` (materialized, Parquet, hashes) apply."""
-    from pipelines.td_files import verified_split_files
+    Raises :class:`ConfigError` for a version without its own validation split (a carved one
+    exists only in memory) or one the backend cannot stream (in memory, csv, another backend)."""
+    from pipelines.streamed_training import stream_source
 
-    if getattr(fv, "transformation_functions", None):
-        raise ConfigError(
-            f"feature view {fv.name} v{fv.version} has model-dependent transformations; "
-            "distributed boosting reads the version's files as they are. Train without "
-            "--workers, or move the transformations into the feature pipeline.")
     td = fv.get_training_dataset(version)
+    owner = f"training dataset v{version} of {fv.name} v{fv.version}"
     if "validation" not in tuple(td.splits):
         raise ConfigError(
-            f"training dataset v{version} of {fv.name} v{fv.version} has splits "
-            f"{list(td.splits)}: distributed boosting early-stops on the version's own "
-            "validation split (a carved one exists only in memory). Create a train/validation/"
-            "test version (`fstrain dataset <use case>`) or train without --workers.")
-    return verified_split_files(fv, version)
+            f"{owner} has splits {list(td.splits)}: distributed boosting early-stops on the "
+            "version's own validation split (a carved one exists only in memory). Create a "
+            "train/validation/test version (`fstrain dataset <use case>`) or drop --workers.")
+    source = stream_source(fv, version, required=False)
+    if source is None:
+        raise ConfigError(
+            f"{owner} is {td.type.lower()} {td.data_format}: Ray workers read the Parquet files "
+            "of a materialized version. Create one with `fstrain dataset <use case>` (the "
+            "default) or drop --workers.")
+    return source
 
 
 def _collect(shard: Any, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -232,9 +252,11 @@ def _worker(spec: dict[str, Any]) -> None:
     report the shard's row count and fingerprint (rank 0 also the model and its history)."""
     import ray.train
 
+    from pipelines.trainers.ray_input import dataset_name
+
     rank = ray.train.get_context().get_world_rank()
     t0 = time.perf_counter()
-    train = _collect(ray.train.get_dataset_shard("train"), spec["n_features"])
+    train = _collect(ray.train.get_dataset_shard(dataset_name(rank)), spec["n_features"])
     val = _collect(ray.train.get_dataset_shard("validation"), spec["n_features"])
     t_read = time.perf_counter()
     fit = _fit_xgboost if spec["kind"] == "xgboost" else _fit_lightgbm
@@ -253,63 +275,28 @@ def _worker(spec: dict[str, Any]) -> None:
                          checkpoint_dir_name="final")
 
 
-def _row_split_config() -> Any:
-    """A Ray Train ``DataConfig`` that deals the ``train`` rows to the workers with
-    ``streaming_split(equal=False)`` (each row to exactly one worker) and gives every worker
-    the whole of any other dataset (the validation split)."""
-    from ray.train import DataConfig
-
-    class EveryTrainRowOnce(DataConfig):
-        def configure(self, datasets: dict[str, Any], world_size: int,
-                      worker_handles: Any, worker_node_ids: Any,
-                      **kwargs: Any) -> list[dict[str, Any]]:
-            output: list[dict[str, Any]] = [{} for _ in range(world_size)]
-            for name, ds in datasets.items():
-                ds = ds.copy(ds)
-                ds.context.execution_options = self._resolve_execution_options(name)
-                if name == "train":
-                    parts = ds.streaming_split(world_size, equal=False,
-                                               locality_hints=worker_node_ids)
-                    for rank, part in enumerate(parts):
-                        output[rank][name] = part
-                else:
-                    for rank in range(world_size):
-                        output[rank][name] = ds.iterator()
-            return output
-
-    return EveryTrainRowOnce()
-
-
-#: at most this many rows per Ray Data block (a worker's shard is made of whole blocks)
-MAX_BLOCK_ROWS = 65_536
-
-
-def block_rows(total_rows: int, num_workers: int) -> int:
-    """Rows per block so that the train rows make at least four blocks per worker (blocks
-    are dealt to workers whole; one block per file would leave workers empty)."""
-    return max(1, min(MAX_BLOCK_ROWS, -(-total_rows // (4 * num_workers))))
-
-
-def _datasets(files: dict[str, Path], data: Any, label_columns: tuple[str, ...],
-              num_workers: int) -> dict[str, Any]:
-    """Ray Datasets of the train and validation files, cut into blocks (streaming) and
-    preprocessed per batch with the train-fitted preprocessor."""
-    import pyarrow.parquet as pq
+def _datasets(source: Any, data: Any, num_workers: int) -> dict[str, Any]:
+    """One Ray Dataset per rank over its contiguous share of the train rows (pieces of row
+    groups in file order: every row in exactly one shard, the same shard every run), and one
+    over the whole validation split; each reads and preprocesses its pieces in Ray Data tasks."""
     import ray.data
 
-    columns = list(dict.fromkeys([*data.schema.names, *label_columns]))
-    out = {}
-    for split in ("train", "validation"):
-        prep = ShardPreprocessing(data.preprocessor, data.schema, data.labels, label_columns,
-                                  split=split,
-                                  class_weight=data.plan.class_weight if split == "train" else None)
-        dataset = (ray.data.read_parquet([str(files[split])]).select_columns(columns)
-                   .map_batches(prep, batch_format="pandas"))
-        if split == "train":  # every worker reads the whole validation split
-            rows = pq.ParquetFile(files[split]).metadata.num_rows
-            dataset = dataset.repartition(
-                target_num_rows_per_block=block_rows(rows, num_workers))
-        out[split] = dataset
+    from pipelines.trainers.ray_input import READ_TASK_CPUS, dataset_name
+    from pipelines.trainers.streaming import rank_pieces
+
+    def dataset(split: str, pieces: list[tuple[int, int, int]]) -> Any:
+        prep = ShardPreprocessing(
+            data.preprocessor, data.schema, data.labels, split=split,
+            class_weight=data.plan.class_weight if split == "train" else None)
+        items = [{"group": g, "offset": o, "rows": n} for g, o, n in pieces]
+        return ray.data.from_items(items, override_num_blocks=max(1, len(items))).map_batches(
+            _ReadPieces(source, split, prep), batch_size=1, batch_format="numpy",
+            num_cpus=READ_TASK_CPUS)
+
+    out = {dataset_name(rank): dataset("train", rank_pieces(source.group_rows["train"], rank,
+                                                            num_workers))
+           for rank in range(num_workers)}
+    out["validation"] = dataset("validation", rank_pieces(source.group_rows["validation"], 0, 1))
     return out
 
 
@@ -319,13 +306,15 @@ def _run_trainer(spec: dict[str, Any], datasets: dict[str, Any], workdir: Path,
     ``cpus`` is each worker's logical CPU share (Ray Data's read tasks need the rest)."""
     from ray.train import RunConfig, ScalingConfig
 
+    from pipelines.trainers.ray_input import data_config
+
     if spec["kind"] == "xgboost":
         from ray.train.xgboost import XGBoostTrainer as Trainer
     else:
         from ray.train.lightgbm import LightGBMTrainer as Trainer  # type: ignore[assignment]
     trainer = Trainer(
         _worker, train_loop_config=spec, datasets=datasets,
-        dataset_config=_row_split_config(),
+        dataset_config=data_config(),
         scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=False,
                                      resources_per_worker={"CPU": cpus}),
         run_config=RunConfig(name=f"{spec['kind']}_data_parallel",
@@ -404,7 +393,7 @@ def train_boosting_on_ray(
     y_train: pd.DataFrame,
     X_val: pd.DataFrame,
     y_val: pd.DataFrame,
-    files: dict[str, Path],
+    source: Any,
     *,
     workdir: Path,
     num_workers: int = 2,
@@ -412,9 +401,10 @@ def train_boosting_on_ray(
     num_cpus: int = 2,
 ) -> TrainResult:
     """Train ``config`` (xgboost or lightgbm) data-parallel on ``num_workers`` Ray Train
-    workers that read ``files["train"]`` and ``files["validation"]`` (the version's verified
-    Parquet files; the frames are the same splits read in memory, for the train-fitted
-    preprocessing and the validation metrics). See the module docstring.
+    workers that read their shards of ``source`` (:func:`version_source`: the version's
+    verified train and validation files). The frames are the same splits read in memory: the
+    driver fits the preprocessing on them and scores the validation split, as one process does.
+    See the module docstring.
 
     Returns the :class:`TrainResult` the single-process trainer returns, with
     ``extra["distributed"]``: world size, per-shard rows and the exactly-once check.
@@ -431,7 +421,7 @@ def train_boosting_on_ray(
     spec, metric = _spec(config, data, threads)
     workdir = Path(workdir).resolve()
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
-        datasets = _datasets(files, data, tuple(str(c) for c in y_train.columns), num_workers)
+        datasets = _datasets(source, data, num_workers)
         # leave one logical CPU to Ray Data's read/preprocess tasks, or they never schedule
         cpus = max(0.25, (num_cpus - 1) / num_workers)
         checkpoint = _run_trainer(spec, datasets, workdir, num_workers, cpus)

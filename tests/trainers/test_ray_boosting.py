@@ -18,13 +18,16 @@ from fstrain.kernel.errors import ConfigError, FeatureStoreError, IntegrityError
 from pipelines import feature, model_validation, training, training_dataset
 from pipelines.cli import app
 from pipelines.trainers.config import load_config
-from pipelines.trainers.ray_boosting import block_rows, check_shards, fingerprint
+from pipelines.trainers.ray_boosting import check_shards, fingerprint
 
-#: validation metrics of the 2-worker model may differ from the single-process model's by this
-#: much: distributed histograms use other split candidates (XGBoost merges per-worker quantile
+#: how far the 2-worker model's validation metrics may be from the single-process model's.
+#: Distributed histograms use other split candidates (XGBoost merges per-worker quantile
 #: sketches, LightGBM finds each feature's bins on one worker's rows), which can move early
-#: stopping by many rounds; on 225 validation rows one AUC standard error is ≈0.03.
-METRIC_TOLERANCE = 0.03
+#: stopping by tens of rounds, so the two are different fits of the same data; the bound is
+#: about 1.5 standard errors of the metric on these 225 validation rows (AUC ≈ 0.02, log loss
+#: ≈ 0.03). Measured: XGBoost equal to the last digit here (every feature has fewer distinct
+#: values than bins, so the merged sketch is exact), LightGBM 0.013 AUC / 0.031 log loss apart.
+METRIC_TOLERANCE = {"validation_roc_auc": 0.03, "validation_log_loss": 0.05}
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +103,6 @@ def test_the_shard_check_finds_a_dropped_a_duplicated_and_a_changed_row():
     bad = [{"rows": 50, "fingerprint": str(fingerprint(changed, y, w))}]
     with pytest.raises(IntegrityError):
         check_shards(bad, Data)
-    assert block_rows(975, 2) == 122 and block_rows(10**9, 2) == 65_536
 
 
 def test_ray_boosting_errors_share_the_root():
@@ -155,20 +157,66 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     record = dist.training_config["distributed"]
     assert single.training_config["distributed"] is None
     # every train row seen exactly once: the shards' rows and fingerprints add up
-    rows = [s["rows"] for s in record["shards"]]
-    assert record["world_size"] == 2 and len(rows) == 2 and min(rows) > 0
+    # (contiguous halves of the train file, the same every run)
     fv = project.get_feature_store().get_feature_view("adult_income", 1)
-    assert sum(rows) == record["rows"] == len(fv.get_train_validation_test_split(version)[0])
+    X_tr, X_va = fv.get_train_validation_test_split(version)[:2]
+    n = len(X_tr)
+    assert record["world_size"] == 2 and record["rows"] == n
+    assert [s["rows"] for s in record["shards"]] == [n // 2, n - n // 2]
+    # every worker early-stops on the whole validation split
+    assert [s["validation_rows"] for s in record["shards"]] == [len(X_va)] * 2
     assert record["each_row_once"] is True
     # early stopping on validation: the best round is the best validation loss/metric so far
     folder = Path(dist.model_path)
     curves = json.loads((folder / "learning_curves.json").read_text())
     assert curves["unit"] == "round" and len(curves["val_loss"]) > curves["best_step"]
-    for metric in ("validation_roc_auc", "validation_log_loss"):
+    for metric, tolerance in METRIC_TOLERANCE.items():
         assert abs(dist.training_metrics[metric] - single.training_metrics[metric]) \
-            <= METRIC_TOLERANCE, (metric, dist.training_metrics, single.training_metrics)
+            <= tolerance, (metric, dist.training_metrics, single.training_metrics)
     # model validation loads and scores it unchanged
     result = model_validation.run(project, model_validation.ModelValidationConfig(
         model_name=two.name, version=two.version, gates=["roc_auc >= 0.6"],
         replace_gates=True, bootstrap_resamples=20, shap_samples=30))
     assert result.status == "passed"
+
+
+def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformations(fs):
+    """Without Ray: what the rank datasets read and preprocess (the view's standard_scaler
+    applied with train statistics, then the train-fitted preprocessor) is the single-process
+    train matrix, row for row, each row in exactly one of three shards."""
+    import pandas as pd
+
+    from feature_store.transformations import standard_scaler
+    from pipelines.trainers.ray_boosting import ShardPreprocessing, _ReadPieces, version_source
+    from pipelines.trainers.streaming import rank_pieces
+    from pipelines.trainers.tabular import Prepared
+
+    rng, n, t0 = np.random.default_rng(5), 300, pd.Timestamp("2024-01-01", tz="UTC")
+    tx = fs.get_or_create_feature_group("tx", version=1, primary_key=["tid"], event_time="ts")
+    tx.insert(pd.DataFrame({"tid": np.arange(n), "ts": t0 + pd.to_timedelta(np.arange(n), "h"),
+                            "amount": rng.gamma(2, 10, n), "kind": rng.choice(["a", "b"], n),
+                            "label": rng.integers(0, 2, n)}))
+    fv = fs.create_feature_view("tx_view", query=tx.select(["amount", "kind", "label"]),
+                                labels=["label"],
+                                transformation_functions=[standard_scaler("amount")])
+    version, _ = fv.create_train_validation_test_split(
+        validation_size=0.2, test_size=0.2, seed=3, write_options={"batch_rows": 40})
+    X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
+    cfg = load_config({"model": "xgboost", "imbalance": "class_weight"})
+    data = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
+    source = version_source(fv, version)
+    assert len(source.group_rows["train"]) > 1  # pieces of several row groups
+    read = _ReadPieces(source, "train", ShardPreprocessing(
+        data.preprocessor, data.schema, data.labels, split="train",
+        class_weight=data.plan.class_weight))
+    shards = []
+    for rank in range(3):
+        pieces = rank_pieces(source.group_rows["train"], rank, 3)
+        shards.append(read({k: np.array([p[i] for p in pieces]) for i, k in
+                            enumerate(("group", "offset", "rows"))}))
+    x = np.concatenate([s["x"] for s in shards])
+    np.testing.assert_array_equal(x, data.X_train)
+    np.testing.assert_array_equal(np.concatenate([s["y"] for s in shards]), data.y_train)
+    np.testing.assert_array_equal(np.concatenate([s["w"] for s in shards]), data.sample_weight)
+    assert check_shards([{"rows": len(s["y"]), "fingerprint": str(fingerprint(
+        s["x"], s["y"], s["w"]))} for s in shards], data)["each_row_once"]
