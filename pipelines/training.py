@@ -44,7 +44,7 @@ class TrainingPipelineConfig(PipelineConfig):
     tune: bool = False
     ray_address: str | None = None
     num_cpus: int = 2
-    workers: int = Field(1, ge=1)  # >1: data-parallel torch training on Ray Train
+    workers: int = Field(1, ge=1)  # >1: data-parallel torch/xgboost/lightgbm on Ray Train
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
     find_label_issues: bool = False  # with cv: Cleanlab on the out-of-fold probabilities

@@ -142,7 +142,13 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     project, version = adult
     mr = project.get_model_registry()
     one = training.run(project, _config(version, kind))
-    two = training.run(project, _config(version, kind, workers=2))
+    out = CliRunner().invoke(app, [  # the real CLI; it reuses the module's Ray
+        "train", "adult", "-t", str(version), "--model", kind, "--param", "n_estimators=60",
+        "--workers", "2", "--model-name", f"adult_{kind}_w2", "--json",
+        "--root", str(project.root)])
+    assert out.exit_code == 0, out.output
+    two = one.__class__(**{k: v for k, v in json.loads(out.stdout).items()
+                           if k in ("name", "version")})
     single, dist = mr.get_model(one.name, one.version), mr.get_model(two.name, two.version)
 
     # the same files, manifest and training-config keys, hyperparameter names and lineage
