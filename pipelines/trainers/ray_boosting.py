@@ -417,6 +417,9 @@ def train_boosting_on_ray(
     t0 = time.perf_counter()
     data = Prepared(config, X_train, y_train, X_val, y_val, framework=kind)
     t_prep = time.perf_counter()
+    if source.rows("train") < num_workers:  # a worker would get no rows to boost on
+        raise ConfigError(f"{kind} on {num_workers} Ray workers: the train split has only "
+                          f"{source.rows('train')} rows. Use fewer workers.")
     threads = max(1, num_cpus // num_workers)
     spec, metric = _spec(config, data, threads)
     workdir = Path(workdir).resolve()
