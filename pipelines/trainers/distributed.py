@@ -176,6 +176,9 @@ def train_distributed(
             f"train_distributed runs torch models (mlp, cnn); got model {cfg.model!r}. "
             "XGBoost scales with its own threads (or xgboost.ray / Spark on a cluster)."
         )
+    if not cfg.torch.checkpoint:
+        raise ConfigError("train_distributed returns the best epoch's weights from rank 0's "
+                          "checkpoints; torch.checkpoint: false would leave none. Drop it.")
     if use_gpu is None:
         use_gpu = torch.cuda.is_available()
     workdir = Path(workdir).resolve()

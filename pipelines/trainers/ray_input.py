@@ -100,7 +100,7 @@ class RayShardStream:
         buffer = self.stream.shuffle_buffer
         seed = int(self.stream.epoch_rng(epoch, rank).integers(2**31)) if buffer else None
         batches = self.shard.iter_torch_batches(
-            batch_size=batch_size, device="cpu", drop_last=False,
+            batch_size=batch_size, device="cpu", drop_last=False, prefetch_batches=4,
             local_shuffle_buffer_size=max(buffer, batch_size) if buffer else None,
             local_shuffle_seed=seed)
         return exact_batches(((b["x"], b["y"]) for b in batches),

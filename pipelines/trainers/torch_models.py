@@ -141,11 +141,14 @@ def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
                      prep.schema, prep.preprocessor)
 
 
-def train_torch_streamed(config: TrainConfig, source: Any, *, workdir: Path | None,
+def train_torch_streamed(config: TrainConfig | dict[str, Any], source: Any, *, workdir: Path | None,
                          lineage: dict[str, Any] | None = None, resume: bool | None = None,
                          report: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
     """Train an ``mlp`` in this process from a :class:`~pipelines.trainers.streaming.StreamSource`
     (a version's split files), never holding a split in memory."""
+    from pipelines.trainers.config import load_config
+
+    config = load_config(config)
     data = stream_torch_data(config, source)
     y_val = data.val_set.labels_and_rows()[0]
     result = _train_torch_data(config, data, data.val_set, y_val, workdir=workdir,
