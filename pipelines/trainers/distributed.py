@@ -119,7 +119,8 @@ def _worker(loop_config: dict[str, Any]) -> None:
     if getattr(train_set, "streamed", False):  # mlp: this rank's Ray Data shard
         from pipelines.trainers.ray_input import RayShardStream, dataset_name
 
-        train_set = RayShardStream(ray.train.get_dataset_shard(dataset_name(rank)), train_set)
+        train_set = RayShardStream(ray.train.get_dataset_shard(dataset_name(rank)), train_set,
+                                   epochs=cfg.torch.epochs)
     with deterministic_mode(cfg.torch.deterministic):
         seed_everything(cfg.seed)  # same initial weights on every rank (DDP broadcasts anyway)
         net = build_net(loop_config["arch"])

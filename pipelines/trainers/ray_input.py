@@ -5,7 +5,8 @@ Per rank, one Ray Dataset: its pieces (:func:`pipelines.trainers.streaming.rank_
 once per run from the seed) → ``map_batches`` reading each piece's rows from the split's Parquet
 file and applying the train-fitted preprocessing (:class:`~pipelines.trainers.streaming.StreamPrep`,
 fitted once on the driver) → in the worker, ``ray.train.get_dataset_shard("train_rank<r>")``
-→ ``iter_torch_batches`` with a local shuffle buffer seeded by ``(seed, epoch, rank)``.
+→ ``iter_torch_batches`` (whole pieces) → a shuffle window seeded by ``(seed, epoch, rank)``
+and batches, as in one process.
 
 Why per-rank datasets rather than ``read_parquet`` + ``streaming_split``: Ray's equal split
 (which DDP needs: every rank must take as many steps) drops the ``n mod world_size`` remainder
@@ -16,6 +17,9 @@ each run, and lets every rank take ``ceil(ceil(n / world) / batch_size)`` steps.
 
 from __future__ import annotations
 
+import functools
+import queue
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,20 +36,16 @@ def dataset_name(rank: int) -> str:
     return f"train_rank{rank}"
 
 
-class _ReadPieces:
-    """``map_batches`` function: a batch of piece descriptors → their preprocessed rows."""
-
-    def __init__(self, stream: SplitStream) -> None:
-        self.stream = stream
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        xs, ys = [], []
-        for group, offset, rows in zip(batch["group"], batch["offset"], batch["rows"],
-                                       strict=True):
-            x, y = self.stream.piece_arrays((int(group), int(offset), int(rows)))
-            xs.append(x)
-            ys.append(y)
-        return {"x": np.concatenate(xs), "y": np.concatenate(ys)}
+def _read_pieces(batch: dict[str, np.ndarray], stream: SplitStream) -> dict[str, np.ndarray]:
+    """``map_batches`` function: a batch of piece descriptors → their preprocessed rows (a plain
+    function, so Ray runs it as tasks in its pooled worker processes; a callable class would
+    start an actor pool, new processes importing everything, for every epoch)."""
+    xs, ys = [], []
+    for group, offset, rows in zip(batch["group"], batch["offset"], batch["rows"], strict=True):
+        x, y = stream.piece_arrays((int(group), int(offset), int(rows)))
+        xs.append(x)
+        ys.append(y)
+    return {"x": np.concatenate(xs), "y": np.concatenate(ys)}
 
 
 def rank_datasets(stream: SplitStream, world_size: int) -> dict[str, Any]:
@@ -57,8 +57,9 @@ def rank_datasets(stream: SplitStream, world_size: int) -> dict[str, Any]:
         pieces = stream.pieces(rank, world_size)
         items = [{"group": g, "offset": o, "rows": n} for g, o, n in pieces]
         ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-        out[dataset_name(rank)] = ds.map_batches(_ReadPieces(stream), batch_size=1,
-                                                 batch_format="numpy", num_cpus=READ_TASK_CPUS)
+        out[dataset_name(rank)] = ds.map_batches(
+            functools.partial(_read_pieces, stream=stream), batch_size=1, batch_format="numpy",
+            num_cpus=READ_TASK_CPUS)
     return out
 
 
@@ -80,8 +81,9 @@ class RayShardStream:
 
     streamed = True
 
-    def __init__(self, shard: Any, stream: SplitStream) -> None:
-        self.shard, self.stream = shard, stream
+    def __init__(self, shard: Any, stream: SplitStream, epochs: int = 1) -> None:
+        self.shard, self.stream, self.epochs = shard, stream, epochs
+        self._ahead: tuple[int, queue.Queue[Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.stream)
@@ -96,13 +98,46 @@ class RayShardStream:
 
     def epoch_batches(self, epoch: int, rank: int, world_size: int,
                       batch_size: int) -> Iterator[tuple[Any, Any]]:
-        """This rank's rows for ``epoch``: exactly :meth:`steps` batches."""
-        buffer = self.stream.shuffle_buffer
-        seed = int(self.stream.epoch_rng(epoch, rank).integers(2**31)) if buffer else None
-        batches = self.shard.iter_torch_batches(
-            batch_size=batch_size, device="cpu", drop_last=False, prefetch_batches=4,
-            local_shuffle_buffer_size=max(buffer, batch_size) if buffer else None,
-            local_shuffle_seed=seed)
-        return exact_batches(((b["x"], b["y"]) for b in batches),
-                             self.steps(world_size, batch_size),
+        """This rank's rows for ``epoch``: exactly :meth:`steps` batches.
+
+        Ray Data hands over whole preprocessed pieces (``iter_torch_batches`` with
+        ``batch_size=None``); they are shuffled through the same seeded window and cut into
+        batches as in one process (Ray's own local shuffle buffer re-slices Arrow blocks per
+        batch, which cost several times the training step here)."""
+        from pipelines.trainers.streaming import rebatch, window_shuffle
+
+        chunks: Iterator[tuple[np.ndarray, np.ndarray]] = self._blocks(epoch)
+        if self.stream.shuffle_buffer:
+            chunks = window_shuffle(chunks, self.stream.shuffle_buffer,
+                                    self.stream.epoch_rng(epoch, rank))
+        return exact_batches(rebatch(chunks, batch_size), self.steps(world_size, batch_size),
                              what=f"rank {rank} of {world_size}")
+
+    def _start(self, epoch: int) -> None:
+        """Start reading ``epoch``'s pieces in a thread (Ray Data's executor takes a moment to
+        start: the next epoch's start overlaps this epoch's validation)."""
+        pieces: queue.Queue[Any] = queue.Queue(maxsize=2)
+
+        def pump() -> None:
+            try:
+                for b in self.shard.iter_torch_batches(batch_size=None, device="cpu",
+                                                       prefetch_batches=2):
+                    pieces.put((b["x"].numpy(), b["y"].numpy()))
+                pieces.put(None)
+            except BaseException as exc:  # handed to the loop's thread
+                pieces.put(exc)
+
+        threading.Thread(target=pump, name=f"ray-data-epoch-{epoch}", daemon=True).start()
+        self._ahead = (epoch, pieces)
+
+    def _blocks(self, epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        if self._ahead is None or self._ahead[0] != epoch:
+            self._start(epoch)
+        assert self._ahead is not None
+        pieces, self._ahead = self._ahead[1], None
+        while (item := pieces.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        if epoch + 1 < self.epochs:
+            self._start(epoch + 1)
