@@ -8,9 +8,15 @@
    scheduler, per-epoch validation, no checkpoints) vs a minimal hand-written loop (randperm
    + slicing + AdamW), both on the same MLP and data.
 
+3. Streamed input (``--streamed``): the input pipeline's share of the loop's train time (the
+   loop's own ``data_seconds`` / ``train_seconds``: time spent waiting for the next batch) for
+   the single-process streamed MLP (``torch.streaming``) and for ``--workers 2`` on a local Ray
+   (each rank's shard through Ray Data: ``iter_torch_batches``), first epoch (Ray Data starting
+   its pipeline) and later epochs apart.
+
 Prints medians over ``--repeats`` runs and the ratio ours/bare (target: overhead ≤ 10%).
 
-    python bench/train.py [--rows 100000] [--features 20] [--repeats 10]
+    python bench/train.py [--rows 100000] [--features 20] [--repeats 10] [--streamed]
 """
 
 from __future__ import annotations
@@ -145,6 +151,47 @@ def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
             "samples_per_s_bare": n / statistics.median(bare)}
 
 
+def bench_streamed(X: np.ndarray, y: np.ndarray, epochs: int, batch: int,
+                   workers: int) -> dict[str, tuple[float, float]]:
+    """Input-pipeline share (first epoch, later epochs) of the streamed single-process loop and
+    of the Ray Data input of ``workers`` Ray Train ranks (rank 0's loop timings)."""
+    from pipelines.trainers.distributed import train_distributed
+    from pipelines.trainers.streaming import StreamSource
+    from pipelines.trainers.torch_models import train_torch_streamed
+
+    cols = [f"f{i}" for i in range(X.shape[1])]
+    cut = int(len(X) * 0.9)
+    frames = {"train": (pd.DataFrame(X[:cut], columns=cols), pd.DataFrame({"label": y[:cut]})),
+              "validation": (pd.DataFrame(X[cut:], columns=cols),
+                             pd.DataFrame({"label": y[cut:]}))}
+    workdir = Path(tempfile.mkdtemp(prefix="fsb-", dir="/tmp"))
+    source = StreamSource.from_frames(workdir / "input", frames)
+    config = {"model": "mlp", "params": {"hidden_sizes": [128, 64], "dropout": 0.1},
+              "torch": {"epochs": epochs, "batch_size": batch, "scheduler": "none",
+                        "amp": "off", "patience": None, "device": "cpu"}}
+
+    def shares(history: list[dict[str, float]]) -> tuple[float, float]:
+        def share(rows: list[dict[str, float]]) -> float:
+            return (sum(r["data_seconds"] for r in rows)
+                    / max(sum(r["train_seconds"] for r in rows), 1e-9))
+        return share(history[:1]), share(history[1:])
+
+    t0 = time.perf_counter()
+    one = train_torch_streamed(
+        {**config, "torch": {**config["torch"], "streaming": True}}, source,
+        workdir=workdir / "one")
+    t1 = time.perf_counter()
+    ddp = train_distributed(config, source=source, workdir=workdir / "ddp", num_workers=workers,
+                            num_cpus=workers, use_gpu=False)
+    print(f"(streamed run {t1 - t0:.0f} s, Ray run {time.perf_counter() - t1:.0f} s; per epoch "
+          "data/train seconds: streamed "
+          + ", ".join(f"{r['data_seconds']:.2f}/{r['train_seconds']:.2f}" for r in one.history)
+          + "; Ray Data rank 0 "
+          + ", ".join(f"{r['data_seconds']:.2f}/{r['train_seconds']:.2f}" for r in ddp.history)
+          + ")")
+    return {"streamed": shares(one.history), "ray_data": shares(ddp.history)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -153,8 +200,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--streamed", action="store_true",
+                        help="only the streamed and Ray Data input shares (starts Ray)")
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     X, y = make_data(args.rows, args.features)
+    if args.streamed:
+        res = bench_streamed(X, y, max(args.epochs, 3), args.batch_size, args.workers)
+        for name, what in (("streamed", "single process, torch.streaming"),
+                           ("ray_data", f"{args.workers} Ray Train ranks, Ray Data shards")):
+            first, later = res[name]
+            print(f"torch    input pipeline share ({what}): {100 * first:.1f}% of the first "
+                  f"epoch's train time, {100 * later:.1f}% of later epochs'")
+        return
     print(f"data: {args.rows} rows x {args.features} features, {args.repeats} repeats (medians)")
     # torch first: XGBoost's OpenMP worker threads keep spinning after training and slow any
     # torch CPU work that follows in the same process (two OpenMP runtimes on 2 cores).
