@@ -175,8 +175,14 @@ class TrainingDataStore:
         root = self.fv.root_feature_group
         et = root_columns.get(root.event_time) if root.event_time else None
         label = self.fv.labels[0] if self.fv.labels else None
-        needed = [c for c in dict.fromkeys([et, label, spec.group_column, spec.stratify_column])
-                  if c is not None and c in column_names]
+        # only what the strategy reads (a random split reads none: out of core, the other
+        # columns would be held for every row)
+        reads = {"random": [], "time": [et], "group": [spec.group_column],
+                 "stratified": [spec.stratify_column or label]}.get(
+            spec.strategy, [et, label, spec.group_column, spec.stratify_column])
+        if spec.is_relative:
+            reads = [et, *reads]
+        needed = [c for c in dict.fromkeys(reads) if c is not None and c in column_names]
         return needed, et, label
 
     def _assigner(self, spec: SplitSpec, et: str | None, label: str | None,
@@ -277,8 +283,8 @@ class TrainingDataStore:
                                   "reading"):
                 buckets = options.buckets(compiled)
                 if buckets > 1:
-                    schema, source = self._partitioned(con, compiled, buckets, root_columns,
-                                                       staging, options)
+                    schema, source = self._partitioned(compiled, buckets, root_columns, staging,
+                                                       options)
                 else:
                     reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
                                                compiled.params, options.batch_rows)
@@ -304,7 +310,7 @@ class TrainingDataStore:
         facts = self._facts(compiled, pins, root_columns, schema, start_time, end_time, relative)
         return files, facts, schema
 
-    def _partitioned(self, con: Any, compiled: Any, buckets: int, root_columns: dict[str, str],
+    def _partitioned(self, compiled: Any, buckets: int, root_columns: dict[str, str],
                      staging: Path, options: StreamOptions) -> tuple[pa.Schema, Any]:
         """Run the query in ``buckets`` hash partitions (``partitioned_join``); returns the
         result's schema (labels filled) and ``source(columns)``, which merges the partitions'
@@ -314,10 +320,14 @@ class TrainingDataStore:
         from feature_store.local import partitioned_join as pj
         from feature_store.local import training_data_stream as ts
 
-        run = pj.PartitionedQuery(con, compiled, buckets, staging / ts.PARTS_DIR)
-        raw = run.schema()
+        own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
+        try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes
+            run = pj.PartitionedQuery(own, compiled, buckets, staging / ts.PARTS_DIR)
+            raw = run.schema()
+            results = run.run()
+        finally:
+            own.close()
         schema = _fill_labels(raw.empty_table(), self.fv.label_fill_values).schema
-        results = run.run()
         order = [root_columns[k] for k in self.fv.root_feature_group.upsert_key]
 
         def prepare(table: pa.Table) -> pa.RecordBatch:

@@ -192,11 +192,15 @@ def write_splits_replayed(
             for batch in source(None):
                 writers.write(name, batch)
         return writers.files
-    read = key_columns or schema.names[:1]  # one column at least, to count the rows
-    table = pa.Table.from_batches(list(source(read)),
-                                  schema=pa.schema([schema.field(c) for c in read]))
-    codes = _codes(assign(table.select(key_columns), table.num_rows), split_names)
-    del table
+    if key_columns:
+        keys = pa.Table.from_batches(list(source(key_columns)),
+                                     schema=pa.schema([schema.field(c) for c in key_columns]))
+        rows = keys.num_rows
+    else:  # the strategy reads no column: count the rows, hold nothing
+        keys = pa.table({})
+        rows = sum(batch.num_rows for batch in source(schema.names[:1]))
+    codes = _codes(assign(keys, rows), split_names)
+    del keys
     return _distribute(source(None), schema, codes, staging, split_names)
 
 
