@@ -120,7 +120,7 @@ def _worker(loop_config: dict[str, Any]) -> None:
         from pipelines.trainers.ray_input import RayShardStream, dataset_name
 
         train_set = RayShardStream(ray.train.get_dataset_shard(dataset_name(rank)), train_set,
-                                   epochs=cfg.torch.epochs)
+                                   epochs=cfg.torch.epochs, start_now=not loop_config["resume"])
     with deterministic_mode(cfg.torch.deterministic):
         seed_everything(cfg.seed)  # same initial weights on every rank (DDP broadcasts anyway)
         net = build_net(loop_config["arch"])

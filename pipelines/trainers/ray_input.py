@@ -81,9 +81,12 @@ class RayShardStream:
 
     streamed = True
 
-    def __init__(self, shard: Any, stream: SplitStream, epochs: int = 1) -> None:
+    def __init__(self, shard: Any, stream: SplitStream, epochs: int = 1, *,
+                 start_now: bool = False) -> None:
         self.shard, self.stream, self.epochs = shard, stream, epochs
         self._ahead: tuple[int, queue.Queue[Any]] | None = None
+        if start_now:  # a fresh run begins at epoch 0: Ray's read workers start during setup
+            self._start(0)
 
     def __len__(self) -> int:
         return len(self.stream)

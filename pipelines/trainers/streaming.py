@@ -18,7 +18,8 @@ no dropped remainder. Every rank takes the same number of optimizer steps
 
 **Shuffling.** Per epoch, the rank's pieces are visited in an order drawn from
 ``(seed, epoch, rank)`` and rows are shuffled within windows of ``shuffle_buffer`` rows by a
-generator seeded the same way: the same seed, epoch and world size give the same batches.
+generator seeded the same way: the same seed, epoch and world size give the same batches. In one
+process, a thread reads and preprocesses pieces up to two ahead of the loop (:func:`read_ahead`).
 
 **Preprocessing.** :class:`StreamPrep` holds the ``ColumnTransformer`` fitted on the train split
 (in memory from frames, or by a streamed pass: :mod:`pipelines.trainers.stream_fit`) and applies
@@ -191,9 +192,10 @@ class SplitStream:
         if self.shuffle_buffer:
             rng = self.epoch_rng(epoch, rank)
             pieces = [pieces[int(i)] for i in rng.permutation(len(pieces))]
-            chunks = window_shuffle(map(self.piece_arrays, pieces), self.shuffle_buffer, rng)
+            chunks = window_shuffle(read_ahead(map(self.piece_arrays, pieces)),
+                                    self.shuffle_buffer, rng)
         else:
-            chunks = map(self.piece_arrays, pieces)
+            chunks = read_ahead(map(self.piece_arrays, pieces))
         return exact_batches(rebatch(chunks, batch_size), self.steps(world_size, batch_size),
                              what=f"rank {rank} of {world_size}")
 
@@ -223,6 +225,42 @@ class SplitStream:
             self.source.group_rows[self.split], 0, 1))]
         y = np.concatenate(ys) if ys else np.zeros(0, np.int64)
         return y, len(y)
+
+
+def read_ahead(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
+    """``items`` produced by a thread up to ``depth`` ahead of the consumer (Parquet decoding
+    and the preprocessing overlap the training step; memory stays bounded)."""
+    import queue
+    import threading
+
+    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                ready.put(item)
+            ready.put(done)
+        except BaseException as exc:  # handed to the consumer
+            ready.put(exc)
+
+    thread = threading.Thread(target=produce, name="stream-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while (item := ready.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:  # an abandoned epoch (early stop, error) lets the producer finish
+        stop.set()
+        while thread.is_alive():
+            try:
+                ready.get(timeout=0.1)
+            except queue.Empty:
+                pass
 
 
 class Reiterable:

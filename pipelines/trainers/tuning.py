@@ -199,8 +199,11 @@ def ray_session(workdir: Path, *, ray_address: str | None = None,
         notes.append(f"joined Ray cluster at {ray_address}")
     else:
         temp, notes, created = _short_temp_dir(Path(workdir))
+        # Ray kills idle workers beyond num_cpus after 1 s; Ray Train's actors count, so Ray
+        # Data's read tasks would start fresh processes every epoch (bench/RESULTS.md)
         ray.init(num_cpus=num_cpus, include_dashboard=False, _temp_dir=str(temp.resolve()),
-                 log_to_driver=False)
+                 log_to_driver=False,
+                 _system_config={"num_workers_soft_limit": max(8, 4 * num_cpus)})
         owner = True
     try:
         yield notes
