@@ -97,6 +97,11 @@ class TrainingPipelineConfig(PipelineConfig):
         if self.tracking_uri is not None and self.track is None:
             raise ValueError("tracking_uri is only used with track='mlflow' (--track mlflow); "
                              "add it or drop --tracking-uri")
+        if self.tune and self.workers > 1 and not self.nested:
+            raise ValueError("--tune runs single-process trials on Ray Tune and --workers N "
+                             "trains one configuration data-parallel; the tuned refit would "
+                             "ignore --workers. Tune without --workers, then train the best "
+                             "configuration with --workers")
         if self.nested and self.workers > 1:
             raise ValueError("nested cross-validation tunes single-process models in every "
                              "outer fold; drop --workers or --nested")

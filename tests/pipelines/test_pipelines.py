@@ -210,6 +210,14 @@ def test_workers_need_a_torch_model(project):
             model={"model": "sklearn_rf", "params": {}}))
 
 
+@pytest.mark.parametrize("model", ["mlp", "xgboost", "sklearn_rf"])
+def test_tune_with_workers_is_refused_not_ignored(model):
+    # the tuned refit trains on one process: --workers would be dropped without a word
+    with pytest.raises(ValueError, match="ignore --workers"):
+        training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
+                                        tune=True, workers=2, model={"model": model})
+
+
 @pytest.mark.slow
 def test_tuned_training_registers_the_refit_best_config(project):
     td = _adult_dataset(project)
