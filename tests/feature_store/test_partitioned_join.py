@@ -48,11 +48,12 @@ def _groups(fs):
     return root, hist, prof
 
 
-def _create(fv, stream, split="random", **kwargs):
+def _create(fv, stream, split="random", window=(None, None, None), **kwargs):
     kwargs = kwargs or {"test_size": 0.25}
     spec = fv._make_spec(False, 7, split, **kwargs)
-    version, _ = fv._td.create(spec, seed=7, start_time=None, end_time=None,
-                               extra_filter=None, materialize=True,
+    start, end, extra = window
+    version, _ = fv._td.create(spec, seed=7, start_time=start, end_time=end,
+                               extra_filter=extra, materialize=True,
                                data_format="parquet", description="", statistics_config=None,
                                stream=stream)
     return fv.get_training_dataset(version)
@@ -95,7 +96,10 @@ def test_partitioned_versions_equal_in_memory_for_any_bucket_count(fs, runs):
         _same(in_memory, _create(fv, StreamOptions(batch_rows=13, partitions=buckets)))
     timed = _create(fv, None, "time", test_size=0.3)
     _same(timed, _create(fv, StreamOptions(batch_rows=64, partitions=2), "time", test_size=0.3))
-    assert runs == [3, 8, 2]
+    window = (T0 + pd.Timedelta(hours=20), T0 + pd.Timedelta(hours=200), hist.h1 > -1.0)
+    _same(_create(fv, None, window=window),
+          _create(fv, StreamOptions(batch_rows=9, partitions=6), window=window))
+    assert runs == [3, 8, 2, 6]
     fv.verify_training_dataset(timed.version)
 
 
