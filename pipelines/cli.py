@@ -292,6 +292,7 @@ def train(
     tune_metric: Annotated[str | None, typer.Option(help="Metric --tune optimises on the validation split: roc_auc, pr_auc, log_loss, accuracy or f1 (F1 at its best threshold).")] = None,
     ray_address: Annotated[str | None, typer.Option(help="Join an existing Ray cluster.")] = None,
     workers: Annotated[int, typer.Option(help="Data-parallel workers on Ray Train: torch (gloo/nccl) or xgboost/lightgbm (their collectives, Ray Data shards of the version's files).")] = 1,
+    num_cpus: Annotated[int | None, typer.Option(help="CPUs for Ray with --tune or --workers: a local Ray starts with this many, and each of N workers gets num_cpus // N threads (default 2, or one per worker).")] = None,
     cv: Annotated[int | None, typer.Option(help="K-fold cross-validation on the train split first (trainer refitted per fold); recorded with the model.")] = None,
     track: Annotated[str | None, typer.Option(help="Also log the run to an experiment tracker: mlflow (params, per-round/epoch metrics, curves, registry ref).")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI for --track mlflow (default: sqlite:///<root>/mlflow.db).")] = None,
@@ -315,22 +316,11 @@ def train(
         _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume, nested=nested,
                            track=track is not None,
                            workers=workers > 1, ray_address=ray_address is not None)
-        overrides: dict[str, Any] = {}
-        if config is not None:
-            overrides = _read_yaml_config(config)
-        if model is not None:
-            overrides["model"] = model
-            overrides.setdefault("params", {})
-        if param:
-            overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
-        if base_model is not None:
-            overrides["params"] = {**overrides.get("params", {}), "base_model": base_model}
-        if tune_metric is not None:
-            overrides["tune"] = {**overrides.get("tune", {}), "metric": _tune_metric(tune_metric)}
+        overrides = _trainer_overrides(config, model, param, base_model, tune_metric)
         cfg = training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=version, model=overrides,
             model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
-            workers=workers, cv=cv, spark_master=spark_master, nested=nested,
+            workers=workers, num_cpus=num_cpus, cv=cv, spark_master=spark_master, nested=nested,
             track=track, tracking_uri=tracking_uri,
             find_label_issues=find_label_issues, drop_label_issues=drop_label_issues,
         )
@@ -382,6 +372,23 @@ def _nested_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
     return (f"\nnested cross-validation ({nested['k']} outer folds, tuned in each): "
             f"{nested['metric']} {stats.get('mean', float('nan')):.4f} ± "
             f"{stats.get('std', float('nan')):.4f}")
+
+
+def _trainer_overrides(config: Path | None, model: str | None, param: list[str] | None,
+                       base_model: str | None, tune_metric: str | None) -> dict[str, Any]:
+    """The trainer config overrides from ``--config`` YAML, then ``--model``, ``--param``,
+    ``--base-model`` and ``--tune-metric`` over it."""
+    overrides: dict[str, Any] = _read_yaml_config(config) if config is not None else {}
+    if model is not None:
+        overrides["model"] = model
+        overrides.setdefault("params", {})
+    if param:
+        overrides["params"] = {**overrides.get("params", {}), **_parse_params(param)}
+    if base_model is not None:
+        overrides["params"] = {**overrides.get("params", {}), "base_model": base_model}
+    if tune_metric is not None:
+        overrides["tune"] = {**overrides.get("tune", {}), "metric": _tune_metric(tune_metric)}
+    return overrides
 
 
 def _refuse_with_smoke(smoke: bool, **given: bool) -> None:

@@ -78,7 +78,7 @@ def train_streamed(cfg: Any, config: Any, source: Any, workdir: Path,
 
         result = train_distributed(cfg, source=source, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
-                                   num_cpus=config.num_cpus, lineage=lineage,
+                                   num_cpus=config.ray_cpus, lineage=lineage,
                                    resume=config.resume)
     else:
         from pipelines.trainers.torch_models import train_torch_streamed

@@ -43,7 +43,9 @@ class TrainingPipelineConfig(PipelineConfig):
     model_name: str | None = None
     tune: bool = False
     ray_address: str | None = None
-    num_cpus: int = 2
+    # CPUs for Ray (--tune, --workers): a local Ray starts with this many; each of N workers
+    # gets num_cpus // N threads. None: 2, or one per worker when there are more workers
+    num_cpus: int | None = Field(None, ge=1)
     workers: int = Field(1, ge=1)  # >1: data-parallel torch/xgboost/lightgbm on Ray Train
     cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
     nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
@@ -97,6 +99,13 @@ class TrainingPipelineConfig(PipelineConfig):
         if self.tracking_uri is not None and self.track is None:
             raise ValueError("tracking_uri is only used with track='mlflow' (--track mlflow); "
                              "add it or drop --tracking-uri")
+        if self.num_cpus is not None and not self.tune and self.workers == 1:
+            raise ValueError("num_cpus sizes Ray for --tune or --workers N; a single-process "
+                             "run would ignore it. Drop --num-cpus or add --tune/--workers")
+        if self.num_cpus is not None and self.num_cpus < self.workers:
+            raise ValueError(f"num_cpus={self.num_cpus} is fewer than workers={self.workers}: "
+                             "every Ray Train worker needs at least one CPU, so the run would "
+                             "wait for resources forever. Raise --num-cpus or lower --workers")
         if self.tune and self.workers > 1 and not self.nested:
             raise ValueError("--tune runs single-process trials on Ray Tune and --workers N "
                              "trains one configuration data-parallel; the tuned refit would "
@@ -106,6 +115,11 @@ class TrainingPipelineConfig(PipelineConfig):
             raise ValueError("nested cross-validation tunes single-process models in every "
                              "outer fold; drop --workers or --nested")
         return self
+
+    @property
+    def ray_cpus(self) -> int:
+        """The CPUs Ray is sized with: ``num_cpus``, else 2 or one per worker if more."""
+        return self.num_cpus if self.num_cpus is not None else max(2, self.workers)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +247,7 @@ def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...]
 
     X_tr, _X_va, y_tr, _y_va = splits
     result = nested_cross_validate(cfg, X_tr, y_tr, k=config.cv or 2, workdir=workdir / "nested",
-                                   ray_address=config.ray_address, num_cpus=config.num_cpus)
+                                   ray_address=config.ray_address, num_cpus=config.ray_cpus)
     for metric, stats in result.summary.items():
         fitted.metrics[f"nested_cv_{canonical(metric)}"] = stats["mean"]
         fitted.metrics[f"nested_cv_{canonical(metric)}_std"] = stats["std"]
@@ -311,7 +325,7 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
         source = version_source(fv, int(config.training_dataset_version))
         result = train_boosting_on_ray(cfg, X_tr, y_tr, X_va, y_va, source, workdir=workdir,
                                        num_workers=config.workers,
-                                       ray_address=config.ray_address, num_cpus=config.num_cpus)
+                                       ray_address=config.ray_address, num_cpus=config.ray_cpus)
         return _Fitted(cfg, result, registry_metrics(result.metrics))
     if config.tune:
         return _tune_and_refit(config, cfg, splits, workdir, lineage)
@@ -327,7 +341,7 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
 
         result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
-                                   num_cpus=config.num_cpus, lineage=lineage, resume=config.resume)
+                                   num_cpus=config.ray_cpus, lineage=lineage, resume=config.resume)
         return _Fitted(cfg, result, registry_metrics(result.metrics))
     result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                    resume=config.resume)
@@ -344,7 +358,7 @@ def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any,
 
     X_tr, X_va, y_tr, y_va = splits
     tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
-                 ray_address=config.ray_address, num_cpus=config.num_cpus)
+                 ray_address=config.ray_address, num_cpus=config.ray_cpus)
     cfg = tuned.best_config
     tuning = {
         "best_params": tuned.best_params, "metric": tuned.metric, "mode": tuned.mode,

@@ -218,6 +218,29 @@ def test_tune_with_workers_is_refused_not_ignored(model):
                                         tune=True, workers=2, model={"model": model})
 
 
+def test_num_cpus_sizes_ray_and_is_refused_where_it_would_be_ignored_or_hang():
+    def config(**kw):
+        return training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
+                                               model={"model": "mlp"}, **kw)
+
+    assert config(workers=2).ray_cpus == 2 and config(workers=4).ray_cpus == 4
+    assert config(workers=2, num_cpus=8).ray_cpus == 8 and config(tune=True).ray_cpus == 2
+    with pytest.raises(ValueError, match="single-process run would ignore it"):
+        config(num_cpus=4)
+    with pytest.raises(ValueError, match="num_cpus=2 is fewer than workers=3"):
+        config(workers=3, num_cpus=2)
+
+
+def test_the_cli_refuses_num_cpus_without_ray(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    out = CliRunner().invoke(app, ["train", "adult", "-t", "1", "--num-cpus", "4",
+                                   "--root", str(tmp_path)])
+    assert out.exit_code == 2 and "would ignore it" in out.output
+
+
 @pytest.mark.slow
 def test_tuned_training_registers_the_refit_best_config(project):
     td = _adult_dataset(project)
