@@ -9,8 +9,11 @@
   the saved predictor has the same files and the same ``predictor.json``;
 - Ray Data reads the version's pinned Parquet files (the paths and the view's shaper a streamed
   read hands out, checked against their sha256; the view's model-dependent transformations
-  apply as in memory) and applies that train-fitted preprocessor per piece
-  (:class:`ShardPreprocessing`). Each rank gets one dataset over its contiguous share of the
+  apply as in memory) and applies that train-fitted preprocessor and label encoding per piece
+  (the torch workers' :class:`~pipelines.trainers.streaming.StreamPrep` and
+  :func:`~pipelines.trainers.ray_input.pieces_dataset`); the worker weighs its train rows with
+  the train-fitted class weights (:meth:`~pipelines.trainers.imbalance.ImbalancePlan.sample_weight`).
+  Each rank gets one dataset over its contiguous share of the
   train rows (pieces of row groups, :func:`pipelines.trainers.streaming.rank_pieces`, the same
   dealing the torch workers use), so each row is in exactly one shard and in the same shard
   every run (Ray Train's ``streaming_split(equal=True)`` drops up to ``num_workers - 1`` rows,
@@ -34,7 +37,6 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,45 +50,6 @@ from pipelines.trainers.result import TrainResult
 BOOSTERS = ("xgboost", "lightgbm")
 SHARD_FILE = "shard_rank{rank}.json"
 MODEL_FILE = {"xgboost": "model.ubj", "lightgbm": "model.txt"}
-
-
-@dataclass(frozen=True)
-class ShardPreprocessing:
-    """Per-piece preprocessing in Ray Data's workers: the train-fitted preprocessor on the
-    features, the train-fitted label encoding, and the imbalance class weights (train only).
-    Picklable; returns the columns ``x`` (float32 matrix), ``y`` and ``w``."""
-
-    preprocessor: Any
-    schema: Any
-    labels: Any
-    split: str
-    class_weight: Any = None
-
-    def __call__(self, X: pd.DataFrame, y: pd.DataFrame) -> dict[str, np.ndarray]:
-        from pipelines.trainers.preprocessing import transform
-
-        x = transform(self.preprocessor, self.schema, X)
-        codes = self.labels.encode(y, split=self.split)
-        if self.class_weight is None:
-            w = np.ones(len(codes), dtype=np.float32)
-        else:
-            w = np.asarray(self.class_weight)[np.asarray(codes, dtype=np.int64)].astype(
-                np.float32)
-        return {"x": x, "y": np.asarray(codes), "w": w}
-
-
-class _ReadPieces:
-    """``map_batches`` function: piece descriptors ``(row group, offset, rows)`` of one split
-    → their rows, shaped by the view (as its in-memory read) and preprocessed."""
-
-    def __init__(self, source: Any, split: str, prep: ShardPreprocessing) -> None:
-        self.source, self.split, self.prep = source, split, prep
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        parts = [self.prep(*self.source.read(self.split, (int(g), int(o), int(n))))
-                 for g, o, n in zip(batch["group"], batch["offset"], batch["rows"],
-                                    strict=True)]
-        return {k: np.concatenate([p[k] for p in parts]) for k in ("x", "y", "w")}
 
 
 def row_fingerprints(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
@@ -160,17 +123,22 @@ def version_source(fv: Any, version: int) -> Any:
     return source
 
 
-def _collect(shard: Any, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A worker's shard of one split as ``(x, y, w)`` arrays (whole Ray Data blocks)."""
-    xs, ys, ws = [], [], []
+def _collect(shard: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """A worker's shard of one split as ``(x, y)`` arrays (whole Ray Data blocks)."""
+    xs, ys = [], []
     for batch in shard.iter_batches(batch_format="numpy", batch_size=None):
         xs.append(np.asarray(batch["x"], dtype=np.float32).reshape(len(batch["y"]), n_features))
         ys.append(np.asarray(batch["y"]))
-        ws.append(np.asarray(batch["w"], dtype=np.float32))
     if not ys:
-        return (np.zeros((0, n_features), dtype=np.float32), np.zeros(0),
-                np.zeros(0, dtype=np.float32))
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
+        return np.zeros((0, n_features), dtype=np.float32), np.zeros(0)
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def shard_weights(plan: Any, y: np.ndarray) -> np.ndarray:
+    """A train shard's row weights: the imbalance plan's class weights (fitted on the whole
+    train split by the driver) for its encoded labels, or ones without them."""
+    w = plan.sample_weight(y)
+    return np.ones(len(y), dtype=np.float32) if w is None else w
 
 
 def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
@@ -186,7 +154,7 @@ def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
     )
 
     params = {"nthread": spec["threads"], **spec["params"]}
-    (x, y, w), (xv, yv, _wv) = train, val
+    (x, y, w), (xv, yv) = train, val
     weight = w if spec["weighted"] else None
     if _use_quantile_dmatrix("cpu", x):
         dtrain = xgb.QuantileDMatrix(x, label=y, weight=weight,
@@ -226,7 +194,7 @@ def _fit_lightgbm(spec: dict[str, Any], train: tuple[np.ndarray, ...],
 
     params = {"num_threads": spec["threads"], **spec["params"], **get_network_params(), "pre_partition": True,
               "tree_learner": "data_parallel"}
-    (x, y, w), (xv, yv, _wv) = train, val
+    (x, y, w), (xv, yv) = train, val
     dataset_params = {"max_bin": params.get("max_bin", 255), "verbosity": -1}
     dtrain = lgb.Dataset(x, label=y, weight=w if spec["weighted"] else None,
                          params=dataset_params)
@@ -256,7 +224,8 @@ def _worker(spec: dict[str, Any]) -> None:
 
     rank = ray.train.get_context().get_world_rank()
     t0 = time.perf_counter()
-    train = _collect(ray.train.get_dataset_shard(dataset_name(rank)), spec["n_features"])
+    x, y = _collect(ray.train.get_dataset_shard(dataset_name(rank)), spec["n_features"])
+    train = (x, y, shard_weights(spec["plan"], y))
     val = _collect(ray.train.get_dataset_shard("validation"), spec["n_features"])
     t_read = time.perf_counter()
     fit = _fit_xgboost if spec["kind"] == "xgboost" else _fit_lightgbm
@@ -279,24 +248,14 @@ def _datasets(source: Any, data: Any, num_workers: int) -> dict[str, Any]:
     """One Ray Dataset per rank over its contiguous share of the train rows (pieces of row
     groups in file order: every row in exactly one shard, the same shard every run), and one
     over the whole validation split; each reads and preprocesses its pieces in Ray Data tasks."""
-    import ray.data
+    from pipelines.trainers.ray_input import dataset_name, pieces_dataset
+    from pipelines.trainers.streaming import SplitStream, StreamPrep
 
-    from pipelines.trainers.ray_input import READ_TASK_CPUS, dataset_name
-    from pipelines.trainers.streaming import rank_pieces
-
-    def dataset(split: str, pieces: list[tuple[int, int, int]]) -> Any:
-        prep = ShardPreprocessing(
-            data.preprocessor, data.schema, data.labels, split=split,
-            class_weight=data.plan.class_weight if split == "train" else None)
-        items = [{"group": g, "offset": o, "rows": n} for g, o, n in pieces]
-        return ray.data.from_items(items, override_num_blocks=max(1, len(items))).map_batches(
-            _ReadPieces(source, split, prep), batch_size=1, batch_format="numpy",
-            num_cpus=READ_TASK_CPUS)
-
-    out = {dataset_name(rank): dataset("train", rank_pieces(source.group_rows["train"], rank,
-                                                            num_workers))
+    prep = StreamPrep(data.schema, data.preprocessor, data.labels)
+    train, validation = (SplitStream(source, split, prep) for split in ("train", "validation"))
+    out = {dataset_name(rank): pieces_dataset(train, train.pieces(rank, num_workers))
            for rank in range(num_workers)}
-    out["validation"] = dataset("validation", rank_pieces(source.group_rows["validation"], 0, 1))
+    out["validation"] = pieces_dataset(validation, validation.pieces(0, 1))
     return out
 
 
@@ -382,7 +341,7 @@ def _spec(cfg: TrainConfig, data: Any, threads: int) -> tuple[dict[str, Any], tu
         params["scale_pos_weight"] = data.plan.scale_pos_weight
     spec = {"kind": cfg.model, "params": params, "rounds": rounds, "n_classes": k,
             "metric": metric, "early_stopping_rounds": cfg.early_stopping_rounds,
-            "weighted": data.sample_weight is not None, "n_features": data.X_train.shape[1],
+            "weighted": data.sample_weight is not None, "plan": data.plan, "n_features": data.X_train.shape[1],
             "threads": threads}  # per worker, unless params set nthread / num_threads
     return spec, (metric, mode)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.trainers.streaming import SplitStream, exact_batches
+from pipelines.trainers.streaming import Piece, SplitStream, exact_batches
 
 #: CPUs a Ray Data read task asks for (the train workers leave this much of their share free)
 READ_TASK_CPUS = 0.25
@@ -48,19 +48,21 @@ def _read_pieces(batch: dict[str, np.ndarray], stream: SplitStream) -> dict[str,
     return {"x": np.concatenate(xs), "y": np.concatenate(ys)}
 
 
-def rank_datasets(stream: SplitStream, world_size: int) -> dict[str, Any]:
-    """One lazy Ray Dataset per rank (call with Ray initialised)."""
+def pieces_dataset(stream: SplitStream, pieces: list[Piece]) -> Any:
+    """A lazy Ray Dataset of ``pieces`` of ``stream``'s split, each read and preprocessed in a
+    Ray Data task (columns ``x`` and ``y``; call with Ray initialised)."""
     import ray.data
 
-    out = {}
-    for rank in range(world_size):
-        pieces = stream.pieces(rank, world_size)
-        items = [{"group": g, "offset": o, "rows": n} for g, o, n in pieces]
-        ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-        out[dataset_name(rank)] = ds.map_batches(
-            functools.partial(_read_pieces, stream=stream), batch_size=1, batch_format="numpy",
-            num_cpus=READ_TASK_CPUS)
-    return out
+    items = [{"group": g, "offset": o, "rows": n} for g, o, n in pieces]
+    ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
+    return ds.map_batches(functools.partial(_read_pieces, stream=stream), batch_size=1,
+                          batch_format="numpy", num_cpus=READ_TASK_CPUS)
+
+
+def rank_datasets(stream: SplitStream, world_size: int) -> dict[str, Any]:
+    """One lazy Ray Dataset per rank over its pieces (call with Ray initialised)."""
+    return {dataset_name(rank): pieces_dataset(stream, stream.pieces(rank, world_size))
+            for rank in range(world_size)}
 
 
 def data_config() -> Any:

@@ -193,8 +193,9 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     import pandas as pd
 
     from feature_store.transformations import standard_scaler
-    from pipelines.trainers.ray_boosting import ShardPreprocessing, _ReadPieces, version_source
-    from pipelines.trainers.streaming import rank_pieces
+    from pipelines.trainers.ray_boosting import shard_weights, version_source
+    from pipelines.trainers.ray_input import _read_pieces
+    from pipelines.trainers.streaming import SplitStream, StreamPrep, rank_pieces
     from pipelines.trainers.tabular import Prepared
 
     rng, n, t0 = np.random.default_rng(5), 300, pd.Timestamp("2024-01-01", tz="UTC")
@@ -212,14 +213,14 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     data = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
     source = version_source(fv, version)
     assert len(source.group_rows["train"]) > 1  # pieces of several row groups
-    read = _ReadPieces(source, "train", ShardPreprocessing(
-        data.preprocessor, data.schema, data.labels, split="train",
-        class_weight=data.plan.class_weight))
+    stream = SplitStream(source, "train", StreamPrep(data.schema, data.preprocessor,
+                                                     data.labels))
     shards = []
     for rank in range(3):
         pieces = rank_pieces(source.group_rows["train"], rank, 3)
-        shards.append(read({k: np.array([p[i] for p in pieces]) for i, k in
-                            enumerate(("group", "offset", "rows"))}))
+        shard = _read_pieces({k: np.array([p[i] for p in pieces]) for i, k in
+                              enumerate(("group", "offset", "rows"))}, stream)
+        shards.append({**shard, "w": shard_weights(data.plan, shard["y"])})
     x = np.concatenate([s["x"] for s in shards])
     np.testing.assert_array_equal(x, data.X_train)
     np.testing.assert_array_equal(np.concatenate([s["y"] for s in shards]), data.y_train)
