@@ -13,6 +13,10 @@ Measured, each in a fresh child process (peak RSS = VmHWM, which a child does no
   DuckDB with a memory limit and spilling, split, content hashes, statistics, Parquet files);
   label rows per second and peak RSS;
 - ``verify``: ``fv.verify_training_dataset(v)`` (file hashes and content hashes, streamed);
+- ``reread``: every split streamed back through the public read
+  (``get_train_test_split(v, dataframe_type="arrow_batches")`` with keys, event time and helper
+  columns), its ``X`` and ``y`` batches put back together in the file's column order and hashed:
+  the digests must equal the ones recorded at creation (bit for bit), else the run fails;
 - ``baseline`` (unless ``--no-baseline``): the same ASOF joins hand-written in DuckDB, ordered
   the same way, ``COPY``-ed to one Parquet file under the same memory limit: the floor fstrain's
   create is compared against (ratio printed).
@@ -106,7 +110,7 @@ import feature_store, pyarrow, pandas, duckdb  # imports before the baseline RSS
 root, step, memory_limit = sys.argv[1], sys.argv[2], sys.argv[3]
 base = hwm()
 fv = feature_store.login(root=root).get_feature_store().get_feature_view("scale", 1)
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 if step == "create":
     v, _ = fv.create_train_test_split(test_size=0.2, seed=1,
                                       write_options={"memory_limit": memory_limit})
@@ -114,6 +118,9 @@ if step == "create":
 elif step == "verify":
     fv.verify_training_dataset(max(fv._td.versions()))
     rows = 0
+elif step == "reread":
+    from bench.td_scale import reread
+    rows = reread(fv, max(fv._td.versions()))
 elif step == "cleanup":
     for version in fv._td.versions():
         fv.delete_training_dataset(version)
@@ -121,8 +128,8 @@ elif step == "cleanup":
 else:
     from bench.td_scale import baseline
     rows = baseline(Path(root), memory_limit)
-print("RESULT " + json.dumps({"seconds": time.perf_counter() - t, "peak_mb": hwm(), "base_mb": base,
-                  "rows": rows}))
+print("RESULT " + json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu,
+                              "peak_mb": hwm(), "base_mb": base, "rows": rows}))
 """
 
 
@@ -153,6 +160,32 @@ def baseline(root: Path, memory_limit: str) -> int:
     con.close()
     out.unlink()
     return int(rows)
+
+
+def reread(fv, version: int) -> int:
+    """Stream every split of ``version`` back through the public read and check that its
+    content hash is the recorded one; returns the rows read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from feature_store.core.content_hash import StreamingTableHash
+
+    td = fv.get_training_dataset(version)
+    parts = fv.get_train_test_split(version, dataframe_type="arrow_batches", primary_key=True,
+                                    event_time=True, training_helper_columns=True)
+    files = fv._td.verified_files(version)
+    rows = 0
+    for i, name in enumerate(td.splits):
+        schema = pq.read_schema(files[name])
+        digest = StreamingTableHash(schema)
+        for x, y in zip(parts[i], parts[len(td.splits) + i], strict=True):
+            columns = {**dict(zip(x.schema.names, x.columns)), **dict(zip(y.schema.names, y.columns))}
+            digest.update(pa.RecordBatch.from_arrays([columns[n] for n in schema.names],
+                                                     schema=schema))
+        if digest.hexdigest() != td.splits[name]["sha256"]:
+            raise SystemExit(f"re-read of split {name!r} differs from the recorded content hash")
+        rows += digest.rows
+    return rows
 
 
 def _child(root: Path, step: str, memory_limit: str) -> dict:
@@ -186,7 +219,7 @@ def main() -> None:
             build(root, args.rows, args.width, args.chunk)
             print(f"generated {args.rows:,} label rows + {GROUPS} x {args.rows:,} feature rows "
                   f"({args.width} columns each) in {time.perf_counter() - t:.0f} s")
-        steps = ["create", "verify"] + ([] if args.no_baseline else ["baseline"])
+        steps = ["create", "verify", "reread"] + ([] if args.no_baseline else ["baseline"])
         load = os.getloadavg()
         try:
             results = {step: _child(root, step, args.memory_limit) for step in steps}
@@ -196,11 +229,16 @@ def main() -> None:
         print(f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} "
               f"(1 min; {os.cpu_count()} cores)")
         for step, r in results.items():
-            print(f"{step:8s} {r['seconds']:8.1f} s  peak RSS {r['peak_mb'] / 1024:5.2f} GB "
+            print(f"{step:8s} {r['seconds']:8.1f} s  ({r['cpu']:7.1f} CPU-s in the process)  peak RSS {r['peak_mb'] / 1024:5.2f} GB "
                   f"(imports {r['base_mb'] / 1024:.2f} GB)")
         create = results["create"]
         print(f"create: {args.rows / create['seconds'] / 1e6:.2f} M label rows/s, "
               f"{create['rows']:,} rows in the version")
+        if "reread" in results:
+            print(f"reread: {results['reread']['rows']:,} rows streamed back, content hashes equal "
+                  f"to the recorded ones ({results['reread']['rows'] / results['reread']['seconds'] / 1e6:.2f} M rows/s)")
+            if results["reread"]["rows"] != create["rows"]:
+                raise SystemExit("the re-read row count differs from the version's")
         if "baseline" in results:
             print(f"create / hand-written DuckDB COPY: "
                   f"{create['seconds'] / results['baseline']['seconds']:.2f}x time")
