@@ -368,8 +368,9 @@ class TrainingDataStore:
     ) -> tuple[int, Any]:
         """Create a new immutable version.
 
-        A materialized Parquet version is created out of core when ``stream`` is given (the
-        query's result is consumed in batches; see :mod:`training_data_stream`); otherwise the
+        A materialized version is created out of core when ``stream`` is given (the query's
+        result is consumed in batches; see :mod:`training_data_stream`, and
+        :mod:`text_split_writer` for csv and jsonl); otherwise the
         splits are built in memory and ``convert`` (called with the version's metadata and
         splits while the split hashes are computed) may turn them into the caller's result.
         Returns the version and what ``convert`` returned.
@@ -384,7 +385,7 @@ class TrainingDataStore:
         stats = _statistics_enabled(statistics_config)
         window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
         converted = None
-        if materialize and data_format == "parquet" and stream is not None:
+        if materialize and stream is not None:
             staging = self._create_streamed(spec, metadata, stream, stats, window)
         else:
             staging, converted = self._create_in_memory(spec, metadata, materialize, stats,
@@ -485,8 +486,12 @@ class TrainingDataStore:
                         ts.read_columns(split_file.path, self.fv.labels), self.fv.labels),
                     "statistics": (_file_statistics(split_file.path, schema, options, staging)
                                    if stats else None),
-                    "file_sha256": ts.file_sha256(split_file.path),
+                    "file_sha256": (ts.file_sha256(split_file.path)
+                                    if metadata["data_format"] == "parquet" else None),
                 }
+            if metadata["data_format"] != "parquet":  # csv, jsonl: rewritten batch by batch
+                for name, digest in _rewrite_as_text(files, metadata["data_format"]).items():
+                    metadata["splits"][name]["file_sha256"] = digest
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -568,19 +573,22 @@ class TrainingDataStore:
         return td, splits
 
     def verify_version(self, version: int) -> None:
-        """Check a version against its recorded hashes. A materialized Parquet version is
-        checked file by file and batch by batch (bounded memory); others are re-read whole."""
+        """Check a version against its recorded hashes. A materialized version is checked file
+        by file and batch by batch (bounded memory); an in-memory one is re-computed."""
         from feature_store.local import training_data_stream as ts
 
         td = self.get(version)
-        if td.type != "MATERIALIZED" or td.data_format != "parquet" or td.state == "purged":
+        if td.type != "MATERIALIZED" or td.state == "purged":
             self.read_splits(version, verify=True)
             return
         digests = {}
         for name, meta in td.splits.items():
-            path = Path(td.location) / f"{name}.parquet"
-            digests[name] = ts.verified_content_hash(path, self._owner(version), name,
-                                                     meta.get("file_sha256"))
+            path = Path(td.location) / f"{name}.{td.data_format}"
+            if td.data_format == "parquet":
+                digests[name] = ts.verified_content_hash(path, self._owner(version), name,
+                                                         meta.get("file_sha256"))
+            else:
+                digests[name] = _verified_text_hash(path, td, self._owner(version), name)
         self.check_digests(td, digests)
 
     def verified_files(self, version: int) -> dict[str, Path]:
@@ -648,7 +656,7 @@ class TrainingDataStore:
     def recreate(self, version: int, stream: StreamOptions | None = None) -> None:
         """Re-materialize a purged version from its pinned commits; the hashes must match.
 
-        A Parquet version is re-created out of core (``stream``, default options)."""
+        A materialized version is re-created out of core (``stream``, default options)."""
         from feature_store.core.splits import SplitSpec
         from feature_store.local import training_data_stream as ts
 
@@ -657,12 +665,14 @@ class TrainingDataStore:
         window = {"start_time": td.event_start_time, "end_time": td.event_end_time,
                   "extra_filter": self.fv.filter_from_dict(td.extra_filter),
                   "pins": td.feature_group_commits}
-        if td.type == "MATERIALIZED" and td.data_format == "parquet":
+        if td.type == "MATERIALIZED":
             staging = self._new_staging()
             try:
                 files, _, _ = self.stream(spec, staging, stream or ts.StreamOptions(), **window)
                 self.check_digests(td, {n: f.sha256 for n, f in files.items()})
-                file_hashes = {n: ts.file_sha256(f.path) for n, f in files.items()}
+                file_hashes = (_rewrite_as_text(files, str(td.data_format))
+                               if td.data_format != "parquet" else
+                               {n: ts.file_sha256(f.path) for n, f in files.items()})
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
@@ -728,20 +738,32 @@ def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
 
     if data_format == "parquet":
         pq.write_table(table, path)
-    elif data_format == "csv":
-        import pyarrow.csv as pacsv
+    else:  # csv, jsonl: the same text as a streamed create writes batch by batch
+        from feature_store.local.text_split_writer import encode
 
-        pacsv.write_csv(table, path)
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            for row in table.to_pylist():
-                fh.write(json.dumps(row, default=_json_default, allow_nan=True) + "\n")
+        path.write_bytes(encode(table, data_format, header=True))
 
 
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    raise TypeError(f"cannot store {type(value).__name__} in jsonl")
+def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str, str]:
+    """Rewrite streamed Parquet split files as csv or jsonl beside them (batch by batch, see
+    :mod:`text_split_writer`); returns each split's file sha256."""
+    from feature_store.local.text_split_writer import rewrite_from_parquet
+
+    return {name: rewrite_from_parquet(f.path, f.path.with_suffix(f".{data_format}"), data_format)
+            for name, f in files.items()}
+
+
+def _verified_text_hash(path: Path, td: TrainingDataset, owner: str, split: str) -> str:
+    """The content hash of a csv or jsonl split file, parsed a block at a time, after its bytes
+    are checked against the recorded file sha256 (when recorded)."""
+    from feature_store.local.text_split_writer import content_hash
+
+    if not path.exists():
+        raise IntegrityError(f"{owner}: file {path} is missing.")
+    recorded = td.splits[split].get("file_sha256")
+    if recorded is not None:
+        _verify_file(path, recorded, owner, split)
+    return content_hash(path, str(td.data_format), _arrow_schema(td.columns), owner)
 
 
 def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
@@ -886,20 +908,16 @@ def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from feature_store.local import text_split_writer as tw
+
     if data_format == "parquet":
         table = pq.read_table(pa.BufferReader(data))
     elif data_format == "csv":
         import pyarrow.csv as pacsv
 
-        # an unquoted empty field is a null, a quoted one the empty string (as written)
-        options = pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
-                                       quoted_strings_can_be_null=False)
-        table = pacsv.read_csv(pa.BufferReader(data), convert_options=options)
+        table = pacsv.read_csv(pa.BufferReader(data), parse_options=tw.csv_parse_options(),
+                               convert_options=tw.csv_convert_options(schema))
     else:
         rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-        if not rows:
-            table = schema.empty_table()
-        else:  # timestamps travel as ISO strings: build loosely typed, then cast to the schema
-            loose = pa.Table.from_pylist(rows)
-            table = pa.table([loose.column(f.name).cast(f.type) for f in schema], schema=schema)
+        table = tw.jsonl_table(rows, schema)
     return table
