@@ -196,6 +196,10 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
             "feature_view": fv.name, "feature_view_version": fv.version,
             "training_dataset_version": config.training_dataset_version})
         fitted, splits = _Fitted(cfg, result, registry_metrics(result.metrics)), (example,)
+    elif _boosting_without_frames(cfg, config):  # Ray workers read the files; nothing in memory
+        fv = fv0
+        fitted, example = _fit_boosting_on_ray(config, cfg, fv, workdir)
+        splits = (example,)
     else:
         fv, splits = read_splits(project, use_case, config.training_dataset_version,
                                  carve=carved)
@@ -302,6 +306,13 @@ def _stream_source(fv: Any, cfg: Any, config: TrainingPipelineConfig) -> Any:
                          required=bool(cfg.torch.streaming))
 
 
+def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
+    """Distributed boosting with no option that works on in-memory frames (--cv,
+    --find-label-issues): the splits are not read into this process at all."""
+    return (config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and config.cv is None
+            and not config.find_label_issues)
+
+
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
     if config.resume and cfg.model not in RESUMABLE_MODELS:
         from fstrain.kernel.errors import ConfigError
@@ -320,13 +331,7 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
 
     X_tr, X_va, y_tr, y_va = splits
     if config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and fv is not None:
-        from pipelines.trainers.ray_boosting import train_boosting_on_ray, version_source
-
-        source = version_source(fv, int(config.training_dataset_version))
-        result = train_boosting_on_ray(cfg, X_tr, y_tr, X_va, y_va, source, workdir=workdir,
-                                       num_workers=config.workers,
-                                       ray_address=config.ray_address, num_cpus=config.ray_cpus)
-        return _Fitted(cfg, result, registry_metrics(result.metrics))
+        return _fit_boosting_on_ray(config, cfg, fv, workdir)[0]
     if config.tune:
         return _tune_and_refit(config, cfg, splits, workdir, lineage)
     if config.workers > 1:
@@ -346,6 +351,19 @@ def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], work
     result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                    resume=config.resume)
     return _Fitted(cfg, result, registry_metrics(result.metrics))
+
+
+def _fit_boosting_on_ray(config: TrainingPipelineConfig, cfg: Any, fv: Any,
+                         workdir: Path) -> tuple[_Fitted, Any]:
+    """XGBoost/LightGBM data-parallel on Ray Train from the version's files (the driver holds
+    no split: :mod:`pipelines.trainers.ray_boosting`); also one train row, the input example."""
+    from pipelines.trainers.ray_boosting import train_boosting_on_ray, version_source
+
+    source = version_source(fv, int(config.training_dataset_version))
+    result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
+                                   ray_address=config.ray_address, num_cpus=config.ray_cpus)
+    example = source.read("train", (0, 0, 1))[0]
+    return _Fitted(cfg, result, registry_metrics(result.metrics)), example
 
 
 def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],

@@ -36,7 +36,10 @@ class ImbalancePlan:
 
 
 def _counts(y: np.ndarray, classes: tuple[Any, ...]) -> dict[str, int]:
-    bins = np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes))
+    return _named(np.bincount(np.asarray(y, dtype=np.int64), minlength=len(classes)), classes)
+
+
+def _named(bins: np.ndarray, classes: tuple[Any, ...]) -> dict[str, int]:
     return {str(c): int(n) for c, n in zip(classes, bins, strict=True)}
 
 
@@ -65,10 +68,57 @@ def plan_imbalance(
     """
     y_train = np.asarray(y_train, dtype=np.int64)
     k = len(classes)
+    val_counts = None if y_val is None else np.bincount(np.asarray(y_val, dtype=np.int64),
+                                                        minlength=k)
+    if strategy not in ("oversample", "undersample"):
+        return plan_from_counts(strategy, np.bincount(y_train, minlength=k), classes,
+                                val_counts=val_counts, framework=framework)
     before = _counts(y_train, classes)
+    counts = np.bincount(y_train, minlength=k).astype(np.float64)
     plan = ImbalancePlan(strategy=strategy)
     rec: dict[str, Any] = {"strategy": strategy, "train_counts_before": before}
-    counts = np.bincount(y_train, minlength=k).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    target = int(counts.max() if strategy == "oversample" else counts[counts > 0].min())
+    parts = []
+    for cls in range(k):
+        idx = np.flatnonzero(y_train == cls)
+        if len(idx) == 0:
+            continue
+        if strategy == "oversample" and len(idx) < target:
+            extra = rng.choice(idx, size=target - len(idx), replace=True)
+            idx = np.concatenate([idx, extra])
+        elif strategy == "undersample" and len(idx) > target:
+            idx = rng.choice(idx, size=target, replace=False)
+        parts.append(np.sort(idx))
+    indices = np.concatenate(parts)
+    rng.shuffle(indices)
+    plan.indices = indices
+    rec["train_counts_after"] = _counts(y_train[indices], classes)
+    rec["seed"] = seed
+    plan.record = _close_record(rec, before, classes, val_counts)
+    return plan
+
+
+def plan_from_counts(
+    strategy: str,
+    train_counts: np.ndarray,
+    classes: tuple[Any, ...],
+    *,
+    val_counts: np.ndarray | None = None,
+    framework: str = "xgboost",
+) -> ImbalancePlan:
+    """:func:`plan_imbalance` for the strategies that weigh rather than resample, from the
+    train split's class counts alone (a streamed pass counts them; no label array is held).
+    ``val_counts`` (the validation split's, optional) only go into the record."""
+    if strategy in ("oversample", "undersample"):
+        raise ConfigError(f"imbalance={strategy!r} resamples train rows: it needs the train "
+                          "labels (plan_imbalance), not only their counts.")
+    k = len(classes)
+    bins = np.asarray(train_counts, dtype=np.int64)
+    before = _named(bins, classes)
+    plan = ImbalancePlan(strategy=strategy)
+    rec: dict[str, Any] = {"strategy": strategy, "train_counts_before": before}
+    counts = bins.astype(np.float64)
     if strategy == "none":
         pass
     elif strategy == "scale_pos_weight":
@@ -84,34 +134,20 @@ def plan_imbalance(
             plan.class_weight = np.array([1.0, spw])
             rec["class_weight"] = {str(classes[0]): 1.0, str(classes[1]): spw}
     elif strategy == "class_weight":
-        weights = len(y_train) / (k * np.maximum(counts, 1.0))
+        weights = int(bins.sum()) / (k * np.maximum(counts, 1.0))
         plan.class_weight = weights
         rec["class_weight"] = {str(c): float(w) for c, w in zip(classes, weights, strict=True)}
-    elif strategy in ("oversample", "undersample"):
-        rng = np.random.default_rng(seed)
-        target = int(counts.max() if strategy == "oversample" else counts[counts > 0].min())
-        parts = []
-        for cls in range(k):
-            idx = np.flatnonzero(y_train == cls)
-            if len(idx) == 0:
-                continue
-            if strategy == "oversample" and len(idx) < target:
-                extra = rng.choice(idx, size=target - len(idx), replace=True)
-                idx = np.concatenate([idx, extra])
-            elif strategy == "undersample" and len(idx) > target:
-                idx = rng.choice(idx, size=target, replace=False)
-            parts.append(np.sort(idx))
-        indices = np.concatenate(parts)
-        rng.shuffle(indices)
-        plan.indices = indices
-        rec["train_counts_after"] = _counts(y_train[indices], classes)
-        rec["seed"] = seed
     else:  # pragma: no cover - the config validates the strategy
         raise ConfigError(f"Unknown imbalance strategy {strategy!r}.")
+    plan.record = _close_record(rec, before, classes, val_counts)
+    return plan
+
+
+def _close_record(rec: dict[str, Any], before: dict[str, int], classes: tuple[Any, ...],
+                  val_counts: np.ndarray | None) -> dict[str, Any]:
     rec.setdefault("train_counts_after", before)
     rec["applied_to"] = "train"
-    if y_val is not None:
-        rec["val_counts"] = _counts(np.asarray(y_val, dtype=np.int64), classes)
+    if val_counts is not None:
+        rec["val_counts"] = _named(val_counts, classes)
         rec["val_untouched"] = True
-    plan.record = rec
-    return plan
+    return rec

@@ -5,8 +5,11 @@
 ``LightGBMTrainer`` with ``tree_learner=data_parallel``):
 
 - the driver fits what a single-process run fits on the train split — label encoding, the
-  preprocessor (:class:`~pipelines.trainers.tabular.Prepared`) and the imbalance weights — so
-  the saved predictor has the same files and the same ``predictor.json``;
+  preprocessor and the imbalance weights — by one streamed pass over the train file
+  (:class:`StreamedFit`, :func:`~pipelines.trainers.stream_fit.fit_streamed`, equal to the
+  in-memory :class:`~pipelines.trainers.tabular.Prepared`), so the saved predictor has the same
+  files and the same ``predictor.json`` and the driver never holds a split: data larger than
+  the driver's memory trains as long as the workers' shards fit theirs;
 - Ray Data reads the version's pinned Parquet files (the paths and the view's shaper a streamed
   read hands out, checked against their sha256; the view's model-dependent transformations
   apply as in memory) and applies that train-fitted preprocessor and label encoding per piece
@@ -25,7 +28,10 @@
   LightGBM's metrics, which are per machine, equal the single-process ones);
 - rank 0 returns the booster; the driver wraps it exactly as the single-process trainer does
   (:func:`~pipelines.trainers.tabular.finish_booster`: calibration on validation, metrics,
-  learning curves).
+  learning curves), scoring the validation split a row group at a time (it keeps the
+  predictions and encoded labels, a few numbers per row, which calibration and the metrics
+  need whole) and checking the shards against the train rows' fingerprint from another
+  streamed pass.
 
 Distributed histograms differ slightly from one process: XGBoost merges per-worker quantile
 sketches and LightGBM finds each feature's bins on one worker's rows, so split candidates (and
@@ -141,6 +147,73 @@ def shard_weights(plan: Any, y: np.ndarray) -> np.ndarray:
     return np.ones(len(y), dtype=np.float32) if w is None else w
 
 
+class StreamedFit:
+    """The driver's side of distributed boosting, fitted by streamed passes over ``source``
+    (a row group at a time; no split is held): the train-fitted
+    :class:`~pipelines.trainers.streaming.StreamPrep` (schema, preprocessor, label encoding),
+    the imbalance plan from the train and validation class counts, and the validation scoring
+    :func:`~pipelines.trainers.tabular.finish_booster` asks for
+    (:class:`~pipelines.trainers.tabular.BoosterInputs`). Equal to
+    :class:`~pipelines.trainers.tabular.Prepared` on the same splits (tested)."""
+
+    def __init__(self, config: TrainConfig, source: Any, *, framework: str) -> None:
+        from pipelines.trainers.imbalance import ImbalancePlan, plan_from_counts
+        from pipelines.trainers.preprocessing import feature_names_out
+        from pipelines.trainers.stream_fit import fit_streamed
+
+        self.source = source
+        self.prep, counts = fit_streamed(source, config)
+        self.schema, self.preprocessor = self.prep.schema, self.prep.preprocessor
+        self.labels, self.numeric_mode = self.prep.labels, config.numeric_mode
+        self.n_features = len(feature_names_out(self.preprocessor))
+        if self.labels.task == "regression":
+            self.plan = ImbalancePlan(strategy="none", record={"strategy": "none",
+                                                               "task": "regression"})
+        else:
+            from pipelines.trainers.calibration import check_method
+
+            check_method(config.calibration, self.labels.classes)
+            val = np.zeros(self.labels.n_classes, dtype=np.int64)
+            for _x, y in self._pieces("validation"):  # also refuses an unseen label, as in memory
+                val += np.bincount(y, minlength=len(val))
+            self.plan = plan_from_counts(config.imbalance, counts, self.labels.classes,
+                                         val_counts=val, framework=framework)
+
+    @property
+    def rows_train(self) -> int:
+        """Train rows (no resampling on this path)."""
+        return int(self.source.rows("train"))
+
+    @property
+    def weighted(self) -> bool:
+        """Whether train rows carry class weights."""
+        return self.plan.class_weight is not None
+
+    def _pieces(self, split: str) -> Any:
+        """``(x, y)`` of every piece of ``split`` in file order, preprocessed and encoded."""
+        from pipelines.trainers.streaming import SplitStream, rank_pieces
+
+        stream = SplitStream(self.source, split, self.prep)
+        return map(stream.piece_arrays, rank_pieces(self.source.group_rows[split], 0, 1))
+
+    def fingerprint(self) -> int:
+        """:func:`fingerprint` of the whole train matrix (labels and weights included), summed
+        a piece at a time."""
+        total = 0
+        for x, y in self._pieces("train"):
+            total = (total + fingerprint(x, y, shard_weights(self.plan, y))) % (1 << 64)
+        return total
+
+    def validation_scores(self, predictor: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``predictor``'s raw validation probabilities and the encoded labels, scored a piece
+        at a time (a booster scores each row on its own: equal to one call on the matrix)."""
+        raws, ys = [], []
+        for x, y in self._pieces("validation"):
+            raws.append(predictor.raw_proba_matrix(x))
+            ys.append(y)
+        return np.concatenate(raws), np.concatenate(ys)
+
+
 def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
                  val: tuple[np.ndarray, ...]) -> tuple[bytes, list[dict[str, Any]], int]:
     """One worker's part of XGBoost's distributed ``xgb.train`` (inside Ray Train's
@@ -249,10 +322,10 @@ def _datasets(source: Any, data: Any, num_workers: int) -> dict[str, Any]:
     groups in file order: every row in exactly one shard, the same shard every run), and one
     over the whole validation split; each reads and preprocesses its pieces in Ray Data tasks."""
     from pipelines.trainers.ray_input import dataset_name, pieces_dataset
-    from pipelines.trainers.streaming import SplitStream, StreamPrep
+    from pipelines.trainers.streaming import SplitStream
 
-    prep = StreamPrep(data.schema, data.preprocessor, data.labels)
-    train, validation = (SplitStream(source, split, prep) for split in ("train", "validation"))
+    train, validation = (SplitStream(source, split, data.prep)
+                         for split in ("train", "validation"))
     out = {dataset_name(rank): pieces_dataset(train, train.pieces(rank, num_workers))
            for rank in range(num_workers)}
     out["validation"] = pieces_dataset(validation, validation.pieces(0, 1))
@@ -306,19 +379,17 @@ def _read_final(checkpoint: Any, kind: str, num_workers: int) -> tuple[Any, dict
     return booster, record, shards
 
 
-def check_shards(shards: list[dict[str, Any]], data: Any) -> dict[str, Any]:
+def check_shards(shards: list[dict[str, Any]], rows: int, expected: int) -> dict[str, Any]:
     """Check that the workers' shards hold every train row exactly once: their row counts add
-    up to the train split's and their fingerprints add up to the train matrix's (labels and
-    weights included). Raises :class:`IntegrityError` otherwise; returns the record."""
-    weights = data.sample_weight if data.sample_weight is not None else np.ones(
-        len(data.y_train), dtype=np.float32)
-    expected = fingerprint(data.X_train, data.y_train, weights)
-    rows = sum(s["rows"] for s in shards)
+    up to the train split's ``rows`` and their fingerprints to the train matrix's ``expected``
+    (:meth:`StreamedFit.fingerprint`: labels and weights included). Raises
+    :class:`IntegrityError` otherwise; returns the record."""
+    got_rows = sum(s["rows"] for s in shards)
     total = sum(int(s["fingerprint"]) for s in shards) % (1 << 64)
-    if rows != len(data.y_train) or total != expected:
+    if got_rows != rows or total != expected:
         raise IntegrityError(
-            f"the Ray workers' train shards hold {rows} rows (fingerprint {total}); the train "
-            f"split has {len(data.y_train)} (fingerprint {expected}): some rows were dropped, "
+            f"the Ray workers' train shards hold {got_rows} rows (fingerprint {total}); the "
+            f"train split has {rows} (fingerprint {expected}): some rows were dropped, "
             "duplicated or changed on the way. Nothing was registered.")
     return {"rows": rows, "fingerprint": str(expected), "each_row_once": True}
 
@@ -341,17 +412,13 @@ def _spec(cfg: TrainConfig, data: Any, threads: int) -> tuple[dict[str, Any], tu
         params["scale_pos_weight"] = data.plan.scale_pos_weight
     spec = {"kind": cfg.model, "params": params, "rounds": rounds, "n_classes": k,
             "metric": metric, "early_stopping_rounds": cfg.early_stopping_rounds,
-            "weighted": data.sample_weight is not None, "plan": data.plan, "n_features": data.X_train.shape[1],
+            "weighted": data.weighted, "plan": data.plan, "n_features": data.n_features,
             "threads": threads}  # per worker, unless params set nthread / num_threads
     return spec, (metric, mode)
 
 
 def train_boosting_on_ray(
     config: TrainConfig,
-    X_train: pd.DataFrame,
-    y_train: pd.DataFrame,
-    X_val: pd.DataFrame,
-    y_val: pd.DataFrame,
     source: Any,
     *,
     workdir: Path,
@@ -361,24 +428,24 @@ def train_boosting_on_ray(
 ) -> TrainResult:
     """Train ``config`` (xgboost or lightgbm) data-parallel on ``num_workers`` Ray Train
     workers that read their shards of ``source`` (:func:`version_source`: the version's
-    verified train and validation files). The frames are the same splits read in memory: the
-    driver fits the preprocessing on them and scores the validation split, as one process does.
-    See the module docstring.
+    verified train and validation files). The driver fits the preprocessing, scores the
+    validation split and checks the shards by streamed passes over the same files
+    (:class:`StreamedFit`): it never holds a split. See the module docstring.
 
     Returns the :class:`TrainResult` the single-process trainer returns, with
     ``extra["distributed"]``: world size, per-shard rows and the exactly-once check.
     """
-    from pipelines.trainers.tabular import Prepared, finish_booster
+    from pipelines.trainers.tabular import finish_booster
     from pipelines.trainers.tuning import ray_session
 
     refuse_unsupported(config)
     kind = config.model
-    t0 = time.perf_counter()
-    data = Prepared(config, X_train, y_train, X_val, y_val, framework=kind)
-    t_prep = time.perf_counter()
     if source.rows("train") < num_workers:  # a worker would get no rows to boost on
         raise ConfigError(f"{kind} on {num_workers} Ray workers: the train split has only "
                           f"{source.rows('train')} rows. Use fewer workers.")
+    t0 = time.perf_counter()
+    data = StreamedFit(config, source, framework=kind)
+    t_prep = time.perf_counter()
     threads = max(1, num_cpus // num_workers)
     spec, metric = _spec(config, data, threads)
     workdir = Path(workdir).resolve()
@@ -389,7 +456,7 @@ def train_boosting_on_ray(
         checkpoint = _run_trainer(spec, datasets, workdir, num_workers, cpus)
         booster, record, shards = _read_final(checkpoint, kind, num_workers)
     t_fit = time.perf_counter()
-    check = check_shards(shards, data)
+    check = check_shards(shards, data.rows_train, data.fingerprint())
     rounds = (booster.num_boosted_rounds() if kind == "xgboost"
               else booster.current_iteration())
     final = {**spec["params"], "n_estimators": rounds, "requested_rounds": spec["rounds"]}

@@ -99,27 +99,33 @@ def _category_rows(counts: Counter[str],
 
 
 def fit_streamed(source: StreamSource, config: Any) -> tuple[StreamPrep, np.ndarray]:
-    """One pass over the train split: the fitted :class:`StreamPrep` and the train rows' class
-    counts (for the imbalance plan)."""
+    """One pass over the train split: the fitted :class:`StreamPrep` (numeric columns as
+    ``config.numeric_mode`` asks) and the train rows' class counts (for the imbalance plan;
+    empty for a regression, whose label values are not counted)."""
     from pipelines.trainers.preprocessing import build_preprocessor
 
     moments: _Moments | None = None
     label_counts: Counter[Any] = Counter()
-    label_name = "label"
+    first: pd.Series | None = None
+    regression = config.task == "regression"
     for piece in rank_pieces(source.group_rows["train"], 0, 1):
         X, y = source.read("train", piece)
         if moments is None:
             moments = _Moments(FeatureSchema.infer(X))
         series = label_series(y, split="train")
-        label_name = str(series.name)
-        label_counts.update(series.value_counts().to_dict())
+        if first is None:
+            first = series.head(2)
+        if not regression:
+            label_counts.update(series.value_counts().to_dict())
         moments.add(X)
-    if moments is None:
+    if moments is None or first is None:
         from fstrain.kernel.errors import InvalidArgumentError
 
         raise InvalidArgumentError("the train split has no rows; there is nothing to train on.")
-    labels = label_info(pd.Series(list(label_counts), name=label_name), config.task)
-    pre = build_preprocessor(moments.schema, max_categories=config.max_categories)
+    labels = label_info(first if regression else pd.Series(list(label_counts), name=first.name),
+                        config.task)
+    pre = build_preprocessor(moments.schema, max_categories=config.max_categories,
+                             numeric=config.numeric_mode)
     pre.fit(moments.frame(config.max_categories))
     counts = np.asarray([label_counts[c] for c in labels.classes], dtype=np.int64)
     return StreamPrep(moments.schema, pre, labels), counts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -69,6 +69,27 @@ def xgboost_device(requested: str) -> tuple[str, list[str]]:
     return ("cuda", []) if torch.cuda.is_available() else ("cpu", [])
 
 
+class BoosterInputs(Protocol):
+    """What :func:`finish_booster` needs of the fitted data: :class:`Prepared` (the splits in
+    memory) or the streamed fit of distributed boosting
+    (:class:`pipelines.trainers.ray_boosting.StreamedFit`, which holds no split)."""
+
+    schema: FeatureSchema
+    preprocessor: Any
+    labels: LabelInfo
+    plan: ImbalancePlan
+    numeric_mode: str
+
+    @property
+    def rows_train(self) -> int:
+        """Train rows the booster was fitted on."""
+        ...
+
+    def validation_scores(self, predictor: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``predictor``'s raw validation probabilities and the encoded validation labels."""
+        ...
+
+
 class Prepared:
     """Train/validation matrices after label encoding, preprocessing and imbalance handling."""
 
@@ -117,6 +138,15 @@ class Prepared:
         else:
             self.X_train, self.y_train = x_train, self.y_train_raw
         self.sample_weight = self.plan.sample_weight(self.y_train)
+
+    @property
+    def rows_train(self) -> int:
+        """Train rows the model is fitted on (after any resampling)."""
+        return len(self.y_train)
+
+    def validation_scores(self, predictor: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``predictor``'s raw validation probabilities and the encoded validation labels."""
+        return predictor.raw_proba_matrix(self.X_val), self.y_val
 
 
 #: Above this many bytes of train matrix, CPU training also builds a QuantileDMatrix.
@@ -265,7 +295,7 @@ def train_xgboost(
 def finish_booster(
     kind: str,
     booster: Any,
-    data: Prepared,
+    data: BoosterInputs,
     config: TrainConfig,
     *,
     params: dict[str, Any],
@@ -288,9 +318,10 @@ def finish_booster(
         kind=kind, schema=data.schema, preprocessor=data.preprocessor, model=booster,
         labels=data.labels, params=params,
     )
-    proba = calibrated_validation(predictor, config, data)
-    metrics = (regression_metrics(data.y_val, proba) if k == 0
-               else classification_metrics(data.y_val, proba, k))
+    raw, y_val = data.validation_scores(predictor)
+    proba = _calibrated(predictor, config, raw, y_val, data.plan.record)
+    metrics = (regression_metrics(y_val, proba) if k == 0
+               else classification_metrics(y_val, proba, k))
     curves = from_history(
         history, unit="round", loss="rmse" if k == 0 else "logloss", metric=metric[0],
         mode=metric[1], step_key="round", best_step=best_iteration,
@@ -300,7 +331,7 @@ def finish_booster(
         model=predictor, metrics=metrics, history=history, params=params,
         imbalance=data.plan.record, nondeterminism=notes, config=config, metric=metric[0],
         mode=metric[1], best_iteration=best_iteration, device=device,
-        extra={"train_seconds": time.perf_counter() - t0, "rows_train": len(data.y_train),
+        extra={"train_seconds": time.perf_counter() - t0, "rows_train": data.rows_train,
                "preprocess_seconds": t_prep - t0, "booster_seconds": t_fit - t_prep,
                "numeric_preprocessing": data.numeric_mode},
         curves=curves,
@@ -311,11 +342,15 @@ def calibrated_validation(predictor: Any, config: TrainConfig, data: Prepared) -
     """Fit the probability correction ``config.calibration`` asks for (on the validation split
     only; see :mod:`pipelines.trainers.calibration`), attach it to ``predictor``, and return the
     validation predictions the saved predictor will give."""
+    raw, y_val = data.validation_scores(predictor)
+    return _calibrated(predictor, config, raw, y_val, data.plan.record)
+
+
+def _calibrated(predictor: Any, config: TrainConfig, raw: np.ndarray, y_val: np.ndarray,
+                record: dict[str, Any]) -> np.ndarray:
     from pipelines.trainers.calibration import calibrate
 
-    raw = predictor.raw_proba_matrix(data.X_val)
-    corrected = calibrate(predictor, config.calibration, lambda: raw, data.y_val,
-                          data.plan.record)
+    corrected = calibrate(predictor, config.calibration, lambda: raw, y_val, record)
     return raw if corrected is None else corrected
 
 

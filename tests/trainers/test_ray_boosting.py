@@ -19,6 +19,7 @@ from pipelines import feature, model_validation, training, training_dataset
 from pipelines.cli import app
 from pipelines.trainers.config import load_config
 from pipelines.trainers.ray_boosting import check_shards, fingerprint
+from pipelines.trainers.tabular import Prepared
 
 #: how far the 2-worker model's validation metrics may be from the single-process model's.
 #: Distributed histograms use other split candidates (XGBoost merges per-worker quantile
@@ -84,25 +85,23 @@ def test_the_shard_check_finds_a_dropped_a_duplicated_and_a_changed_row():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(50, 4)).astype(np.float32)
     y, w = rng.integers(0, 2, 50), np.ones(50, dtype=np.float32)
-
-    class Data:
-        X_train, y_train, sample_weight = x, y, None
+    expected = fingerprint(x, y, w)
 
     def shards(*parts):
         return [{"rows": len(p), "fingerprint": str(fingerprint(x[p], y[p], w[p]))}
                 for p in parts]
 
     whole = np.arange(50)
-    assert check_shards(shards(whole[::2], whole[1::2]), Data)["each_row_once"]
+    assert check_shards(shards(whole[::2], whole[1::2]), 50, expected)["each_row_once"]
     with pytest.raises(IntegrityError, match="dropped, duplicated or changed"):
-        check_shards(shards(whole[:25], whole[26:]), Data)  # row 25 dropped
+        check_shards(shards(whole[:25], whole[26:]), 50, expected)  # row 25 dropped
     with pytest.raises(IntegrityError):
-        check_shards(shards(whole[:26], whole[25:49]), Data)  # 25 twice, 49 dropped
+        check_shards(shards(whole[:26], whole[25:49]), 50, expected)  # 25 twice, 49 dropped
     changed = x.copy()
     changed[3, 1] += 1
     bad = [{"rows": 50, "fingerprint": str(fingerprint(changed, y, w))}]
     with pytest.raises(IntegrityError):
-        check_shards(bad, Data)
+        check_shards(bad, 50, expected)
 
 
 def test_ray_boosting_errors_share_the_root():
@@ -186,44 +185,130 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     assert result.status == "passed"
 
 
-def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformations(fs):
-    """Without Ray: what the rank datasets read and preprocess (the view's standard_scaler
-    applied with train statistics, then the train-fitted preprocessor) is the single-process
-    train matrix, row for row, each row in exactly one of three shards."""
+def _tx_version(fs, n=300):
+    """A version with a view transformation (standard_scaler), a categorical and a binary
+    label, written in 40-row row groups."""
     import pandas as pd
 
     from feature_store.transformations import standard_scaler
-    from pipelines.trainers.ray_boosting import shard_weights, version_source
-    from pipelines.trainers.ray_input import _read_pieces
-    from pipelines.trainers.streaming import SplitStream, StreamPrep, rank_pieces
-    from pipelines.trainers.tabular import Prepared
 
-    rng, n, t0 = np.random.default_rng(5), 300, pd.Timestamp("2024-01-01", tz="UTC")
+    rng, t0 = np.random.default_rng(5), pd.Timestamp("2024-01-01", tz="UTC")
     tx = fs.get_or_create_feature_group("tx", version=1, primary_key=["tid"], event_time="ts")
     tx.insert(pd.DataFrame({"tid": np.arange(n), "ts": t0 + pd.to_timedelta(np.arange(n), "h"),
-                            "amount": rng.gamma(2, 10, n), "kind": rng.choice(["a", "b"], n),
-                            "label": rng.integers(0, 2, n)}))
+                            "amount": rng.gamma(2, 10, n), "kind": rng.choice(["a", "b", "c"], n),
+                            "label": (rng.random(n) < 0.3).astype(np.int64)}))
     fv = fs.create_feature_view("tx_view", query=tx.select(["amount", "kind", "label"]),
                                 labels=["label"],
                                 transformation_functions=[standard_scaler("amount")])
     version, _ = fv.create_train_validation_test_split(
         validation_size=0.2, test_size=0.2, seed=3, write_options={"batch_rows": 40})
+    return fv, version
+
+
+def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformations(fs):
+    """Without Ray: what the rank datasets read and preprocess (the view's standard_scaler
+    applied with train statistics, then the train-fitted preprocessor) is the single-process
+    train matrix, row for row, each row in exactly one of three shards."""
+    from pipelines.trainers.ray_boosting import StreamedFit, shard_weights, version_source
+    from pipelines.trainers.ray_input import _read_pieces
+    from pipelines.trainers.streaming import SplitStream, rank_pieces
+
+    fv, version = _tx_version(fs)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     cfg = load_config({"model": "xgboost", "imbalance": "class_weight"})
     data = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
     source = version_source(fv, version)
     assert len(source.group_rows["train"]) > 1  # pieces of several row groups
-    stream = SplitStream(source, "train", StreamPrep(data.schema, data.preprocessor,
-                                                     data.labels))
+    streamed = StreamedFit(cfg, source, framework="xgboost")
+    stream = SplitStream(source, "train", streamed.prep)
     shards = []
     for rank in range(3):
         pieces = rank_pieces(source.group_rows["train"], rank, 3)
         shard = _read_pieces({k: np.array([p[i] for p in pieces]) for i, k in
                               enumerate(("group", "offset", "rows"))}, stream)
-        shards.append({**shard, "w": shard_weights(data.plan, shard["y"])})
+        shards.append({**shard, "w": shard_weights(streamed.plan, shard["y"])})
     x = np.concatenate([s["x"] for s in shards])
     np.testing.assert_array_equal(x, data.X_train)
     np.testing.assert_array_equal(np.concatenate([s["y"] for s in shards]), data.y_train)
     np.testing.assert_array_equal(np.concatenate([s["w"] for s in shards]), data.sample_weight)
     assert check_shards([{"rows": len(s["y"]), "fingerprint": str(fingerprint(
-        s["x"], s["y"], s["w"]))} for s in shards], data)["each_row_once"]
+        s["x"], s["y"], s["w"]))} for s in shards], streamed.rows_train,
+        streamed.fingerprint())["each_row_once"]
+
+
+@pytest.mark.parametrize("options", [
+    {"model": "xgboost", "imbalance": "class_weight", "calibration": "platt"},
+    {"model": "lightgbm", "imbalance": "scale_pos_weight", "max_categories": 2},
+])
+def test_the_drivers_streamed_fit_equals_the_in_memory_one(fs, tmp_path, options):
+    """What the driver fits and scores by streamed passes (StreamedFit) is what Prepared fits
+    on the splits in memory: the same saved preprocessor (boosters pass numeric columns
+    through, so nothing is estimated from them), imbalance record, train fingerprint, and
+    validation predictions, calibration and metrics of the same booster, to the last digit."""
+    import xgboost as xgb
+
+    from pipelines.trainers.ray_boosting import StreamedFit, version_source
+    from pipelines.trainers.tabular import Prepared, finish_booster
+
+    fv, version = _tx_version(fs)
+    X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
+    cfg = load_config(options)
+    memory = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework=cfg.model)
+    streamed = StreamedFit(cfg, version_source(fv, version), framework=cfg.model)
+    assert streamed.plan.record == memory.plan.record
+    assert streamed.rows_train == memory.rows_train and streamed.weighted == (
+        memory.sample_weight is not None)
+    weights = memory.sample_weight  # the workers weigh unweighted rows with ones
+    assert streamed.fingerprint() == fingerprint(memory.X_train, memory.y_train, np.ones(
+        memory.rows_train, np.float32) if weights is None else weights)
+    booster = xgb.train({"objective": "binary:logistic", "seed": 0}, xgb.DMatrix(
+        memory.X_train, label=memory.y_train), num_boost_round=5)
+    results = {}
+    for name, data in (("memory", memory), ("streamed", streamed)):
+        out = finish_booster("xgboost", booster, data, cfg, params={}, history=[], notes=[],
+                             metric=("auc", "max"), best_iteration=4, device="cpu",
+                             timings=(0.0, 0.0, 0.0))
+        out.model.save(tmp_path / name)
+        results[name] = out
+    assert results["streamed"].metrics == results["memory"].metrics  # to the last digit
+    assert results["streamed"].imbalance == results["memory"].imbalance  # calibration included
+    files = {name: {str(p.relative_to(tmp_path / name)): _content(p)
+                    for p in (tmp_path / name).rglob("*") if p.is_file()} for name in results}
+    assert files["streamed"] == files["memory"] and len(files["memory"]) >= 3
+
+
+def test_a_scaled_streamed_fit_equals_the_in_memory_one_to_rounding(fs):
+    """numeric_preprocessing=impute_scale: the streamed moments give the scaler's mean and
+    variance to float rounding (not bit for bit), so the matrices agree to rounding."""
+    from pipelines.trainers.preprocessing import transform
+    from pipelines.trainers.ray_boosting import StreamedFit, version_source
+
+    fv, version = _tx_version(fs)
+    X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
+    cfg = load_config({"model": "xgboost", "numeric_preprocessing": "impute_scale"})
+    memory = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
+    streamed = StreamedFit(cfg, version_source(fv, version), framework="xgboost")
+    assert streamed.plan.record == memory.plan.record
+    x = transform(streamed.preprocessor, streamed.schema, X_tr)
+    np.testing.assert_allclose(x, memory.X_train, rtol=1e-5, atol=1e-6)
+    assert abs(float(x[:, 0].std()) - 1.0) < 1e-3  # scaled, not passed through
+
+
+def _content(path: Path) -> object:
+    """A saved file's bytes; for a skops archive its members, less the names skops derives
+    from Python ``id()``s when it saves (``__id__`` fields, array file names: different in
+    every process and every fit): the schema without them and the arrays' bytes."""
+    import zipfile
+
+    if path.suffix != ".skops":
+        return path.read_bytes()
+
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("__id__", "file")}
+        return [strip(v) for v in node] if isinstance(node, list) else node
+
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        return (strip(json.loads(archive.read("schema.json"))),
+                sorted(archive.read(n) for n in names if n != "schema.json"))
