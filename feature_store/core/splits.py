@@ -61,6 +61,8 @@ __all__ = [
     "SPLIT_NAMES",
     "STRATEGIES",
     "SplitSpec",
+    "NO_SPLIT",
+    "assign_split_codes",
     "assign_splits",
     "kfold_indices",
     "make_split_spec",
@@ -570,36 +572,54 @@ def resolve_time_bounds(
                    test_start=test_start)
 
 
+#: split codes: a row's split is ``spec.splits[code]``; :data:`NO_SPLIT` for a dropped row
+NO_SPLIT = -1
+_TRAIN = 0
+
+
+def _code(spec: SplitSpec, name: str) -> int:
+    return spec.splits.index(name)
+
+
 def _time_assign(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | None) -> np.ndarray:
     t = _event_times(frame, spec, event_time_column)
     if not spec.has_time_bounds:
         spec = resolve_time_bounds(frame, spec, event_time_column=event_time_column or "")
-    out = np.full(len(frame), None, dtype=object)
+    out = np.full(len(frame), NO_SPLIT, dtype=np.int8)
     valid = t.notna().to_numpy()
-    for name in spec.splits:
+    for code, name in enumerate(spec.splits):
         start, end = getattr(spec, f"{name}_start"), getattr(spec, f"{name}_end")
         mask = valid.copy()
         if start is not None:
             mask &= (t >= start).to_numpy()
         if end is not None:
             mask &= (t < end).to_numpy()
-        out[mask] = name
+        out[mask] = code
     if spec.gap is not None and spec.gap > pd.Timedelta(0):
         edges = [spec.train_end] + ([spec.validation_end] if spec.three_way else [])
         for edge in edges:
             if edge is not None:
-                out[(valid & (t >= edge).to_numpy() & (t < edge + spec.gap).to_numpy())] = None
+                out[(valid & (t >= edge).to_numpy() & (t < edge + spec.gap).to_numpy())] = NO_SPLIT
     return out
+
+
+def _permutation(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``rng.permutation(n)`` in half the memory below 2**31 rows: the shuffle draws the same
+    random numbers whatever the array's dtype, so the permutation is the same."""
+    perm = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    rng.shuffle(perm)
+    return perm
 
 
 def _random_assign(n: int, spec: SplitSpec) -> np.ndarray:
     rng = np.random.default_rng(spec.seed)
-    perm = rng.permutation(n)
+    perm = _permutation(rng, n)
     n_test = int(n * (spec.test_size or 0.0))
     n_val = int(n * (spec.validation_size or 0.0)) if spec.three_way else 0
-    out = np.full(n, "train", dtype=object)
-    out[perm[:n_test]] = "test"
-    out[perm[n_test:n_test + n_val]] = "validation"
+    out = np.full(n, _TRAIN, dtype=np.int8)
+    out[perm[:n_test]] = _code(spec, "test")
+    if n_val:
+        out[perm[n_test:n_test + n_val]] = _code(spec, "validation")
     return out
 
 
@@ -649,14 +669,15 @@ def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.nd
     else:
         n_val = np.zeros_like(counts)
     rng = np.random.default_rng(spec.seed)
-    out = np.full(n, "train", dtype=object)
+    out = np.full(n, _TRAIN, dtype=np.int8)
+    test, validation = _code(spec, "test"), _code(spec, "validation") if spec.three_way else 0
     order = np.argsort(codes, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     for k in range(len(uniques)):
         rows = order[starts[k]:starts[k] + counts[k]]
         rows = rows[rng.permutation(len(rows))]
-        out[rows[:n_test[k]]] = "test"
-        out[rows[n_test[k]:n_test[k] + n_val[k]]] = "validation"
+        out[rows[:n_test[k]]] = test
+        out[rows[n_test[k]:n_test[k] + n_val[k]]] = validation
     return out
 
 
@@ -675,15 +696,15 @@ def _group_assign(groups: pd.Series, spec: SplitSpec) -> np.ndarray:
     sizes = np.bincount(codes, minlength=len(uniques))
     rng = np.random.default_rng(spec.seed)
     perm = rng.permutation(len(uniques))
-    targets = [("test", int(n * (spec.test_size or 0.0)))]
+    targets = [(_code(spec, "test"), int(n * (spec.test_size or 0.0)))]
     if spec.three_way:
-        targets.append(("validation", int(n * (spec.validation_size or 0.0))))
-    group_split = np.full(len(uniques), "train", dtype=object)
+        targets.append((_code(spec, "validation"), int(n * (spec.validation_size or 0.0))))
+    group_split = np.full(len(uniques), _TRAIN, dtype=np.int8)
     i = 0
-    for name, target in targets:
+    for code, target in targets:
         filled = 0
         while filled < target and i < len(perm):
-            group_split[perm[i]] = name
+            group_split[perm[i]] = code
             filled += sizes[perm[i]]
             i += 1
     return group_split[codes]
@@ -712,6 +733,22 @@ def assign_splits(
             event time or stratification column is not given.
         SchemaMismatchError: a named column is not in ``frame``.
     """
+    codes = assign_split_codes(frame, spec, event_time_column=event_time_column,
+                               label_column=label_column)
+    names = np.array([*spec.splits, None], dtype=object)  # NO_SPLIT (-1) picks the last
+    return names[codes]
+
+
+def assign_split_codes(
+    frame: pd.DataFrame,
+    spec: SplitSpec,
+    *,
+    event_time_column: str | None = None,
+    label_column: str | None = None,
+) -> np.ndarray:
+    """:func:`assign_splits` as one byte per row: the index of the row's split in
+    ``spec.splits``, :data:`NO_SPLIT` for a dropped row (what out-of-core creation holds for
+    every row, instead of an object array)."""
     if not isinstance(spec, SplitSpec):
         raise InvalidArgumentError(
             f"spec must be a SplitSpec from make_split_spec(). Got {type(spec).__name__} instead."
@@ -733,8 +770,8 @@ def assign_splits(
         out = _group_assign(_column(frame, spec.group_column, "Group"), spec)
     else:  # pragma: no cover - make_split_spec rejects it
         raise InvalidArgumentError(f"Unknown split strategy {spec.strategy!r}.")
-    for name in spec.splits:
-        if not (out == name).any():
+    for code, name in enumerate(spec.splits):
+        if not (out == code).any():
             raise InvalidArgumentError(
                 f"Split '{name}' is empty for {len(frame)} row(s) with spec {spec.to_dict()}. "
                 "Widen its window, raise its size or use more data."

@@ -160,8 +160,8 @@ def merge_ordered(files: list[Path], order: list[str], columns: list[str] | None
     sources = [pq.ParquetFile(f) for f in files]
     readers = [s.iter_batches(batch_size=per_file, columns=wanted) for s in sources]
     # DuckDB marks a column "not null" in a file that happens to hold no nulls: drop the marks
-    common = pa.schema([f.with_nullable(True) for f in sources[0].schema_arrow
-                        if wanted is None or f.name in wanted]) if sources else None
+    fields = sources[0].schema_arrow if sources else pa.schema([])
+    common = pa.schema([fields.field(n).with_nullable(True) for n in wanted or fields.names])
     buffers: list[pa.Table | None] = [None] * len(readers)
     done = [False] * len(readers)
     while True:
@@ -261,13 +261,24 @@ def _count_at_most_arrow(table: pa.Table, order: list[str], bound: dict[str, Any
     return int(pc.sum(at_most).as_py() or 0)
 
 
-def replay_source(files: list[Path], order: list[str], batch_rows: int,
-                  prepare: Callable[[pa.Table], pa.RecordBatch]
-                  ) -> Callable[[list[str] | None], Iterator[pa.RecordBatch]]:
+class ReplaySource:
     """``source(columns)``: the merged rows' ``columns`` (None: all), as batches made by
-    ``prepare``; every call merges the files again, in the same order."""
-    def source(columns: list[str] | None) -> Iterator[pa.RecordBatch]:
-        for table in merge_ordered(files, order, columns, batch_rows):
-            yield prepare(table)
+    ``prepare``; every call merges the files again, in the same order. ``rows``: how many rows
+    the files hold (from their Parquet footers, without reading them)."""
 
-    return source
+    def __init__(self, files: list[Path], order: list[str], batch_rows: int,
+                 prepare: Callable[[pa.Table], pa.RecordBatch]) -> None:
+        import pyarrow.parquet as pq
+
+        self.files, self.order, self.batch_rows, self.prepare = files, order, batch_rows, prepare
+        self.rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+    def __call__(self, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+        for table in merge_ordered(self.files, self.order, columns, self.batch_rows):
+            yield self.prepare(table)
+
+
+def replay_source(files: list[Path], order: list[str], batch_rows: int,
+                  prepare: Callable[[pa.Table], pa.RecordBatch]) -> ReplaySource:
+    """A :class:`ReplaySource` over the ordered result ``files``."""
+    return ReplaySource(files, order, batch_rows, prepare)

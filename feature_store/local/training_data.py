@@ -187,13 +187,14 @@ class TrainingDataStore:
 
     def _assigner(self, spec: SplitSpec, et: str | None, label: str | None,
                   resolved: list[SplitSpec]) -> Callable[[pa.Table, int], Any]:
-        """``assign(keys, rows)``: each row's split name; a relative spec's resolved windows are
-        appended to ``resolved``."""
+        """``assign(keys, rows)``: each row's split as one byte (its index in ``spec.splits``,
+        ``NO_SPLIT`` for a dropped row); a relative spec's resolved windows are appended to
+        ``resolved``."""
 
         def assign(keys: pa.Table, rows: int) -> Any:
             import pandas as pd
 
-            from feature_store.core.splits import assign_splits, resolve_time_bounds
+            from feature_store.core.splits import assign_split_codes, resolve_time_bounds
 
             # only the columns the strategy reads travel to pandas; rows stay in Arrow
             frame = (keys.to_pandas() if keys.num_columns
@@ -202,7 +203,7 @@ class TrainingDataStore:
             if current.is_relative:  # record the dates the relative windows resolve to
                 current = resolve_time_bounds(frame, current, event_time_column=et or "")
             resolved.append(current)
-            return assign_splits(frame, current, event_time_column=et, label_column=label)
+            return assign_split_codes(frame, current, event_time_column=et, label_column=label)
 
         return assign
 
@@ -250,9 +251,10 @@ class TrainingDataStore:
             splits = {"train": table}
         else:
             needed, et, label = self._key_columns(spec, root_columns, table.column_names)
-            assignment = self._assigner(spec, et, label, resolved)(table.select(needed),
-                                                                  table.num_rows)
-            splits = {name: table.filter(pa.array(assignment == name)) for name in spec.splits}
+            codes = self._assigner(spec, et, label, resolved)(table.select(needed),
+                                                             table.num_rows)
+            splits = {name: table.filter(pa.array(codes == i))
+                      for i, name in enumerate(spec.splits)}
         relative = [r for r in resolved if spec is not None and spec.is_relative]
         facts = self._facts(compiled, pins, root_columns, table.schema, start_time, end_time,
                             relative)

@@ -6,8 +6,8 @@ folder inside the version's staging folder, and its result is consumed as Arrow 
 1. the batches are written, in query order, to one scratch Parquet file, while the few columns the
    split strategy reads (event time, label, group or stratification column) are kept;
 2. the split assignment is computed from those columns by the same function as an in-memory
-   create (:func:`feature_store.core.splits.assign_splits`), so the splits are bit-identical for
-   the same seed;
+   create (:func:`feature_store.core.splits.assign_split_codes`, one byte per row), so the
+   splits are bit-identical for the same seed;
 3. the scratch file is read back batch by batch, each batch's rows go to their split's Parquet
    writer, and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
    is fed in a background thread while the next batch is written.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 
@@ -150,8 +150,8 @@ def write_splits(
     """Write the batches into one Parquet file per split under ``staging``.
 
     ``assign(keys, rows)`` gets the ``key_columns`` of all rows and the row count, and returns
-    each row's split name (``None`` for a dropped row); without it every row goes to the single
-    split.
+    each row's split as an ``int8`` code (its index in ``split_names``, -1 for a dropped row);
+    without it every row goes to the single split.
     """
     if assign is None:
         (name,) = split_names
@@ -163,7 +163,7 @@ def write_splits(
 
     rows_file = staging / ROWS_FILE
     keys, rows = _spool(batches, schema, rows_file, key_columns)
-    codes = _codes(assign(keys, rows), split_names)
+    codes = assign(keys, rows)
     del keys
     try:
         return _distribute(pq.ParquetFile(rows_file).iter_batches(batch_size=batch_rows), schema,
@@ -172,8 +172,17 @@ def write_splits(
         rows_file.unlink(missing_ok=True)
 
 
+class ReplayedRows(Protocol):
+    """Rows that can be read again: ``source(columns)`` (None: every column) yields the same
+    rows in the same order on every call; ``rows`` is their count, known without reading."""
+
+    rows: int
+
+    def __call__(self, columns: list[str] | None) -> Iterator[pa.RecordBatch]: ...
+
+
 def write_splits_replayed(
-    source: Callable[[list[str] | None], Iterator[pa.RecordBatch]],
+    source: ReplayedRows,
     schema: pa.Schema,
     staging: Path,
     *,
@@ -181,9 +190,9 @@ def write_splits_replayed(
     key_columns: list[str],
     assign: Callable[[pa.Table, int], np.ndarray] | None,
 ) -> dict[str, SplitFile]:
-    """:func:`write_splits` from a source that yields the same rows on every call
-    (``source(columns)``, None: every column): the split keys are read in a first pass and the
-    rows in a second, with no scratch file."""
+    """:func:`write_splits` from a source that yields the same rows on every call: the split
+    keys are read in a first pass (none when the strategy reads no column: the row count is
+    known) and the rows in a second, with no scratch file."""
     import pyarrow as pa
 
     if assign is None:
@@ -192,14 +201,11 @@ def write_splits_replayed(
             for batch in source(None):
                 writers.write(name, batch)
         return writers.files
+    keys = pa.table({})  # the strategy reads no column: a random split needs the count only
     if key_columns:
         keys = pa.Table.from_batches(list(source(key_columns)),
                                      schema=pa.schema([schema.field(c) for c in key_columns]))
-        rows = keys.num_rows
-    else:  # the strategy reads no column: count the rows, hold nothing
-        keys = pa.table({})
-        rows = sum(batch.num_rows for batch in source(schema.names[:1]))
-    codes = _codes(assign(keys, rows), split_names)
+    codes = assign(keys, source.rows)
     del keys
     return _distribute(source(None), schema, codes, staging, split_names)
 
@@ -218,16 +224,6 @@ def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
             kept.append(batch.select(key_columns))
             rows += batch.num_rows
     return pa.Table.from_batches(kept, schema=pa.schema([schema.field(c) for c in key_columns])), rows
-
-
-def _codes(assignment: np.ndarray, split_names: tuple[str, ...]) -> np.ndarray:
-    """Each row's split as a small integer (-1: in no split)."""
-    import numpy as np
-
-    codes = np.full(len(assignment), -1, dtype=np.int8)
-    for i, name in enumerate(split_names):
-        codes[assignment == name] = i
-    return codes
 
 
 def _distribute(batches: Iterator[pa.RecordBatch], schema: pa.Schema, codes: np.ndarray,

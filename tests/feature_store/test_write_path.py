@@ -1,0 +1,172 @@
+"""The write path of out-of-core creation (split codes, the replayed merge, split files): the
+same versions as the in-memory path and as recorded before it was made cheaper."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from feature_store.core.splits import NO_SPLIT, assign_split_codes, assign_splits, make_split_spec
+from feature_store.local import partitioned_join as pj
+from feature_store.local.training_data_stream import StreamOptions
+
+T0 = pd.Timestamp("2024-01-01", tz="UTC")
+N = 400
+
+#: content sha256 of every split, recorded with the code before split codes and the footer count
+GOLDEN = {
+    "random": {
+        "train": "3953dcd02d516afc43844258fbaef192fcc1eb257fb414b4e74646438c18d684",
+        "test": "f932fedb0ef3efca56936f2eff2c45c3918c957cb4747e295bc3b8450e9078fe",
+    },
+    "time": {
+        "train": "4e873956669d7d3afd1835d10d1179d1c0886a48f6832482cbe60bb8b3dda26e",
+        "test": "759efa2dc09d45f88d5aa2242a517c0f5b9fe180fcd0946b7bcfeeccbdc55b67",
+    },
+    "group": {
+        "train": "beb088767f68769d70f9f4642a8098fbdafc94357bbec1b89414ecbcc7541f3c",
+        "test": "b971b16d0243912c95d208ac38a390d4eb290905757e9d9d18506c1785201ea7",
+    },
+    "stratified": {
+        "train": "7259550a01342148759ebef8adae77dd7cb7eb35225ac42d62020b82e9a6da26",
+        "test": "f16013719a55726628d6dd78138ca280df72046ef3da3755d9f2567170a8164c",
+    },
+}
+#: sha256 of the split files' bytes, recorded with the same code (pyarrow writes its version into
+#: the file, so the bytes are compared only under the version they were recorded with)
+GOLDEN_FILES = {
+    "random": {
+        "train": "86c381e5a82d1c03631593812b9c6e924cf7bbac077db0c8cb2fe75d0400ed89",
+        "test": "e360a7d52651c3e62e62f78ea54059795e46f6deab769a86abdafc5029c67219",
+    },
+    "time": {
+        "train": "249a010926e85bc314490d6c51c7717078e914a470a9362e4753164d76f2e35d",
+        "test": "a38395e1db9cf33c4c2574e040b8669a526e0a636abd275ba0105947ea0ba4f0",
+    },
+    "stratified": {
+        "train": "341d69d809d6cc427f616bb24367aa57744f36280a0ad78b383a20561a71b07e",
+        "test": "ad9b3eb13eb180e482efaa523b310a23e2bfbc1cd0961f38761d5843e88bc77b",
+    },
+}
+RECORDED_WITH = "26.0.1"
+
+SPLITS = {
+    "random": {"test_size": 0.25},
+    "time": {"test_size": 0.3},
+    "group": {"test_size": 0.25, "group_column": "entity"},
+    "stratified": {"test_size": 0.25},
+}
+
+
+def _view(fs):
+    """Labels keyed by ``rid`` PIT-joined with a feature group on ``entity`` (the group column
+    comes after the root key in the result, so the merge reads columns out of file order)."""
+    rng = np.random.default_rng(3)
+    root = fs.get_or_create_feature_group("ev", version=1, primary_key=["rid"], event_time="ts")
+    root.insert(pd.DataFrame({
+        "rid": np.arange(N), "entity": rng.integers(0, 40, N),
+        "ts": T0 + pd.to_timedelta(rng.permutation(N), unit="h"),
+        "label": rng.choice([0, 1, 2], N, p=[0.5, 0.3, 0.2]), "x": rng.normal(size=N),
+    }))
+    feats = fs.get_or_create_feature_group("feats", version=1, primary_key=["entity", "v"],
+                                           event_time="ts")
+    m = 300
+    feats.insert(pd.DataFrame({
+        "entity": rng.integers(0, 40, m), "v": np.arange(m),
+        "ts": T0 + pd.to_timedelta(rng.integers(0, N, m), unit="h"),
+        "f": rng.normal(size=m), "s": rng.choice(["p", "q", None], m),
+    }))
+    query = root.select_all().join(feats.select(["f", "s"]), on=["entity"])
+    return fs.create_feature_view("w", query=query, labels=["label"])
+
+
+def _create(fv, stream, split, three_way=False):
+    spec = fv._make_spec(three_way, 7, split, **SPLITS[split])
+    version, _ = fv._td.create(spec, seed=7, start_time=None, end_time=None, extra_filter=None,
+                               materialize=True, data_format="parquet", description="",
+                               statistics_config=None, stream=stream)
+    return fv.get_training_dataset(version)
+
+
+@pytest.fixture
+def passes(monkeypatch):
+    """The column lists every merge of the partitioned results was asked for."""
+    seen: list[list[str] | None] = []
+    real = pj.merge_ordered
+
+    def spy(files, order, columns, batch_rows):
+        seen.append(columns)
+        return real(files, order, columns, batch_rows)
+
+    monkeypatch.setattr(pj, "merge_ordered", spy)
+    return seen
+
+
+@pytest.mark.parametrize("split", list(SPLITS))
+def test_partitioned_versions_equal_in_memory_and_recorded(fs, passes, split):
+    fv = _view(fs)
+    in_memory = _create(fv, None, split)
+    streamed = _create(fv, StreamOptions(batch_rows=37, partitions=4), split)
+    assert list(streamed.splits) == list(in_memory.splits) == ["train", "test"]
+    for name, meta in streamed.splits.items():
+        assert meta["rows"] == in_memory.splits[name]["rows"] > 0
+        assert meta["sha256"] == in_memory.splits[name]["sha256"]
+        assert meta["label_distribution"] == in_memory.splits[name]["label_distribution"]
+        stats, expected = meta["statistics"], in_memory.splits[name]["statistics"]
+        assert stats["row_count"] == meta["rows"]
+        for got, want in zip(stats["features"], expected["features"], strict=True):
+            assert got.keys() == want.keys()
+            for key, value in want.items():
+                assert got[key] == (pytest.approx(value, rel=1e-12)
+                                    if isinstance(value, float) else value), (name, key)
+        path = Path(streamed.location) / f"{name}.parquet"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == meta["file_sha256"]
+    assert {n: m["sha256"] for n, m in streamed.splits.items()} == GOLDEN[split]
+    if split in GOLDEN_FILES and pa.__version__ == RECORDED_WITH:
+        assert {n: m["file_sha256"] for n, m in streamed.splits.items()} == GOLDEN_FILES[split]
+    # a random split reads no column: its rows are counted from the files' footers, and the
+    # other strategies read only their key columns before the one full pass
+    assert passes[-1] is None and len(passes) == (1 if split == "random" else 2)
+    fv.verify_training_dataset(streamed.version)
+
+
+def _frame(n=997):
+    rng = np.random.default_rng(11)
+    return pd.DataFrame({"y": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]),
+                         "g": rng.integers(0, 60, n),
+                         "t": T0 + pd.to_timedelta(rng.integers(0, 500, n), unit="h")})
+
+
+#: sha256 (first 16 digits) of "|".join(split names) as assigned before the codes existed
+ASSIGNED = {
+    "random2": ({"seed": 3, "test_size": 0.2}, "a6a35b8c25300e64"),
+    "random3": ({"seed": 3, "three_way": True, "test_size": 0.2, "validation_size": 0.15},
+                "a55d7cbcce7f73b5"),
+    "strat3": ({"strategy": "stratified", "seed": 4, "three_way": True, "test_size": 0.2,
+                "validation_size": 0.1}, "0d18709607666273"),
+    "group3": ({"strategy": "group", "group_column": "g", "seed": 5, "three_way": True,
+                "test_size": 0.2, "validation_size": 0.2}, "c30298418376a10b"),
+    "time_gap": ({"strategy": "time", "seed": 0, "three_way": True,
+                  "train_end": T0 + pd.Timedelta("200h"), "validation_end": T0 + pd.Timedelta("350h"),
+                  "gap": "10h"}, "e5480463744051cc"),
+    "time_sizes": ({"strategy": "time", "seed": 0, "test_size": 0.25}, "5346b0657061f848"),
+}
+
+
+@pytest.mark.parametrize("case", list(ASSIGNED))
+def test_split_codes_assign_the_rows_as_before(case):
+    kwargs, digest = ASSIGNED[case]
+    spec = make_split_spec(**kwargs)
+    codes = assign_split_codes(_frame(), spec, event_time_column="t", label_column="y")
+    names = assign_splits(_frame(), spec, event_time_column="t", label_column="y")
+    assert codes.dtype == np.int8
+    assert hashlib.sha256("|".join(map(str, names)).encode()).hexdigest()[:16] == digest
+    expected = np.array([NO_SPLIT if n is None else spec.splits.index(n) for n in names])
+    assert (codes == expected).all()
+    assert (codes == NO_SPLIT).any() == (case == "time_gap")
