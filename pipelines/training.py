@@ -433,6 +433,8 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
                 "timings": {k: v for k, v in result.extra.items() if k.endswith("_seconds")},
                 # data-parallel boosting: world size, shard rows, the exactly-once check
                 "distributed": result.extra.get("distributed"),
+                # a resumed torch/flax run: the checkpoint it continued from (epoch, step)
+                "resumed_from": result.extra.get("resumed_from"),
                 **extra_config,
             },
         )

@@ -16,7 +16,6 @@ on CPU; ``bf16``/``fp16`` force a dtype (CPU autocast included); ``off`` disable
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable
@@ -320,6 +319,42 @@ def _rank_rng(
                                  if k.startswith(prefix)}
 
 
+def _check_mid_epoch_checkpoints(train_set: Any, opts: TorchOptions) -> None:
+    """Refuse ``checkpoint_every_steps`` on a streamed train set that cannot start an epoch at
+    a given batch (the Ray Data shards of ``--workers``): its checkpoints could not be resumed
+    from without training on some rows twice."""
+    if opts.checkpoint_every_steps and not getattr(train_set, "resumes_mid_epoch", False):
+        raise ConfigError(
+            f"torch.checkpoint_every_steps={opts.checkpoint_every_steps} writes mid-epoch "
+            f"checkpoints, but the streamed input {type(train_set).__name__} (--workers N: Ray "
+            "Data shards) cannot resume an epoch part way through. Drop "
+            "torch.checkpoint_every_steps (checkpoints at every epoch's end still resume), or "
+            "train in one process with torch.streaming: true.")
+
+
+def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext, streamed: Any) -> None:
+    """Refuse to resume a mid-epoch checkpoint where the rest of its epoch cannot be replayed
+    exactly: another world size deals other rows to each rank (``--workers``), and a streamed
+    input without mid-epoch starts would restart the epoch."""
+    loop = meta.get("loop") or {}
+    start = int(loop.get("batch_in_epoch") or 0)
+    if not start:
+        return
+    was = int(meta.get("world_size") or 1)
+    where = (f"the checkpoint was written after batch {start} of epoch {loop.get('epoch')} "
+             f"(global step {loop.get('global_step')})")
+    if was != dist.world_size:
+        raise ConfigError(
+            f"Cannot resume: {where} with world size {was} (--workers {was}); now world size "
+            f"{dist.world_size} (--workers {dist.world_size}) would deal the epoch's rows to "
+            f"the ranks differently. Resume with --workers {was}.")
+    if streamed and not getattr(streamed, "resumes_mid_epoch", False):
+        raise ConfigError(
+            f"Cannot resume: {where}, and the streamed input {type(streamed).__name__} cannot "
+            "start an epoch part way through (torch.checkpoint_every_steps). Resume in one "
+            "process with torch.streaming: true, or start fresh.")
+
+
 # --------------------------------------------------------------------------------------------
 # The loop
 # --------------------------------------------------------------------------------------------
@@ -423,6 +458,7 @@ class _Run:
                               "reads its pieces itself. Set torch.num_workers: 0.")
         if self.streamed:
             self.n_batches = spec.train_set.steps(dist.world_size, opts.batch_size)
+            _check_mid_epoch_checkpoints(spec.train_set, opts)
         else:
             per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
                                          world_size=dist.world_size))
@@ -515,6 +551,7 @@ class _Run:
             return
         model_state, tensors, meta = ckpt.read(ckdir, "last")
         ckpt.check_compatible(meta, self.spec.config, self.spec.lineage)
+        _check_mid_epoch_resume(meta, self.dist, self.streamed and self.spec.train_set)
         self.raw_model.load_state_dict(model_state)
         self.optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
         if self.scheduler is not None and meta.get("scheduler") is not None:
@@ -601,9 +638,10 @@ class _Run:
         self.loss_sum.fill_(state["epoch_loss_sum"])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.streamed:  # the same seeded order again: a resumed epoch skips what it did
-            batches = itertools.islice(spec.train_set.epoch_batches(  # type: ignore[attr-defined]
-                state["epoch"], self.dist.rank, self.dist.world_size, bs), start, None)
+        if self.streamed:  # the same seeded order from batch `start` (see _check_mid_epoch)
+            batches = iter(spec.train_set.epoch_batches(  # type: ignore[attr-defined]
+                state["epoch"], self.dist.rank, self.dist.world_size, bs,
+                **({"start": start} if start else {})))
         else:
             batches = iter(_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
                                     opts.num_workers))

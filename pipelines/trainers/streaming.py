@@ -157,6 +157,8 @@ class SplitStream:
     docstring for sharding, step counts and shuffling)."""
 
     streamed = True
+    #: :meth:`epoch_batches` starts an epoch at any batch (a mid-epoch checkpoint's resume)
+    resumes_mid_epoch = True
 
     def __init__(self, source: StreamSource, split: str, prep: StreamPrep, *,
                  shuffle_buffer: int = 0, seed: int = 0) -> None:
@@ -165,6 +167,16 @@ class SplitStream:
 
     def __len__(self) -> int:
         return self.source.rows(self.split)
+
+    def layout(self) -> dict[str, Any]:
+        """What the batches depend on besides the seed and options: the split's rows and its
+        row groups' sizes (a checkpoint records it; another layout refuses the resume)."""
+        import hashlib
+        import json
+
+        groups = json.dumps(list(self.source.group_rows[self.split])).encode()
+        return {"rows": len(self), "row_groups": len(self.source.group_rows[self.split]),
+                "row_group_sizes_sha256": hashlib.sha256(groups).hexdigest()[:16]}
 
     def pieces(self, rank: int, world_size: int) -> list[Piece]:
         """This rank's pieces (dealt once per run from ``seed`` when shuffling)."""
@@ -184,19 +196,31 @@ class SplitStream:
         """The generator of one rank's epoch order."""
         return np.random.default_rng((self.seed, epoch, rank))
 
-    def epoch_batches(self, epoch: int, rank: int, world_size: int,
-                      batch_size: int) -> Iterator[tuple[Any, Any]]:
-        """Exactly :meth:`steps` batches of this rank's rows, in the epoch's seeded order."""
+    def epoch_batches(self, epoch: int, rank: int, world_size: int, batch_size: int,
+                      start: int = 0) -> Iterator[tuple[Any, Any]]:
+        """Batches ``start, start + 1, …`` of this rank's :meth:`steps` batches of ``epoch``, in
+        the epoch's seeded order.
+
+        ``start > 0`` (a run resumed from a mid-epoch checkpoint) gives exactly the batches an
+        uninterrupted epoch would go on with, without reading the rows already trained on:
+        shuffle windows wholly before batch ``start`` only advance the generator (a
+        permutation of their row count, computed from the row-group sizes), the rest is read
+        and the window's rows before the batch dropped."""
+        steps = self.steps(world_size, batch_size)
+        if not 0 <= start < steps:
+            raise InvalidArgumentError(f"batch {start} of an epoch of {steps} batches "
+                                       f"(rank {rank} of {world_size}) does not exist.")
         pieces = self.pieces(rank, world_size)
-        chunks: Iterable[tuple[np.ndarray, np.ndarray]]
-        if self.shuffle_buffer:
-            rng = self.epoch_rng(epoch, rank)
+        rng = self.epoch_rng(epoch, rank) if self.shuffle_buffer else None
+        if rng is not None:
             pieces = [pieces[int(i)] for i in rng.permutation(len(pieces))]
-            chunks = window_shuffle(read_ahead(map(self.piece_arrays, pieces)),
-                                    self.shuffle_buffer, rng)
-        else:
-            chunks = read_ahead(map(self.piece_arrays, pieces))
-        return exact_batches(rebatch(chunks, batch_size), self.steps(world_size, batch_size),
+        skip = sum(batch_sizes(sum(p[2] for p in pieces), batch_size, steps)[:start])
+        pieces, drop = skip_windows(pieces, skip, self.shuffle_buffer, rng)
+        chunks: Iterable[tuple[np.ndarray, np.ndarray]] = read_ahead(
+            map(self.piece_arrays, pieces))
+        if rng is not None:
+            chunks = window_shuffle(chunks, self.shuffle_buffer, rng)
+        return exact_batches(rebatch(drop_rows(chunks, drop), batch_size), steps - start,
                              what=f"rank {rank} of {world_size}")
 
     def batches(self, rank: int, world_size: int, batch_size: int) -> Iterator[tuple[Any, Any]]:
@@ -225,6 +249,52 @@ class SplitStream:
             self.source.group_rows[self.split], 0, 1))]
         y = np.concatenate(ys) if ys else np.zeros(0, np.int64)
         return y, len(y)
+
+
+def batch_sizes(rows: int, batch_size: int, steps: int) -> list[int]:
+    """The row counts of the ``steps`` batches :func:`exact_batches` cuts ``rows`` rows into."""
+    full = [batch_size] * (steps - 1)
+    if rows > (steps - 1) * batch_size:
+        return [*full, rows - (steps - 1) * batch_size]
+    last = rows - (steps - 2) * batch_size  # one batch short: the last full one is halved
+    return [*full[:-1], last // 2, last - last // 2]
+
+
+def skip_windows(pieces: list[Piece], rows: int, window: int,
+                 rng: np.random.Generator | None) -> tuple[list[Piece], int]:
+    """The pieces left after skipping the first ``rows`` rows of the stream, and how many rows
+    of what they yield (after :func:`window_shuffle`) still precede the resume point.
+
+    A shuffle window ends after the piece that brings it to ``window`` rows; a window wholly
+    inside the skipped rows is not read, but its permutation is drawn, so ``rng`` is where an
+    uninterrupted pass would have left it. Without shuffling (``rng`` None) whole pieces are
+    skipped."""
+    begin, have, first = 0, 0, 0  # rows before the open window, rows in it, its first piece
+    for index, piece in enumerate(pieces):
+        if rng is None:
+            if begin + piece[2] > rows:
+                return pieces[index:], rows - begin
+            begin += piece[2]
+            continue
+        have += piece[2]
+        if have >= window:
+            if begin + have > rows:
+                return pieces[first:], rows - begin
+            rng.permutation(have)  # the generator as the skipped window left it
+            begin, have, first = begin + have, 0, index + 1
+    return pieces[first:] if rng is not None else [], rows - begin
+
+
+def drop_rows(chunks: Iterable[tuple[np.ndarray, np.ndarray]],
+              rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``chunks`` without their first ``rows`` rows."""
+    for x, y in chunks:
+        if rows >= len(y):
+            rows -= len(y)
+            continue
+        if rows:
+            x, y, rows = x[rows:], y[rows:], 0
+        yield x, y
 
 
 def read_ahead(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:

@@ -143,17 +143,24 @@ def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
 
 def train_torch_streamed(config: TrainConfig | dict[str, Any], source: Any, *, workdir: Path | None,
                          lineage: dict[str, Any] | None = None, resume: bool | None = None,
-                         report: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+                         report: Callable[[dict[str, Any]], None] | None = None,
+                         on_step: Callable[[int], None] | None = None) -> TrainResult:
     """Train an ``mlp`` in this process from a :class:`~pipelines.trainers.streaming.StreamSource`
-    (a version's split files), never holding a split in memory."""
+    (a version's split files), never holding a split in memory.
+
+    A resumed run (``resume``) continues from the last checkpoint, mid-epoch ones
+    (``torch.checkpoint_every_steps``) included, with the batches an uninterrupted run would
+    have taken; the checkpoint records the train split's layout next to ``lineage``, and a
+    resume over another layout is refused."""
     from pipelines.trainers.config import load_config
 
     config = load_config(config)
     data = stream_torch_data(config, source)
     y_val = data.val_set.labels_and_rows()[0]
+    lineage = {**(lineage or {}), "train_stream": data.train_set.layout()}
     result = _train_torch_data(config, data, data.val_set, y_val, workdir=workdir,
                                image_loader=None, lineage=lineage, resume=resume, report=report,
-                               on_step=None)
+                               on_step=on_step)
     result.extra["streaming"] = {"train_rows": len(data.train_set),
                                  "shuffle_buffer": data.train_set.shuffle_buffer,
                                  "seed": config.seed}

@@ -1,0 +1,239 @@
+"""Resuming a streamed (``torch.streaming``) run from a mid-epoch checkpoint: the rest of the
+epoch is the uninterrupted run's batches (rows already trained on are neither read nor seen
+again), the final weights and history are bitwise the same, and a resume that cannot be exact
+is refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from fstrain.kernel.errors import ConfigError
+from pipelines.trainers.config import load_config
+from pipelines.trainers.loop import DistContext
+from pipelines.trainers.stream_fit import fit_streamed
+from pipelines.trainers.streaming import SplitStream, StreamSource, batch_sizes
+from pipelines.trainers.torch_models import train_torch_streamed
+from tests.trainers.conftest import make_binary
+
+WORKER = Path(__file__).with_name("stream_resume_worker.py")
+ROWS = 603
+CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout": 0.2},
+          "torch": {"epochs": 2, "batch_size": 64, "lr": 0.01, "deterministic": True,
+                    "device": "cpu", "patience": None, "streaming": True,
+                    "shuffle_buffer": 150, "checkpoint_every_steps": 4}}
+
+
+def write_source(directory: Path, rows: int = ROWS, group_rows: int = 97) -> StreamSource:
+    """Train/validation Parquet files in many uneven row groups, ``rid`` identifying a row."""
+    import pipelines.trainers.streaming as streaming
+
+    X, y = make_binary(rows, seed=3)
+    X["rid"] = np.arange(rows, dtype=np.float64)
+    old, streaming.ROW_GROUP_ROWS = streaming.ROW_GROUP_ROWS, group_rows
+    try:
+        return StreamSource.from_frames(directory, {"train": (X, y), "validation": (X[:100],
+                                                                                   y[:100])})
+    finally:
+        streaming.ROW_GROUP_ROWS = old
+
+
+class CountingStream(SplitStream):
+    """A split stream that counts the rows it reads (to show skipped rows are not read)."""
+
+    rows_read = 0
+
+    def piece_arrays(self, piece):  # type: ignore[no-untyped-def]
+        self.rows_read += piece[2]
+        return super().piece_arrays(piece)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    return write_source(tmp_path_factory.mktemp("stream"))
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(torch.equal(x1, x2) and torch.equal(y1, y2)
+                                    for (x1, y1), (x2, y2) in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize(("world", "rank", "batch", "buffer"),
+                         [(1, 0, 64, 150), (1, 0, 50, 0), (2, 0, 43, 200), (2, 1, 64, 150)])
+def test_an_epoch_started_at_any_batch_is_the_rest_of_the_full_epoch(source, world, rank,
+                                                                     batch, buffer):
+    prep, _ = fit_streamed(source, load_config({"model": "mlp"}))
+    stream = CountingStream(source, "train", prep, shuffle_buffer=buffer, seed=11)
+    full = list(stream.epoch_batches(1, rank, world, batch))
+    steps = stream.steps(world, batch)
+    assert len(full) == steps
+    sizes = [len(y) for _, y in full]
+    assert sizes == batch_sizes(sum(sizes), batch, steps)
+    if (world, rank, batch) == (2, 0, 43):  # 301 rows: one short, its last batch halved
+        assert sizes == [43] * 6 + [21, 22]
+    for start in range(steps):
+        stream.rows_read = 0
+        assert _same(list(stream.epoch_batches(1, rank, world, batch, start=start)),
+                     full[start:]), start
+        # rows before the resume point are read only within its shuffle window / row group
+        assert stream.rows_read <= sum(sizes[start:]) + max(buffer, 97) + 96, start
+    with pytest.raises(Exception, match=f"batch {steps} of an epoch of {steps} batches"):
+        list(stream.epoch_batches(1, rank, world, batch, start=steps))
+
+
+def _final(result) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in result.model.module.state_dict().items()}
+
+
+def _history(result) -> list[dict]:
+    return [{k: v for k, v in row.items() if not k.endswith("_seconds")}
+            for row in result.history]
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights_bit_for_bit(source, tmp_path):
+    lineage = {"feature_view": "synthetic", "training_dataset_version": 1}
+    full = train_torch_streamed(CONFIG, source, workdir=None)  # no checkpoints: same result
+    steps = full.extra["global_step"]
+    assert steps == 2 * 10  # 603 rows in batches of 64, two epochs
+
+    def stop(step: int) -> None:
+        if step == 14:  # epoch 1, two steps after the checkpoint of step 12
+            raise Interrupted(step)
+
+    with pytest.raises(Interrupted):
+        train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", lineage=lineage,
+                             on_step=stop)
+    meta = json.loads((tmp_path / "run" / "checkpoints" / "last" / "state.json").read_text())
+    assert (meta["loop"]["epoch"], meta["loop"]["batch_in_epoch"]) == (1, 2)
+    assert meta["lineage"]["train_stream"]["rows"] == ROWS
+    # a resume that cannot be exact is refused by name (and leaves the checkpoint alone)
+    with pytest.raises(ConfigError, match=r"config\.torch\.batch_size: checkpoint has 64, "
+                                          r"now 32"):
+        train_torch_streamed({**CONFIG, "torch": CONFIG["torch"] | {"batch_size": 32}}, source,
+                             workdir=tmp_path / "run", lineage=lineage, resume=True)
+    with pytest.raises(ConfigError, match=r"config\.seed: checkpoint has 7, now 8"):
+        train_torch_streamed({**CONFIG, "seed": 8}, source, workdir=tmp_path / "run",
+                             lineage=lineage, resume=True)
+    with pytest.raises(ConfigError, match=r"lineage\.training_dataset_version: checkpoint has "
+                                          r"1, now 2"):
+        train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", resume=True,
+                             lineage={**lineage, "training_dataset_version": 2})
+    other = write_source(tmp_path / "other", rows=500)
+    with pytest.raises(ConfigError, match=r"lineage\.train_stream\.rows: checkpoint has 603, "
+                                          r"now 500"):
+        train_torch_streamed(CONFIG, other, workdir=tmp_path / "run", lineage=lineage,
+                             resume=True)
+    # another world size would deal the epoch's rows to other ranks: refused, not restarted
+    with pytest.raises(ConfigError, match=r"after batch 2 of epoch 1 \(global step 12\) with "
+                                          r"world size 1 \(--workers 1\); now world size 2"):
+        _fit(source, tmp_path / "run", DistContext(rank=0, world_size=2))
+
+    resumed = train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", lineage=lineage,
+                                   resume=True)
+    assert resumed.extra["resumed_from"] == {"epoch": 1, "batch_in_epoch": 2, "global_step": 12}
+    assert resumed.extra["global_step"] == steps
+    a, b = _final(full), _final(resumed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert _history(resumed) == _history(full)
+    assert resumed.metrics == full.metrics
+
+
+def _fit(source, workdir: Path, dist, train_set=None):  # type: ignore[no-untyped-def]
+    """The loop over ``source`` resumed from ``workdir``'s checkpoints as rank ``dist.rank``."""
+    from pipelines.trainers.loop import LoopSpec, fit
+    from pipelines.trainers.nets import build_net
+    from pipelines.trainers.torch_models import stream_torch_data
+
+    config = load_config(CONFIG)
+    data = stream_torch_data(config, source)
+    return fit(LoopSpec(model=build_net(data.arch), train_set=train_set or data.train_set,
+                        val_set=data.val_set, n_classes=2, options=config.torch, seed=config.seed,
+                        metric="roc_auc", mode="max", checkpoint_dir=workdir / "checkpoints",
+                        config=config.fingerprint_dict(), resume=True, dist=dist,
+                        lineage={"feature_view": "synthetic", "training_dataset_version": 1,
+                                 "train_stream": data.train_set.layout()}))
+
+
+def test_mid_epoch_checkpoints_are_refused_for_the_ray_data_shards_of_workers(source, tmp_path):
+    from pipelines import training
+    from pipelines.streamed_training import check_streaming_options
+    from pipelines.trainers.loop import DistContext
+    from pipelines.trainers.ray_input import RayShardStream
+    from pipelines.trainers.torch_models import stream_torch_data
+
+    stream = stream_torch_data(load_config(CONFIG), source).train_set
+    with pytest.raises(ConfigError, match=r"torch\.checkpoint_every_steps=4 writes mid-epoch "
+                                          r"checkpoints, but the streamed input RayShardStream"):
+        _fit(source, tmp_path, DistContext(), RayShardStream(None, stream))
+    cfg = load_config({**CONFIG, "torch": {**CONFIG["torch"], "streaming": False}})
+    run = training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
+                                          workers=2, model=CONFIG)
+    with pytest.raises(ConfigError, match=r"checkpoint_every_steps=4 writes mid-epoch "
+                                          r"checkpoints, which a --workers 2 run"):
+        check_streaming_options(cfg, run)
+    check_streaming_options(cfg, run.model_copy(update={"workers": 1}))  # one process: fine
+
+
+PIPELINE_CONFIG = {"model": "mlp", "seed": 3, "params": {"hidden_sizes": [16], "dropout": 0.1},
+                   "torch": {"epochs": 2, "batch_size": 32, "deterministic": True,
+                             "device": "cpu", "patience": None, "streaming": True,
+                             "shuffle_buffer": 64, "checkpoint_every_steps": 3}}
+
+
+def _worker(root: Path, version: int, name: str, *kill_at: int) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, str(WORKER), str(root), str(version), name,
+                           json.dumps(PIPELINE_CONFIG), *map(str, kill_at)],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_killed_streamed_pipeline_run_resumes_through_the_cli_and_registers_the_same_model(
+        project, tmp_path):
+    from safetensors.torch import load_file
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from tests.pipelines.test_pipelines import _adult_dataset
+
+    td = _adult_dataset(project)
+    root = Path(project.root)
+    full = _worker(root, td.version, "full")
+    assert full.returncode == 0, full.stderr[-3000:]
+    steps = json.loads((root / "runs" / "full_td1" / "checkpoints" / "last" / "state.json")
+                       .read_text())["loop"]["global_step"]
+    per_epoch = steps // 2
+    checkpointed = (per_epoch // 3 + 1) * 3  # epoch 1's first mid-epoch checkpoint (every 3)
+    kill_at = checkpointed + 1  # killed one step later, before the next checkpoint
+    cut = _worker(root, td.version, "cut", kill_at)
+    assert cut.returncode == -signal.SIGKILL, cut.stderr[-3000:]
+    meta = json.loads((root / "runs" / "cut_td1" / "checkpoints" / "last" / "state.json")
+                      .read_text())
+    loop = meta["loop"]
+    assert loop["global_step"] == checkpointed and loop["epoch"] == 1
+    assert 0 < loop["batch_in_epoch"] < per_epoch
+    (tmp_path / "cfg.json").write_text(json.dumps(PIPELINE_CONFIG))  # YAML reads JSON
+    out = CliRunner().invoke(app, ["train", "adult", "-t", str(td.version), "--config",
+                                   str(tmp_path / "cfg.json"), "--model-name", "cut",
+                                   "--resume", "--root", str(root)])
+    assert out.exit_code == 0, out.output
+    registry = project.get_model_registry()
+    a, b = registry.get_model("full", 1), registry.get_model("cut", 1)
+    assert a.training_config["resumed_from"] is None
+    assert b.training_config["resumed_from"] == {
+        "epoch": 1, "batch_in_epoch": loop["batch_in_epoch"], "global_step": checkpointed}
+    assert b.training_metrics == a.training_metrics
+    wa, wb = (load_file(str(Path(m.model_path) / "model" / "model.safetensors")) for m in (a, b))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
