@@ -58,10 +58,10 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.timeutil import to_utc
 
 __all__ = [
+    "NO_SPLIT",
     "SPLIT_NAMES",
     "STRATEGIES",
     "SplitSpec",
-    "NO_SPLIT",
     "assign_split_codes",
     "assign_splits",
     "kfold_indices",

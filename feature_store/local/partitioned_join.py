@@ -157,7 +157,7 @@ def merge_ordered(files: list[Path], order: list[str], columns: list[str] | None
 
     wanted = None if columns is None else list(dict.fromkeys([*order, *columns]))
     per_file = max(1024, batch_rows // max(1, len(files)))
-    sources = [pq.ParquetFile(f) for f in files]
+    sources = [pq.ParquetFile(f, pre_buffer=False) for f in files]  # see open_parquet
     readers = [s.iter_batches(batch_size=per_file, columns=wanted) for s in sources]
     # DuckDB marks a column "not null" in a file that happens to hold no nulls: drop the marks
     fields = sources[0].schema_arrow if sources else pa.schema([])

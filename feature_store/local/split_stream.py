@@ -90,7 +90,7 @@ class SplitBatches:
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
-        source = pq.ParquetFile(self.path)
+        source = pq.ParquetFile(self.path, pre_buffer=False)  # memory: one batch, not the file
         for batch in source.iter_batches(batch_size=self.batch_rows, columns=self.shaper.columns()):
             yield from _part(batch, self.shaper, self.part).to_batches()
 

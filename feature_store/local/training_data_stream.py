@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import numpy as np
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 #: Rows per record batch read from DuckDB and written per Parquet write.
 DEFAULT_BATCH_ROWS = 1_000_000
@@ -159,14 +160,12 @@ def write_splits(
             for batch in batches:
                 writers.write(name, batch)
         return writers.files
-    import pyarrow.parquet as pq
-
     rows_file = staging / ROWS_FILE
     keys, rows = _spool(batches, schema, rows_file, key_columns)
     codes = assign(keys, rows)
     del keys
     try:
-        return _distribute(pq.ParquetFile(rows_file).iter_batches(batch_size=batch_rows), schema,
+        return _distribute(open_parquet(rows_file).iter_batches(batch_size=batch_rows), schema,
                            codes, staging, split_names)
     finally:
         rows_file.unlink(missing_ok=True)
@@ -305,6 +304,15 @@ def read_columns(path: Path, columns: list[str]) -> pa.Table:
     return pq.read_table(path, columns=columns)
 
 
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """A Parquet file to read a piece at a time: without pyarrow's pre-buffering, which reads
+    ahead whole column chunks of many row groups (memory growing with the file: 5 GB to hash a
+    100M-row version's splits) and saves nothing on a local disk."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 def file_sha256(path: Path, chunk: int = 8 << 20) -> str:
     """sha256 of a file's bytes, read in chunks."""
     import hashlib
@@ -322,7 +330,6 @@ def verified_content_hash(path: Path, owner: str, split: str, recorded_file_sha2
     against ``recorded_file_sha256`` (when recorded); a missing, unreadable or changed file is
     an :class:`IntegrityError`."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from feature_store.core.content_hash import StreamingTableHash
 
@@ -334,7 +341,7 @@ def verified_content_hash(path: Path, owner: str, split: str, recorded_file_sha2
             f"{path} changed after creation). Recreate the version; do not edit its files."
         )
     try:
-        source = pq.ParquetFile(path)
+        source = open_parquet(path)
         hasher = StreamingTableHash(source.schema_arrow)
         for batch in source.iter_batches(batch_size=batch_rows):
             hasher.update(batch)

@@ -9,10 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from feature_store.core.splits import NO_SPLIT, assign_split_codes, assign_splits, make_split_spec
+from feature_store.core.splits import (
+    NO_SPLIT,
+    assign_split_codes,
+    assign_splits,
+    make_split_spec,
+)
 from feature_store.local import partitioned_join as pj
 from feature_store.local.training_data_stream import StreamOptions
 
