@@ -6,9 +6,11 @@ one statement that DuckDB would have to spill:
 
 1. every group's pinned rows are written once, by DuckDB, into ``K`` Parquet buckets by a hash
    of their join-key values (equal keys, stored with the same type, land in the same bucket);
-2. the query's own statement runs on each bucket in turn — the bucket's root rows with the
-   same bucket of every joined group, small enough to join in memory — and its result, ordered
-   by the root key like the whole query's, is written to one Parquet file per bucket;
+2. each bucket in turn — the bucket's root rows with the same bucket of every joined group,
+   small enough to join in memory — is joined, and its result, ordered by the root key like the
+   whole query's, is written to one Parquet file per bucket: by the numpy kernel of
+   :mod:`~feature_store.local.bucket_join` where it covers the query's shape, else by the
+   query's own statement run on the bucket;
 3. the ``K`` ordered results are merged by the root key (:func:`merge_ordered`), in windows of
    rows, into the order the single statement produces.
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
+    from feature_store.local.bucket_join import BucketPlan
     from feature_store.local.pit import CompiledQuery
 
 BUCKET = "__fstrain_bucket"
@@ -81,7 +84,7 @@ class PartitionedQuery:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
                  folder: Path) -> None:
-        from feature_store.local import engine
+        from feature_store.local import bucket_join, engine
 
         if compiled.partition_keys is None or buckets < 1:
             raise ValueError("the query cannot be partitioned")
@@ -90,12 +93,20 @@ class PartitionedQuery:
         self.scans = {ph: engine.scan(con, node.fg.delta_table, node.commit)
                       for ph, node in compiled.scans.items()}
         self.results: list[Path] = []
+        #: the numpy kernel's plan, or None: each bucket runs the statement
+        self.kernel = bucket_join.plan(compiled)
+        self._schema: pa.Schema | None = None
 
     def schema(self) -> pa.Schema:
         """The result's schema: the statement run on empty inputs."""
-        empty = {ph: f"(SELECT * FROM {scan} LIMIT 0)" for ph, scan in self.scans.items()}
-        sql = self.compiled.bind_sources(empty, single_statement=True)
-        return self.con.sql(sql, params=self.compiled.params or None).to_arrow_table().schema
+        if self._schema is None:
+            sql = self.compiled.bind_sources(self._empty_sources(), single_statement=True)
+            self._schema = self.con.sql(sql, params=self.compiled.params or None
+                                        ).to_arrow_table().schema
+        return self._schema
+
+    def _empty_sources(self) -> dict[str, str]:
+        return {ph: f"(SELECT * FROM {scan} LIMIT 0)" for ph, scan in self.scans.items()}
 
     def run(self) -> list[Path]:
         """Partition every group, then join bucket by bucket; returns the ordered result files
@@ -103,25 +114,52 @@ class PartitionedQuery:
         from feature_store.local.engine import quote_ident as q
 
         self.folder.mkdir(parents=True, exist_ok=True)
+        shape = self.compiled.shape
+        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
         for ph, scan in self.scans.items():
             hashed = ", ".join(q(k) for k in self.keys[ph])
+            where, params = "", None
+            if ph == root and shape is not None and shape.root_filter:
+                where, params = f" WHERE {shape.root_filter}", shape.root_params or None
             self.con.execute(
-                f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}) "
+                f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}{where}) "
                 f"TO {_quoted(self._group_dir(ph))} (FORMAT parquet, PARTITION_BY ({BUCKET}), "
-                f"{SCRATCH_COMPRESSION}, OVERWRITE_OR_IGNORE)")
-        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
+                f"{SCRATCH_COMPRESSION}, OVERWRITE_OR_IGNORE)", params)
         for bucket in range(self.buckets):
             if not self._bucket_dir(root, bucket).exists():
                 continue  # no root rows hash here: the bucket has no result rows
-            sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
-            sql = self.compiled.bind_sources(sources, single_statement=True)
             out = self.folder / f"result_{bucket}.parquet"
-            self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet, {SCRATCH_COMPRESSION})",
-                             self.compiled.params or None)
+            if self.kernel is not None:
+                self._join_bucket(self.kernel, bucket, out)
+            else:
+                self._run_statement(bucket, out)
             self.results.append(out)
             for ph in self.scans:  # the bucket's inputs are spent
                 _remove_tree(self._bucket_dir(ph, bucket))
         return self.results
+
+    def _run_statement(self, bucket: int, out: Path) -> None:
+        """The query's statement on one bucket, its result written to ``out``."""
+        sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
+        sql = self.compiled.bind_sources(sources, single_statement=True)
+        self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet, {SCRATCH_COMPRESSION})",
+                         self.compiled.params or None)
+
+    def _join_bucket(self, kernel: BucketPlan, bucket: int, out: Path) -> None:
+        """One bucket joined by the numpy kernel, its result written to ``out``."""
+        from feature_store.local import bucket_join
+
+        reads = {kernel.root: kernel.root_reads(),
+                 **{step.placeholder: step.reads() for step in kernel.steps}}
+        tables = {}
+        for ph, columns in reads.items():
+            folder = self._bucket_dir(ph, bucket)
+            files = sorted(folder.glob("*.parquet")) if folder.exists() else []
+            tables[ph] = bucket_join.read_bucket(files, columns, self._scan_schema(ph))
+        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, self.schema()), out)
+
+    def _scan_schema(self, placeholder: str) -> pa.Schema:
+        return self.con.sql(f"SELECT * FROM {self.scans[placeholder]} LIMIT 0").to_arrow_table().schema
 
     def _group_dir(self, placeholder: str) -> Path:
         return self.folder / placeholder.strip("_").lower()

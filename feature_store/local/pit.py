@@ -66,6 +66,9 @@ class JoinPlan:
     join: JoinSpec
     point_in_time: bool
     dedupe: str | None  # QUALIFY clause for the right scan, or None
+    #: the right group's upsert-key columns beyond the join keys and event time: among rows
+    #: with equal keys and event time, the one with the smallest values wins
+    tie_break: tuple[str, ...] = ()
 
 
 @dataclass
@@ -94,6 +97,19 @@ class Gather:
 
 
 @dataclass
+class PartitionShape:
+    """What a partitioned run needs beside the SQL: the plan, and the root-only conditions
+    (filters and the event-time window) on the root group's own column names, so they can be
+    applied while the root rows are partitioned (:mod:`~feature_store.local.partitioned_join`)."""
+
+    plan: Plan
+    extra_columns: list[tuple[str, str]]
+    post_filter: bool  # a filter naming a joined group runs after the joins
+    root_filter: str | None
+    root_params: list[Any]
+
+
+@dataclass
 class CompiledQuery:
     """SQL with placeholders for Delta scans, bound to a connection right before running.
 
@@ -113,6 +129,8 @@ class CompiledQuery:
     #: meets all its matches in the same partition (:mod:`~feature_store.local.partitioned_join`);
     #: None when the query's shape does not allow it
     partition_keys: dict[str, tuple[str, ...]] | None = None
+    #: set when ``partition_keys`` is
+    shape: PartitionShape | None = None
 
     def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> str:
         """Substitute each scan placeholder with a scan of the pinned Delta version.
@@ -245,7 +263,7 @@ def _plan_join(left: Node, right: Node, join: JoinSpec) -> JoinPlan:
     elif not pit and rfg.event_time:
         order = ", ".join([q(rfg.event_time) + " DESC"] + [q(k) for k in rest])
         dedupe = f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
-    return JoinPlan(left, right, join, pit, dedupe)
+    return JoinPlan(left, right, join, pit, dedupe, tuple(rest) if pit else ())
 
 
 def _add_right_columns(jp: JoinPlan, columns: list[OutColumn], taken: set[str]) -> None:
@@ -300,7 +318,9 @@ def compile_query(
     params: list[Any] = []  # in placeholder order: root filter, window, post-join filter
     scans: dict[str, Node] = {}
     root_only, post = _split_filter(spec.filter, p.root.fg)
-    from_parts = [_root_source(p.root, root_only, start_time, end_time, params, scans)]
+    root_conditions = _root_conditions(p.root, root_only, start_time, end_time, params)
+    root_params = list(params)
+    from_parts = [_root_source(p.root, root_conditions, scans)]
     where_parts: list[str] = []
     lookback_nodes: dict[str, str] = {}  # left-join alias -> its lookback condition
     for jp in p.joins:
@@ -316,11 +336,15 @@ def compile_query(
     wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
     tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
     keys = _partition_keys(p) if limit is None and order_by_root_key else None
+    shape = None if keys is None else PartitionShape(
+        p, list(extra_columns or []), post is not None,
+        " AND ".join(root_conditions) if root_conditions else None, root_params)
     return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
                          display_template="SELECT " + ", ".join(wide) + tail,
                          gathers=gathers, output=output,
                          partition_keys=None if keys is None else {
-                             ph: keys[node.alias] for ph, node in scans.items()})
+                             ph: keys[node.alias] for ph, node in scans.items()},
+                         shape=shape)
 
 
 def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
@@ -353,13 +377,17 @@ def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
     return keys
 
 
-def _root_source(root: Node, root_only: FilterLike | None, start_time: Any, end_time: Any,
-                 params: list[Any], scans: dict[str, Node]) -> str:
-    """The root scan with the pushed-down root filters and the event-time window."""
+def _root_conditions(root: Node, root_only: FilterLike | None, start_time: Any, end_time: Any,
+                     params: list[Any]) -> list[str]:
+    """The pushed-down root filters and the event-time window, on the root's column names."""
     conditions = []
     if root_only is not None:
         conditions.append(engine.render_filter(root_only, lambda f: q(f.name), params))
-    conditions += _window(root.fg, start_time, end_time, params)
+    return conditions + _window(root.fg, start_time, end_time, params)
+
+
+def _root_source(root: Node, conditions: list[str], scans: dict[str, Node]) -> str:
+    """The root scan with the pushed-down root conditions."""
     sql = f"(SELECT * FROM {_placeholder(root, scans)}"
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)

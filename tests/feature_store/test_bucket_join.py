@@ -1,0 +1,177 @@
+"""The numpy bucket kernel (``bucket_join``): every covered shape gives the single statement's
+rows, values, types and order whatever the number of buckets; uncovered shapes run the
+statement per bucket."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from feature_store.local import bucket_join as bj
+from feature_store.local import engine
+from feature_store.local import partitioned_join as pj
+from feature_store.local import training_data_stream as ts
+
+T0 = pd.Timestamp("2024-01-01", tz="UTC")
+MS0 = int(T0.value // 1_000_000)
+N = 300
+
+
+def _keys(rng, n, nulls=True):
+    a = pd.array(rng.integers(0, 6, n), dtype="Int64")
+    b = rng.choice(["x", "y", "zz", None] if nulls else ["x", "y", "zz"], n)
+    if nulls:
+        a[::17] = pd.NA
+    return a, b
+
+
+def _root(fs, name="ev", epoch_ms=False):
+    """Root rows keyed by ``rid`` with event time ``ts`` (a timestamp, or epoch milliseconds),
+    on keys (a, b) with nulls (event times and primary keys are never null)."""
+    rng = np.random.default_rng(11)
+    a, b = _keys(rng, N)
+    hours = rng.permutation(N)
+    times = T0 + pd.to_timedelta(hours, unit="h")
+    frame = pd.DataFrame({"rid": np.arange(N), "a": a, "b": b,
+                          "ts": (times.astype("int64") // 1_000_000) if epoch_ms else times,
+                          "x": rng.normal(size=N), "label": rng.integers(0, 2, N)})
+    fg = fs.get_or_create_feature_group(name, version=1, primary_key=["rid"], event_time="ts")
+    fg.insert(frame)
+    return fg
+
+
+def _history(fs, name, kind="timestamp", rows=200, seed=3):
+    """A group on keys (a, b) with many equal (keys, event time) rows (ties broken by ``v``)
+    and keys the root lacks; event time ``et`` a timestamp, epoch ms or a date."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 8, rows)  # 6, 7: no root row has them
+    b = rng.choice(["x", "y", "zz", "w"], rows)
+    hours = rng.integers(-20, N // 6, rows) * 6
+    times = T0 + pd.to_timedelta(hours, unit="h")
+    et = {"timestamp": times, "ms": times.astype("int64") // 1_000_000,
+          "date": [t.date() for t in times]}[kind]
+    fg = fs.get_or_create_feature_group(name, version=1, primary_key=["a", "b", "v"],
+                                        event_time="et")
+    fg.insert(pd.DataFrame({"a": a, "b": b, "v": rng.permutation(rows), "et": et,
+                            "h": rng.normal(size=rows), "s": rng.choice(["p", None], rows)}))
+    return fg
+
+
+def _check(fv, buckets, tmp_path, *, kernel=True, extra=None, start=None, end=None):
+    """Run the view's query partitioned, merge, and compare with the single statement."""
+    compiled = fv._td._prepare(extra, start, end, None)[0]
+    con = ts.connect("1GB", tmp_path / "spill")
+    try:
+        run = pj.PartitionedQuery(con, compiled, buckets, tmp_path / f"parts{buckets}")
+        assert (run.kernel is not None) is kernel
+        files = run.run()
+        expected = engine.fetch_arrow(con, compiled.bind(con, single_statement=True),
+                                      compiled.params)
+        schema = run.schema()
+    finally:
+        con.close()
+    order = list(fv.root_feature_group.upsert_key)
+    merged = pa.concat_tables([t.cast(pa.schema([f.with_nullable(True) for f in t.schema]))
+                               for t in pj.merge_ordered(files, order, None, 97)])
+    assert merged.schema.names == expected.schema.names
+    assert merged.cast(schema).equals(expected.cast(schema))
+    assert [f.type for f in schema] == [f.type for f in expected.schema]
+    assert expected.num_rows > 0
+    return expected
+
+
+@pytest.mark.parametrize("buckets", [4, 7])
+def test_ties_nulls_multicolumn_string_keys_and_lookback(fs, tmp_path, buckets):
+    root, hist = _root(fs), _history(fs, "hist")
+    query = (root.select_all()
+             .join(hist.select(["h", "s", "et"]), on=["a", "b"])
+             .join(hist.select(["h", "a"]), on=["b", "a"], prefix="fresh_", lookback="30h")
+             .filter(root.x > -1.0))
+    fv = fs.create_feature_view("v", query=query, labels=["label"])
+    out = _check(fv, buckets, tmp_path)
+    assert out.column("h").null_count and out.column("fresh_h").null_count > out.column("h").null_count
+
+
+@pytest.mark.parametrize("buckets", [3])
+def test_inner_joins_with_and_without_lookback(fs, tmp_path, buckets):
+    root, hist = _root(fs), _history(fs, "hist")
+    other = _history(fs, "other", seed=9)
+    query = (root.select(["rid", "ts", "label"])
+             .join(hist.select(["h"]), on=["a", "b"], join_type="inner", lookback="40h")
+             .join(other.select(["s"]), on=["a", "b"], join_type="inner"))
+    fv = fs.create_feature_view("inner", query=query, labels=["label"])
+    out = _check(fv, buckets, tmp_path)
+    assert 0 < out.num_rows < N
+
+
+@pytest.mark.parametrize("kind", ["ms", "date"])
+def test_mixed_event_time_types(fs, tmp_path, kind):
+    root, hist = _root(fs), _history(fs, "hist", kind=kind)
+    query = (root.select_all().join(hist.select(["h", "et"]), on=["a", "b"])
+             .join(hist.select(["h"]), on=["a", "b"], prefix="lb_", lookback="2d"))
+    fv = fs.create_feature_view("mixed", query=query, labels=["label"])
+    out = _check(fv, 3, tmp_path)
+    assert out.column("lb_h").null_count < N
+
+
+def test_epoch_ms_on_both_sides_and_against_timestamps(fs, tmp_path):
+    root = _root(fs, "evms", epoch_ms=True)
+    ms, stamps = _history(fs, "hms", kind="ms"), _history(fs, "hts", seed=4)
+    query = (root.select_all().join(ms.select(["h"]), on=["a", "b"], lookback="1d")
+             .join(stamps.select(["h"]), on=["a", "b"], prefix="t_", lookback="1d"))
+    fv = fs.create_feature_view("ms", query=query, labels=["label"])
+    _check(fv, 4, tmp_path)
+
+
+def test_window_and_root_filters_are_applied_while_partitioning(fs, tmp_path):
+    root, hist = _root(fs), _history(fs, "hist")
+    fv = fs.create_feature_view("w", query=root.select_all().join(hist.select(["h"]), on=["a", "b"]),
+                                labels=["label"])
+    out = _check(fv, 3, tmp_path, extra=root.label == 1, start=T0 + pd.Timedelta(hours=30),
+                 end=dt.datetime(2024, 1, 9, tzinfo=dt.timezone.utc))
+    assert set(out.column("label").to_pylist()) == {1}
+    assert out.num_rows < N // 2
+
+
+def test_packing_by_rank_and_recoded_keys(fs, tmp_path, monkeypatch):
+    """Times that do not fit beside the codes are ranked; multi-column codes re-densified."""
+    monkeypatch.setattr(bj, "_PACK_BITS", 6)
+    monkeypatch.setattr(bj, "_DENSE_LIMIT", 4)
+    root, hist = _root(fs), _history(fs, "hist")
+    query = root.select_all().join(hist.select(["h", "s"]), on=["a", "b"], lookback="50h")
+    _check(fs.create_feature_view("r", query=query, labels=["label"]), 3, tmp_path)
+
+
+def test_uncovered_shapes_run_the_statement(fs, tmp_path, monkeypatch):
+    root, hist = _root(fs), _history(fs, "hist")
+    ran = []
+    monkeypatch.setattr(pj.PartitionedQuery, "_run_statement",
+                        lambda self, b, out, real=pj.PartitionedQuery._run_statement:
+                        ran.append(b) or real(self, b, out))
+    post = root.select_all().join(hist.select(["h"]), on=["a", "b"]).filter(hist.h < 0.5)
+    fv = fs.create_feature_view("post", query=post, labels=["label"])
+    assert fv._td._prepare(None, None, None, None)[0].partition_keys is not None
+    _check(fv, 3, tmp_path, kernel=False)
+    assert ran
+    covered = fs.create_feature_view(
+        "covered", query=root.select_all().join(hist.select(["h"]), on=["a", "b"]), labels=["label"])
+    ran.clear()
+    _check(covered, 3, tmp_path)
+    assert ran == []
+
+
+def test_uncovered_key_type(fs):
+    rng = np.random.default_rng(2)
+    left = fs.get_or_create_feature_group("fl", version=1, primary_key=["id"], event_time="ts")
+    left.insert(pd.DataFrame({"id": range(20), "k": rng.normal(size=20),
+                              "ts": T0 + pd.to_timedelta(np.arange(20), unit="h")}))
+    right = fs.get_or_create_feature_group("fr", version=1, primary_key=["k"], event_time="ts")
+    right.insert(pd.DataFrame({"k": rng.normal(size=20), "f": np.arange(20.0),
+                               "ts": T0 + pd.to_timedelta(np.arange(20), unit="h")}))
+    fv = fs.create_feature_view("fk", query=left.select_all().join(right.select(["f"]), on=["k"]))
+    compiled = fv._td._prepare(None, None, None, None)[0]
+    assert compiled.partition_keys is not None and bj.plan(compiled) is None
