@@ -30,11 +30,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
 TEXT_FORMATS = ("csv", "jsonl")
-#: Rows per rewritten batch. jsonl goes through Python objects (one dict per row), so its
-#: batches are smaller: 4k rows of 30 columns are a few MiB of Python objects.
-BATCH_ROWS = {"csv": 65_536, "jsonl": 4_096}
-#: Bytes of text parsed per block on reads.
-READ_BLOCK_BYTES = 4 << 20
+#: Rows per rewritten batch: a few MiB of text each (jsonl goes through Python objects, one
+#: dict per row, so its batches are smaller).
+BATCH_ROWS = {"csv": 16_384, "jsonl": 4_096}
+#: Bytes of text parsed per block on reads (one thread: no blocks read ahead).
+READ_BLOCK_BYTES = 1 << 20
 
 
 def json_default(value: Any) -> Any:
@@ -44,15 +44,16 @@ def json_default(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in jsonl")
 
 
-def encode(batch: pa.RecordBatch | pa.Table, data_format: str, *, header: bool) -> bytes:
-    """The text of ``batch`` (csv: with the header line when ``header``)."""
+def encode(batch: pa.RecordBatch | pa.Table, data_format: str, *, header: bool) -> bytes | pa.Buffer:
+    """The text of ``batch`` (csv: with the header line when ``header``), as bytes or an Arrow
+    buffer (no copy of csv text)."""
     if data_format == "csv":
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
         sink = pa.BufferOutputStream()
         pacsv.write_csv(batch, sink, pacsv.WriteOptions(include_header=header))
-        return bytes(sink.getvalue())
+        return sink.getvalue()
     return "".join(json.dumps(row, default=json_default, allow_nan=True) + "\n"
                    for row in batch.to_pylist()).encode("utf-8")
 
@@ -65,10 +66,10 @@ def rewrite_from_parquet(source: Path, target: Path, data_format: str,
 
     digest = hashlib.sha256()
     rows = batch_rows or BATCH_ROWS[data_format]
-    parquet = pq.ParquetFile(source)
+    parquet = pq.ParquetFile(source, pre_buffer=False)  # pre-buffering reads ahead unboundedly
     with open(target, "wb") as out:
         first = True
-        for batch in parquet.iter_batches(batch_size=rows):
+        for batch in parquet.iter_batches(batch_size=rows, use_threads=False):
             data = encode(batch, data_format, header=first)
             digest.update(data)
             out.write(data)
@@ -117,7 +118,8 @@ def iter_batches(path: Path, data_format: str, schema: pa.Schema,
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=block_bytes),
+        reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=block_bytes,
+                                                                       use_threads=False),
                                 parse_options=csv_parse_options(),
                                 convert_options=csv_convert_options(schema))
         for batch in reader:

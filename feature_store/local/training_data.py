@@ -743,7 +743,8 @@ def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
     else:  # csv, jsonl: the same text as a streamed create writes batch by batch
         from feature_store.local.text_split_writer import encode
 
-        path.write_bytes(encode(table, data_format, header=True))
+        with open(path, "wb") as out:
+            out.write(encode(table, data_format, header=True))
 
 
 def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str, str]:
