@@ -183,6 +183,8 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
+    if config.resume:
+        _check_resume_version(workdir, name, int(config.training_dataset_version))
     source = _stream_source(fv0, cfg, config)
     if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
         fv = fv0
@@ -311,6 +313,26 @@ def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
     --find-label-issues): the splits are not read into this process at all."""
     return (config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and config.cv is None
             and not config.find_label_issues)
+
+
+def _check_resume_version(workdir: Path, name: str, version: int) -> None:
+    """``--resume`` on a training-dataset version without checkpoints of ``name`` while other
+    versions have some: a changed ``--training-dataset-version``, refused by name (it would
+    otherwise start a fresh run without a word)."""
+    if workdir.exists():
+        return
+    others = sorted(int(p.name.rsplit("_td", 1)[1]) for p in workdir.parent.glob(f"{name}_td*")
+                    if p.is_dir() and p.name.rsplit("_td", 1)[1].isdigit()
+                    and p.name.rsplit("_td", 1)[0] == name)
+    if others:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"--resume: model {name!r} has no checkpoints for training dataset v{version}; its "
+            f"checkpoints are for training dataset "
+            f"{', '.join(f'v{v}' for v in others)} ({workdir.parent}). Resume with "
+            f"--training-dataset-version {others[-1]}, or drop --resume to train on "
+            f"v{version} from scratch.")
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:

@@ -34,7 +34,7 @@ CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout":
 
 def write_source(directory: Path, rows: int = ROWS, group_rows: int = 97) -> StreamSource:
     """Train/validation Parquet files in many uneven row groups, ``rid`` identifying a row."""
-    import pipelines.trainers.streaming as streaming
+    from pipelines.trainers import streaming
 
     X, y = make_binary(rows, seed=3)
     X["rid"] = np.arange(rows, dtype=np.float64)
@@ -196,7 +196,7 @@ def _worker(root: Path, version: int, name: str, *kill_at: int) -> subprocess.Co
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     return subprocess.run([sys.executable, str(WORKER), str(root), str(version), name,
                            json.dumps(PIPELINE_CONFIG), *map(str, kill_at)],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.mark.slow
@@ -212,14 +212,15 @@ def test_a_killed_streamed_pipeline_run_resumes_through_the_cli_and_registers_th
     root = Path(project.root)
     full = _worker(root, td.version, "full")
     assert full.returncode == 0, full.stderr[-3000:]
-    steps = json.loads((root / "runs" / "full_td1" / "checkpoints" / "last" / "state.json")
+    runs = root / "runs"
+    steps = json.loads((runs / f"full_td{td.version}" / "checkpoints" / "last" / "state.json")
                        .read_text())["loop"]["global_step"]
     per_epoch = steps // 2
     checkpointed = (per_epoch // 3 + 1) * 3  # epoch 1's first mid-epoch checkpoint (every 3)
     kill_at = checkpointed + 1  # killed one step later, before the next checkpoint
     cut = _worker(root, td.version, "cut", kill_at)
     assert cut.returncode == -signal.SIGKILL, cut.stderr[-3000:]
-    meta = json.loads((root / "runs" / "cut_td1" / "checkpoints" / "last" / "state.json")
+    meta = json.loads((runs / f"cut_td{td.version}" / "checkpoints" / "last" / "state.json")
                       .read_text())
     loop = meta["loop"]
     assert loop["global_step"] == checkpointed and loop["epoch"] == 1
@@ -237,3 +238,30 @@ def test_a_killed_streamed_pipeline_run_resumes_through_the_cli_and_registers_th
     assert b.training_metrics == a.training_metrics
     wa, wb = (load_file(str(Path(m.model_path) / "model" / "model.safetensors")) for m in (a, b))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    # --resume on another version of the training dataset: refused by name, nothing trained
+    from pipelines import training_dataset
+
+    td2 = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult",
+                                                                               seed=6))
+    out = CliRunner().invoke(app, ["train", "adult", "-t", str(td2.version), "--config",
+                                   str(tmp_path / "cfg.json"), "--model-name", "cut",
+                                   "--resume", "--root", str(root)])
+    assert out.exit_code == 2, out.output
+    assert (f"model 'cut' has no checkpoints for training dataset v{td2.version}; its "
+            f"checkpoints are for training dataset v{td.version}") in " ".join(out.output.split())
+    assert not (runs / f"cut_td{td2.version}").exists()
+    assert [m.version for m in registry.get_models("cut")] == [1]
+
+
+def test_resume_on_another_training_dataset_version_is_refused_by_name(tmp_path):
+    from pipelines.training import _check_resume_version
+
+    runs = tmp_path / "runs"
+    _check_resume_version(runs / "m_td2", "m", 2)  # no run yet: a fresh start
+    (runs / "m_x_td5").mkdir(parents=True)  # another model's checkpoints do not count
+    _check_resume_version(runs / "m_td2", "m", 2)
+    (runs / "m_td1").mkdir()
+    with pytest.raises(ConfigError, match=r"model 'm' has no checkpoints for training dataset "
+                                          r"v2; its checkpoints are for training dataset v1 "):
+        _check_resume_version(runs / "m_td2", "m", 2)
+    _check_resume_version(runs / "m_td1", "m", 1)  # its own version resumes
