@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
+    import numpy as np
     import pyarrow as pa
 
     from feature_store.local.bucket_join import BucketPlan
@@ -183,13 +184,23 @@ def _remove_tree(path: Path) -> None:
 def merge_ordered(files: list[Path], order: list[str], columns: list[str] | None,
                   batch_rows: int) -> Iterator[pa.Table]:
     """The rows of ``files`` — each ordered by the ``order`` columns, their keys distinct across
-    files — merged into one order, as tables of about ``batch_rows`` rows.
+    files — merged into one order, as tables of about ``batch_rows`` rows (see
+    :func:`merge_windows`). ``columns`` (default: all) are the columns yielded."""
+    for window, indices in merge_windows(files, order, columns, batch_rows):
+        ordered = window.take(indices)
+        yield ordered if columns is None else ordered.select(columns)
+
+
+def merge_windows(files: list[Path], order: list[str], columns: list[str] | None,
+                  batch_rows: int) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """:func:`merge_ordered` before its gather: each window's rows (``order`` and ``columns``)
+    and the indices that put them in order, so a caller that deals rows out gathers once.
 
     Each round takes from every file the rows up to the smallest of the unfinished files' last
-    buffered keys (every row at or below it is then buffered), sorts that window and yields it;
-    only the buffers (``batch_rows`` rows in all) are in memory. ``columns`` (default: all)
-    are the columns yielded.
+    buffered keys (every row at or below it is then buffered) and sorts that window; only the
+    buffers (``batch_rows`` rows in all) are in memory.
     """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -221,9 +232,9 @@ def merge_ordered(files: list[Path], order: list[str], columns: list[str] | None
             buffers[i] = buf.slice(n)
         if not any(t.num_rows for t in taken):  # pragma: no cover - our files are ordered
             raise RuntimeError(f"merge of {files}: a file is not ordered by {order}")
-        window = pa.concat_tables(taken).combine_chunks()
-        ordered = window.take(_sort_indices(window, order))
-        yield ordered if columns is None else ordered.select(columns)
+        # one chunk per file: taking from the chunks costs less than joining them first
+        window = pa.concat_tables(taken)
+        yield window, np.asarray(_sort_indices(window, order))
 
 
 def _numpy_keys(column: Any) -> Any:
@@ -314,6 +325,21 @@ class ReplaySource:
     def __call__(self, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         for table in merge_ordered(self.files, self.order, columns, self.batch_rows):
             yield self.prepare(table)
+
+    def deal(self, codes: np.ndarray, splits: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """The merged rows dealt to their splits (``codes``: every row's split, in merged order;
+        -1: none), window by window: ``(split, its rows of the window, in order)`` — the
+        merged window filtered by split, gathered once."""
+        offset = 0
+        for window, indices in merge_windows(self.files, self.order, None, self.batch_rows):
+            part = codes[offset:offset + len(indices)]
+            offset += len(indices)
+            for split in range(splits):
+                picked = indices[part == split]
+                if len(picked):
+                    yield split, self.prepare(window.take(picked))
+        if offset != len(codes):  # pragma: no cover - the files are ours
+            raise RuntimeError(f"the merge gave {offset} rows, the split codes {len(codes)}")
 
 
 def replay_source(files: list[Path], order: list[str], batch_rows: int,

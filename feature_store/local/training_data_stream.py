@@ -173,11 +173,15 @@ def write_splits(
 
 class ReplayedRows(Protocol):
     """Rows that can be read again: ``source(columns)`` (None: every column) yields the same
-    rows in the same order on every call; ``rows`` is their count, known without reading."""
+    rows in the same order on every call; ``rows`` is their count, known without reading;
+    ``deal(codes, splits)`` yields ``(split, batch)``: the rows in order, each batch holding
+    rows of one split (``codes[i]``: row i's split, -1 for none)."""
 
     rows: int
 
     def __call__(self, columns: list[str] | None) -> Iterator[pa.RecordBatch]: ...
+
+    def deal(self, codes: np.ndarray, splits: int) -> Iterator[tuple[int, pa.RecordBatch]]: ...
 
 
 def write_splits_replayed(
@@ -206,7 +210,10 @@ def write_splits_replayed(
                                      schema=pa.schema([schema.field(c) for c in key_columns]))
     codes = assign(keys, source.rows)
     del keys
-    return _distribute(source(None), schema, codes, staging, split_names)
+    with _SplitWriters(staging, schema, split_names) as writers:
+        for split, batch in source.deal(codes, len(split_names)):
+            writers.write(split_names[split], batch)
+    return writers.files
 
 
 def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,

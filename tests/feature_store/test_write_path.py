@@ -102,13 +102,13 @@ def _create(fv, stream, split, three_way=False):
 def passes(monkeypatch):
     """The column lists every merge of the partitioned results was asked for."""
     seen: list[list[str] | None] = []
-    real = pj.merge_ordered
+    real = pj.merge_windows
 
     def spy(files, order, columns, batch_rows):
         seen.append(columns)
         return real(files, order, columns, batch_rows)
 
-    monkeypatch.setattr(pj, "merge_ordered", spy)
+    monkeypatch.setattr(pj, "merge_windows", spy)
     return seen
 
 
