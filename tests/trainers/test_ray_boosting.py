@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -175,6 +176,8 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     folder = Path(dist.model_path)
     curves = json.loads((folder / "learning_curves.json").read_text())
     assert curves["unit"] == "round" and len(curves["val_loss"]) > curves["best_step"]
+    if kind == "xgboost":  # the driver's streamed fit and scoring change nothing
+        assert dist.training_metrics == single.training_metrics
     for metric, tolerance in METRIC_TOLERANCE.items():
         assert abs(dist.training_metrics[metric] - single.training_metrics[metric]) \
             <= tolerance, (metric, dist.training_metrics, single.training_metrics)
@@ -312,3 +315,49 @@ def _content(path: Path) -> object:
         names = archive.namelist()
         return (strip(json.loads(archive.read("schema.json"))),
                 sorted(archive.read(n) for n in names if n != "schema.json"))
+
+
+CAP_WORKER = Path(__file__).with_name("boosting_cap_worker.py")
+CAP_MIB = 48  # the driver's distributed run grows its data segment by ~17 MiB, the read by ~120
+
+
+@pytest.mark.slow
+def test_the_driver_trains_a_version_larger_than_its_memory_cap(tmp_path):
+    """The Ray driver (a child process whose data segment is capped by RLIMIT_DATA after Ray
+    has started) trains XGBoost on 2 workers from a version it cannot read in memory under the
+    same cap: it fits the preprocessing, scores validation and checks the shards streamed."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from pipelines.trainers.predictor import load_predictor
+    from tests.trainers.test_streamed_training import FEATURES, ROWS, _big_version
+
+    root = tmp_path / "store"
+    version = _big_version(root)
+    assert ROWS * FEATURES * 8 > 1.5 * CAP_MIB * 2**20  # the feature values alone
+
+    def child(mode):
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+               "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2",
+               "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+        with tempfile.TemporaryDirectory(prefix="rb", dir="/tmp") as ray_temp:  # socket paths
+            return subprocess.run([sys.executable, str(CAP_WORKER), str(root), str(version),
+                                   mode, str(CAP_MIB), str(tmp_path / mode), ray_temp],
+                                  env=env, capture_output=True, text=True, timeout=400)
+
+    read = child("read")
+    assert read.returncode == 3 and "in-memory read: MemoryError" in read.stdout, (
+        read.stdout + read.stderr[-3000:])
+    run = child("train")
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    record = json.loads((tmp_path / "train" / "result.json").read_text())
+    assert record["growth_mib"] < CAP_MIB and record["train_rows"] == int(ROWS * 0.8)
+    assert record["distributed"]["each_row_once"] is True
+    assert record["distributed"]["rows"] == int(ROWS * 0.8)
+    assert record["metrics"]["auc"] > 0.9  # the label is a noisy function of f0 and f1
+    proba = load_predictor(tmp_path / "train" / "model").predict_proba(
+        pd.DataFrame({"rid": [0, 1], **{f"f{i}": [0.0, 0.0] for i in range(FEATURES)}}).assign(
+            f0=[-3.0, 3.0]))
+    assert proba[0] < 0.5 < proba[1]
