@@ -484,11 +484,18 @@ class FeatureView(TaggedEntity):
         """Streaming forms of a materialized version's splits (see ``split_stream``)."""
         from feature_store.local import split_stream
 
-        files = self._td.verified_files(td.version)
+        files = self._td.verified_files(td.version, text=dataframe_type == "arrow_batches")
         shaper = self._shaper(td, **flags)
         if dataframe_type == "torch":
             return tuple(split_stream.torch_dataset(files[n], shaper) for n in td.splits)
-        make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
+        make: Any = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
+        if td.data_format != "parquet":  # csv, jsonl: parsed a block at a time
+            from functools import partial
+
+            from feature_store.local.text_split_writer import TextSplitBatches
+
+            make = partial(TextSplitBatches, data_format=td.data_format,
+                           schema=self._td.arrow_schema(td))
         xs = [make(files[n], shaper, "X") for n in td.splits]
         ys = [make(files[n], shaper, "y") if self.labels else None for n in td.splits]
         return tuple(xs + ys)

@@ -5,7 +5,8 @@ frames, objects that read the version's pinned Parquet files (verified against t
 sha256 when handed out) a piece at a time:
 
 - ``"arrow_batches"``: per split, a re-iterable :class:`SplitBatches` of ``pyarrow.RecordBatch``
-  (``X`` and ``y`` separately, same row order, as the frames would be);
+  (``X`` and ``y`` separately, same row order, as the frames would be); csv and jsonl versions
+  too (``text_split_writer.TextSplitBatches``);
 - ``"ray"``: per split, a ``ray.data.Dataset`` (``read_parquet`` over the split file, shaped in
   ``map_batches``), ``X`` and ``y`` separately;
 - ``"torch"``: per split, one :class:`ParquetSplitDataset` (a ``torch`` ``IterableDataset`` of
@@ -88,11 +89,15 @@ class SplitBatches:
         self.path, self.shaper, self.part, self.batch_rows = path, shaper, part, batch_rows
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
+        for batch in self._rows():
+            yield from _part(batch, self.shaper, self.part).to_batches()
+
+    def _rows(self) -> Iterator[pa.RecordBatch]:
+        """The file's batches, only the columns the shaper reads."""
         import pyarrow.parquet as pq
 
         source = pq.ParquetFile(self.path, pre_buffer=False)  # memory: one batch, not the file
-        for batch in source.iter_batches(batch_size=self.batch_rows, columns=self.shaper.columns()):
-            yield from _part(batch, self.shaper, self.part).to_batches()
+        yield from source.iter_batches(batch_size=self.batch_rows, columns=self.shaper.columns())
 
     def read_all(self) -> pa.Table:
         """All batches as one table (for small data and tests)."""

@@ -24,6 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.split_stream import (
+    DEFAULT_BATCH_ROWS,
+    SplitBatches,
+    SplitShaper,
+)
 from fstrain.kernel.errors import IntegrityError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,9 +116,10 @@ def jsonl_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 
 def iter_batches(path: Path, data_format: str, schema: pa.Schema,
-                 block_bytes: int = READ_BLOCK_BYTES) -> Iterator[pa.Table]:
-    """The rows of a csv or jsonl split file as tables of ``schema``, about ``block_bytes`` of
-    text at a time (Arrow and parsing errors propagate)."""
+                 block_bytes: int | None = None) -> Iterator[pa.Table]:
+    """The rows of a csv or jsonl split file as tables of ``schema``, about ``block_bytes``
+    (default :data:`READ_BLOCK_BYTES`) of text at a time (Arrow and parsing errors propagate)."""
+    block_bytes = block_bytes or READ_BLOCK_BYTES
     if data_format == "csv":
         import pyarrow as pa
         import pyarrow.csv as pacsv
@@ -131,6 +137,21 @@ def iter_batches(path: Path, data_format: str, schema: pa.Schema,
             if not lines:
                 return
             yield jsonl_table([json.loads(line) for line in lines if line.strip()], schema)
+
+
+class TextSplitBatches(SplitBatches):
+    """:class:`~feature_store.local.split_stream.SplitBatches` of a csv or jsonl split file:
+    the text is parsed a block at a time into ``schema`` (the version's recorded columns)."""
+
+    def __init__(self, path: Path, shaper: SplitShaper, part: str, *, data_format: str,
+                 schema: pa.Schema, batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+        super().__init__(path, shaper, part, batch_rows)
+        self.data_format, self.schema = data_format, schema
+
+    def _rows(self) -> Iterator[pa.RecordBatch]:
+        columns = self.shaper.columns()
+        for table in iter_batches(self.path, self.data_format, self.schema):
+            yield from table.select(columns).to_batches(max_chunksize=self.batch_rows)
 
 
 def content_hash(path: Path, data_format: str, schema: pa.Schema, owner: str) -> str:

@@ -593,33 +593,40 @@ class TrainingDataStore:
                 digests[name] = _verified_text_hash(path, td, self._owner(version), name)
         self.check_digests(td, digests)
 
-    def verified_files(self, version: int) -> dict[str, Path]:
-        """The split files of a materialized Parquet version, each checked against its recorded
-        file sha256 (once per file identity in this process), for streamed reads."""
+    def verified_files(self, version: int, *, text: bool = False) -> dict[str, Path]:
+        """The split files of a materialized Parquet version (or, with ``text``, a csv or jsonl
+        one), each checked against its recorded file sha256 (once per file identity in this
+        process), for streamed reads."""
         from feature_store.local import training_data_stream as ts
 
         td = self.get(version)
-        if td.type != "MATERIALIZED" or td.data_format != "parquet":
+        if td.type != "MATERIALIZED" or (td.data_format != "parquet" and not text):
             raise InvalidArgumentError(
                 f"{self._owner(version)} is {td.type.lower()}"
                 f"{'' if td.type != 'MATERIALIZED' else ' as ' + str(td.data_format)}; streamed "
-                "reads need a materialized Parquet version (create_train_test_split(...), "
-                "data_format='parquet'). Read it with a dataframe_type such as 'pandas'."
+                "reads need a materialized version, and 'ray' and 'torch' a Parquet one "
+                "(create_train_test_split(..., data_format='parquet'); a csv or jsonl version "
+                "streams as 'arrow_batches'). Read it with a dataframe_type such as 'pandas'."
             )
         if td.state == "purged":
             raise NotFoundError(f"{self._owner(version)} was purged. Call "
                                 f"fv.recreate_training_dataset({version}).")
         files = {}
         for name, meta in td.splits.items():
-            path = Path(td.location) / f"{name}.parquet"
+            path = Path(td.location) / f"{name}.{td.data_format}"
             recorded = meta.get("file_sha256")
             if recorded is None:  # versions from before file hashes: check the values
                 self.check_digests(td, {name: ts.verified_content_hash(
-                    path, self._owner(version), name, None)})
+                    path, self._owner(version), name, None) if td.data_format == "parquet"
+                    else _verified_text_hash(path, td, self._owner(version), name)})
             else:
                 _verify_file(path, recorded, self._owner(version), name)
             files[name] = path
         return files
+
+    def arrow_schema(self, td: TrainingDataset) -> pa.Schema:
+        """The Arrow schema of a version's recorded columns (what its text files parse into)."""
+        return _arrow_schema(td.columns)
 
     def _owner(self, version: int) -> str:
         return (f"training dataset version {version} of feature view '{self.fv.name}' "

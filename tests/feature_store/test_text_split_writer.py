@@ -140,3 +140,26 @@ def test_purged_text_version_recreates_with_the_same_bytes(fv, data_format):
     assert {n: s["file_sha256"] for n, s in again.splits.items()} == {
         n: s["file_sha256"] for n, s in td.splits.items()}
     fv.verify_training_dataset(version)
+
+
+@pytest.mark.parametrize("data_format", ["csv", "jsonl"])
+def test_text_version_streams_as_record_batches_equal_to_the_in_memory_read(fv, data_format,
+                                                                            monkeypatch):
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=2, data_format=data_format)
+    frames = fv.get_train_test_split(version, primary_key=True, event_time=True)
+    monkeypatch.setattr(tw, "READ_BLOCK_BYTES", 512)  # many parse blocks
+    parsed = list(tw.iter_batches(Path(fv.get_training_dataset(version).location)
+                                  / f"train.{data_format}", data_format,
+                                  fv._td.arrow_schema(fv.get_training_dataset(version))))
+    assert len(parsed) > 3
+    streams = fv.get_train_test_split(version, primary_key=True, event_time=True,
+                                      dataframe_type="arrow_batches")
+    for frame, stream in zip(frames, streams, strict=True):
+        stream.batch_rows = 8
+        batches = list(stream)
+        assert len(batches) > 2 and all(isinstance(b, pa.RecordBatch) for b in batches)
+        pd.testing.assert_frame_equal(stream.read_all().to_pandas(), frame)
+    path = Path(fv.get_training_dataset(version).location) / f"test.{data_format}"
+    path.write_bytes(path.read_bytes().replace(b"1", b"2", 1))  # a changed byte is refused
+    with pytest.raises(IntegrityError, match="'test'"):
+        fv.get_train_test_split(version, dataframe_type="arrow_batches")
