@@ -136,7 +136,8 @@ def _worker(loop_config: dict[str, Any]) -> None:
         per_rank = dist.all_gather({k: float(v) for k, v in out.metrics.items()})
         if rank == 0:  # the synced metrics every rank computed, for the caller to check
             (ckdir / RANKS_FILE).write_text(json.dumps(
-                {"world_size": world, "best_epoch": out.best_epoch, "rank_metrics": per_rank}))
+                {"world_size": world, "best_epoch": out.best_epoch, "rank_metrics": per_rank,
+                 "resumed_from": out.resumed_from}))
 
 
 def train_distributed(
@@ -248,7 +249,8 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
     from pipelines.trainers.torch_models import torch_curves
 
     lr, lr_note = effective_lr(cfg.torch, num_workers)
-    per_rank = json.loads((ckdir / RANKS_FILE).read_text())["rank_metrics"]
+    ranks = json.loads((ckdir / RANKS_FILE).read_text())
+    per_rank = ranks["rank_metrics"]
     net, history, best_epoch = _best_from_checkpoints(ckdir, data.arch)
     best_row = next(r for r in history if r["epoch"] == best_epoch)
     metrics = {k[4:]: v for k, v in best_row.items() if k.startswith("val_")}
@@ -268,6 +270,7 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
             "rank_metrics": per_rank,
             "rank_metrics_agree": all(m == per_rank[0] for m in per_rank),
             "last_report": final,
+            "resumed_from": ranks.get("resumed_from"),
             "steps_per_epoch": math.ceil(
                 math.ceil(len(data.train_set) / num_workers) / cfg.torch.batch_size
             ),

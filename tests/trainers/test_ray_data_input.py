@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fstrain.kernel.errors import ConfigError
 from pipelines import training
 from tests.pipelines.test_pipelines import _adult_dataset
 from tests.trainers.conftest import make_binary
@@ -133,3 +134,19 @@ def test_workers_join_a_running_cluster_and_register_like_one_process(cluster, p
     notes = " ".join(ddp.training_config["nondeterminism"])
     assert f"joined Ray cluster at {cluster}" in notes and "DDP over 2 Ray Train workers" in notes
     assert ddp.training_metrics["validation_roc_auc"] > 0.6
+    assert ddp.training_config["resumed_from"] is None
+    # --resume of the finished run: nothing left to train, and the registry says where it
+    # continued from; mid-epoch checkpoints are refused before Ray starts (Ray Data shards
+    # cannot start an epoch part way)
+    resumed = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version, model=mlp, workers=2,
+        ray_address=cluster, resume=True))
+    again = registry.get_model(resumed.name, resumed.version)
+    assert again.training_config["resumed_from"]["epoch"] == 2
+    assert again.training_config["resumed_from"]["batch_in_epoch"] == 0
+    assert again.training_metrics == ddp.training_metrics
+    every = {**mlp, "torch": {**mlp["torch"], "checkpoint_every_steps": 5}}
+    with pytest.raises(ConfigError, match="checkpoint_every_steps=5 writes mid-epoch"):
+        training.run(project, training.TrainingPipelineConfig(
+            use_case="adult", training_dataset_version=td.version, model=every, workers=2,
+            ray_address=cluster))
