@@ -7,6 +7,7 @@ the whole feature group at a commit (as Hopsworks recomputes them after each com
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -97,3 +98,135 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None  # NaN and ±inf → None keeps the stored JSON valid
     return value
+
+
+def _streamable(t: pa.DataType) -> bool:
+    """Columns whose statistics :class:`StreamingStatistics` computes itself (numbers other than
+    decimals, timestamps, dates); the others are left to DuckDB."""
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date(t))
+
+
+class _Moments:
+    """Count, extremes, sum and sum of squared deviations of one numeric column (as doubles,
+    as DuckDB's ``CAST(c AS DOUBLE)``), combined batch by batch (Chan et al.)."""
+
+    def __init__(self) -> None:
+        self.n, self.low, self.high, self.mean, self.m2 = 0, math.inf, -math.inf, 0.0, 0.0
+        self.sums: list[float] = []
+        self.finite = True
+
+    def update(self, column: pa.Array) -> None:
+        import pyarrow.compute as pc
+
+        values = column.cast(pa.float64(), safe=False)  # rounds as DuckDB's CAST does
+        n = len(values) - values.null_count
+        if not n or not self.finite:
+            return
+        total = pc.sum(values).as_py()
+        m2 = pc.variance(values, ddof=0).as_py() * n
+        if not (math.isfinite(total) and math.isfinite(m2)):  # NaN, ±inf or overflow: DuckDB's
+            self.finite = False
+            return
+        extremes = pc.min_max(values)
+        self.low = min(self.low, extremes["min"].as_py())
+        self.high = max(self.high, extremes["max"].as_py())
+        mean = total / n
+        delta = mean - self.mean
+        both = self.n + n
+        self.m2 += m2 + delta * delta * self.n * n / both
+        self.mean += delta * n / both
+        self.n = both
+        self.sums.append(total)
+
+    def entry(self) -> dict[str, Any]:
+        if not self.n:
+            return {"min": None, "max": None, "mean": None, "std": None}
+        std = math.sqrt(self.m2 / (self.n - 1)) if self.n > 1 else None
+        return {"min": self.low, "max": self.high, "mean": math.fsum(self.sums) / self.n,
+                "std": std}
+
+
+class StreamingStatistics:
+    """:func:`compute_statistics` of a table fed batch by batch, for a split while it is written:
+    counts, and min/max/mean/stddev of numbers and min/max of timestamps and dates, are
+    accumulated here; the other columns (strings and booleans: distinct counts and top values,
+    decimals) and numbers holding NaN or ±inf are computed by DuckDB over the written file
+    (:meth:`result`), reading those columns only.
+
+    Means and deviations are exact to rounding (pairwise sums per batch, compensated across
+    batches) and do not depend on the batching; DuckDB's own differ in the last digits from run
+    to run (its threads combine partial sums in any order).
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.rows = 0
+        self.valid = [0] * len(schema)
+        self.moments = {i: _Moments() for i, f in enumerate(schema)
+                        if _streamable(f.type) and _is_number(f.type)}
+        #: timestamps and dates: the smallest and largest value so far (an empty array: none)
+        self.extremes = {i: pa.array([], f.type) for i, f in enumerate(schema)
+                         if _streamable(f.type) and not _is_number(f.type)}
+
+    def update(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Feed the next rows (in this statistics' schema)."""
+        import pyarrow.compute as pc
+
+        for i, column in enumerate(batch.columns):
+            self.valid[i] += len(column) - column.null_count
+            if i in self.moments:
+                for chunk in _chunks(column):
+                    self.moments[i].update(chunk)
+            elif i in self.extremes and len(column) > column.null_count:
+                both = pc.min_max(pa.chunked_array([self.extremes[i], *_chunks(column)]))
+                self.extremes[i] = pa.array([both["min"], both["max"]], self.extremes[i].type)
+        self.rows += batch.num_rows
+
+    def result(self, con: duckdb.DuckDBPyConnection, source_sql: str) -> dict[str, Any]:
+        """The statistics of every row fed, as :func:`compute_statistics` gives them for the same
+        rows; ``source_sql`` (the written rows as a table expression) is read only for the
+        columns not accumulated here."""
+        rest = [f for i, f in enumerate(self.schema)
+                if i not in self.extremes and (i not in self.moments or not self.moments[i].finite)]
+        computed = {}
+        if rest:
+            computed = {e["feature"]: e for e in
+                        compute_statistics(con, source_sql, pa.schema(rest))["features"]}
+        formatted = self._temporal(con)
+        features = []
+        for i, field in enumerate(self.schema):
+            if field.name in computed:
+                features.append(computed[field.name])
+                continue
+            count = self.valid[i]
+            entry: dict[str, Any] = {
+                "feature": field.name, "type": str(field.type), "count": count,
+                "null_count": self.rows - count,
+                "completeness": (count / self.rows) if self.rows else None,
+            }
+            values = self.moments[i].entry() if i in self.moments else formatted[field.name]
+            entry.update({k: _clean(v) for k, v in values.items()})
+            features.append(entry)
+        return {"row_count": self.rows, "features": features}
+
+    def _temporal(self, con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+        """Timestamps' and dates' min and max, formatted by DuckDB as it formats them over the
+        whole column (the same expression over a table of the two extremes)."""
+        if not self.extremes:
+            return {}
+        fields = [self.schema.field(i).with_nullable(True) for i in self.extremes]
+        table = pa.table([found if len(found) else pa.nulls(2, found.type)
+                          for found in self.extremes.values()], schema=pa.schema(fields))
+        name = "__fstrain_extremes"
+        con.register(name, table)
+        try:
+            entries = compute_statistics(con, name, table.schema)["features"]
+        finally:
+            con.unregister(name)
+        return {e["feature"]: {"min": e["min"], "max": e["max"]} for e in entries}
+
+
+
+def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]

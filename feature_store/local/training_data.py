@@ -96,16 +96,19 @@ def _statistics_enabled(statistics_config: Any) -> bool:
     )
 
 
-def _file_statistics(path: Path, schema: pa.Schema, options: StreamOptions,
+def _file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions,
                      staging: Path) -> dict[str, Any]:
-    """:func:`_split_statistics` of a written split file, computed by DuckDB over the file (in
-    bounded memory, spilling under ``staging``)."""
+    """:func:`_split_statistics` of a written split: those accumulated while it was written,
+    finished (or, without them, computed) by DuckDB over the file, in bounded memory, spilling
+    under ``staging``."""
     from feature_store.local import training_data_stream as ts
     from feature_store.local.statistics import compute_statistics
 
     con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
     try:
-        source = "read_parquet('" + str(path).replace("'", "''") + "')"
+        source = "read_parquet('" + str(split.path).replace("'", "''") + "')"
+        if split.statistics is not None:
+            return split.statistics.result(con, source)
         return compute_statistics(con, source, schema)
     finally:
         con.close()
@@ -486,7 +489,7 @@ class TrainingDataStore:
                     "sha256": split_file.sha256,
                     "label_distribution": _label_distribution(
                         ts.read_columns(split_file.path, self.fv.labels), self.fv.labels),
-                    "statistics": (_file_statistics(split_file.path, schema, options, staging)
+                    "statistics": (_file_statistics(split_file, schema, options, staging)
                                    if stats else None),
                     "file_sha256": (ts.file_sha256(split_file.path)
                                     if metadata["data_format"] == "parquet" else None),

@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from feature_store.local.statistics import StreamingStatistics
+
 #: Rows per record batch read from DuckDB and written per Parquet write.
 DEFAULT_BATCH_ROWS = 1_000_000
 #: Share of physical memory the streaming DuckDB database may use before it spills.
@@ -99,11 +101,13 @@ class StreamOptions:
 
 @dataclass(frozen=True)
 class SplitFile:
-    """One written split: its file, row count and content hash (``table_sha256`` of its rows)."""
+    """One written split: its file, row count, content hash (``table_sha256`` of its rows) and
+    the statistics accumulated while it was written (finished by ``StreamingStatistics.result``)."""
 
     path: Path
     rows: int
     sha256: str
+    statistics: StreamingStatistics | None = None
 
 
 def default_memory_limit() -> str:
@@ -263,19 +267,22 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 class _SplitWriters:
-    """One Parquet writer and one streaming content hash per split; hashing runs on one
-    background thread (in submission order) while the caller writes the next batch."""
+    """One Parquet writer, one streaming content hash and streaming statistics per split;
+    hashing and statistics run on one background thread (in submission order) while the caller
+    writes the next batch."""
 
     def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...]) -> None:
         import pyarrow.parquet as pq
 
         from feature_store.core.content_hash import StreamingTableHash
+        from feature_store.local.statistics import StreamingStatistics
 
         self.paths = {n: staging / f"{n}.parquet" for n in split_names}
         dictionary = dictionary_columns(schema)
         self.writers = {n: pq.ParquetWriter(p, schema, use_dictionary=dictionary or False)
                         for n, p in self.paths.items()}
         self.hashes = {n: StreamingTableHash(schema) for n in split_names}
+        self.statistics = {n: StreamingStatistics(schema) for n in split_names}
         self.rows = dict.fromkeys(split_names, 0)
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash")
         self.pending: Future[None] | None = None
@@ -287,9 +294,13 @@ class _SplitWriters:
     def write(self, name: str, batch: pa.RecordBatch) -> None:
         if self.pending is not None:
             self.pending.result()  # at most one batch waits for its hash
-        self.pending = self.pool.submit(self.hashes[name].update, batch)
+        self.pending = self.pool.submit(self._digest, name, batch)
         self.writers[name].write_batch(batch)
         self.rows[name] += batch.num_rows
+
+    def _digest(self, name: str, batch: pa.RecordBatch) -> None:
+        self.hashes[name].update(batch)
+        self.statistics[name].update(batch)
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         try:
@@ -300,8 +311,8 @@ class _SplitWriters:
             for writer in self.writers.values():
                 writer.close()
         if exc_type is None:
-            self.files = {n: SplitFile(self.paths[n], self.rows[n], self.hashes[n].hexdigest())
-                          for n in self.paths}
+            self.files = {n: SplitFile(self.paths[n], self.rows[n], self.hashes[n].hexdigest(),
+                                       self.statistics[n]) for n in self.paths}
 
 
 def read_columns(path: Path, columns: list[str]) -> pa.Table:

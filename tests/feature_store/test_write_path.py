@@ -174,3 +174,43 @@ def test_split_codes_assign_the_rows_as_before(case):
     expected = np.array([NO_SPLIT if n is None else spec.splits.index(n) for n in names])
     assert (codes == expected).all()
     assert (codes == NO_SPLIT).any() == (case == "time_gap")
+
+
+def test_streaming_statistics_equal_duckdb_for_any_batching():
+    """Numbers, NaN and ±inf (left to DuckDB), timestamps of every unit, dates, strings,
+    booleans, decimals, all-null and single-value columns."""
+    from feature_store.local import engine
+    from feature_store.local.statistics import StreamingStatistics, compute_statistics
+
+    rng = np.random.default_rng(0)
+    n = 300
+    f = rng.normal(size=n)
+    f[::7] = np.nan
+    table = pa.table({
+        "i": pa.array(rng.integers(-2**62, 2**62, n)), "f": pa.array(f, from_pandas=True),
+        "g": pa.array(rng.normal(size=n)).cast(pa.float32()),
+        "nan": pa.array([1.0, float("nan")] * (n // 2)),
+        "inf": pa.array([1.0, float("inf")] * (n // 2)),
+        "ts": pa.array(rng.integers(0, 10**15, n)).cast(pa.timestamp("us", tz="UTC")),
+        "tsn": pa.array(rng.integers(0, 10**18, n)).cast(pa.timestamp("ns")),
+        "d": pa.array(rng.integers(0, 20000, n).astype("int32")).cast(pa.date32()),
+        "s": pa.array(rng.choice(["a", "b", None], n)), "b": pa.array(rng.random(n) < 0.3),
+        "none": pa.nulls(n, pa.float64()), "one": pa.array([None] * (n - 1) + [3], pa.int64()),
+        "dec": pa.array([1, 2, None] * (n // 3), pa.decimal128(10, 2)),
+        "no_ts": pa.nulls(n, pa.timestamp("ms")),
+    })
+    con = engine.connect()
+    con.register("x", table)
+    want = compute_statistics(con, "x", table.schema)
+    for size in (n, 41, 1):
+        stats = StreamingStatistics(table.schema)
+        for batch in table.to_batches(max_chunksize=size):
+            stats.update(batch)
+        got = stats.result(con, "x")
+        assert got["row_count"] == want["row_count"] == n
+        for a, b in zip(got["features"], want["features"], strict=True):
+            assert list(a) == list(b)
+            for key, value in b.items():
+                assert a[key] == (pytest.approx(value, rel=1e-12)
+                                  if isinstance(value, float) else value), (a["feature"], key)
+    con.close()
