@@ -27,7 +27,8 @@ from tests.trainers.conftest import make_binary
 WORKER = Path(__file__).with_name("stream_resume_worker.py")
 ROWS = 603
 CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout": 0.2},
-          "torch": {"epochs": 2, "batch_size": 64, "lr": 0.01, "deterministic": True,
+          "torch": {"epochs": 2, "batch_size": 64, "grad_accum_steps": 2, "lr": 0.01,
+                    "deterministic": True,
                     "device": "cpu", "patience": None, "streaming": True,
                     "shuffle_buffer": 150, "checkpoint_every_steps": 4}}
 
@@ -106,43 +107,39 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights_bit_for_bit(source,
     lineage = {"feature_view": "synthetic", "training_dataset_version": 1}
     full = train_torch_streamed(CONFIG, source, workdir=None)  # no checkpoints: same result
     steps = full.extra["global_step"]
-    assert steps == 2 * 10  # 603 rows in batches of 64, two epochs
+    assert steps == 2 * 5  # 603 rows in 10 batches of 64, 2 per step, two epochs
 
     def stop(step: int) -> None:
-        if step == 14:  # epoch 1, two steps after the checkpoint of step 12
+        if step == 9:  # epoch 1, a step after the checkpoint of step 8 (its batch 6)
             raise Interrupted(step)
 
     with pytest.raises(Interrupted):
         train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", lineage=lineage,
                              on_step=stop)
     meta = json.loads((tmp_path / "run" / "checkpoints" / "last" / "state.json").read_text())
-    assert (meta["loop"]["epoch"], meta["loop"]["batch_in_epoch"]) == (1, 2)
+    assert (meta["loop"]["epoch"], meta["loop"]["batch_in_epoch"]) == (1, 6)
     assert meta["lineage"]["train_stream"]["rows"] == ROWS
     # a resume that cannot be exact is refused by name (and leaves the checkpoint alone)
-    with pytest.raises(ConfigError, match=r"config\.torch\.batch_size: checkpoint has 64, "
-                                          r"now 32"):
-        train_torch_streamed({**CONFIG, "torch": CONFIG["torch"] | {"batch_size": 32}}, source,
-                             workdir=tmp_path / "run", lineage=lineage, resume=True)
-    with pytest.raises(ConfigError, match=r"config\.seed: checkpoint has 7, now 8"):
-        train_torch_streamed({**CONFIG, "seed": 8}, source, workdir=tmp_path / "run",
-                             lineage=lineage, resume=True)
-    with pytest.raises(ConfigError, match=r"lineage\.training_dataset_version: checkpoint has "
-                                          r"1, now 2"):
-        train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", resume=True,
-                             lineage={**lineage, "training_dataset_version": 2})
-    other = write_source(tmp_path / "other", rows=500)
-    with pytest.raises(ConfigError, match=r"lineage\.train_stream\.rows: checkpoint has 603, "
-                                          r"now 500"):
-        train_torch_streamed(CONFIG, other, workdir=tmp_path / "run", lineage=lineage,
+    changed = {**CONFIG, "seed": 8, "torch": CONFIG["torch"] | {"batch_size": 32}}
+    with pytest.raises(ConfigError) as refused:
+        train_torch_streamed(changed, source, workdir=tmp_path / "run", lineage=lineage,
                              resume=True)
+    assert "config.seed: checkpoint has 7, now 8" in str(refused.value)
+    assert "config.torch.batch_size: checkpoint has 64, now 32" in str(refused.value)
+    other = write_source(tmp_path / "other", rows=500)  # another version's files
+    with pytest.raises(ConfigError) as refused:
+        train_torch_streamed(CONFIG, other, workdir=tmp_path / "run", resume=True,
+                             lineage={**lineage, "training_dataset_version": 2})
+    assert "lineage.train_stream.rows: checkpoint has 603, now 500" in str(refused.value)
+    assert "lineage.training_dataset_version: checkpoint has 1, now 2" in str(refused.value)
     # another world size would deal the epoch's rows to other ranks: refused, not restarted
-    with pytest.raises(ConfigError, match=r"after batch 2 of epoch 1 \(global step 12\) with "
+    with pytest.raises(ConfigError, match=r"after batch 6 of epoch 1 \(global step 8\) with "
                                           r"world size 1 \(--workers 1\); now world size 2"):
         _fit(source, tmp_path / "run", DistContext(rank=0, world_size=2))
 
     resumed = train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", lineage=lineage,
                                    resume=True)
-    assert resumed.extra["resumed_from"] == {"epoch": 1, "batch_in_epoch": 2, "global_step": 12}
+    assert resumed.extra["resumed_from"] == {"epoch": 1, "batch_in_epoch": 6, "global_step": 8}
     assert resumed.extra["global_step"] == steps
     a, b = _final(full), _final(resumed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
