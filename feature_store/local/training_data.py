@@ -491,7 +491,7 @@ class TrainingDataStore:
                         ts.read_columns(split_file.path, self.fv.labels), self.fv.labels),
                     "statistics": (_file_statistics(split_file, schema, options, staging)
                                    if stats else None),
-                    "file_sha256": (ts.file_sha256(split_file.path)
+                    "file_sha256": ((split_file.file_sha256 or ts.file_sha256(split_file.path))
                                     if metadata["data_format"] == "parquet" else None),
                 }
             if metadata["data_format"] != "parquet":  # csv, jsonl: rewritten batch by batch
@@ -684,7 +684,8 @@ class TrainingDataStore:
                 self.check_digests(td, {n: f.sha256 for n, f in files.items()})
                 file_hashes = (_rewrite_as_text(files, str(td.data_format))
                                if td.data_format != "parquet" else
-                               {n: ts.file_sha256(f.path) for n, f in files.items()})
+                               {n: f.file_sha256 or ts.file_sha256(f.path)
+                                for n, f in files.items()})
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise

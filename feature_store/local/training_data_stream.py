@@ -101,13 +101,15 @@ class StreamOptions:
 
 @dataclass(frozen=True)
 class SplitFile:
-    """One written split: its file, row count, content hash (``table_sha256`` of its rows) and
-    the statistics accumulated while it was written (finished by ``StreamingStatistics.result``)."""
+    """One written split: its file, row count, content hash (``table_sha256`` of its rows), the
+    statistics accumulated while it was written (finished by ``StreamingStatistics.result``) and
+    the sha256 of the bytes written to the file."""
 
     path: Path
     rows: int
     sha256: str
     statistics: StreamingStatistics | None = None
+    file_sha256: str | None = None
 
 
 def default_memory_limit() -> str:
@@ -267,9 +269,9 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 class _SplitWriters:
-    """One Parquet writer, one streaming content hash and streaming statistics per split;
-    hashing and statistics run on one background thread (in submission order) while the caller
-    writes the next batch."""
+    """One Parquet writer, one streaming content hash and streaming statistics per split. The
+    writes run on one background thread and hashing and statistics on another (each in
+    submission order) while the caller makes the next batch; one batch at a time is in flight."""
 
     def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...]) -> None:
         import pyarrow.parquet as pq
@@ -278,24 +280,26 @@ class _SplitWriters:
         from feature_store.local.statistics import StreamingStatistics
 
         self.paths = {n: staging / f"{n}.parquet" for n in split_names}
+        self.sinks = {n: _HashedFile(p) for n, p in self.paths.items()}
         dictionary = dictionary_columns(schema)
-        self.writers = {n: pq.ParquetWriter(p, schema, use_dictionary=dictionary or False)
-                        for n, p in self.paths.items()}
+        self.writers = {n: pq.ParquetWriter(self.sinks[n], schema, use_dictionary=dictionary or False)
+                        for n in self.paths}
         self.hashes = {n: StreamingTableHash(schema) for n in split_names}
         self.statistics = {n: StreamingStatistics(schema) for n in split_names}
         self.rows = dict.fromkeys(split_names, 0)
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash")
-        self.pending: Future[None] | None = None
+        self.pools = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-write"),
+                      ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash"))
+        self.pending: list[Future[None]] = []
         self.files: dict[str, SplitFile] = {}
 
     def __enter__(self) -> _SplitWriters:
         return self
 
     def write(self, name: str, batch: pa.RecordBatch) -> None:
-        if self.pending is not None:
-            self.pending.result()  # at most one batch waits for its hash
-        self.pending = self.pool.submit(self._digest, name, batch)
-        self.writers[name].write_batch(batch)
+        for done in self.pending:  # the previous batch is written and hashed (or raises)
+            done.result()
+        self.pending = [self.pools[0].submit(self.writers[name].write_batch, batch),
+                        self.pools[1].submit(self._digest, name, batch)]
         self.rows[name] += batch.num_rows
 
     def _digest(self, name: str, batch: pa.RecordBatch) -> None:
@@ -304,15 +308,52 @@ class _SplitWriters:
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         try:
-            if self.pending is not None and exc_type is None:
-                self.pending.result()
+            for done in self.pending if exc_type is None else []:
+                done.result()
         finally:
-            self.pool.shutdown(wait=True)
-            for writer in self.writers.values():
-                writer.close()
+            for pool in self.pools:
+                pool.shutdown(wait=True)
+            try:
+                for writer in self.writers.values():
+                    writer.close()
+            finally:
+                for sink in self.sinks.values():
+                    sink.close()
         if exc_type is None:
             self.files = {n: SplitFile(self.paths[n], self.rows[n], self.hashes[n].hexdigest(),
-                                       self.statistics[n]) for n in self.paths}
+                                       self.statistics[n], self.sinks[n].hexdigest())
+                          for n in self.paths}
+
+
+class _HashedFile:
+    """A file opened for writing that hashes (sha256) every byte written to it: the Parquet
+    writer's sink, so the recorded file hash needs no second read of the file."""
+
+    def __init__(self, path: Path) -> None:
+        import hashlib
+
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by _SplitWriters.__exit__
+        self.digest = hashlib.sha256()
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        return self.file.write(data)
+
+    def tell(self) -> int:
+        return self.file.tell()
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
 
 
 def read_columns(path: Path, columns: list[str]) -> pa.Table:
