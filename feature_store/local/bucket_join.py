@@ -10,11 +10,11 @@ its exact rows, values and order, at a fraction of the CPU:
 2. the join keys become dense integer codes: the root's values, hashed, and each right row's
    key looked up among them (a right row whose key no root row has cannot match: dropped);
    a null key or event time never matches;
-3. each side's (code, event time) is packed into one int64 that sorts like the pair (event
-   times are replaced by their ranks when the packing would not fit); the root side is sorted
-   once for all joins; a root row's match is the last right row at or below its packed value
-   (``searchsorted``) with the same code: the latest right row with
-   ``right.event_time <= root.event_time`` on the keys;
+3. each side's (code, event time) is packed into one int64 that sorts like the pair (times
+   as offsets from the earliest, or as ranks if those are too wide; as many codes per pass as
+   fit beside them); the root side is sorted once for all joins; a root row's match is the
+   last right row at or below its packed value (``searchsorted``) with the same code: the
+   latest right row with ``right.event_time <= root.event_time`` on the keys;
 4. of several right rows with the same keys and event time, the one with the smallest
    tie-break values (the rest of the right group's upsert key; nulls last) is kept first;
 5. a match older than ``lookback`` counts as none; a left join leaves the group's columns
@@ -33,6 +33,7 @@ Any other shape runs the statement on each bucket.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,8 @@ _KEY_TYPES = ("int64", "int32", "string", "large_string", "bool", "date32[day]",
               "timestamp[us, tz=UTC]", "timestamp[us]")
 #: bits of a packed (code, event time) value
 _PACK_BITS = 62
+#: event-time offsets wider than this are replaced by their ranks (a pass then covers >= 1024 codes)
+_MAX_TIME_BITS = 52
 #: multi-column key codes above this are re-densified (a code and a time rank then fit)
 _DENSE_LIMIT = 1 << 24
 #: result files are read back in row groups: keep them as small as DuckDB writes them
@@ -286,7 +289,7 @@ def _times(column: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _LeftSide:
-    """The root rows that can match (a key and an event time), sorted once by (code, time):
+    """The root rows that can match (a key and an event time), sorted once by code (and time):
     ``rows`` (their indices), ``codes`` and ``times`` (stored unit), in that order."""
 
     def __init__(self, time: Any, code: np.ndarray) -> None:
@@ -304,18 +307,22 @@ class _LeftSide:
 
 
 def _pair_order(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Indices that sort the (code, time) pairs."""
+    """Indices that sort the rows by code, and by time within a code as far as the times fit
+    beside the codes (the order within a code only makes the searches cache-friendly)."""
     import numpy as np
 
     low = int(times.min())
-    shift = (int(times.max()) - low).bit_length()
-    if shift + int(codes.max()).bit_length() <= _PACK_BITS:
-        return np.argsort((codes << shift) | (times - low))
-    return np.lexsort((times, codes))
+    bits = (int(times.max()) - low).bit_length()
+    kept = max(0, min(bits, _PACK_BITS - int(codes.max()).bit_length()))
+    return np.argsort((codes << kept) | ((times - low) >> (bits - kept)))
 
 
 def _match(step: Step, right: pa.Table, codes: _Codes, left: _LeftSide) -> np.ndarray:
-    """Per root row, the index of its matching row in ``right`` (-1: none)."""
+    """Per root row, the index of its matching row in ``right`` (-1: none).
+
+    The codes are searched in passes of as many codes as fit beside the times in a packed
+    value (one pass unless the keys are many and the times span more than a few years of
+    microseconds)."""
     import numpy as np
 
     match = np.full(left.size, -1, dtype=np.int64)
@@ -329,52 +336,82 @@ def _match(step: Step, right: pa.Table, codes: _Codes, left: _LeftSide) -> np.nd
         return match
     ltime = left.times * step.left_scale if step.left_scale != 1 else left.times
     rtime = rtime * step.right_scale if step.right_scale != 1 else rtime
-    lpacked, rpacked, shift = _pack(left.codes, ltime, rcode, rtime, codes.count)
-    order = _right_order(rpacked, right, candidates, step.tie_break)
-    ordered = rpacked[order]
-    position = np.searchsorted(ordered, lpacked, side="right") - 1
-    at = np.maximum(position, 0)
-    hit = (position >= 0) & ((ordered[at] >> shift) == left.codes)
-    found = order[at]
-    if step.lookback is not None:
-        hit &= rtime[found] >= ltime - step.lookback
-    found = found[hit]
-    match[left.rows[hit]] = found if candidates is None else candidates[found]
+    lkey, rkey, shift = _time_axis(ltime, rtime)
+    width = 1 << max(0, _PACK_BITS - shift)
+    ties = _tie_table(right, candidates, step.tie_break)
+    for first in range(0, codes.count, width):
+        lo, hi = (int(i) for i in np.searchsorted(left.codes, [first, first + width]))
+        picked = None if width >= codes.count else np.flatnonzero(
+            (rcode >= first) & (rcode < first + width))
+        if lo == hi or (picked is not None and not len(picked)):
+            continue
+        hit, found = _latest(
+            left.codes[lo:hi] - first, lkey[lo:hi],
+            rcode - first if picked is None else rcode[picked] - first,
+            rkey if picked is None else rkey[picked], shift,
+            ties if ties is None or picked is None else ties.take(picked))
+        if picked is not None:
+            found = picked[found]
+        if step.lookback is not None:
+            hit &= rtime[found] >= ltime[lo:hi] - step.lookback
+        found = found[hit]
+        match[left.rows[lo:hi][hit]] = found if candidates is None else candidates[found]
     return match
 
 
-def _pack(lcode: np.ndarray, ltime: np.ndarray, rcode: np.ndarray, rtime: np.ndarray,
-          count: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(code, time) of both sides as int64 values that sort like the pairs, and the shift of
-    the code; the times become their ranks among both sides' when they would not fit."""
+def _time_axis(ltime: np.ndarray, rtime: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both sides' times as non-negative values in the same order, and their bit width:
+    offsets from the earliest, or ranks among both sides' times when the offsets would need
+    more than :data:`_MAX_TIME_BITS` bits."""
     import numpy as np
 
-    code_bits = (count - 1).bit_length()
     low = min(int(ltime.min()), int(rtime.min()))
-    span = max(int(ltime.max()), int(rtime.max())) - low
-    if span.bit_length() + code_bits <= _PACK_BITS:
-        shift = span.bit_length()
-        return (lcode << shift) | (ltime - low), (rcode << shift) | (rtime - low), shift
+    bits = (max(int(ltime.max()), int(rtime.max())) - low).bit_length()
+    if bits <= _MAX_TIME_BITS:
+        return ltime - low, rtime - low, bits
     distinct, ranks = np.unique(np.concatenate([ltime, rtime]), return_inverse=True)
-    shift = max(1, (len(distinct) - 1).bit_length())
     ranks = ranks.astype(np.int64)
-    return (lcode << shift) | ranks[:len(ltime)], (rcode << shift) | ranks[len(ltime):], shift
+    return ranks[:len(ltime)], ranks[len(ltime):], max(1, (len(distinct) - 1).bit_length())
 
 
-def _right_order(packed: np.ndarray, right: pa.Table, candidates: np.ndarray | None,
-                 tie_break: tuple[str, ...]) -> np.ndarray:
+def _tie_table(right: pa.Table, candidates: np.ndarray | None,
+               tie_break: tuple[str, ...]) -> pa.Table | None:
+    """The tie-break columns of the usable right rows (None: no tie-break)."""
+    import pyarrow as pa
+
+    if not tie_break:
+        return None
+    rows = None if candidates is None else pa.array(candidates)
+    return pa.table({f"__tie{i}": right.column(c) if rows is None else right.column(c).take(rows)
+                     for i, c in enumerate(tie_break)})
+
+
+def _latest(lcode: np.ndarray, ltime: np.ndarray, rcode: np.ndarray, rtime: np.ndarray,
+            shift: int, ties: pa.Table | None) -> tuple[np.ndarray, np.ndarray]:
+    """For each left (code, time), sorted: whether a right row has the same code and a time at
+    or before it, and the index of the latest such right row (where there is one)."""
+    import numpy as np
+
+    lpacked = (lcode << shift) | ltime
+    rpacked = (rcode << shift) | rtime
+    order = _right_order(rpacked, ties)
+    ordered = rpacked[order]
+    position = np.searchsorted(ordered, lpacked, side="right") - 1
+    at = np.maximum(position, 0)
+    hit = (position >= 0) & ((ordered[at] >> shift) == lcode)
+    return hit, order[at]
+
+
+def _right_order(packed: np.ndarray, ties: pa.Table | None) -> np.ndarray:
     """Indices into ``packed`` in ascending order, one per distinct value: of equal values
-    (same keys and event time), the row with the smallest ``tie_break`` values (nulls last)."""
+    (same keys and event time), the row with the smallest ``ties`` values (nulls last)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not tie_break:
+    if ties is None:
         return np.argsort(packed)
-    rows = None if candidates is None else pa.array(candidates)
-    table = pa.table({"__packed": packed, **{
-        f"__tie{i}": right.column(c) if rows is None else right.column(c).take(rows)
-        for i, c in enumerate(tie_break)}})
+    table = pa.table({"__packed": packed, **{name: ties.column(name) for name in ties.column_names}})
     order = np.asarray(pc.sort_indices(table, sort_keys=[
         (name, "ascending", "at_end") for name in table.column_names]).to_numpy())
     ordered = packed[order]
@@ -386,14 +423,45 @@ def _right_order(packed: np.ndarray, right: pa.Table, candidates: np.ndarray | N
 # -- files -------------------------------------------------------------------------------------
 
 
-def read_bucket(files: list[Path], columns: list[str], schema: pa.Schema) -> pa.Table:
-    """``columns`` of a bucket's Parquet files (an empty table of ``schema`` when none)."""
+def write_buckets(batches: pa.RecordBatchReader, column: str, folder: Path,
+                  file_name: Callable[[int], str]) -> None:
+    """Split a stream's rows by their bucket number (``column``, left out) into one Arrow IPC
+    file per bucket with rows, ``folder / file_name(bucket)``: the kernel's own scratch
+    format, written and read (memory-mapped) without encoding."""
+    import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            ids = np.asarray(batch.column(column).to_numpy(), dtype=np.uint16)  # <= MAX_BUCKETS
+            order = np.argsort(ids, kind="stable")  # a radix sort for 16-bit values
+            counts = np.bincount(ids)
+            data = batch.drop_columns([column]).take(pa.array(order))
+            start = 0
+            for bucket in np.flatnonzero(counts):
+                if bucket not in writers:
+                    path = folder / file_name(int(bucket))
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    writers[bucket] = pa.ipc.new_file(path, data.schema)
+                writers[bucket].write_batch(data.slice(start, int(counts[bucket])))
+                start += int(counts[bucket])
+    finally:
+        for writer in writers.values():
+            writer.close()
+
+
+def read_bucket(files: list[Path], columns: list[str], schema: pa.Schema) -> pa.Table:
+    """``columns`` of a bucket's Arrow IPC files, memory-mapped, one chunk per column (an
+    empty table of ``schema`` when there are none)."""
+    import pyarrow as pa
 
     if not files:
         return schema.empty_table().select(columns)
-    return pa.concat_tables([pq.read_table(f, columns=columns, memory_map=True) for f in files])
+    parts = [pa.ipc.open_file(pa.memory_map(str(f))).read_all().select(columns) for f in files]
+    return pa.concat_tables(parts).combine_chunks()
 
 
 def write_result(table: pa.Table, path: Path) -> None:

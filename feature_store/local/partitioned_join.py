@@ -42,6 +42,10 @@ BUCKET = "__fstrain_bucket"
 #: under 4 GB: 4 buckets (share 0.25) took 346 s, 10 (0.1) 98 s, 20 (0.05) 131 s)
 BUCKET_SHARE = 0.1
 MAX_BUCKETS = 512
+#: rows per batch the numpy kernel's partitioning splits
+PARTITION_BATCH = 1 << 20
+#: buckets the numpy kernel joins at the same time (each holds its bucket's data and result)
+JOIN_THREADS = 2
 #: the buckets and their results are read once: compressing them costs more CPU than it saves
 SCRATCH_COMPRESSION = "COMPRESSION uncompressed"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -112,55 +116,93 @@ class PartitionedQuery:
     def run(self) -> list[Path]:
         """Partition every group, then join bucket by bucket; returns the ordered result files
         (one per bucket with root rows), in bucket order."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.partition()
+        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
+        # a bucket without root rows has no result rows
+        buckets = [b for b in range(self.buckets) if self._bucket_dir(root, b).exists()]
+        if self.kernel is not None:
+            self.results = self._join_concurrently(self.kernel, buckets)
+        else:
+            self.results = [self._run_statement(bucket) for bucket in buckets]
+        return self.results
+
+    def partition(self) -> None:
+        """Write every group's rows into its buckets (the root's filtered by the root-only
+        conditions): Parquet files written by DuckDB for the statement, or Arrow IPC files of
+        the columns the numpy kernel reads."""
+        from feature_store.local import bucket_join
         from feature_store.local.engine import quote_ident as q
 
-        self.folder.mkdir(parents=True, exist_ok=True)
         shape = self.compiled.shape
-        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
+        root = next(iter(self.compiled.scans))
+        reads = self._kernel_reads()
         for ph, scan in self.scans.items():
             hashed = ", ".join(q(k) for k in self.keys[ph])
             where, params = "", None
             if ph == root and shape is not None and shape.root_filter:
                 where, params = f" WHERE {shape.root_filter}", shape.root_params or None
+            if reads:
+                columns = ", ".join(q(c) for c in reads[ph])
+                batches = self.con.sql(
+                    f"SELECT {columns}, hash({hashed}) % {self.buckets} AS {BUCKET} "
+                    f"FROM {scan}{where}", params=params).to_arrow_reader(PARTITION_BATCH)
+                bucket_join.write_buckets(batches, BUCKET, self._group_dir(ph),
+                                          lambda b: f"{BUCKET}={b}/data.arrow")
+                continue
             self.con.execute(
                 f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}{where}) "
                 f"TO {_quoted(self._group_dir(ph))} (FORMAT parquet, PARTITION_BY ({BUCKET}), "
                 f"{SCRATCH_COMPRESSION}, OVERWRITE_OR_IGNORE)", params)
-        for bucket in range(self.buckets):
-            if not self._bucket_dir(root, bucket).exists():
-                continue  # no root rows hash here: the bucket has no result rows
-            out = self.folder / f"result_{bucket}.parquet"
-            if self.kernel is not None:
-                self._join_bucket(self.kernel, bucket, out)
-            else:
-                self._run_statement(bucket, out)
-            self.results.append(out)
-            for ph in self.scans:  # the bucket's inputs are spent
-                _remove_tree(self._bucket_dir(ph, bucket))
-        return self.results
 
-    def _run_statement(self, bucket: int, out: Path) -> None:
-        """The query's statement on one bucket, its result written to ``out``."""
+    def _run_statement(self, bucket: int) -> Path:
+        """The query's statement on one bucket; returns its result file."""
         sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
         sql = self.compiled.bind_sources(sources, single_statement=True)
+        out = self.folder / f"result_{bucket}.parquet"
         self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet, {SCRATCH_COMPRESSION})",
                          self.compiled.params or None)
+        self._spent(bucket)
+        return out
 
-    def _join_bucket(self, kernel: BucketPlan, bucket: int, out: Path) -> None:
-        """One bucket joined by the numpy kernel, its result written to ``out``."""
+    def _join_concurrently(self, kernel: BucketPlan, buckets: list[int]) -> list[Path]:
+        """The buckets joined by the numpy kernel, :data:`JOIN_THREADS` at a time (numpy and
+        pyarrow release the GIL); returns the result files in bucket order."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        schemas = {ph: self.con.sql(f"SELECT * FROM {scan} LIMIT 0").to_arrow_table().schema
+                   for ph, scan in self.scans.items()}  # DuckDB is asked here, never in a thread
+        schema = self.schema()
+        with ThreadPoolExecutor(JOIN_THREADS) as pool:
+            return list(pool.map(lambda b: self._join_bucket(kernel, b, schemas, schema), buckets))
+
+    def _kernel_reads(self) -> dict[str, list[str]]:
+        """Per placeholder, the columns the numpy kernel reads (empty: no kernel)."""
+        kernel = self.kernel
+        if kernel is None:
+            return {}
+        return {kernel.root: kernel.root_reads(),
+                **{step.placeholder: step.reads() for step in kernel.steps}}
+
+    def _join_bucket(self, kernel: BucketPlan, bucket: int, schemas: dict[str, pa.Schema],
+                     schema: pa.Schema) -> Path:
+        """One bucket joined by the numpy kernel; returns its result file."""
         from feature_store.local import bucket_join
 
-        reads = {kernel.root: kernel.root_reads(),
-                 **{step.placeholder: step.reads() for step in kernel.steps}}
         tables = {}
-        for ph, columns in reads.items():
+        for ph, columns in self._kernel_reads().items():
             folder = self._bucket_dir(ph, bucket)
-            files = sorted(folder.glob("*.parquet")) if folder.exists() else []
-            tables[ph] = bucket_join.read_bucket(files, columns, self._scan_schema(ph))
-        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, self.schema()), out)
+            files = sorted(folder.glob("*.arrow")) if folder.exists() else []
+            tables[ph] = bucket_join.read_bucket(files, columns, schemas[ph])
+        out = self.folder / f"result_{bucket}.parquet"
+        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out)
+        self._spent(bucket)
+        return out
 
-    def _scan_schema(self, placeholder: str) -> pa.Schema:
-        return self.con.sql(f"SELECT * FROM {self.scans[placeholder]} LIMIT 0").to_arrow_table().schema
+    def _spent(self, bucket: int) -> None:
+        """Remove a joined bucket's inputs."""
+        for ph in self.scans:
+            _remove_tree(self._bucket_dir(ph, bucket))
 
     def _group_dir(self, placeholder: str) -> Path:
         return self.folder / placeholder.strip("_").lower()

@@ -137,21 +137,30 @@ def test_window_and_root_filters_are_applied_while_partitioning(fs, tmp_path):
     assert out.num_rows < N // 2
 
 
-def test_packing_by_rank_and_recoded_keys(fs, tmp_path, monkeypatch):
-    """Times that do not fit beside the codes are ranked; multi-column codes re-densified."""
-    monkeypatch.setattr(bj, "_PACK_BITS", 6)
+@pytest.mark.parametrize("pack_bits, time_bits", [(43, 52), (11, 4)])
+def test_passes_ranked_times_and_recoded_keys(fs, tmp_path, monkeypatch, pack_bits, time_bits):
+    """Codes searched in passes of 4 (times of 41 bits, or ranked, beside 2 bits of code);
+    multi-column codes re-densified."""
+    monkeypatch.setattr(bj, "_PACK_BITS", pack_bits)
+    monkeypatch.setattr(bj, "_MAX_TIME_BITS", time_bits)
     monkeypatch.setattr(bj, "_DENSE_LIMIT", 4)
+    passes = []
+    real = bj._latest
+    monkeypatch.setattr(bj, "_latest", lambda *a: passes.append(a[4]) or real(*a))
     root, hist = _root(fs), _history(fs, "hist")
     query = root.select_all().join(hist.select(["h", "s"]), on=["a", "b"], lookback="50h")
     _check(fs.create_feature_view("r", query=query, labels=["label"]), 3, tmp_path)
+    assert len(passes) > 3  # several passes in every bucket
+    # offsets span 41 bits (hours of microseconds); ranks of a few hundred times fewer
+    assert set(passes) == {41} if time_bits > 41 else max(passes) < 12
 
 
 def test_uncovered_shapes_run_the_statement(fs, tmp_path, monkeypatch):
     root, hist = _root(fs), _history(fs, "hist")
     ran = []
     monkeypatch.setattr(pj.PartitionedQuery, "_run_statement",
-                        lambda self, b, out, real=pj.PartitionedQuery._run_statement:
-                        ran.append(b) or real(self, b, out))
+                        lambda self, b, real=pj.PartitionedQuery._run_statement:
+                        ran.append(b) or real(self, b))
     post = root.select_all().join(hist.select(["h"]), on=["a", "b"]).filter(hist.h < 0.5)
     fv = fs.create_feature_view("post", query=post, labels=["label"])
     assert fv._td._prepare(None, None, None, None)[0].partition_keys is not None
