@@ -385,20 +385,37 @@ def file_sha256(path: Path, chunk: int = 8 << 20) -> str:
 
 def verified_content_hash(path: Path, owner: str, split: str, recorded_file_sha256: str | None,
                           batch_rows: int = DEFAULT_BATCH_ROWS) -> str:
-    """The content hash of a split file's rows, read batch by batch, after checking its bytes
-    against ``recorded_file_sha256`` (when recorded); a missing, unreadable or changed file is
+    """The content hash of a split file's rows, read batch by batch, with its bytes checked
+    against ``recorded_file_sha256`` (when recorded; on a thread beside the parse, and a changed
+    file is reported as changed before anything else); a missing, unreadable or changed file is
     an :class:`IntegrityError`."""
+    if not path.exists():
+        raise IntegrityError(f"{owner}: file {path} is missing.")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-file-hash") as pool:
+        digest = None if recorded_file_sha256 is None else pool.submit(file_sha256, path)
+
+        def check_bytes() -> None:
+            if digest is not None and digest.result() != recorded_file_sha256:
+                raise IntegrityError(
+                    f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes "
+                    f"of {path} changed after creation). Recreate the version; do not edit its "
+                    "files.")
+
+        try:
+            content = _content_hash(path, owner, batch_rows)
+        except IntegrityError:
+            check_bytes()
+            raise
+        check_bytes()
+    return content
+
+
+def _content_hash(path: Path, owner: str, batch_rows: int) -> str:
+    """The content hash of a Parquet file's rows, read batch by batch."""
     import pyarrow as pa
 
     from feature_store.core.content_hash import StreamingTableHash
 
-    if not path.exists():
-        raise IntegrityError(f"{owner}: file {path} is missing.")
-    if recorded_file_sha256 is not None and file_sha256(path) != recorded_file_sha256:
-        raise IntegrityError(
-            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
-            f"{path} changed after creation). Recreate the version; do not edit its files."
-        )
     try:
         source = open_parquet(path)
         hasher = StreamingTableHash(source.schema_arrow)

@@ -214,3 +214,27 @@ def test_streaming_statistics_equal_duckdb_for_any_batching():
                 assert a[key] == (pytest.approx(value, rel=1e-12)
                                   if isinstance(value, float) else value), (a["feature"], key)
     con.close()
+
+
+def test_verify_reports_changed_bytes_before_an_unreadable_file(tmp_path):
+    """The file's sha256 runs beside the parse: a damaged file whose bytes changed is reported
+    as changed; an unreadable file without a recorded hash as unreadable."""
+    import pyarrow.parquet as pq
+
+    from feature_store.core.content_hash import table_sha256
+    from feature_store.local.training_data_stream import (
+        file_sha256,
+        verified_content_hash,
+    )
+    from fstrain.kernel.errors import IntegrityError
+
+    path = tmp_path / "train.parquet"
+    table = pa.table({"a": np.arange(1000), "b": np.linspace(0, 1, 1000)})
+    pq.write_table(table, path, row_group_size=100)
+    recorded = file_sha256(path)
+    assert verified_content_hash(path, "v", "train", recorded, batch_rows=64) == table_sha256(table)
+    path.write_bytes(path.read_bytes()[:-20])  # the footer is cut: unreadable
+    with pytest.raises(IntegrityError, match="no longer matches its recorded sha256"):
+        verified_content_hash(path, "v", "train", recorded)
+    with pytest.raises(IntegrityError, match="cannot be read as parquet"):
+        verified_content_hash(path, "v", "train", None)
