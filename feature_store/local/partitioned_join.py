@@ -42,6 +42,10 @@ BUCKET = "__fstrain_bucket"
 #: under 4 GB: 4 buckets (share 0.25) took 346 s, 10 (0.1) 98 s, 20 (0.05) 131 s)
 BUCKET_SHARE = 0.1
 MAX_BUCKETS = 512
+#: the numpy kernel's CPU per row grows with the bucket (its sorts and gathers leave the
+#: caches): 10M labels + 3 x 10M rows took 11.2 CPU-s in 4 buckets, 8.9 in 10, 8.0 in 20
+#: (and the merge 1.5, 1.7, 2.3)
+KERNEL_BUCKET_ROWS = 1_000_000
 #: rows per batch the numpy kernel's partitioning splits
 PARTITION_BATCH = 1 << 20
 #: buckets the numpy kernel joins at the same time (each holds its bucket's data and result)
@@ -75,9 +79,17 @@ def estimated_bytes(compiled: CompiledQuery) -> int:
 
 def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     """How many buckets keep one bucket's data within :data:`BUCKET_SHARE` of ``memory_limit``
-    (1: the whole query fits, run it as one statement)."""
+    (1: the whole query fits, run it as one statement); when there are several and the numpy
+    kernel joins them, at least one per :data:`KERNEL_BUCKET_ROWS` root rows."""
+    from feature_store.local import bucket_join
+
     budget = max(1, int(size_bytes(memory_limit) * BUCKET_SHARE))
-    return max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
+    count = max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
+    if count > 1 and compiled.shape is not None and bucket_join.plan(compiled) is not None:
+        root = compiled.shape.plan.root
+        rows = root.fg.delta_table.row_count(root.commit)
+        count = min(MAX_BUCKETS, max(count, math.ceil(rows / KERNEL_BUCKET_ROWS)))
+    return count
 
 
 def _quoted(path: Path) -> str:

@@ -123,7 +123,7 @@ def test_inner_joins_partition_and_other_shapes_fall_back(fs, runs):
     assert runs == [4]
 
 
-def test_bucket_count_follows_the_memory_limit(fs):
+def test_bucket_count_follows_the_memory_limit(fs, monkeypatch):
     root, hist, _ = _groups(fs)
     fv = fs.create_feature_view("m", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"]),
                                 labels=["label"])
@@ -137,6 +137,10 @@ def test_bucket_count_follows_the_memory_limit(fs):
         assert pj.bucket_count(compiled, f"{limit}B") == expected
         assert StreamOptions(memory_limit=f"{limit}B").buckets(compiled) == expected
     assert StreamOptions(partitions=9, memory_limit="1GB").buckets(compiled) == 9
+    # the numpy kernel joins buckets of at most KERNEL_BUCKET_ROWS root rows, when partitioned
+    monkeypatch.setattr(pj, "KERNEL_BUCKET_ROWS", 10)
+    assert pj.bucket_count(compiled, f"{size}B") == N // 10 > math.ceil(size / int(size * pj.BUCKET_SHARE))
+    assert pj.bucket_count(compiled, "1GB") == 1
     assert pj.size_bytes("1.5 GiB") == 3 << 29 and pj.size_bytes("4GB") == 4 * 10**9
     with pytest.raises(ValueError, match="not a size"):
         pj.size_bytes("lots")
