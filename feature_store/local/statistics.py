@@ -117,21 +117,25 @@ class _Moments:
         self.finite = True
 
     def update(self, column: pa.Array) -> None:
-        import pyarrow.compute as pc
+        import numpy as np
 
         values = column.cast(pa.float64(), safe=False)  # rounds as DuckDB's CAST does
-        n = len(values) - values.null_count
+        if values.null_count:
+            values = values.drop_null()
+        n = len(values)
         if not n or not self.finite:
             return
-        total = pc.sum(values).as_py()
-        m2 = pc.variance(values, ddof=0).as_py() * n
-        if not (math.isfinite(total) and math.isfinite(m2)):  # NaN, ±inf or overflow: DuckDB's
+        x = np.frombuffer(values.buffers()[1], dtype=np.float64, count=n, offset=values.offset * 8)
+        total = float(np.sum(x))  # pairwise
+        mean = total / n
+        m2 = math.nan
+        if math.isfinite(total):
+            deviations = x - mean
+            m2 = float(np.square(deviations, out=deviations).sum())
+        if not math.isfinite(m2):  # NaN, ±inf or an overflow: left to DuckDB
             self.finite = False
             return
-        extremes = pc.min_max(values)
-        self.low = min(self.low, extremes["min"].as_py())
-        self.high = max(self.high, extremes["max"].as_py())
-        mean = total / n
+        self.low, self.high = min(self.low, float(x.min())), max(self.high, float(x.max()))
         delta = mean - self.mean
         both = self.n + n
         self.m2 += m2 + delta * delta * self.n * n / both
