@@ -142,30 +142,61 @@ class PartitionedQuery:
     def partition(self) -> None:
         """Write every group's rows into its buckets (the root's filtered by the root-only
         conditions): Parquet files written by DuckDB for the statement, or Arrow IPC files of
-        the columns the numpy kernel reads."""
-        from feature_store.local import bucket_join
+        the columns the numpy kernel reads, :data:`JOIN_THREADS` groups at a time (DuckDB
+        hands over batches one by one: one group alone keeps about one core busy)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self.kernel is None:
+            for ph in self.scans:
+                self._copy_group(ph)
+            return
+        zone = self.con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
+        with ThreadPoolExecutor(JOIN_THREADS) as pool:
+            jobs = [pool.submit(self._split_group, ph, zone) for ph in self.scans]
+            for job in jobs:
+                job.result()
+
+    def _selection(self, placeholder: str) -> tuple[str, list[Any] | None]:
+        """``FROM`` the group's scan ``WHERE`` the root-only conditions (for the root), with
+        the bucket number as :data:`BUCKET`: the SQL tail and its parameters."""
         from feature_store.local.engine import quote_ident as q
 
         shape = self.compiled.shape
-        root = next(iter(self.compiled.scans))
-        reads = self._kernel_reads()
-        for ph, scan in self.scans.items():
-            hashed = ", ".join(q(k) for k in self.keys[ph])
-            where, params = "", None
-            if ph == root and shape is not None and shape.root_filter:
-                where, params = f" WHERE {shape.root_filter}", shape.root_params or None
-            if reads:
-                columns = ", ".join(q(c) for c in reads[ph])
-                batches = self.con.sql(
-                    f"SELECT {columns}, hash({hashed}) % {self.buckets} AS {BUCKET} "
-                    f"FROM {scan}{where}", params=params).to_arrow_reader(PARTITION_BATCH)
-                bucket_join.write_buckets(batches, BUCKET, self._group_dir(ph),
-                                          lambda b: f"{BUCKET}={b}/data.arrow")
-                continue
-            self.con.execute(
-                f"COPY (SELECT *, hash({hashed}) % {self.buckets} AS {BUCKET} FROM {scan}{where}) "
-                f"TO {_quoted(self._group_dir(ph))} (FORMAT parquet, PARTITION_BY ({BUCKET}), "
-                f"{SCRATCH_COMPRESSION}, OVERWRITE_OR_IGNORE)", params)
+        hashed = ", ".join(q(k) for k in self.keys[placeholder])
+        sql = f"hash({hashed}) % {self.buckets} AS {BUCKET} FROM {self.scans[placeholder]}"
+        root = next(iter(self.compiled.scans))  # the root's placeholder comes first
+        if placeholder == root and shape is not None and shape.root_filter:
+            return f"{sql} WHERE {shape.root_filter}", shape.root_params or None
+        return sql, None
+
+    def _copy_group(self, placeholder: str) -> None:
+        """A group's buckets as Parquet files written by DuckDB (for the statement)."""
+        tail, params = self._selection(placeholder)
+        self.con.execute(
+            f"COPY (SELECT *, {tail}) TO {_quoted(self._group_dir(placeholder))} "
+            f"(FORMAT parquet, PARTITION_BY ({BUCKET}), {SCRATCH_COMPRESSION}, "
+            "OVERWRITE_OR_IGNORE)", params)
+
+    def _split_group(self, placeholder: str, zone: str) -> None:
+        """A group's buckets as Arrow IPC files of the kernel's columns, read through a
+        connection of its own (a cursor) in the caller's time zone."""
+        from feature_store.local import bucket_join
+        from feature_store.local.engine import quote_ident as q
+
+        node = self.compiled.scans[placeholder]
+        if not node.fg.delta_table.files(node.commit):
+            return  # no rows (and its scan is a table registered on self.con alone)
+        tail, params = self._selection(placeholder)
+        columns = ", ".join(q(c) for c in self._kernel_reads()[placeholder])
+        cursor = self.con.cursor()
+        try:
+            cursor.execute("SET TimeZone = ?", [zone])
+            batches = cursor.sql(f"SELECT {columns}, {tail}", params=params
+                                 ).to_arrow_reader(PARTITION_BATCH)
+            bucket_join.write_buckets(batches, BUCKET, self._group_dir(placeholder),
+                                      lambda b: f"{BUCKET}={b}/data.arrow")
+        finally:
+            cursor.close()
 
     def _run_statement(self, bucket: int) -> Path:
         """The query's statement on one bucket; returns its result file."""
