@@ -4,8 +4,10 @@ A query whose joins are all point-in-time joins of the root group on the same ke
 (:attr:`~feature_store.local.pit.CompiledQuery.partition_keys`) is run in ``K`` parts instead of
 one statement that DuckDB would have to spill:
 
-1. every group's pinned rows are written once, by DuckDB, into ``K`` Parquet buckets by a hash
-   of their join-key values (equal keys, stored with the same type, land in the same bucket);
+1. every group's pinned rows (the root's filtered by its root-only conditions) are written
+   once into ``K`` buckets by DuckDB's hash of their join-key values (equal keys, stored with
+   the same type, land in the same bucket): Parquet files written by DuckDB for the statement,
+   or Arrow IPC files of only the columns the numpy kernel reads;
 2. each bucket in turn — the bucket's root rows with the same bucket of every joined group,
    small enough to join in memory — is joined, and its result, ordered by the root key like the
    whole query's, is written to one Parquet file per bucket: by the numpy kernel of
@@ -17,7 +19,7 @@ one statement that DuckDB would have to spill:
 Each root row meets every row it can match in its bucket, and the statement's filters, lookback,
 tie-breaking and ordering are unchanged, so the merged rows equal the single statement's rows in
 value and order, whatever ``K`` is: ``K`` follows from the memory limit and the groups' sizes
-(:func:`bucket_count`) and never changes a version.
+(:func:`bucket_count`) and never changes a version, nor does which of the two joins a bucket.
 """
 
 from __future__ import annotations
