@@ -283,9 +283,11 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
     """:func:`merge_ordered` before its gather: each window's rows (``order`` and ``columns``)
     and the indices that put them in order, so a caller that deals rows out gathers once.
 
-    Each round takes from every file the rows up to the smallest of the unfinished files' last
-    buffered keys (every row at or below it is then buffered) and sorts that window; only the
-    buffers (``batch_rows`` rows in all) are in memory.
+    Each round tops every unfinished file's buffer up to ``batch_rows / K`` rows, takes from
+    every file the rows up to the smallest of the unfinished files' last buffered keys (every
+    row at or below it is then buffered) and sorts that window; only the buffers (at most
+    ``2 * batch_rows`` rows in all) are in memory. (Refilling only the emptied buffers made
+    windows of ``batch_rows / K`` rows, each costing O(K): quadratic in K.)
     """
     import numpy as np
     import pyarrow as pa
@@ -301,11 +303,9 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
     buffers: list[pa.Table | None] = [None] * len(readers)
     done = [False] * len(readers)
     while True:
-        for i, reader in enumerate(readers):
-            if not done[i] and (buffers[i] is None or not buffers[i].num_rows):
-                buffers[i] = next((pa.Table.from_batches([b]).cast(common)
-                                   for b in reader if b.num_rows), None)
-                done[i] = buffers[i] is None
+        for i, reader in enumerate(readers):  # top every buffer up: windows of ~batch_rows rows
+            if not done[i] and (buffers[i] is None or buffers[i].num_rows < per_file):
+                buffers[i], done[i] = _top_up(buffers[i], reader, per_file, common)
         held = [i for i, b in enumerate(buffers) if b is not None and b.num_rows]
         if not held:
             return
@@ -322,6 +322,26 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
         # one chunk per file: taking from the chunks costs less than joining them first
         window = pa.concat_tables(taken)
         yield window, np.asarray(_sort_indices(window, order))
+
+
+def _top_up(buffer: pa.Table | None, reader: Iterator[pa.RecordBatch], rows: int,
+            schema: pa.Schema) -> tuple[pa.Table | None, bool]:
+    """``buffer`` with ``reader``'s next batches (cast to ``schema``) appended until it holds
+    ``rows`` rows, as one chunk; and whether the reader is spent."""
+    import pyarrow as pa
+
+    parts = [buffer] if buffer is not None and buffer.num_rows else []
+    held = sum(p.num_rows for p in parts)
+    spent = False
+    while held < rows and not spent:
+        batch = next(reader, None)
+        spent = batch is None
+        if batch is not None and batch.num_rows:
+            parts.append(pa.Table.from_batches([batch]).cast(schema))
+            held += batch.num_rows
+    if not parts:
+        return None, spent
+    return (parts[0] if len(parts) == 1 else pa.concat_tables(parts).combine_chunks()), spent
 
 
 def _numpy_keys(column: Any) -> Any:

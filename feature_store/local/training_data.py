@@ -302,7 +302,8 @@ class TrainingDataStore:
                 if buckets > 1:
                     files = ts.write_splits_replayed(source, schema, staging,
                                                      split_names=split_names,
-                                                     key_columns=needed, assign=assign)
+                                                     key_columns=needed, assign=assign,
+                                                     group_rows=options.batch_rows)
                 else:
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,

@@ -198,15 +198,18 @@ def write_splits_replayed(
     split_names: tuple[str, ...],
     key_columns: list[str],
     assign: Callable[[pa.Table, int], np.ndarray] | None,
+    group_rows: int | None = None,
 ) -> dict[str, SplitFile]:
     """:func:`write_splits` from a source that yields the same rows on every call: the split
     keys are read in a first pass (none when the strategy reads no column: the row count is
-    known) and the rows in a second, with no scratch file."""
+    known) and the rows in a second, with no scratch file. ``group_rows``: every row group of
+    a split file but its last holds that many rows, so the files' bytes do not depend on how
+    the source cuts its batches."""
     import pyarrow as pa
 
     if assign is None:
         (name,) = split_names
-        with _SplitWriters(staging, schema, (name,)) as writers:
+        with _SplitWriters(staging, schema, (name,), group_rows) as writers:
             for batch in source(None):
                 writers.write(name, batch)
         return writers.files
@@ -216,7 +219,7 @@ def write_splits_replayed(
                                      schema=pa.schema([schema.field(c) for c in key_columns]))
     codes = assign(keys, source.rows)
     del keys
-    with _SplitWriters(staging, schema, split_names) as writers:
+    with _SplitWriters(staging, schema, split_names, group_rows) as writers:
         for split, batch in source.deal(codes, len(split_names)):
             writers.write(split_names[split], batch)
     return writers.files
@@ -271,9 +274,12 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 class _SplitWriters:
     """One Parquet writer, one streaming content hash and streaming statistics per split. The
     writes run on one background thread and hashing and statistics on another (each in
-    submission order) while the caller makes the next batch; one batch at a time is in flight."""
+    submission order) while the caller makes the next batch; one batch at a time is in flight.
+    With ``group_rows``, a split's batches are held until they fill a row group of that many
+    rows (the last row group takes the rest); without, each batch is a row group."""
 
-    def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...]) -> None:
+    def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...],
+                 group_rows: int | None = None) -> None:
         import pyarrow.parquet as pq
 
         from feature_store.core.content_hash import StreamingTableHash
@@ -291,6 +297,8 @@ class _SplitWriters:
                       ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash"))
         self.pending: list[Future[None]] = []
         self.files: dict[str, SplitFile] = {}
+        self.group_rows = group_rows
+        self.held: dict[str, list[pa.RecordBatch]] = {n: [] for n in split_names}
 
     def __enter__(self) -> _SplitWriters:
         return self
@@ -298,9 +306,28 @@ class _SplitWriters:
     def write(self, name: str, batch: pa.RecordBatch) -> None:
         for done in self.pending:  # the previous batch is written and hashed (or raises)
             done.result()
-        self.pending = [self.pools[0].submit(self.writers[name].write_batch, batch),
-                        self.pools[1].submit(self._digest, name, batch)]
+        self.pending = [self.pools[1].submit(self._digest, name, batch)]
         self.rows[name] += batch.num_rows
+        if self.group_rows is None:
+            self.pending.append(self.pools[0].submit(self.writers[name].write_batch, batch))
+            return
+        self.held[name].append(batch)
+        if sum(b.num_rows for b in self.held[name]) >= self.group_rows:
+            self.pending.append(self.pools[0].submit(self._write_groups, name, False))
+
+    def _write_groups(self, name: str, last: bool) -> None:
+        """Write the held rows of ``name`` in full row groups (``last``: the rest too)."""
+        import pyarrow as pa
+
+        assert self.group_rows is not None
+        held, self.held[name] = pa.Table.from_batches(self.held[name]), []
+        full = held.num_rows - held.num_rows % self.group_rows
+        for start in range(0, full if not last else held.num_rows, self.group_rows):
+            # the bytes do not depend on the chunks (tested: any number of partitions)
+            self.writers[name].write_table(held.slice(start, self.group_rows),
+                                           row_group_size=self.group_rows)
+        if not last and full < held.num_rows:
+            self.held[name] = held.slice(full).to_batches()
 
     def _digest(self, name: str, batch: pa.RecordBatch) -> None:
         self.hashes[name].update(batch)
@@ -310,6 +337,10 @@ class _SplitWriters:
         try:
             for done in self.pending if exc_type is None else []:
                 done.result()
+            if exc_type is None and self.group_rows is not None:
+                for name in self.paths:
+                    if self.held[name]:
+                        self.pools[0].submit(self._write_groups, name, True).result()
         finally:
             for pool in self.pools:
                 pool.shutdown(wait=True)
