@@ -45,9 +45,11 @@ BUCKET = "__fstrain_bucket"
 BUCKET_SHARE = 0.1
 MAX_BUCKETS = 512
 #: the numpy kernel's CPU per row grows with the bucket (its sorts and gathers leave the
-#: caches): 10M labels + 3 x 10M rows took 11.2 CPU-s in 4 buckets, 8.9 in 10, 8.0 in 20
-#: (and the merge 1.5, 1.7, 2.3)
+#: caches): 10M labels + 3 x 10M rows took 11.2 CPU-s in 4 buckets, 8.9 in 10, 8.0 in 20;
+#: but the merge's grows with the buckets (1.5 CPU-s in 4 and 10, 2.3 in 20, 3.9 in 40, 14
+#: in 100): buckets are added for the kernel only up to KERNEL_MAX_BUCKETS
 KERNEL_BUCKET_ROWS = 1_000_000
+KERNEL_MAX_BUCKETS = 16
 #: rows per batch the numpy kernel's partitioning splits
 PARTITION_BATCH = 1 << 20
 #: buckets the numpy kernel joins at the same time (each holds its bucket's data and result)
@@ -82,7 +84,8 @@ def estimated_bytes(compiled: CompiledQuery) -> int:
 def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     """How many buckets keep one bucket's data within :data:`BUCKET_SHARE` of ``memory_limit``
     (1: the whole query fits, run it as one statement); when there are several and the numpy
-    kernel joins them, at least one per :data:`KERNEL_BUCKET_ROWS` root rows."""
+    kernel joins them, at least one per :data:`KERNEL_BUCKET_ROWS` root rows, up to
+    :data:`KERNEL_MAX_BUCKETS`."""
     from feature_store.local import bucket_join
 
     budget = max(1, int(size_bytes(memory_limit) * BUCKET_SHARE))
@@ -90,7 +93,7 @@ def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     if count > 1 and compiled.shape is not None and bucket_join.plan(compiled) is not None:
         root = compiled.shape.plan.root
         rows = root.fg.delta_table.row_count(root.commit)
-        count = min(MAX_BUCKETS, max(count, math.ceil(rows / KERNEL_BUCKET_ROWS)))
+        count = max(count, min(KERNEL_MAX_BUCKETS, math.ceil(rows / KERNEL_BUCKET_ROWS)))
     return count
 
 

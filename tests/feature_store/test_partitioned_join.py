@@ -137,9 +137,13 @@ def test_bucket_count_follows_the_memory_limit(fs, monkeypatch):
         assert pj.bucket_count(compiled, f"{limit}B") == expected
         assert StreamOptions(memory_limit=f"{limit}B").buckets(compiled) == expected
     assert StreamOptions(partitions=9, memory_limit="1GB").buckets(compiled) == 9
-    # the numpy kernel joins buckets of at most KERNEL_BUCKET_ROWS root rows, when partitioned
+    # the numpy kernel joins buckets of at most KERNEL_BUCKET_ROWS root rows, when partitioned,
+    # up to KERNEL_MAX_BUCKETS
     monkeypatch.setattr(pj, "KERNEL_BUCKET_ROWS", 10)
-    assert pj.bucket_count(compiled, f"{size}B") == N // 10 > math.ceil(size / int(size * pj.BUCKET_SHARE))
+    assert pj.bucket_count(compiled, f"{size}B") == 16 > math.ceil(size / int(size * pj.BUCKET_SHARE))
+    monkeypatch.setattr(pj, "KERNEL_MAX_BUCKETS", 100)
+    assert pj.bucket_count(compiled, f"{size}B") == N // 10
+    assert pj.bucket_count(compiled, f"{size // 10}B") == 100  # what the memory needs
     assert pj.bucket_count(compiled, "1GB") == 1
     assert pj.size_bytes("1.5 GiB") == 3 << 29 and pj.size_bytes("4GB") == 4 * 10**9
     with pytest.raises(ValueError, match="not a size"):
