@@ -5,7 +5,7 @@ Per rank, one Ray Dataset: its pieces (:func:`pipelines.trainers.streaming.rank_
 once per run from the seed) → ``map_batches`` reading each piece's rows from the split's Parquet
 file and applying the train-fitted preprocessing (:class:`~pipelines.trainers.streaming.StreamPrep`,
 fitted once on the driver) → in the worker, ``ray.train.get_dataset_shard("train_rank<r>")``
-→ ``iter_torch_batches`` (whole pieces) → a shuffle window seeded by ``(seed, epoch, rank)``
+→ ``iter_batches`` (whole pieces, numpy) → a shuffle window seeded by ``(seed, epoch, rank)``
 and batches, as in one process.
 
 Why per-rank datasets rather than ``read_parquet`` + ``streaming_split``: Ray's equal split
@@ -105,8 +105,8 @@ class RayShardStream:
                       batch_size: int) -> Iterator[tuple[Any, Any]]:
         """This rank's rows for ``epoch``: exactly :meth:`steps` batches.
 
-        Ray Data hands over whole preprocessed pieces (``iter_torch_batches`` with
-        ``batch_size=None``); they are shuffled through the same seeded window and cut into
+        Ray Data hands over whole preprocessed pieces (``iter_batches`` with
+        ``batch_size=None``, numpy); they are shuffled through the same seeded window and cut into
         batches as in one process (Ray's own local shuffle buffer re-slices Arrow blocks per
         batch, which cost several times the training step here)."""
         from pipelines.trainers.streaming import rebatch, window_shuffle
@@ -125,9 +125,11 @@ class RayShardStream:
 
         def pump() -> None:
             try:
-                for b in self.shard.iter_torch_batches(batch_size=None, device="cpu",
-                                                       prefetch_batches=2):
-                    pieces.put((b["x"].numpy(), b["y"].numpy()))
+                # numpy blocks: the loop shuffles and batches arrays (iter_torch_batches
+                # converted every block to tensors only for them to be turned back)
+                for b in self.shard.iter_batches(batch_size=None, batch_format="numpy",
+                                                 prefetch_batches=2):
+                    pieces.put((b["x"], b["y"]))
                 pieces.put(None)
             except BaseException as exc:  # handed to the loop's thread
                 pieces.put(exc)
