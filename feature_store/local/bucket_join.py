@@ -51,8 +51,8 @@ _TO_MICROS = {"ms": 1_000, "us": 1, "day": 86_400_000_000}
 #: key and order column types whose equality and order numpy/pyarrow share with DuckDB
 _KEY_TYPES = ("int64", "int32", "string", "large_string", "bool", "date32[day]",
               "timestamp[us, tz=UTC]", "timestamp[us]")
-#: bits of a packed (code, event time) value
-_PACK_BITS = 62
+#: bits of a packed (code, event time) value (non-negative: an int64 holds 63)
+_PACK_BITS = 63
 #: event-time offsets wider than this are replaced by their ranks (a pass then covers >= 1024 codes)
 _MAX_TIME_BITS = 52
 #: multi-column key codes above this are re-densified (a code and a time rank then fit)
