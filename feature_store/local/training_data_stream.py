@@ -9,13 +9,17 @@ folder inside the version's staging folder, and its result is consumed as Arrow 
    create (:func:`feature_store.core.splits.assign_split_codes`, one byte per row), so the
    splits are bit-identical for the same seed;
 3. the scratch file is read back batch by batch, each batch's rows go to their split's Parquet
-   writer, and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
-   is fed in a background thread while the next batch is written.
+   writer (on a thread of its own, the file's sha256 taken from the bytes as they are written),
+   and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
+   and statistics (:class:`~feature_store.local.statistics.StreamingStatistics`) are fed on
+   another thread while the next batch is made.
 
 An unsplit version skips the scratch file. Only one batch, the kept split columns and the
 assignment (one byte per row) are in Python memory at a time; DuckDB spills joins and sorts that
-exceed its limit. Per-split statistics and label distributions are computed afterwards from the
-written split files (DuckDB over the file; the label columns alone), in bounded memory.
+exceed its limit. A partitioned query (:mod:`partitioned_join`) needs no scratch file: its
+results are merged twice (split columns, then rows; a random split reads no column, so once).
+Label distributions are read back from the written files (the label columns alone); the
+statistics of strings, booleans and decimals are DuckDB's over the file's columns.
 """
 
 from __future__ import annotations
