@@ -242,6 +242,7 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
 @pytest.mark.parametrize("options", [
     {"model": "xgboost", "imbalance": "class_weight", "calibration": "platt"},
     {"model": "lightgbm", "imbalance": "scale_pos_weight", "max_categories": 2},
+    {"model": "xgboost", "task": "regression"},
 ])
 def test_the_drivers_streamed_fit_equals_the_in_memory_one(fs, tmp_path, options):
     """What the driver fits and scores by streamed passes (StreamedFit) is what Prepared fits
