@@ -3,8 +3,8 @@
     python boosting_cap_worker.py STORE_ROOT VERSION read|train|peak CAP_MB OUT_DIR RAY_TEMP
 
 Starts a local Ray (2 CPUs; its processes start before the cap, so only this driver is capped),
-warms up by one distributed XGBoost run on 300 rows (libraries, Ray Train's and Ray Data's
-driver threads), then caps its data segment (``RLIMIT_DATA``) at CAP_MB above what it holds now:
+warms up on 300 rows (the driver's streamed fit, a Ray Data read, a one-process XGBoost run and
+its save: libraries and their buffers), then caps its data segment (``RLIMIT_DATA``) at CAP_MB above what it holds now:
 
 - ``read``: reads the version in memory (``get_train_validation_test_split``) under the same
   cap, without Ray; exits 3 on MemoryError, 0 if the read fit;
@@ -25,6 +25,8 @@ import resource
 import sys
 from pathlib import Path
 
+from pipelines.trainers.config import load_config
+
 CONFIG = {"model": "xgboost", "seed": 3, "params": {"n_estimators": 20, "max_depth": 4},
           "early_stopping_rounds": 5}
 
@@ -38,7 +40,6 @@ def _vm(key: str) -> int:
 
 
 def _train(source, workdir: Path):
-    from pipelines.trainers.config import load_config
     from pipelines.trainers.ray_boosting import train_boosting_on_ray
 
     return train_boosting_on_ray(load_config(CONFIG), source, workdir=workdir, num_workers=2,
@@ -46,9 +47,9 @@ def _train(source, workdir: Path):
 
 
 def _warm_up(out_dir: Path) -> None:
-    """Load every library and start Ray's driver-side threads before the cap, by one
-    distributed run on 300 rows and saving its model (shared libraries' data segments and
-    thread stacks count in VmData too, and are not what the cap measures)."""
+    """Load every library before the cap by running the driver's parts on 300 rows (shared
+    libraries' data segments count in VmData too, and are not what the cap measures). Ray
+    Train's first fit in the process then grows the segment by ~10 MiB, within the cap."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -61,7 +62,19 @@ def _warm_up(out_dir: Path) -> None:
     X = pd.DataFrame({f"f{i}": rng.normal(size=300) for i in range(3)})
     y = pd.DataFrame({"label": (X["f0"] > 0).astype(np.int64)})
     source = StreamSource.from_frames(out_dir / "warm", {"train": (X, y), "validation": (X, y)})
-    _train(source, out_dir / "warm" / "run").model.save(_mkdir(out_dir / "warm" / "model"))
+    import ray.data
+    import ray.train.xgboost  # noqa: F401
+
+    from pipelines.trainers import train
+    from pipelines.trainers.ray_boosting import StreamedFit
+    from pipelines.trainers.ray_input import pieces_dataset
+    from pipelines.trainers.streaming import SplitStream
+
+    fitted = StreamedFit(load_config(CONFIG), source, framework="xgboost")
+    fitted.fingerprint()
+    pieces_dataset(SplitStream(source, "train", fitted.prep), [(0, 0, 300)]).take_all()
+    result = train(CONFIG, X, y, X, y, workdir=out_dir / "warm" / "run")
+    result.model.save(_mkdir(out_dir / "warm" / "model"))
 
 
 def _cap(cap_mb: int) -> int:

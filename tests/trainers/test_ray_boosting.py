@@ -319,7 +319,7 @@ def _content(path: Path) -> object:
 
 
 CAP_WORKER = Path(__file__).with_name("boosting_cap_worker.py")
-CAP_MIB = 48  # the driver's distributed run grows its data segment by ~17 MiB, the read by ~120
+CAP_MIB = 48  # the driver's distributed run grows its data segment by ~10 MiB, the read by ~120
 
 
 @pytest.mark.slow
