@@ -232,7 +232,7 @@ def main() -> None:
             print(f"{step:8s} {r['seconds']:8.1f} s  ({r['cpu']:7.1f} CPU-s in the process)  peak RSS {r['peak_mb'] / 1024:5.2f} GB "
                   f"(imports {r['base_mb'] / 1024:.2f} GB)")
         create = results["create"]
-        print(f"create: {args.rows / create['seconds'] / 1e6:.2f} M label rows/s, "
+        print(f"create: {create['rows'] / create['seconds'] / 1e6:.2f} M label rows/s, "
               f"{create['rows']:,} rows in the version")
         if "reread" in results:
             print(f"reread: {results['reread']['rows']:,} rows streamed back, content hashes equal "

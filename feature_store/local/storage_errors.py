@@ -90,3 +90,11 @@ def storage_boundary(owner: str, action: str) -> Iterator[None]:
         if translated is None:
             raise
         raise translated from exc
+
+
+def unreadable_split(owner: str, path: object, data_format: str, exc: BaseException) -> IntegrityError:
+    """The error for a training-dataset split file that no longer parses as its format."""
+    return IntegrityError(
+        f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
+        f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
+    )

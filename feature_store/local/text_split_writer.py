@@ -29,7 +29,7 @@ from feature_store.local.split_stream import (
     SplitBatches,
     SplitShaper,
 )
-from fstrain.kernel.errors import IntegrityError
+from feature_store.local.storage_errors import unreadable_split
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -169,8 +169,5 @@ def content_hash(path: Path, data_format: str, schema: pa.Schema, owner: str) ->
     except MemoryError:
         raise
     except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-        raise IntegrityError(
-            f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
-            f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
-        ) from exc
+        raise unreadable_split(owner, path, data_format, exc) from exc
     return (hasher or StreamingTableHash(schema)).hexdigest()

@@ -809,6 +809,8 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
     recorded hash in this process is not hashed again."""
     import pyarrow as pa
 
+    from feature_store.local.storage_errors import unreadable_split
+
     try:
         identity = _file_identity(os.stat(path))
         # Parquet is parsed (and hashed) straight from a memory map: no copy of the bytes
@@ -825,10 +827,7 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
         except MemoryError:  # Arrow's too: out of memory says nothing about the file
             raise
         except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-            raise IntegrityError(
-                f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
-                f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
-            ) from exc
+            raise unreadable_split(owner, path, data_format, exc) from exc
     try:
         changed = _file_identity(os.stat(path)) != identity  # replaced or written while read
     except FileNotFoundError:
