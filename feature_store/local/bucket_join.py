@@ -57,7 +57,7 @@ _PACK_BITS = 63
 _MAX_TIME_BITS = 52
 #: multi-column key codes above this are re-densified (a code and a time rank then fit)
 _DENSE_LIMIT = 1 << 24
-#: result files are read back in row groups: keep them as small as DuckDB writes them
+#: result files are read back batch by batch: keep batches as small as DuckDB's row groups
 RESULT_ROW_GROUP = 122_880
 
 
@@ -465,8 +465,9 @@ def read_bucket(files: list[Path], columns: list[str], schema: pa.Schema) -> pa.
 
 
 def write_result(table: pa.Table, path: Path) -> None:
-    """A bucket's result as a scratch Parquet file (read once, by the merge)."""
-    import pyarrow.parquet as pq
+    """A bucket's result as a scratch Arrow IPC file (read once, by the merge): written without
+    encoding, in batches of :data:`RESULT_ROW_GROUP` rows."""
+    import pyarrow as pa
 
-    pq.write_table(table, path, compression="none", use_dictionary=False,
-                   write_statistics=False, row_group_size=RESULT_ROW_GROUP)
+    with pa.ipc.new_file(str(path), table.schema) as writer:
+        writer.write_table(table, max_chunksize=RESULT_ROW_GROUP)

@@ -10,9 +10,9 @@ one statement that DuckDB would have to spill:
    or Arrow IPC files of only the columns the numpy kernel reads;
 2. each bucket in turn — the bucket's root rows with the same bucket of every joined group,
    small enough to join in memory — is joined, and its result, ordered by the root key like the
-   whole query's, is written to one Parquet file per bucket: by the numpy kernel of
-   :mod:`~feature_store.local.bucket_join` where it covers the query's shape, else by the
-   query's own statement run on the bucket;
+   whole query's, is written to one file per bucket: an Arrow IPC file by the numpy kernel of
+   :mod:`~feature_store.local.bucket_join` where it covers the query's shape, else a Parquet
+   file by the query's own statement run on the bucket;
 3. the ``K`` ordered results are merged by the root key (:func:`merge_ordered`), in windows of
    rows, into the order the single statement produces.
 
@@ -242,7 +242,7 @@ class PartitionedQuery:
             folder = self._bucket_dir(ph, bucket)
             files = sorted(folder.glob("*.arrow")) if folder.exists() else []
             tables[ph] = bucket_join.read_bucket(files, columns, schemas[ph])
-        out = self.folder / f"result_{bucket}.parquet"
+        out = self.folder / f"result_{bucket}.arrow"
         bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out)
         self._spent(bucket)
         return out
@@ -294,14 +294,13 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
     """
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     wanted = None if columns is None else list(dict.fromkeys([*order, *columns]))
     per_file = max(1024, batch_rows // max(1, len(files)))
-    sources = [pq.ParquetFile(f, pre_buffer=False) for f in files]  # see open_parquet
-    readers = [s.iter_batches(batch_size=per_file, columns=wanted) for s in sources]
+    opened = [_ordered_batches(f, wanted, per_file) for f in files]
+    readers = [reader for reader, _ in opened]
     # DuckDB marks a column "not null" in a file that happens to hold no nulls: drop the marks
-    fields = sources[0].schema_arrow if sources else pa.schema([])
+    fields = opened[0][1] if opened else pa.schema([])
     common = pa.schema([fields.field(n).with_nullable(True) for n in wanted or fields.names])
     buffers: list[pa.Table | None] = [None] * len(readers)
     done = [False] * len(readers)
@@ -325,6 +324,44 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
         # one chunk per file: taking from the chunks costs less than joining them first
         window = pa.concat_tables(taken)
         yield window, np.asarray(_sort_indices(window, order))
+
+
+def _ordered_batches(path: Path, columns: list[str] | None, rows: int
+                     ) -> tuple[Iterator[pa.RecordBatch], pa.Schema]:
+    """A result file's ``columns`` (None: all) as batches of at most ``rows`` rows, and the
+    file's schema: an Arrow IPC file (the kernel's) read batch by batch with only those
+    columns, without decoding (not memory-mapped: a mapping's touched pages would stay
+    resident until the whole merge ends), or a Parquet file (the statement's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.suffix != ".arrow":
+        source = pq.ParquetFile(path, pre_buffer=False)  # see open_parquet
+        return source.iter_batches(batch_size=rows, columns=columns), source.schema_arrow
+    schema = pa.ipc.open_file(str(path)).schema
+    fields = None if columns is None else [schema.get_field_index(c) for c in columns]
+    options = pa.ipc.IpcReadOptions(included_fields=fields, use_threads=False)
+    reader = pa.ipc.open_file(pa.OSFile(str(path)), options=options)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for index in range(reader.num_record_batches):
+            batch = reader.get_batch(index)
+            if columns is not None:
+                batch = batch.select(columns)  # included_fields keeps the file's order
+            for start in range(0, batch.num_rows, rows):
+                yield batch.slice(start, rows)
+
+    return batches(), schema
+
+
+def file_rows(path: Path) -> int:
+    """How many rows a result file holds (from its footer or its batches' headers)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.suffix == ".arrow":
+        return int(pa.ipc.open_file(str(path)).count_rows())
+    return int(pq.ParquetFile(path).metadata.num_rows)
 
 
 def _top_up(buffer: pa.Table | None, reader: Iterator[pa.RecordBatch], rows: int,
@@ -423,14 +460,12 @@ def _count_at_most_arrow(table: pa.Table, order: list[str], bound: dict[str, Any
 class ReplaySource:
     """``source(columns)``: the merged rows' ``columns`` (None: all), as batches made by
     ``prepare``; every call merges the files again, in the same order. ``rows``: how many rows
-    the files hold (from their Parquet footers, without reading them)."""
+    the files hold (from their footers, without reading their values)."""
 
     def __init__(self, files: list[Path], order: list[str], batch_rows: int,
                  prepare: Callable[[pa.Table], pa.RecordBatch]) -> None:
-        import pyarrow.parquet as pq
-
         self.files, self.order, self.batch_rows, self.prepare = files, order, batch_rows, prepare
-        self.rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        self.rows = sum(file_rows(f) for f in files)
 
     def __call__(self, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
         for table in merge_ordered(self.files, self.order, columns, self.batch_rows):
