@@ -25,6 +25,7 @@ statistics of strings, booleans and decimals are DuckDB's over the file's column
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -275,15 +276,25 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if any(test(f.type) for test in wanted)]
 
 
+#: Batches each of the split writers' threads may have queued before the caller waits: the
+#: stages (making batches, writing, hashing, statistics) overlap instead of running in lockstep.
+PIPELINE_DEPTH = 3
+#: Bytes the Parquet writer's output is buffered in before the hashing sink (a Python object)
+#: sees them: a few large writes instead of one per page.
+SINK_BUFFER = 8 << 20
+
+
 class _SplitWriters:
     """One Parquet writer, one streaming content hash and streaming statistics per split. The
-    writes run on one background thread and hashing and statistics on another (each in
-    submission order) while the caller makes the next batch; one batch at a time is in flight.
-    With ``group_rows``, a split's batches are held until they fill a row group of that many
-    rows (the last row group takes the rest); without, each batch is a row group."""
+    writes run on one background thread, hashing on another and statistics on a third (each in
+    submission order) while the caller makes the next batches; up to :data:`PIPELINE_DEPTH`
+    batches per thread are in flight. With ``group_rows``, a split's batches are held until
+    they fill a row group of that many rows (the last row group takes the rest); without, each
+    batch is a row group."""
 
     def __init__(self, staging: Path, schema: pa.Schema, split_names: tuple[str, ...],
                  group_rows: int | None = None) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         from feature_store.core.content_hash import StreamingTableHash
@@ -291,15 +302,18 @@ class _SplitWriters:
 
         self.paths = {n: staging / f"{n}.parquet" for n in split_names}
         self.sinks = {n: _HashedFile(p) for n, p in self.paths.items()}
+        self.streams = {n: pa.BufferedOutputStream(pa.PythonFile(s, mode="w"), SINK_BUFFER)
+                        for n, s in self.sinks.items()}
         dictionary = dictionary_columns(schema)
-        self.writers = {n: pq.ParquetWriter(self.sinks[n], schema, use_dictionary=dictionary or False)
+        self.writers = {n: pq.ParquetWriter(self.streams[n], schema,
+                                            use_dictionary=dictionary or False)
                         for n in self.paths}
         self.hashes = {n: StreamingTableHash(schema) for n in split_names}
         self.statistics = {n: StreamingStatistics(schema) for n in split_names}
         self.rows = dict.fromkeys(split_names, 0)
-        self.pools = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-write"),
-                      ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-hash"))
-        self.pending: list[Future[None]] = []
+        self.pools = tuple(ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fstrain-split-{r}")
+                           for r in ("write", "hash", "stats"))
+        self.pending: deque[Future[None]] = deque()
         self.files: dict[str, SplitFile] = {}
         self.group_rows = group_rows
         self.held: dict[str, list[pa.RecordBatch]] = {n: [] for n in split_names}
@@ -308,19 +322,24 @@ class _SplitWriters:
         return self
 
     def write(self, name: str, batch: pa.RecordBatch) -> None:
-        for done in self.pending:  # the previous batch is written and hashed (or raises)
-            done.result()
-        self.pending = [self.pools[1].submit(self._digest, name, batch)]
+        while len(self.pending) >= PIPELINE_DEPTH * len(self.pools):
+            self.pending.popleft().result()  # the oldest work is done (or raises)
+        self._submit(1, self.hashes[name].update, batch)
+        self._submit(2, self.statistics[name].update, batch)
         self.rows[name] += batch.num_rows
         if self.group_rows is None:
-            self.pending.append(self.pools[0].submit(self.writers[name].write_batch, batch))
+            self._submit(0, self.writers[name].write_batch, batch)
             return
         self.held[name].append(batch)
         if sum(b.num_rows for b in self.held[name]) >= self.group_rows:
-            self.pending.append(self.pools[0].submit(self._write_groups, name, False))
+            self._write_groups(name, last=False)
+
+    def _submit(self, pool: int, work: Callable[..., Any], *args: Any) -> None:
+        self.pending.append(self.pools[pool].submit(work, *args))
 
     def _write_groups(self, name: str, last: bool) -> None:
-        """Write the held rows of ``name`` in full row groups (``last``: the rest too)."""
+        """Queue the held rows of ``name`` in full row groups (``last``: the rest too); the rows
+        left over stay held."""
         import pyarrow as pa
 
         assert self.group_rows is not None
@@ -328,30 +347,28 @@ class _SplitWriters:
         full = held.num_rows - held.num_rows % self.group_rows
         for start in range(0, full if not last else held.num_rows, self.group_rows):
             # the bytes do not depend on the chunks (tested: any number of partitions)
-            self.writers[name].write_table(held.slice(start, self.group_rows),
-                                           row_group_size=self.group_rows)
+            self._submit(0, self.writers[name].write_table, held.slice(start, self.group_rows),
+                         self.group_rows)
         if not last and full < held.num_rows:
             self.held[name] = held.slice(full).to_batches()
 
-    def _digest(self, name: str, batch: pa.RecordBatch) -> None:
-        self.hashes[name].update(batch)
-        self.statistics[name].update(batch)
-
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         try:
-            for done in self.pending if exc_type is None else []:
-                done.result()
             if exc_type is None and self.group_rows is not None:
                 for name in self.paths:
                     if self.held[name]:
-                        self.pools[0].submit(self._write_groups, name, True).result()
+                        self._write_groups(name, last=True)
+            while self.pending and exc_type is None:
+                self.pending.popleft().result()
         finally:
             for pool in self.pools:
-                pool.shutdown(wait=True)
+                pool.shutdown(wait=True, cancel_futures=exc_type is not None)
             try:
                 for writer in self.writers.values():
                     writer.close()
             finally:
+                for stream in self.streams.values():
+                    stream.close()
                 for sink in self.sinks.values():
                     sink.close()
         if exc_type is None:
