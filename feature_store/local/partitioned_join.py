@@ -215,14 +215,21 @@ class PartitionedQuery:
 
     def _join_concurrently(self, kernel: BucketPlan, buckets: list[int]) -> list[Path]:
         """The buckets joined by the numpy kernel, :data:`JOIN_THREADS` at a time (numpy and
-        pyarrow release the GIL); returns the result files in bucket order."""
+        pyarrow release the GIL); returns the result files in bucket order. A joined bucket's
+        inputs are removed by a thread of their own, off the joins' path (the removals are done
+        when this returns)."""
         from concurrent.futures import ThreadPoolExecutor
 
         schemas = {ph: self.con.sql(f"SELECT * FROM {scan} LIMIT 0").to_arrow_table().schema
                    for ph, scan in self.scans.items()}  # DuckDB is asked here, never in a thread
         schema = self.schema()
-        with ThreadPoolExecutor(JOIN_THREADS) as pool:
-            return list(pool.map(lambda b: self._join_bucket(kernel, b, schemas, schema), buckets))
+        with ThreadPoolExecutor(1) as remover, ThreadPoolExecutor(JOIN_THREADS) as pool:
+            def join(bucket: int) -> Path:
+                out = self._join_bucket(kernel, bucket, schemas, schema)
+                remover.submit(self._spent, bucket)
+                return out
+
+            return list(pool.map(join, buckets))
 
     def _kernel_reads(self) -> dict[str, list[str]]:
         """Per placeholder, the columns the numpy kernel reads (empty: no kernel)."""
@@ -234,7 +241,8 @@ class PartitionedQuery:
 
     def _join_bucket(self, kernel: BucketPlan, bucket: int, schemas: dict[str, pa.Schema],
                      schema: pa.Schema) -> Path:
-        """One bucket joined by the numpy kernel; returns its result file."""
+        """One bucket joined by the numpy kernel; returns its result file (its inputs are
+        left for the caller to remove)."""
         from feature_store.local import bucket_join
 
         tables = {}
@@ -244,7 +252,6 @@ class PartitionedQuery:
             tables[ph] = bucket_join.read_bucket(files, columns, schemas[ph])
         out = self.folder / f"result_{bucket}.arrow"
         bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out)
-        self._spent(bucket)
         return out
 
     def _spent(self, bucket: int) -> None:

@@ -69,6 +69,8 @@ def _check(fv, buckets, tmp_path, *, kernel=True, extra=None, start=None, end=No
         run = pj.PartitionedQuery(con, compiled, buckets, tmp_path / f"parts{buckets}")
         assert (run.kernel is not None) is kernel
         files = run.run()
+        # every joined bucket's inputs are removed by the time run() returns
+        assert not list((tmp_path / f"parts{buckets}").glob(f"*/{pj.BUCKET}=*"))
         expected = engine.fetch_arrow(con, compiled.bind(con, single_statement=True),
                                       compiled.params)
         schema = run.schema()
