@@ -282,6 +282,8 @@ PIPELINE_DEPTH = 3
 #: Bytes the Parquet writer's output is buffered in before the hashing sink (a Python object)
 #: sees them: a few large writes instead of one per page.
 SINK_BUFFER = 8 << 20
+#: Buffers a split file's sink may have queued for its hashing-and-writing thread.
+SINK_QUEUE = 4
 
 
 class _SplitWriters:
@@ -379,26 +381,47 @@ class _SplitWriters:
 
 class _HashedFile:
     """A file opened for writing that hashes (sha256) every byte written to it: the Parquet
-    writer's sink, so the recorded file hash needs no second read of the file."""
+    writer's sink, so the recorded file hash needs no second read of the file. The hashing and
+    the writing run on a thread of their own (in order, at most :data:`SINK_QUEUE` chunks
+    queued), off the thread that encodes the Parquet file."""
 
     def __init__(self, path: Path) -> None:
         import hashlib
 
         self.file = open(path, "wb")  # noqa: SIM115 - closed by _SplitWriters.__exit__
         self.digest = hashlib.sha256()
+        self.position = 0
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-split-sink")
+        self.pending: deque[Future[None]] = deque()
 
     def write(self, data: Any) -> int:
-        self.digest.update(data)
-        return self.file.write(data)
+        while len(self.pending) >= SINK_QUEUE:
+            self.pending.popleft().result()
+        chunk = bytes(data)  # the caller reuses its buffer once this returns
+        self.pending.append(self.pool.submit(self._put, chunk))
+        self.position += len(chunk)
+        return len(chunk)
+
+    def _put(self, chunk: bytes) -> None:
+        self.digest.update(chunk)
+        self.file.write(chunk)
 
     def tell(self) -> int:
-        return self.file.tell()
+        return self.position
 
     def flush(self) -> None:
+        while self.pending:
+            self.pending.popleft().result()
         self.file.flush()
 
     def close(self) -> None:
-        self.file.close()
+        if self.file.closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.file.close()
 
     @property
     def closed(self) -> bool:
