@@ -227,3 +227,37 @@ def test_verify_reports_changed_bytes_before_an_unreadable_file(tmp_path):
         verified_content_hash(path, "v", "train", recorded)
     with pytest.raises(IntegrityError, match="cannot be read as parquet"):
         verified_content_hash(path, "v", "train", None)
+
+
+def test_pipelined_split_writers_keep_order_and_surface_a_failed_write(tmp_path, monkeypatch):
+    """Many small batches for two splits, queued several deep on the writer, hasher, statistics
+    and sink threads: each file holds its rows in order in full row groups, its recorded sha256
+    is the file's and its content hash the rows'; a failing write raises from the ``with``."""
+    from feature_store.core.content_hash import table_sha256
+    from feature_store.local import training_data_stream as ts
+
+    monkeypatch.setattr(ts, "SINK_BUFFER", 64)  # many sink writes, queued on the sink thread
+    table = pa.table({"id": np.arange(1000, dtype="int64"), "x": np.linspace(0, 1, 1000)})
+    with ts._SplitWriters(tmp_path, table.schema, ("a", "b"), group_rows=64) as writers:
+        for batch in table.to_batches(max_chunksize=7):
+            writers.write("a" if batch["id"][0].as_py() % 2 else "b", batch)
+    for name, split in writers.files.items():
+        written = pq.ParquetFile(split.path)
+        rows = written.read()
+        assert rows["id"].to_pylist() == sorted(rows["id"].to_pylist()) and rows.num_rows == split.rows
+        assert [written.metadata.row_group(i).num_rows for i in range(written.num_row_groups)][:-1] \
+            == [64] * (written.num_row_groups - 1)
+        assert split.file_sha256 == hashlib.sha256(split.path.read_bytes()).hexdigest()
+        assert split.sha256 == table_sha256(rows)
+    assert sum(s.rows for s in writers.files.values()) == 1000
+
+    def fail(*_: object) -> None:
+        raise OSError("disk full")
+
+    broken_dir = tmp_path / "broken"
+    broken_dir.mkdir()
+    with pytest.raises(OSError, match="disk full"):
+        with ts._SplitWriters(broken_dir, table.schema, ("c",), group_rows=64) as broken:
+            monkeypatch.setattr(broken.writers["c"], "write_table", fail, raising=False)
+            for batch in table.to_batches(max_chunksize=100):
+                broken.write("c", batch)
