@@ -137,6 +137,8 @@ def _typed(fg: Any, columns: list[str], allowed: tuple[str, ...]) -> bool:
 def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
           columns: list[str]) -> Step | None:
     """The join as a :class:`Step`, or None when its types are not covered."""
+    from feature_store.local.pit import lookback_in_unit
+
     lfg, rfg = jp.left.fg, jp.right.fg
     if not jp.point_in_time or not _typed(rfg, [*right_keys, *jp.tie_break], _KEY_TYPES):
         return None
@@ -152,10 +154,7 @@ def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
         lscale = rscale = 1
     else:
         lscale, rscale = _TO_MICROS[lunit], _TO_MICROS[runit]
-    lookback = None
-    if jp.join.lookback is not None:
-        seconds = jp.join.lookback.total_seconds()
-        lookback = int(seconds * 1000) if both_ms else int(seconds * 1_000_000)
+    lookback = None if jp.join.lookback is None else lookback_in_unit(jp)
     return Step(placeholder, right_keys, rfg.event_time, lscale, rscale,
                 jp.join.join_type == "inner", lookback, tuple(jp.tie_break), tuple(columns))
 
@@ -231,15 +230,13 @@ class _Codes:
              ) -> np.ndarray:
         """Codes of the keys so far combined with one more column's codes (re-densified past
         :data:`_DENSE_LIMIT`)."""
-        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         self.steps.append((dictionary, len(dictionary)))
         if code is None:
             return column
-        combined = code * len(dictionary) + column
-        combined[(code < 0) | (column < 0)] = -1
+        combined = _combined(code, column, len(dictionary))
         if int(combined.max(initial=0)) < _DENSE_LIMIT:
             return combined
         encoded = pc.dictionary_encode(pa.array(combined, mask=combined < 0))
@@ -263,13 +260,16 @@ class _Codes:
             if values.type != dictionary.type:
                 values = values.cast(dictionary.type)
             column = _filled(pc.index_in(values, value_set=dictionary))
-            if index == 0:
-                code = column
-            else:
-                mixed = code * size + column
-                mixed[(code < 0) | (column < 0)] = -1
-                code = mixed
+            code = column if index == 0 else _combined(code, column, size)
         return code
+
+
+def _combined(code: np.ndarray, column: np.ndarray, size: int) -> np.ndarray:
+    """The codes of the key columns so far combined with one more column's codes (``size``
+    values): -1 where either is -1."""
+    combined = code * size + column
+    combined[(code < 0) | (column < 0)] = -1
+    return combined
 
 
 def _times(column: Any) -> tuple[np.ndarray, np.ndarray]:

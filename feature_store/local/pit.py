@@ -518,13 +518,21 @@ def _event_time_pair(jp: JoinPlan) -> tuple[str, str]:
     return lt, rt
 
 
+def lookback_in_unit(jp: JoinPlan) -> int:
+    """The join's lookback in the unit its event times are compared in: milliseconds when both
+    sides are epoch milliseconds, else microseconds (both sides as timestamps)."""
+    seconds = jp.join.lookback.total_seconds()
+    if _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg):
+        return int(seconds * 1000)
+    return int(seconds * 1_000_000)
+
+
 def _lookback_condition(jp: JoinPlan, lt: str, rt: str) -> str:
     """``right.event_time >= left.event_time - lookback`` in the pair's unit."""
-    seconds = jp.join.lookback.total_seconds()
-    both_ms = _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg)
-    if both_ms:
-        return f"{rt} >= {lt} - {int(seconds * 1000)}"
-    return f"{rt} >= {lt} - to_microseconds({int(seconds * 1_000_000)})"
+    amount = lookback_in_unit(jp)
+    if _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg):
+        return f"{rt} >= {lt} - {amount}"
+    return f"{rt} >= {lt} - to_microseconds({amount})"
 
 
 def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any]) -> list[str]:
