@@ -50,8 +50,13 @@ MAX_BUCKETS = 512
 #: in 100): buckets are added for the kernel only up to KERNEL_MAX_BUCKETS
 KERNEL_BUCKET_ROWS = 1_000_000
 KERNEL_MAX_BUCKETS = 16
-#: rows per batch the numpy kernel's partitioning splits
+#: rows per batch the numpy kernel's partitioning splits, at most: a batch and its reordered
+#: copy, for each of the JOIN_THREADS groups split at once, beside DuckDB's own buffers, must
+#: stay a small part of the memory limit, so a batch's values may take PARTITION_SHARE of it
+#: (1M rows of 17 doubles twice over in two groups took 0.5 GB under a 256 MB limit)
 PARTITION_BATCH = 1 << 20
+PARTITION_MIN_BATCH = 1 << 14
+PARTITION_SHARE = 1 / 32
 #: buckets the numpy kernel joins at the same time (each holds its bucket's data and result)
 JOIN_THREADS = 2
 #: the buckets and their results are read once: compressing them costs more CPU than it saves
@@ -95,6 +100,14 @@ def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
         rows = root.fg.delta_table.row_count(root.commit)
         count = max(count, min(KERNEL_MAX_BUCKETS, math.ceil(rows / KERNEL_BUCKET_ROWS)))
     return count
+
+
+def partition_batch_rows(row_bytes: int, memory_limit_bytes: int) -> int:
+    """Rows per partition batch for rows of ``row_bytes`` value bytes under a memory limit:
+    :data:`PARTITION_SHARE` of the limit, between :data:`PARTITION_MIN_BATCH` and
+    :data:`PARTITION_BATCH` rows."""
+    rows = int(memory_limit_bytes * PARTITION_SHARE) // max(1, row_bytes)
+    return max(PARTITION_MIN_BATCH, min(PARTITION_BATCH, rows))
 
 
 def _quoted(path: Path) -> str:
@@ -155,9 +168,11 @@ class PartitionedQuery:
             for ph in self.scans:
                 self._copy_group(ph)
             return
-        zone = self.con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
+        zone, limit = self.con.execute(
+            "SELECT current_setting('TimeZone'), current_setting('memory_limit')").fetchall()[0]
         with ThreadPoolExecutor(JOIN_THREADS) as pool:
-            jobs = [pool.submit(self._split_group, ph, zone) for ph in self.scans]
+            jobs = [pool.submit(self._split_group, ph, zone, size_bytes(limit))
+                    for ph in self.scans]
             for job in jobs:
                 job.result()
 
@@ -182,22 +197,27 @@ class PartitionedQuery:
             f"(FORMAT parquet, PARTITION_BY ({BUCKET}), {SCRATCH_COMPRESSION}, "
             "OVERWRITE_OR_IGNORE)", params)
 
-    def _split_group(self, placeholder: str, zone: str) -> None:
+    def _split_group(self, placeholder: str, zone: str, memory_limit: int) -> None:
         """A group's buckets as Arrow IPC files of the kernel's columns, read through a
-        connection of its own (a cursor) in the caller's time zone."""
+        connection of its own (a cursor) in the caller's time zone, in batches sized to the
+        memory limit (:func:`partition_batch_rows`)."""
         from feature_store.local import bucket_join
         from feature_store.local.engine import quote_ident as q
+        from feature_store.local.row_gather import _value_bytes
 
         node = self.compiled.scans[placeholder]
         if not node.fg.delta_table.files(node.commit):
             return  # no rows (and its scan is a table registered on self.con alone)
         tail, params = self._selection(placeholder)
-        columns = ", ".join(q(c) for c in self._kernel_reads()[placeholder])
+        reads = self._kernel_reads()[placeholder]
+        fields = {f.name: f.type for f in node.fg.delta_table.schema(node.commit)}
+        row_bytes = 8 + sum(_value_bytes(fields[c]) for c in reads if c in fields)  # + bucket
+        columns = ", ".join(q(c) for c in reads)
         cursor = self.con.cursor()
         try:
             cursor.execute("SET TimeZone = ?", [zone])
-            batches = cursor.sql(f"SELECT {columns}, {tail}", params=params
-                                 ).to_arrow_reader(PARTITION_BATCH)
+            batches = cursor.sql(f"SELECT {columns}, {tail}", params=params).to_arrow_reader(
+                partition_batch_rows(row_bytes, memory_limit))
             bucket_join.write_buckets(batches, BUCKET, self._group_dir(placeholder),
                                       lambda b: f"{BUCKET}={b}/data.arrow")
         finally:

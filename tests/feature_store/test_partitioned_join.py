@@ -194,3 +194,36 @@ def test_merge_equals_one_sort_with_ties_nulls_and_strings(tmp_path, suffix):
     picked = pa.concat_tables(pj.merge_ordered(files, ["u"], ["s", "k"], 500))
     assert picked.equals(table.select(["s", "k"]))
     assert sum(pj.file_rows(f) for f in files) == n
+
+
+def test_partition_batches_follow_the_memory_limit(fs, monkeypatch):
+    """The kernel's partitioning reads batches of at most PARTITION_SHARE of DuckDB's memory
+    limit (a batch of 1M wide rows in each of two groups overran a 256 MB limit several times);
+    the version is the same whatever the batch size."""
+    from feature_store.local import bucket_join
+
+    assert pj.partition_batch_rows(136, 256 * 10**6) == 256 * 10**6 // 32 // 136
+    assert pj.partition_batch_rows(8, 64 * 10**9) == pj.PARTITION_BATCH
+    assert pj.partition_batch_rows(10**6, 10**6) == pj.PARTITION_MIN_BATCH
+    root, hist, _ = _groups(fs)
+    fv = fs.create_feature_view("pb", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"]),
+                                labels=["label"])
+    batches: list[int] = []
+    real = bucket_join.write_buckets
+
+    def spy(reader, *args):
+        def counted():
+            for batch in reader:
+                batches.append(batch.num_rows)
+                yield batch
+        return real(counted(), *args)
+
+    monkeypatch.setattr(bucket_join, "write_buckets", spy)
+    whole = _create(fv, StreamOptions(batch_rows=7, partitions=3))
+    assert max(batches) == N  # the default minimum holds every row of this small root
+    monkeypatch.setattr(pj, "PARTITION_MIN_BATCH", 1)
+    monkeypatch.setattr(pj, "PARTITION_SHARE", 4096 / (64 * 10**6))  # 4 KiB of a 64 MB limit
+    batches.clear()
+    small = _create(fv, StreamOptions(batch_rows=7, partitions=3, memory_limit="64MB"))
+    assert len(batches) > 4 and max(batches) < N / 4  # rows of more than 8 value bytes
+    _same(whole, small)
