@@ -482,22 +482,30 @@ class FeatureView(TaggedEntity):
 
     def _stream(self, td: TrainingDataset, *, dataframe_type: str, **flags: Any) -> tuple[Any, ...]:
         """Streaming forms of a materialized version's splits (see ``split_stream``)."""
+        from functools import partial
+
         from feature_store.local import split_stream
 
-        files = self._td.verified_files(td.version, text=dataframe_type == "arrow_batches")
         shaper = self._shaper(td, **flags)
-        if dataframe_type == "torch":
-            return tuple(split_stream.torch_dataset(files[n], shaper) for n in td.splits)
-        make: Any = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
-        if td.data_format != "parquet":  # csv, jsonl: parsed a block at a time
-            from functools import partial
+        text = td.data_format != "parquet"  # csv, jsonl
+        make: Any
+        if text and dataframe_type in ("ray", "torch"):  # row-aligned pieces, indexed as verified
+            sources: dict[str, Any] = self._td.text_pieces(td.version)
+            if dataframe_type == "torch":
+                return tuple(split_stream.torch_text_dataset(sources[n], shaper) for n in td.splits)
+            make = split_stream.ray_text_dataset
+        else:
+            sources = self._td.verified_files(td.version, text=True)
+            if dataframe_type == "torch":
+                return tuple(split_stream.torch_dataset(sources[n], shaper) for n in td.splits)
+            make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
+            if text:  # arrow_batches: parsed a block at a time
+                from feature_store.local.text_split_writer import TextSplitBatches
 
-            from feature_store.local.text_split_writer import TextSplitBatches
-
-            make = partial(TextSplitBatches, data_format=td.data_format,
-                           schema=self._td.arrow_schema(td))
-        xs = [make(files[n], shaper, "X") for n in td.splits]
-        ys = [make(files[n], shaper, "y") if self.labels else None for n in td.splits]
+                make = partial(TextSplitBatches, data_format=td.data_format,
+                               schema=self._td.arrow_schema(td))
+        xs = [make(sources[n], shaper, "X") for n in td.splits]
+        ys = [make(sources[n], shaper, "y") if self.labels else None for n in td.splits]
         return tuple(xs + ys)
 
     def get_last_accessed_training_dataset(self) -> int | None:

@@ -1,18 +1,23 @@
 """Streaming reads of a materialized training-dataset version (data larger than memory).
 
 ``fv.get_train_test_split(v, dataframe_type=...)`` with a streaming type returns, instead of
-frames, objects that read the version's pinned Parquet files (verified against their recorded
-sha256 when handed out) a piece at a time:
+frames, objects that read the version's pinned files (verified against their recorded sha256
+when handed out) a piece at a time:
 
 - ``"arrow_batches"``: per split, a re-iterable :class:`SplitBatches` of ``pyarrow.RecordBatch``
   (``X`` and ``y`` separately, same row order, as the frames would be); csv and jsonl versions
-  too (``text_split_writer.TextSplitBatches``);
-- ``"ray"``: per split, a ``ray.data.Dataset`` (``read_parquet`` over the split file, shaped in
+  parsed a block at a time (``text_split_writer.TextSplitBatches``);
+- ``"ray"``: per split, a ``ray.data.Dataset`` (``read_parquet`` over the split file, or a
+  datasource over a csv or jsonl file's row-aligned pieces, ``text_pieces``; shaped in
   ``map_batches``), ``X`` and ``y`` separately;
-- ``"torch"``: per split, one :class:`ParquetSplitDataset` (a ``torch`` ``IterableDataset`` of
-  ``(x, y)`` pairs) that reads row groups, deals them to ranks and DataLoader workers, and
-  shuffles through a seeded buffer. The result is one dataset per split (train, [validation,]
-  test), not X/y pairs.
+- ``"torch"``: per split, one ``torch_split.SplitDataset`` (a ``torch`` ``IterableDataset`` of
+  ``(x, y)`` pairs) that reads row groups (Parquet) or row-aligned pieces (csv, jsonl), deals
+  them to ranks and DataLoader workers, and shuffles through a seeded buffer. The result is one
+  dataset per split (train, [validation,] test), not X/y pairs.
+
+A csv or jsonl file is indexed into pieces by one pass over its bytes that also takes its sha256
+(checked against the recorded one before any row is handed out), and every piece read checks the
+file is still the one indexed.
 
 Every form applies the view's model-dependent transformations with the statistics fitted on the
 version's train split, exactly as the in-memory read does (the same :class:`SplitShaper`).
@@ -129,6 +134,18 @@ def ray_dataset(path: Path, shaper: SplitShaper, part: str) -> Any:
                                batch_format="pyarrow")
 
 
+def ray_text_dataset(index: Any, shaper: SplitShaper, part: str) -> Any:
+    """A Ray Dataset of one csv or jsonl split's ``X`` or ``y`` (``index``: its
+    :class:`~feature_store.local.text_pieces.TextIndex`), read a piece per block in Ray's
+    workers and shaped there."""
+    ray_data = import_optional("ray.data", "scale", "ray")
+    from feature_store.local.ray_text_source import TextPiecesDatasource
+
+    dataset = ray_data.read_datasource(TextPiecesDatasource(index, shaper.columns()))
+    return dataset.map_batches(functools.partial(_part, shaper=shaper, part=part),
+                               batch_format="pyarrow")
+
+
 def import_optional(module: str, extra: str, package: str) -> Any:
     """Import an optional framework, or raise a :class:`FeatureStoreError` naming the extra."""
     import importlib
@@ -148,3 +165,12 @@ def torch_dataset(path: Path, shaper: SplitShaper, **options: Any) -> Any:
     from feature_store.local.torch_split import ParquetSplitDataset
 
     return ParquetSplitDataset(path, shaper, **options)
+
+
+def torch_text_dataset(index: Any, shaper: SplitShaper, **options: Any) -> Any:
+    """A :class:`TextSplitDataset` of one csv or jsonl split (``index``: its
+    :class:`~feature_store.local.text_pieces.TextIndex`; imports torch)."""
+    import_optional("torch", "frameworks", "torch")
+    from feature_store.local.torch_split import TextSplitDataset
+
+    return TextSplitDataset(index, shaper, **options)

@@ -98,3 +98,11 @@ def unreadable_split(owner: str, path: object, data_format: str, exc: BaseExcept
         f"{owner}: file {path} cannot be read as {data_format} ({type(exc).__name__}: "
         f"{str(exc)[:200]}). It was changed or damaged; recreate the version."
     )
+
+
+def changed_split(owner: str, path: object, split: str) -> IntegrityError:
+    """The error for a training-dataset split file whose bytes are not the recorded ones."""
+    return IntegrityError(
+        f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
+        f"{path} changed after creation). Recreate the version; do not edit its files."
+    )

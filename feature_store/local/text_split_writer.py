@@ -115,6 +115,20 @@ def jsonl_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.table([loose.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
+def parse_text(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
+    """Whole csv (with its header line) or jsonl text as a table of ``schema``: how the
+    in-memory read parses a split file, and how streamed reads parse each piece of one."""
+    import pyarrow as pa
+
+    if data_format == "csv":
+        import pyarrow.csv as pacsv
+
+        return pacsv.read_csv(pa.BufferReader(data), parse_options=csv_parse_options(),
+                              convert_options=csv_convert_options(schema))
+    rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    return jsonl_table(rows, schema)
+
+
 def iter_batches(path: Path, data_format: str, schema: pa.Schema,
                  block_bytes: int | None = None) -> Iterator[pa.Table]:
     """The rows of a csv or jsonl split file as tables of ``schema``, about ``block_bytes``

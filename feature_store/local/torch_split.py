@@ -2,19 +2,22 @@
 
 Imported only when a caller asks for ``dataframe_type="torch"`` (it imports torch).
 
-The file's row groups are the unit of work: they are dealt round-robin to ``world_size`` ranks
-times the DataLoader's workers (after a seeded shuffle of their order when shuffling), so every
-row is read by exactly one shard per epoch. With fewer row groups than shards, every row group is
-cut into one contiguous slice per shard instead. Rows pass through a shuffle buffer of
-``shuffle_buffer`` rows drawn from ``numpy.random.default_rng((seed, epoch, shard))``, so the
-same seed, epoch and sharding give the same order; ``set_epoch`` changes it between epochs.
+The file is read a unit at a time: a row group of a Parquet file, a row-aligned piece of about
+1 MiB of a csv or jsonl file (:mod:`feature_store.local.text_pieces`). Units are dealt
+round-robin to ``world_size`` ranks times the DataLoader's workers (after a seeded shuffle of
+their order when shuffling), so every row is read by exactly one shard per epoch. With fewer
+units than shards, every unit is cut into one contiguous slice per shard instead. Rows pass
+through a shuffle buffer of ``shuffle_buffer`` rows drawn from
+``numpy.random.default_rng((seed, epoch, shard))``, so the same seed, epoch and sharding give
+the same order; ``set_epoch`` changes it between epochs. The same rows stored as Parquet and as
+text are cut into different units, so the same seed orders them differently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -23,38 +26,41 @@ from feature_store.local.split_stream import SplitShaper
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 
-class ParquetSplitDataset(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
-    """``(x, y)`` float32 feature rows and labels of one split, streamed from its Parquet file.
+class SplitDataset(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+    """``(x, y)`` float32 feature rows and labels of one split, streamed a unit at a time
+    (subclasses say what a unit is and how to read it).
 
     Args:
-        path: the split file (verified when the version handed it out).
+        source: the split file, or what locates its units (verified when the version handed it
+            out).
         shaper: the view's selection and train-fitted transformations.
         shuffle_buffer: rows held for shuffling (0: file order).
         seed: shuffle seed.
         rank, world_size: this process's shard among data-parallel processes.
     """
 
-    def __init__(self, path: Path, shaper: SplitShaper, *, shuffle_buffer: int = 0, seed: int = 0,
-                 rank: int = 0, world_size: int = 1) -> None:
+    def __init__(self, source: Any, shaper: SplitShaper, *, shuffle_buffer: int = 0,
+                 seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
         super().__init__()
         if shuffle_buffer < 0 or world_size < 1 or not 0 <= rank < world_size:
             raise InvalidArgumentError(
-                f"ParquetSplitDataset needs shuffle_buffer >= 0 and 0 <= rank < world_size. Got "
-                f"shuffle_buffer={shuffle_buffer}, rank={rank}, world_size={world_size} instead."
+                f"{type(self).__name__} needs shuffle_buffer >= 0 and 0 <= rank < world_size. "
+                f"Got shuffle_buffer={shuffle_buffer}, rank={rank}, world_size={world_size} "
+                "instead."
             )
-        self.path, self.shaper = Path(path), shaper
+        self.source, self.shaper = source, shaper
         self.shuffle_buffer, self.seed = shuffle_buffer, seed
         self.rank, self.world_size, self.epoch = rank, world_size, 0
 
-    def shuffled(self, buffer: int, seed: int) -> ParquetSplitDataset:
-        """A copy that shuffles row groups and rows (through ``buffer`` rows) with ``seed``."""
-        return ParquetSplitDataset(self.path, self.shaper, shuffle_buffer=buffer, seed=seed,
-                                   rank=self.rank, world_size=self.world_size)
+    def shuffled(self, buffer: int, seed: int) -> Self:
+        """A copy that shuffles units and rows (through ``buffer`` rows) with ``seed``."""
+        return type(self)(self.source, self.shaper, shuffle_buffer=buffer, seed=seed,
+                          rank=self.rank, world_size=self.world_size)
 
-    def shard(self, rank: int, world_size: int) -> ParquetSplitDataset:
+    def shard(self, rank: int, world_size: int) -> Self:
         """A copy that reads only shard ``rank`` of ``world_size`` (data-parallel training)."""
-        return ParquetSplitDataset(self.path, self.shaper, shuffle_buffer=self.shuffle_buffer,
-                                   seed=self.seed, rank=rank, world_size=world_size)
+        return type(self)(self.source, self.shaper, shuffle_buffer=self.shuffle_buffer,
+                          seed=self.seed, rank=rank, world_size=world_size)
 
     def set_epoch(self, epoch: int) -> None:
         """Use another (seeded) order for the next pass."""
@@ -65,21 +71,23 @@ class ParquetSplitDataset(torch.utils.data.IterableDataset):  # type: ignore[typ
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         return self.rank * workers + worker, self.world_size * workers
 
-    def _pieces(self, shard: int, shards: int) -> Iterator[Any]:
-        """This shard's row groups (or slices of every row group), as Arrow tables."""
-        import pyarrow.parquet as pq
+    def _units(self) -> tuple[int, Callable[[int, list[str]], Any]]:
+        """How many units the file has, and a function reading one unit's columns as Arrow."""
+        raise NotImplementedError
 
-        source = pq.ParquetFile(self.path)
-        groups = np.arange(source.num_row_groups)
+    def _pieces(self, shard: int, shards: int) -> Iterator[Any]:
+        """This shard's units (or slices of every unit), as Arrow tables."""
+        count, read = self._units()
+        units = np.arange(count)
         if self.shuffle_buffer:
-            groups = np.random.default_rng((self.seed, self.epoch)).permutation(groups)
+            units = np.random.default_rng((self.seed, self.epoch)).permutation(units)
         columns = self.shaper.columns()
-        if len(groups) >= shards:
-            for g in groups[shard::shards]:
-                yield source.read_row_group(int(g), columns=columns)
+        if len(units) >= shards:
+            for u in units[shard::shards]:
+                yield read(int(u), columns)
             return
-        for g in groups:
-            table = source.read_row_group(int(g), columns=columns)
+        for u in units:
+            table = read(int(u), columns)
             bounds = np.linspace(0, table.num_rows, shards + 1).astype(int)
             yield table.slice(bounds[shard], bounds[shard + 1] - bounds[shard])
 
@@ -109,6 +117,39 @@ class ParquetSplitDataset(torch.utils.data.IterableDataset):  # type: ignore[typ
             buffer[k] = row
         for k in rng.permutation(len(buffer)):
             yield buffer[int(k)]
+
+
+class ParquetSplitDataset(SplitDataset):
+    """A :class:`SplitDataset` of a Parquet split file (``source``: its path): a unit is a row
+    group."""
+
+    @property
+    def path(self) -> Path:
+        """The split file."""
+        return Path(self.source)
+
+    def _units(self) -> tuple[int, Callable[[int, list[str]], Any]]:
+        import pyarrow.parquet as pq
+
+        source = pq.ParquetFile(self.path)
+        return source.num_row_groups, lambda g, columns: source.read_row_group(g, columns=columns)
+
+
+class TextSplitDataset(SplitDataset):
+    """A :class:`SplitDataset` of a csv or jsonl split file (``source``: its
+    :class:`~feature_store.local.text_pieces.TextIndex`): a unit is a row-aligned piece of
+    about ``text_pieces.PIECE_BYTES`` of text, checked against the verified file as it is
+    read."""
+
+    @property
+    def path(self) -> Path:
+        """The split file."""
+        return Path(self.source.path)
+
+    def _units(self) -> tuple[int, Callable[[int, list[str]], Any]]:
+        from feature_store.local.text_pieces import read_piece
+
+        return self.source.pieces, lambda p, columns: read_piece(self.source, p, columns)
 
 
 def _numeric(frame: Any, what: str) -> np.ndarray:

@@ -13,7 +13,6 @@ catalog transaction that allocates the version, so a failed or killed create lea
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import threading
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
+from feature_store.local.storage_errors import changed_split
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
@@ -601,32 +601,66 @@ class TrainingDataStore:
         """The split files of a materialized Parquet version (or, with ``text``, a csv or jsonl
         one), each checked against its recorded file sha256 (once per file identity in this
         process), for streamed reads."""
-        from feature_store.local import training_data_stream as ts
-
-        td = self.get(version)
-        if td.type != "MATERIALIZED" or (td.data_format != "parquet" and not text):
-            raise InvalidArgumentError(
-                f"{self._owner(version)} is {td.type.lower()}"
-                f"{'' if td.type != 'MATERIALIZED' else ' as ' + str(td.data_format)}; streamed "
-                "reads need a materialized version, and 'ray' and 'torch' a Parquet one "
-                "(create_train_test_split(..., data_format='parquet'); a csv or jsonl version "
-                "streams as 'arrow_batches'). Read it with a dataframe_type such as 'pandas'."
-            )
-        if td.state == "purged":
-            raise NotFoundError(f"{self._owner(version)} was purged. Call "
-                                f"fv.recreate_training_dataset({version}).")
+        td = self._streamable(version, text=text)
         files = {}
         for name, meta in td.splits.items():
             path = Path(td.location) / f"{name}.{td.data_format}"
             recorded = meta.get("file_sha256")
             if recorded is None:  # versions from before file hashes: check the values
-                self.check_digests(td, {name: ts.verified_content_hash(
-                    path, self._owner(version), name, None) if td.data_format == "parquet"
-                    else _verified_text_hash(path, td, self._owner(version), name)})
+                self._check_values(td, name, path)
             else:
                 _verify_file(path, recorded, self._owner(version), name)
             files[name] = path
         return files
+
+    def text_pieces(self, version: int) -> dict[str, Any]:
+        """The split files of a materialized csv or jsonl version, each indexed into row-aligned
+        pieces (:mod:`text_pieces`) by one pass that also checks its bytes against the recorded
+        file sha256, for streamed ``"ray"`` and ``"torch"`` reads."""
+        from feature_store.local.text_pieces import index_file
+
+        td = self._streamable(version, text=True)
+        if td.data_format == "parquet":
+            raise InvalidArgumentError(f"{self._owner(version)} is stored as Parquet, not text.")
+        schema, owner = _arrow_schema(td.columns), self._owner(version)
+        indexes = {}
+        for name, meta in td.splits.items():
+            path = Path(td.location) / f"{name}.{td.data_format}"
+            recorded = meta.get("file_sha256")
+            if recorded is None:  # versions from before file hashes: check the values
+                self._check_values(td, name, path)
+            index, digest = index_file(path, str(td.data_format), schema, owner=owner, split=name)
+            if recorded is not None and digest != recorded:
+                raise changed_split(owner, path, name)
+            if recorded is not None:  # later whole reads of the file need not hash it again
+                _VERIFIED.add((index.identity, recorded), settled=_settled(index.identity))
+            indexes[name] = index
+        return indexes
+
+    def _streamable(self, version: int, *, text: bool) -> TrainingDataset:
+        """The version, if it is materialized (as Parquet, unless ``text``) and not purged."""
+        td = self.get(version)
+        if td.type != "MATERIALIZED" or (td.data_format != "parquet" and not text):
+            raise InvalidArgumentError(
+                f"{self._owner(version)} is {td.type.lower()}"
+                f"{'' if td.type != 'MATERIALIZED' else ' as ' + str(td.data_format)}; streamed "
+                f"reads need a materialized version{'' if text else ' stored as Parquet'} "
+                "(create_train_test_split(...) writes one). Read it with a dataframe_type such "
+                "as 'pandas'."
+            )
+        if td.state == "purged":
+            raise NotFoundError(f"{self._owner(version)} was purged. Call "
+                                f"fv.recreate_training_dataset({version}).")
+        return td
+
+    def _check_values(self, td: TrainingDataset, name: str, path: Path) -> None:
+        """Check a split file of a version recorded without file hashes by its values."""
+        from feature_store.local import training_data_stream as ts
+
+        owner = self._owner(td.version)
+        self.check_digests(td, {name: ts.verified_content_hash(path, owner, name, None)
+                                if td.data_format == "parquet"
+                                else _verified_text_hash(path, td, owner, name)})
 
     def arrow_schema(self, td: TrainingDataset) -> pa.Schema:
         """The Arrow schema of a version's recorded columns (what its text files parse into)."""
@@ -833,10 +867,7 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
     except FileNotFoundError:
         changed = True
     if changed or (digest is not None and digest.result() != file_sha256):
-        raise IntegrityError(
-            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
-            f"{path} changed after creation). Recreate the version; do not edit its files."
-        )
+        raise changed_split(owner, path, split)
     if digest is not None:
         _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
     return table
@@ -857,10 +888,7 @@ def _verify_file(path: Path, file_sha256: str, owner: str, split: str) -> None:
     except FileNotFoundError:
         raise IntegrityError(f"{owner}: file {path} is missing.") from None
     if changed or digest.hexdigest() != file_sha256:
-        raise IntegrityError(
-            f"{owner}: split '{split}' no longer matches its recorded sha256 (the bytes of "
-            f"{path} changed after creation). Recreate the version; do not edit its files."
-        )
+        raise changed_split(owner, path, split)
     _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
 
 
@@ -925,13 +953,5 @@ def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
     from feature_store.local import text_split_writer as tw
 
     if data_format == "parquet":
-        table = pq.read_table(pa.BufferReader(data))
-    elif data_format == "csv":
-        import pyarrow.csv as pacsv
-
-        table = pacsv.read_csv(pa.BufferReader(data), parse_options=tw.csv_parse_options(),
-                               convert_options=tw.csv_convert_options(schema))
-    else:
-        rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-        table = tw.jsonl_table(rows, schema)
-    return table
+        return pq.read_table(pa.BufferReader(data))
+    return tw.parse_text(data, data_format, schema)

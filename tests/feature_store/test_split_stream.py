@@ -98,10 +98,11 @@ def test_streamed_reads_check_the_files(fv, version):
         fv.get_train_test_split(version, dataframe_type="arrow_batches")
 
 
-def test_streaming_needs_a_materialized_parquet_version(fv):
-    v, _ = fv.create_train_test_split(test_size=0.25, seed=3, data_format="csv")
-    with pytest.raises(InvalidArgumentError, match="Parquet"):
-        fv.get_train_test_split(v, dataframe_type="torch")
+def test_streaming_needs_a_materialized_version(fv):
+    fv.train_test_split(test_size=0.25, seed=3)  # an in-memory version (csv and jsonl stream:
+    version = fv.get_last_accessed_training_dataset()  # test_text_split_stream.py)
+    with pytest.raises(InvalidArgumentError, match="materialized"):
+        fv.get_train_test_split(version, dataframe_type="torch")
 
 
 @pytest.mark.slow
