@@ -3,7 +3,11 @@ rows, values and types of the in-memory read, each file checked against its reco
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +98,7 @@ def test_csv_row_ends_skip_newlines_inside_quotes():
         ends.feed(text[i:i + 1])
     header_end, bounds = ends.finish()
     assert text[:header_end] == b'"a","b"\n'
-    assert [text[a:b] for a, b in zip(bounds, bounds[1:])] == [b'"x\n""\n",1\n', b'"",2\n', b",3"]
+    assert [text[a:b] for a, b in itertools.pairwise(bounds)] == [b'"x\n""\n",1\n', b'"",2\n', b",3"]
 
 
 def _rows(dataset):
@@ -127,7 +131,7 @@ def test_torch_text_dataset_equals_the_parquet_one_and_shuffles_by_piece(numeric
     assert _rows(shuffled) != one and sorted(_rows(shuffled)) == sorted(one)
     for shards in (3, train.source.pieces + 1):  # then more shards than pieces: sliced
         parts = [_rows(shuffled.shard(r, shards)) for r in range(shards)]
-        assert sorted(sum(parts, [])) == sorted(one)
+        assert sorted(row for part in parts for row in part) == sorted(one)
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
@@ -174,7 +178,7 @@ def test_ray_datasets_of_text_versions_equal_the_in_memory_read(fv, small_pieces
                 pd.testing.assert_frame_equal(got.to_pandas(), frame)  # order, values, dtypes
             assert datasets[0].materialize().num_blocks() > 3  # a block per piece
             shards = datasets[0].split(2, equal=False)
-            ids = sorted(sum((list(s.to_pandas()["tid"]) for s in shards), []))
+            ids = sorted(t for s in shards for t in s.to_pandas()["tid"])
             assert ids == sorted(frames[0]["tid"]) and all(s.count() for s in shards)
             path = _path(fv, version, "train", data_format)
             path.write_bytes(path.read_bytes())  # written again after it was verified
@@ -184,3 +188,53 @@ def test_ray_datasets_of_text_versions_equal_the_in_memory_read(fv, small_pieces
         options.preserve_order = order
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+ROWS, FEATURES = 250_000, 16
+CAP_MIB = 32  # torch grows the data segment by ~7 MiB; the train text alone is ~60 MiB
+
+
+def _capped(root: Path, version: int, mode: str) -> subprocess.CompletedProcess:
+    here = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": str(here.parents[1]),
+           # Arrow allocates through malloc (counted by RLIMIT_DATA); a fixed mmap threshold
+           # returns freed buffers instead of growing the heap
+           "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2",
+           "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, str(here / "text_stream_cap_worker.py"), str(root),
+                           str(version), mode, str(CAP_MIB)], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_text_versions_stream_to_torch_under_a_cap_the_in_memory_read_exceeds(tmp_path,
+                                                                             data_format):
+    import feature_store
+
+    root = tmp_path / "store"
+    fs = feature_store.login(root=root).get_feature_store()
+    rng = np.random.default_rng(0)
+    versions = {}
+    for name, n in (("big", ROWS), ("tiny", 300)):
+        frame = pd.DataFrame({"rid": np.arange(n),
+                              **{f"f{i}": rng.normal(size=n) for i in range(FEATURES)}})
+        frame["label"] = (frame["f0"] > 0).astype(np.int64)
+        fg = fs.get_or_create_feature_group(name, version=1, primary_key=["rid"])
+        fg.insert(frame)
+        fv = fs.create_feature_view(name, query=fg.select_all(), labels=["label"])
+        versions[name], _ = fv.create_train_test_split(test_size=0.25, seed=1,
+                                                       data_format=data_format)
+    fv = fs.get_feature_view("big", 1)
+    size = _path(fv, versions["big"], "train", data_format).stat().st_size
+    assert size > CAP_MIB * 2**20  # the train split's text alone is larger than the cap
+    read = _capped(root, versions["big"], "read")
+    assert read.returncode == 3, read.stdout + read.stderr[-3000:]
+    run = _capped(root, versions["big"], "torch")
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    X, _, y, _ = fv.get_train_test_split(versions["big"])
+    assert got["rows"] == len(X) and got["y_sum"] == float(y["label"].sum())
+    expected = float(X.to_numpy(np.float32).astype(np.float64).sum())
+    assert got["x_sum"] == pytest.approx(expected, rel=1e-9)
+    assert got["growth_mib"] < CAP_MIB
