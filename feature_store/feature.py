@@ -28,16 +28,16 @@ class Feature:
     def _filter(self, op: str, value: Any) -> Filter:
         return Filter(self, op, value)
 
-    def __lt__(self, other: Any) -> Filter:  # type: ignore[override]
+    def __lt__(self, other: Any) -> Filter:
         return self._filter("<", other)
 
-    def __le__(self, other: Any) -> Filter:  # type: ignore[override]
+    def __le__(self, other: Any) -> Filter:
         return self._filter("<=", other)
 
-    def __gt__(self, other: Any) -> Filter:  # type: ignore[override]
+    def __gt__(self, other: Any) -> Filter:
         return self._filter(">", other)
 
-    def __ge__(self, other: Any) -> Filter:  # type: ignore[override]
+    def __ge__(self, other: Any) -> Filter:
         return self._filter(">=", other)
 
     def __eq__(self, other: Any) -> Filter:  # type: ignore[override]

@@ -21,7 +21,7 @@ import getpass
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -120,7 +120,7 @@ def read_history(manifest: Mapping[str, Any], read: Callable[[str], bytes]) -> l
             for seq in history_sequence(manifest)]
 
 
-def latest(history: list[Mapping[str, Any]], kinds: tuple[str, ...]) -> Mapping[str, Any] | None:
+def latest(history: Sequence[Mapping[str, Any]], kinds: tuple[str, ...]) -> Mapping[str, Any] | None:
     """The newest event of one of ``kinds``, or None."""
     for event in reversed(history):
         if event["kind"] in kinds:
@@ -128,7 +128,7 @@ def latest(history: list[Mapping[str, Any]], kinds: tuple[str, ...]) -> Mapping[
     return None
 
 
-def approval_state(history: list[Mapping[str, Any]]) -> str:
+def approval_state(history: Sequence[Mapping[str, Any]]) -> str:
     """``approved``, ``rejected`` or ``not reviewed``: the newest sign-off, if it was given on
     the newest validation run (a later run needs a new sign-off)."""
     signoff = latest(history, SIGNOFF_KINDS)
@@ -138,7 +138,7 @@ def approval_state(history: list[Mapping[str, Any]]) -> str:
     return "approved" if signoff["kind"] == "approval" else "rejected"
 
 
-def signoff_payload(history: list[Mapping[str, Any]], decision: str, *, reviewer: str,
+def signoff_payload(history: Sequence[Mapping[str, Any]], decision: str, *, reviewer: str,
                     note: str, override: str | None, label: str) -> dict[str, Any]:
     """Check a sign-off against the history and return its payload.
 

@@ -461,7 +461,7 @@ def _fill_bounds(b: dict[str, pd.Timestamp | None], three_way: bool) -> dict[str
         b["validation_start"] = _first(b["validation_start"], b["train_end"])
         b["validation_end"] = _first(b["validation_end"], b["test_start"])
         b["test_start"] = _first(b["test_start"], b["validation_end"])
-        need = ("train_end", "validation_start", "validation_end", "test_start")
+        need: tuple[str, ...] = ("train_end", "validation_start", "validation_end", "test_start")
     else:
         if b["validation_start"] is not None or b["validation_end"] is not None:
             raise InvalidArgumentError(
@@ -549,7 +549,7 @@ def resolve_time_bounds(
         return spec
     if spec.is_relative:
         times = _event_times(frame, spec, event_time_column).dropna()
-        bounds = relative_bounds(spec, None if times.empty else pd.Timestamp(times.max()))
+        bounds: dict[str, Any] = relative_bounds(spec, None if times.empty else pd.Timestamp(times.max()))
         return replace(spec, **bounds)
     assert spec.test_size is not None
     times = _event_times(frame, spec, event_time_column).dropna()

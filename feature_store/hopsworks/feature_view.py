@@ -274,7 +274,8 @@ class HopsworksFeatureView:
         selected = {sdk_attr(f, "Feature", "name") for f in features
                     if sdk_attr(f, "Feature", "feature_group_id") == root_id}
         return ([k for k in root.primary_key if k in selected],
-                [root.event_time] if root.event_time in selected else [])
+                [root.event_time] if root.event_time is not None and root.event_time in selected
+                else [])
 
     @property
     def root_key_columns(self) -> list[str]:
@@ -328,9 +329,10 @@ class HopsworksFeatureView:
 
     # -- creating training datasets ----------------------------------------------------------
 
-    def _commits(self) -> dict[str, int]:
-        """``{"name:version": newest commit}`` of every feature group in the view's query."""
-        commits = {}
+    def _commits(self) -> dict[str, int | None]:
+        """``{"name:version": newest commit}`` of every feature group in the view's query (None:
+        a group without commits)."""
+        commits: dict[str, int | None] = {}
         for fg in self.query.feature_groups:
             details = fg.commit_details(limit=1)
             commits[f"{fg.name}:{fg.version}"] = max(details) if details else None
@@ -682,7 +684,7 @@ class HopsworksFeatureView:
             }
         kind = str(attr("training_dataset_type") or "")
         seed = attr("seed")
-        values = dict(
+        values: dict[str, Any] = dict(
             version=version,
             feature_view_name=self.name,
             feature_view_version=self.version,
@@ -709,8 +711,9 @@ class HopsworksFeatureView:
                    "fstrain_tag": bool(record)},
         )
         # fields the local dataclass may gain later are None here (same shape on both backends)
-        return TrainingDataset(**{f.name: values.get(f.name) for f in fields(TrainingDataset)
-                                  if f.init})
+        given: dict[str, Any] = {f.name: values.get(f.name) for f in fields(TrainingDataset)
+                                 if f.init}
+        return TrainingDataset(**given)
 
 
 def _fstrain_statistics(name: str, feature: str, stats: Any) -> dict[str, Any] | None:

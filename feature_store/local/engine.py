@@ -179,11 +179,11 @@ def render_filter(
 def _param_value(value: Any, feature: Any) -> Any:
     """Timestamps in filters follow the UTC rule; everything else passes through."""
     if feature.type.startswith("timestamp") and value is not None and not isinstance(value, list):
-        from fstrain.kernel.timeutil import to_utc
+        from fstrain.kernel.timeutil import required_utc
 
         fg = getattr(feature, "feature_group", None)
         of = f" of feature group '{fg.name}' v{fg.version}" if fg is not None else ""
-        return to_utc(value, what=f"filter value for '{feature.name}'{of}").to_pydatetime()
+        return required_utc(value, what=f"filter value for '{feature.name}'{of}").to_pydatetime()
     return value
 
 

@@ -20,7 +20,7 @@ from fstrain.kernel.errors import (
     NotFoundError,
     did_you_mean,
 )
-from fstrain.kernel.timeutil import to_utc, utc_now
+from fstrain.kernel.timeutil import required_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -379,7 +379,7 @@ class FeatureGroup(TaggedEntity):
         self.require_saved()
         commits = self._table.history()
         if wallclock_time is not None:
-            cutoff = to_utc(wallclock_time, what="wallclock_time")
+            cutoff = required_utc(wallclock_time, what="wallclock_time")
             commits = [c for c in commits if c.timestamp_ms <= cutoff.value // 1_000_000]
         if limit is not None:
             commits = commits[:limit]
@@ -449,7 +449,7 @@ class FeatureGroup(TaggedEntity):
         """Statistics at a commit (latest by default, or the commit at ``computation_time``)."""
         if computation_time is not None and commit_id is None:
             commit_id = self._table.version_at(
-                to_utc(computation_time, what="computation_time").value // 1_000_000
+                required_utc(computation_time, what="computation_time").value // 1_000_000
             )
         stats = group_storage.statistics(self, commit_id, recompute=False)
         if feature_names:

@@ -114,7 +114,9 @@ class FeatureLogger:
             if part is not None:
                 base = untransformed if untransformed is not None else pd.DataFrame(index=part.index)
                 untransformed = pd.concat([base, part], axis=1)
-        n = len(untransformed if untransformed is not None else transformed)
+        rows = untransformed if untransformed is not None else transformed
+        assert rows is not None  # refused above when both are missing
+        n = len(rows)
         preds = self._predictions(predictions, n)
         if model is not None:
             model_name = getattr(model, "name", model_name)

@@ -6,7 +6,7 @@ Kept apart from :mod:`feature_store.local.feature_store` so each module has one 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from feature_store.core.view_rules import (
     carried_tags,
@@ -28,6 +28,9 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.names import check_entity_name, check_version
 from fstrain.kernel.timeutil import utc_now
 
+if TYPE_CHECKING:  # pragma: no cover
+    from feature_store.local.feature_store import FeatureStore
+
 
 class FeatureViewOperations:
     """Feature-view operations of :class:`FeatureStore` (kept apart for readability)."""
@@ -35,6 +38,11 @@ class FeatureViewOperations:
     sdk_objects: Any = None  # fstrain.sdk_objects when opened by login()
 
     catalog: Catalog
+
+    @property
+    def _host(self) -> FeatureStore:
+        """This object as the feature store it is a part of (the class this one is mixed into)."""
+        return cast("FeatureStore", self)
 
     def create_feature_view(
         self,
@@ -77,7 +85,7 @@ class FeatureViewOperations:
                 f"feature view '{name}' v{version} already exists (versions: {listing(existing)})."
             )
         fv = FeatureView(
-            self, name, version, query, description=description, labels=_as_list(labels),
+            self._host, name, version, query, description=description, labels=_as_list(labels),
             training_helper_columns=_as_list(training_helper_columns),
             inference_helper_columns=_as_list(inference_helper_columns),
             transformation_functions=list(transformation_functions or []),
@@ -146,14 +154,14 @@ class FeatureViewOperations:
             LocalTransformationFunction,
         )
 
-        return LocalTransformationFunction(self, transformation_function, version)
+        return LocalTransformationFunction(self._host, transformation_function, version)
 
     def get_transformation_functions(self) -> list[Any]:
         """The SDK's built-in transformation functions (its ``TransformationFunction``
         objects, version 1) and every saved ``@udf`` (:meth:`create_transformation_function`)."""
         from feature_store.local.transformation_functions import saved
 
-        return self.builtin_transformation_functions() + saved(self)
+        return self.builtin_transformation_functions() + saved(self._host)
 
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
         """The transformation function ``name``: a saved ``@udf`` (``version=None`` means 1,
@@ -167,12 +175,12 @@ class FeatureViewOperations:
 
         builtins = {tf.hopsworks_udf.function_name: tf
                     for tf in self.builtin_transformation_functions()}
-        found = load(self, name, version or 1)
+        found = load(self._host, name, version or 1)
         if found is not None:
             return found
         if name in builtins and version in (None, 1):
             return builtins[name]
-        mine = versions(self, name)
+        mine = versions(self._host, name)
         where = (f"saved versions: {mine}" if mine
                  else f"built-ins, version 1: {', '.join(sorted(builtins))}")
         raise NotFoundError(
@@ -193,7 +201,7 @@ class FeatureViewOperations:
 
         spec = loads(row["spec"])
         return FeatureView(
-            self, row["name"], row["version"], Query.from_dict(self, spec["query"]),
+            self._host, row["name"], row["version"], Query.from_dict(self._host, spec["query"]),
             description=row["description"], labels=spec["labels"],
             training_helper_columns=spec["training_helper_columns"],
             inference_helper_columns=spec["inference_helper_columns"],

@@ -259,7 +259,7 @@ def _plan_join(left: Node, right: Node, join: JoinSpec) -> JoinPlan:
     keys = ", ".join(q(k) for k in join.right_on)
     if pit and rest:
         order = ", ".join(q(k) for k in rest)
-        dedupe = f"row_number() OVER (PARTITION BY {keys}, {q(rfg.event_time)} ORDER BY {order}) = 1"
+        dedupe = f"row_number() OVER (PARTITION BY {keys}, {q(event_time_of(rfg))} ORDER BY {order}) = 1"
     elif not pit and rfg.event_time:
         order = ", ".join([q(rfg.event_time) + " DESC"] + [q(k) for k in rest])
         dedupe = f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
@@ -496,9 +496,16 @@ def _placeholder(node: Node, scans: dict[str, Node]) -> str:
     return ph
 
 
+def event_time_of(fg: FeatureGroup) -> str:
+    """``fg``'s event-time column, for the parts of a plan that only point-in-time joins reach."""
+    if fg.event_time is None:  # pragma: no cover - callers check pit first
+        raise ValueError(f"{fg.owner} has no event_time")
+    return fg.event_time
+
+
 def _is_epoch_ms(fg: FeatureGroup) -> bool:
     """Whether ``fg``'s event time is epoch milliseconds (a bigint column, as Hopsworks allows)."""
-    return fg.get_feature(fg.event_time).type in ("int64", "bigint")
+    return fg.get_feature(event_time_of(fg)).type in ("int64", "bigint")
 
 
 def _as_timestamptz(fg: FeatureGroup, expr: str) -> str:
@@ -509,10 +516,10 @@ def _as_timestamptz(fg: FeatureGroup, expr: str) -> str:
 
 
 def _event_time_pair(jp: JoinPlan) -> tuple[str, str]:
-    lt = f"{jp.left.alias}.{q(jp.left.fg.event_time)}"
-    rt = f"{jp.right.alias}.{q(jp.right.fg.event_time)}"
-    ltype = jp.left.fg.get_feature(jp.left.fg.event_time).type
-    rtype = jp.right.fg.get_feature(jp.right.fg.event_time).type
+    lt = f"{jp.left.alias}.{q(event_time_of(jp.left.fg))}"
+    rt = f"{jp.right.alias}.{q(event_time_of(jp.right.fg))}"
+    ltype = jp.left.fg.get_feature(event_time_of(jp.left.fg)).type
+    rtype = jp.right.fg.get_feature(event_time_of(jp.right.fg)).type
     if ltype != rtype:
         lt, rt = _as_timestamptz(jp.left.fg, lt), _as_timestamptz(jp.right.fg, rt)
     return lt, rt
@@ -570,7 +577,8 @@ def _split_filter(f: FilterLike | None, root: FeatureGroup) -> tuple[FilterLike 
     """Split a filter into the conjuncts that touch only the root group and the rest."""
     if f is None:
         return None, None
-    root_parts, other = [], []
+    root_parts: list[FilterLike] = []
+    other: list[FilterLike] = []
     for part in _conjuncts(f):
         same = bool(part.features()) and all(
             feat.feature_group is not None

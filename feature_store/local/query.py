@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
-from fstrain.kernel.timeutil import to_utc
+from fstrain.kernel.timeutil import required_utc, to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -512,7 +512,7 @@ def _value_to_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_value_to_json(v) for v in value]
     if isinstance(value, dt.datetime | pd.Timestamp):
-        return {"__timestamp__": to_utc(value).isoformat()}
+        return {"__timestamp__": required_utc(value).isoformat()}
     if hasattr(value, "item"):
         return value.item()
     return value

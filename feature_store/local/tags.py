@@ -17,7 +17,11 @@ class TaggedEntity:
 
     _TAG_KIND = ""
     _store: Any
-    owner: str
+
+    @property
+    def owner(self) -> str:  # pragma: no cover - provided by subclasses
+        """How error messages name the entity."""
+        raise NotImplementedError
 
     def require_saved(self) -> int:  # pragma: no cover - provided by subclasses
         raise NotImplementedError

@@ -133,6 +133,7 @@ class FeatureGroupWriter:
         )
 
         suite = fg.expectation_suite
+        assert suite is not None  # _will_validate
         columns = referenced_columns(suite)
         subset = table.select(columns) if columns is not None else table
         # string columns only checked by set/null/uniqueness/pattern expectations travel to

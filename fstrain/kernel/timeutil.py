@@ -45,6 +45,14 @@ def to_utc(value: Any, *, what: str = "time") -> pd.Timestamp | None:
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
 
+def required_utc(value: Any, *, what: str = "time") -> pd.Timestamp:
+    """:func:`to_utc` for a time that must be given: ``None`` or "" is refused by name."""
+    ts = to_utc(value, what=what)
+    if ts is None:
+        raise InvalidArgumentError(f"{what} must be a time. Got {value!r} instead.")
+    return ts
+
+
 def utc_now() -> pd.Timestamp:
     """The current time as a UTC ``pandas.Timestamp``."""
     import pandas as pd

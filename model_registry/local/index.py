@@ -8,6 +8,7 @@ sees the first one's version and takes the next.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -252,7 +253,7 @@ class RegistryIndex:
                 ).fetchall()
         return [_record(r) for r in rows]
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         """Every model name with at least one version."""
         with self._read() as conn:
             rows = conn.execute("SELECT DISTINCT name FROM model_versions ORDER BY name")
@@ -281,7 +282,8 @@ class RegistryIndex:
             ).fetchone()
         return None if row is None else _record(row)
 
-    def history(self, name: str, version: int) -> list[tuple[int, str, str, str | None, str]]:
+    def history(self, name: str, version: int
+                ) -> builtins.list[tuple[int, str, str, str | None, str]]:
         """``(seq, kind, created, status, record_sha256)`` of a version's events, oldest first."""
         with self._read() as conn:
             return [tuple(r) for r in conn.execute(

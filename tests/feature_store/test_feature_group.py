@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feature_store.feature import Feature
-from fstrain.kernel.errors import AlreadyExistsError, NotFoundError
+from fstrain.kernel.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
 
 
 def _frame(ids, days, values):
@@ -141,6 +141,9 @@ def test_time_travel_by_commit_and_wallclock(fs):
     assert sorted(fg.read()["value"].tolist()) == [2.0, 100.0]
     assert len(fg.commit_details(limit=1)) == 1
     assert list(fg.commit_details(wallclock_time=between)) == [first]
+    for bad in ({"wallclock_time": ""}, {"computation_time": " "}):  # given, but no time
+        with pytest.raises(InvalidArgumentError, match=r"_time must be a time\. Got '\s*'"):
+            fg.commit_details(**bad) if "wallclock_time" in bad else fg.get_statistics(**bad)
 
 
 def test_remove_rows_deletes_matching_keys(fs):

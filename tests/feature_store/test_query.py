@@ -196,6 +196,14 @@ def test_filters_push_down_and_apply_after_joins(groups):
     assert "ASOF LEFT JOIN" in sql and "WHERE" in sql.split("ASOF")[0]  # pushed into the root scan
 
 
+def test_an_empty_time_in_a_filter_is_refused_by_name(groups):
+    labels, _ = groups
+    with pytest.raises(InvalidArgumentError, match=r"filter value for 'ts' of feature group "
+                                                   r"'labels' v1 must be a time\. Got ''"):
+        labels.filter(labels.ts == "").read()
+    assert len(labels.filter(labels.ts >= _t([0])[0]).read()) > 0
+
+
 def test_window_applies_to_root_event_time(groups):
     labels, card = groups
     q = labels.select_all().join(card.select(["spend"]), on=["card"])
