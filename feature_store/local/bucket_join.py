@@ -57,6 +57,15 @@ _PACK_BITS = 63
 _MAX_TIME_BITS = 52
 #: multi-column key codes above this are re-densified (a code and a time rank then fit)
 _DENSE_LIMIT = 1 << 24
+#: a single integer key is coded through a table indexed by value when its values span at
+#: most this many times the root's rows plus :data:`_LOOKUP_SLACK` (4 bytes an entry)
+_LOOKUP_SPAN = 4
+_LOOKUP_SLACK = 1 << 16
+#: right rows that cannot match are kept (with a code no root row has) when at least this
+#: share of the rows can
+_KEEP_UNUSABLE = 0.875
+#: types :func:`_ints` reads as int64
+_INT_TYPES = ("int64", "int32", "date32[day]", "timestamp[us, tz=UTC]", "timestamp[us]")
 #: result files are read back batch by batch: keep batches as small as DuckDB's row groups
 RESULT_ROW_GROUP = 122_880
 
@@ -178,23 +187,50 @@ def join_bucket(bp: BucketPlan, tables: dict[str, pa.Table], schema: pa.Schema) 
         if step.inner:
             keep &= match >= 0
     rows = None if keep.all() else pa.array(np.flatnonzero(keep))
+    gathers = [_Gather(match if rows is None else match[keep]) for match in matches]
     columns = []
     for _, index, source in bp.output:
         if index < 0:
             column = root.column(source)
             columns.append(column if rows is None else column.take(rows))
-            continue
-        match = matches[index] if rows is None else matches[index][keep]
-        taken = pa.array(match, mask=match < 0)
-        columns.append(tables[bp.steps[index].placeholder].column(source).take(taken))
+        else:
+            columns.append(gathers[index].take(tables[bp.steps[index].placeholder].column(source)))
     return pa.table(columns, names=[name for name, _, _ in bp.output]).cast(schema)
 
 
-def _root_order(table: pa.Table, order: tuple[str, ...]) -> pa.Array:
-    """Indices that order ``table`` as the statement's ``ORDER BY`` (ascending, nulls last)."""
+def _root_order(table: pa.Table, order: tuple[str, ...]) -> np.ndarray | pa.Array:
+    """Indices that order ``table`` as the statement's ``ORDER BY`` (ascending, nulls last):
+    a stable numpy sort of the first column when it holds integers (or dates, timestamps)
+    without nulls and, unless it is the only one, distinct values (a primary key's usually
+    are; a merge sort, fast on presorted runs), else pyarrow's stable sort on all columns."""
+    import numpy as np
     import pyarrow.compute as pc
 
+    first = _ints(table.column(order[0]))
+    if first is not None and first[1] is None:
+        values = first[0]
+        rows = np.argsort(values, kind="stable")
+        ordered = values[rows]
+        if len(order) == 1 or not (ordered[1:] == ordered[:-1]).any():
+            return rows
     return pc.sort_indices(table, sort_keys=[(c, "ascending", "at_end") for c in order])
+
+
+def _ints(column: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """An integer, date or timestamp column's values as int64 numpy (0 where null) and where
+    they are not null (None: nowhere null), or None for any other type."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if str(column.type) not in _INT_TYPES:
+        return None
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    ints = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
+    if not array.null_count:
+        return np.asarray(ints.to_numpy(), dtype=np.int64), None
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+    return np.asarray(pc.fill_null(ints, 0).to_numpy(), dtype=np.int64), valid
 
 
 def _filled(array: Any) -> np.ndarray:
@@ -211,12 +247,21 @@ def _filled(array: Any) -> np.ndarray:
 
 class _Codes:
     """Dense integer codes of the root's key values (-1: a null key), and the same codes for a
-    right group's keys (-1: null, or a value no root row has)."""
+    right group's keys (-1: null, or a value no root row has).
+
+    A single integer key whose values span a range not much wider than the root's rows is
+    coded through a table indexed by value (:class:`_Lookup`); other keys are hashed
+    (dictionary-encoded), column by column."""
 
     def __init__(self, root: pa.Table, keys: tuple[str, ...]) -> None:
         import pyarrow.compute as pc
 
         self.steps: list[tuple[pa.Array, int]] = []  # per key column: its dictionary
+        self.lookup = _Lookup.of(root.column(keys[0]), root.num_rows) if len(keys) == 1 else None
+        if self.lookup is not None:
+            self.left = self.lookup.codes(root.column(keys[0]))
+            self.count = self.lookup.count
+            return
         code = None
         for key in keys:
             encoded = pc.dictionary_encode(root.column(key).combine_chunks())
@@ -249,6 +294,8 @@ class _Codes:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if self.lookup is not None:
+            return self.lookup.codes(table.column(keys[0]))
         code = np.empty(0, dtype=np.int64)
         columns = iter(keys)
         for index, (dictionary, size) in enumerate(self.steps):
@@ -261,6 +308,56 @@ class _Codes:
                 values = values.cast(dictionary.type)
             column = _filled(pc.index_in(values, value_set=dictionary))
             code = column if index == 0 else _combined(code, column, size)
+        return code
+
+
+class _Lookup:
+    """Codes of a single integer (or date, timestamp) key through a table indexed by the value
+    less the root's smallest: a code is the value's rank among the root's distinct values."""
+
+    def __init__(self, low: int, table: np.ndarray, key_type: pa.DataType) -> None:
+        self.low, self.table, self.type = low, table, key_type
+        self.count = max(1, int(table[-1]) + 1)  # the largest value is the root's
+
+    @classmethod
+    def of(cls, column: Any, rows: int) -> _Lookup | None:
+        """The lookup for the root's key ``column`` (of ``rows`` rows), or None when it is not
+        of an integer type, all null, or its values span more than :data:`_LOOKUP_SPAN`
+        times the rows (plus :data:`_LOOKUP_SLACK`): a table that size is not worth it."""
+        import numpy as np
+
+        ints = _ints(column)
+        if ints is None:
+            return None
+        values = ints[0] if ints[1] is None else ints[0][ints[1]]
+        if not len(values):
+            return None
+        low, high = int(values.min()), int(values.max())
+        if high - low >= _LOOKUP_SPAN * rows + _LOOKUP_SLACK:
+            return None
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[values - low] = True
+        table = np.cumsum(present, dtype=np.int32)
+        table -= 1
+        table[~present] = -1
+        return cls(low, table, column.type)
+
+    def codes(self, column: Any) -> np.ndarray:
+        """The codes of a key column's rows (cast to the root key's type, as the dictionary
+        route casts): -1 where null or a value no root row has."""
+        import numpy as np
+
+        ints = _ints(column if column.type == self.type else column.cast(self.type))
+        assert ints is not None  # the root key's type is an integer type
+        values, inside = ints
+        high = self.low + len(self.table) - 1
+        if len(values) and (int(values.min()) < self.low or int(values.max()) > high):
+            within = (values >= self.low) & (values <= high)
+            inside = within if inside is None else inside & within
+        if inside is None:
+            return self.table[values - self.low].astype(np.int64)
+        code = self.table[np.where(inside, values - self.low, 0)].astype(np.int64)
+        code[~inside] = -1
         return code
 
 
@@ -298,23 +395,39 @@ class _LeftSide:
         times, valid = _times(time)
         self.size = len(code)
         usable = valid & (code >= 0)
-        self.rows = np.arange(len(code)) if usable.all() else np.flatnonzero(usable)
-        codes, times = code[self.rows], times[self.rows]
+        if usable.all():
+            self.rows, codes = np.arange(len(code)), code
+        else:
+            self.rows = np.flatnonzero(usable)
+            codes, times = code[self.rows], times[self.rows]
         if len(self.rows):
-            order = _pair_order(codes, times)
-            self.rows, codes, times = self.rows[order], codes[order], times[order]
+            order, codes = _pair_order(codes, times)
+            self.rows, times = self.rows[order], times[order]
         self.codes, self.times = codes, times
 
 
-def _pair_order(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _pair_order(codes: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices that sort the rows by code, and by time within a code as far as the times fit
-    beside the codes (the order within a code only makes the searches cache-friendly)."""
+    beside the codes and the indices (the order within a code only makes the searches
+    cache-friendly), and the codes in that order: one numpy sort of the three packed into
+    int64 values (several times faster than an argsort), or an argsort of code and time if
+    even the indices do not fit beside the codes."""
     import numpy as np
 
     low = int(times.min())
     bits = (int(times.max()) - low).bit_length()
-    kept = max(0, min(bits, _PACK_BITS - int(codes.max()).bit_length()))
-    return np.argsort((codes << kept) | ((times - low) >> (bits - kept)))
+    code_bits = int(codes.max()).bit_length()
+    index_bits = (len(codes) - 1).bit_length()
+    if code_bits + index_bits > _PACK_BITS:
+        kept = max(0, min(bits, _PACK_BITS - code_bits))
+        order = np.argsort((codes << kept) | ((times - low) >> (bits - kept)))
+        return order, codes[order]
+    kept = min(bits, _PACK_BITS - code_bits - index_bits)
+    key = codes << (kept + index_bits)
+    key |= ((times - low) >> (bits - kept)) << index_bits
+    key |= np.arange(len(codes))
+    key.sort()
+    return key & ((1 << index_bits) - 1), key >> (kept + index_bits)
 
 
 def _match(step: Step, right: pa.Table, codes: _Codes, left: _LeftSide) -> np.ndarray:
@@ -326,27 +439,24 @@ def _match(step: Step, right: pa.Table, codes: _Codes, left: _LeftSide) -> np.nd
     import numpy as np
 
     match = np.full(left.size, -1, dtype=np.int64)
-    rcode = codes.right(right, step.right_keys)
-    rtime, valid = _times(right.column(step.right_time))
-    usable = valid & (rcode >= 0)
-    candidates = None if usable.all() else np.flatnonzero(usable)
-    if candidates is not None:
-        rcode, rtime = rcode[candidates], rtime[candidates]
-    if not len(rcode) or not len(left.rows):
+    if not len(left.rows):
         return match
     ltime = left.times * step.left_scale if step.left_scale != 1 else left.times
-    rtime = rtime * step.right_scale if step.right_scale != 1 else rtime
+    rcode, rtime, candidates = _right_rows(step, right, codes)
+    if not len(rcode):
+        return match
     lkey, rkey, shift = _time_axis(ltime, rtime)
     width = 1 << max(0, _PACK_BITS - shift)
     ties = _tie_table(right, candidates, step.tie_break)
     for first in range(0, codes.count, width):
         lo, hi = (int(i) for i in np.searchsorted(left.codes, [first, first + width]))
-        picked = None if width >= codes.count else np.flatnonzero(
+        # one pass: every code (and the code past them, of rows that cannot match) fits
+        picked = None if width > codes.count else np.flatnonzero(
             (rcode >= first) & (rcode < first + width))
         if lo == hi or (picked is not None and not len(picked)):
             continue
         hit, found = _latest(
-            left.codes[lo:hi] - first, lkey[lo:hi],
+            left.codes[lo:hi] - first if first else left.codes[lo:hi], lkey[lo:hi],
             rcode - first if picked is None else rcode[picked] - first,
             rkey if picked is None else rkey[picked], shift,
             ties if ties is None or picked is None else ties.take(picked))
@@ -354,9 +464,36 @@ def _match(step: Step, right: pa.Table, codes: _Codes, left: _LeftSide) -> np.nd
             found = picked[found]
         if step.lookback is not None:
             hit &= rtime[found] >= ltime[lo:hi] - step.lookback
-        found = found[hit]
-        match[left.rows[lo:hi][hit]] = found if candidates is None else candidates[found]
+        if candidates is not None:
+            found = candidates[found]
+        if not hit.all():
+            found[~hit] = -1
+        match[left.rows[lo:hi]] = found
     return match
+
+
+def _right_rows(step: Step, right: pa.Table, codes: _Codes
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The right rows' codes and event times (in the comparison's unit), and which rows they
+    are (None: all). A row without an event time or with a key no root row has cannot match:
+    such rows are left out, or, when they are few (left out, the rest would be copied), kept
+    with the code past the root's (``codes.count``) and a time the others have."""
+    import numpy as np
+
+    rcode = codes.right(right, step.right_keys)
+    rtime, valid = _times(right.column(step.right_time))
+    usable = valid & (rcode >= 0)
+    candidates = None
+    if not usable.all():
+        kept = np.count_nonzero(usable)
+        if kept < _KEEP_UNUSABLE * len(usable):
+            candidates = np.flatnonzero(usable)
+            rcode, rtime = rcode[candidates], rtime[candidates]
+        else:
+            rcode = np.where(usable, rcode, codes.count)
+            rtime = np.where(usable, rtime, rtime[int(np.argmax(usable))])
+    rtime = rtime * step.right_scale if step.right_scale != 1 else rtime
+    return rcode, rtime, candidates
 
 
 def _time_axis(ltime: np.ndarray, rtime: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -394,30 +531,96 @@ def _latest(lcode: np.ndarray, ltime: np.ndarray, rcode: np.ndarray, rtime: np.n
 
     lpacked = (lcode << shift) | ltime
     rpacked = (rcode << shift) | rtime
-    order = _right_order(rpacked, ties)
-    ordered = rpacked[order]
+    if ties is None:
+        order, ordered = _sorted_pairs(rpacked, rcode, rtime, shift)
+    else:
+        order = _right_order(rpacked, ties)
+        ordered = rpacked[order]
     position = np.searchsorted(ordered, lpacked, side="right") - 1
     at = np.maximum(position, 0)
     hit = (position >= 0) & ((ordered[at] >> shift) == lcode)
     return hit, order[at]
 
 
-def _right_order(packed: np.ndarray, ties: pa.Table | None) -> np.ndarray:
+def _sorted_pairs(packed: np.ndarray, codes: np.ndarray, times: np.ndarray, shift: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Indices that sort ``packed`` (``codes << shift | times``), equal values by index, and
+    the sorted values: one numpy sort of int64 values packing the code, as many high bits of
+    the time as fit and the index (several times faster than an argsort), then, only where
+    low bits of the times were left out and put rows out of order, a stable sort of the
+    nearly sorted values (a merge sort: fast on presorted runs)."""
+    import numpy as np
+
+    index_bits = (len(packed) - 1).bit_length()
+    kept = min(shift, _PACK_BITS - int(codes.max()).bit_length() - index_bits)
+    if kept < 0:
+        order = np.argsort(packed, kind="stable")
+        return order, packed[order]
+    key = codes << (kept + index_bits)
+    key |= (times >> (shift - kept)) << index_bits
+    key |= np.arange(len(packed))
+    key.sort()
+    if kept == shift:  # the sorted values are the packed ones, with their indices
+        return key & ((1 << index_bits) - 1), key >> index_bits
+    order = key
+    order &= (1 << index_bits) - 1
+    ordered = packed[order]
+    if len(ordered) > 1 and (ordered[1:] < ordered[:-1]).any():
+        fix = np.argsort(ordered, kind="stable")
+        order, ordered = order[fix], ordered[fix]
+    return order, ordered
+
+
+def _right_order(packed: np.ndarray, ties: pa.Table) -> np.ndarray:
     """Indices into ``packed`` in ascending order, one per distinct value: of equal values
     (same keys and event time), the row with the smallest ``ties`` values (nulls last)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if ties is None:
-        return np.argsort(packed)
     table = pa.table({"__packed": packed, **{name: ties.column(name) for name in ties.column_names}})
     order = np.asarray(pc.sort_indices(table, sort_keys=[
-        (name, "ascending", "at_end") for name in table.column_names]).to_numpy())
+        (name, "ascending", "at_end") for name in table.column_names]).to_numpy(), dtype=np.int64)
     ordered = packed[order]
     first = np.ones(len(order), dtype=bool)
     first[1:] = ordered[1:] != ordered[:-1]
     return order[first]
+
+
+class _Gather:
+    """A join's matches (per output row, a right row or -1: none, a null) and how to take a
+    right column's values by them: fixed-width columns without nulls by a numpy gather
+    (nulls zeroed, as pyarrow's take leaves them), others by pyarrow's take."""
+
+    def __init__(self, match: np.ndarray) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self.match = match
+        self.missing = np.flatnonzero(match < 0)
+        self.index = match
+        self.validity = None
+        if len(self.missing):
+            self.index = match.copy()
+            self.index[self.missing] = 0
+            self.validity = pa.py_buffer(np.packbits(match >= 0, bitorder="little"))
+
+    def take(self, column: Any) -> pa.Array:
+        """``column``'s values at the matches, null where there is none."""
+        import numpy as np
+        import pyarrow as pa
+
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        kind = array.type
+        if (array.null_count or not pa.types.is_primitive(kind) or pa.types.is_boolean(kind)
+                or kind.bit_width not in (8, 16, 32, 64)):
+            return array.take(pa.array(self.match, mask=self.match < 0))
+        width = kind.bit_width // 8
+        values = np.frombuffer(array.buffers()[1], dtype=f"u{width}", count=array.offset + len(array))
+        taken = values[array.offset:][self.index]
+        taken[self.missing] = 0
+        return pa.Array.from_buffers(kind, len(taken), [self.validity, pa.py_buffer(taken)],
+                                     null_count=len(self.missing))
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -186,3 +186,63 @@ def test_uncovered_key_type(fs):
     fv = fs.create_feature_view("fk", query=left.select_all().join(right.select(["f"]), on=["k"]))
     compiled = fv._td._prepare(None, None, None, None)[0]
     assert compiled.partition_keys is not None and bj.plan(compiled) is None
+
+
+def _integer_keyed(fs, name, rows, seed, *, pk, low, high, dtype="int64", nulls=False):
+    """A group on one integer key ``k`` (values low..high, every (k, ts) distinct)."""
+    rng = np.random.default_rng(seed)
+    k = pd.array(rng.integers(low, high, rows), dtype="Int64" if nulls else dtype)
+    if nulls:
+        k[::13] = pd.NA
+    frame = pd.DataFrame({"rid": np.arange(rows), "k": k, "g": rng.integers(0, 4, rows),
+                          "ts": T0 + pd.to_timedelta(rng.permutation(rows) * 3, unit="h"),
+                          "v": rng.normal(size=rows), "n": pd.array(rng.integers(0, 9, rows),
+                                                                    dtype="Int64")})
+    frame.loc[::7, "n"] = pd.NA  # a column with nulls of its own (taken by pyarrow)
+    fg = fs.get_or_create_feature_group(name, version=1, primary_key=pk, event_time="ts")
+    fg.insert(frame)
+    return fg
+
+
+@pytest.mark.parametrize("keep_unusable", [0.0, 1.0])
+@pytest.mark.parametrize("root_key", [["rid"], ["g", "rid"]])
+def test_single_integer_key_coded_by_lookup(fs, tmp_path, monkeypatch, keep_unusable, root_key):
+    """One integer key (nulls, right values below, inside and above the root's range, an int32
+    right key) is coded through the lookup table; right rows that cannot match are kept with
+    a code past the root's or left out; the root ordered by numpy (distinct first column) or
+    pyarrow (repeated first column); the gathered columns equal pyarrow's take."""
+    monkeypatch.setattr(bj, "_KEEP_UNUSABLE", keep_unusable)
+    looked_up = []
+    real = bj._Lookup.of
+    monkeypatch.setattr(bj._Lookup, "of", lambda column, rows: looked_up.append(
+        real(column, rows)) or looked_up[-1])
+    root = _integer_keyed(fs, "iroot", N, 5, pk=root_key, low=100, high=160, nulls=True)
+    near = _integer_keyed(fs, "inear", 400, 6, pk=["k"], low=80, high=190, dtype="int32")
+    tied = _integer_keyed(fs, "itied", 400, 7, pk=["k", "rid"], low=90, high=170)
+    query = (root.select(["rid", "k", "g", "ts", "v"])
+             .join(near.select(["v", "n", "ts"]), on=["k"], prefix="near_")
+             .join(tied.select(["v", "n"]), on=["k"], prefix="tied_", lookback="200h"))
+    fv = fs.create_feature_view("ik", query=query, labels=["v"])
+    out = _check(fv, 3, tmp_path)
+    assert looked_up and all(lookup is not None for lookup in looked_up)
+    assert out.column("near_v").null_count and out.column("tied_n").null_count
+    assert out.column("near_v").null_count < out.num_rows
+
+
+@pytest.mark.parametrize("pack_bits", [63, 30, 24, 12])
+def test_sorted_pairs_and_pair_order(monkeypatch, pack_bits):
+    """The packed sort gives (code, time, index) order with every time bit kept, with low
+    bits left out and put back by the stable sort, and by argsort when the indices do not fit;
+    the root side is sorted by code whatever is kept of its times."""
+    monkeypatch.setattr(bj, "_PACK_BITS", pack_bits)
+    rng = np.random.default_rng(pack_bits)
+    codes = rng.integers(0, 5, 3000)
+    times = rng.integers(0, 1 << 20, 3000) | rng.integers(0, 4, 3000)  # equal pairs too
+    shift = 20
+    order, ordered = bj._sorted_pairs((codes << shift) | times, codes, times, shift)
+    expected = np.lexsort((np.arange(3000), times, codes))
+    assert np.array_equal(order, expected)
+    assert np.array_equal(ordered, ((codes << shift) | times)[expected])
+    rows, sorted_codes = bj._pair_order(codes, times)
+    assert np.array_equal(np.sort(rows), np.arange(3000))
+    assert np.array_equal(sorted_codes, np.sort(codes)) and np.array_equal(codes[rows], sorted_codes)
