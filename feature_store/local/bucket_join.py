@@ -626,23 +626,26 @@ class _Gather:
 # -- files -------------------------------------------------------------------------------------
 
 
-def write_buckets(batches: pa.RecordBatchReader, column: str, folder: Path,
-                  file_name: Callable[[int], str]) -> None:
-    """Split a stream's rows by their bucket number (``column``, left out) into one Arrow IPC
-    file per bucket with rows, ``folder / file_name(bucket)``: the kernel's own scratch
-    format, written and read (memory-mapped) without encoding."""
+def write_buckets(batches: pa.RecordBatchReader, numbers: Callable[[pa.RecordBatch], np.ndarray],
+                  drop: list[str], folder: Path, file_name: Callable[[int], str]) -> None:
+    """Split a stream's rows by their bucket number (``numbers(batch)``: one per row, uint16)
+    into one Arrow IPC file per bucket with rows, ``folder / file_name(bucket)``, without the
+    ``drop`` columns: the kernel's own scratch format, written and read (memory-mapped)
+    without encoding. A batch's rows keep their order within a bucket."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
     try:
         for batch in batches:
             if not batch.num_rows:
                 continue
-            ids = np.asarray(batch.column(column).to_numpy(), dtype=np.uint16)  # <= MAX_BUCKETS
-            order = np.argsort(ids, kind="stable")  # a radix sort for 16-bit values
+            ids = numbers(batch)
             counts = np.bincount(ids)
-            data = batch.drop_columns([column]).take(pa.array(order))
+            data = batch.drop_columns(drop) if drop else batch
+            if np.count_nonzero(counts) > 1:  # a stable sort: rows keep their order
+                data = pc.take(data, pc.sort_indices(pa.array(ids)), boundscheck=False)
             start = 0
             for bucket in np.flatnonzero(counts):
                 if bucket not in writers:

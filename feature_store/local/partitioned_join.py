@@ -39,6 +39,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.pit import CompiledQuery
 
 BUCKET = "__fstrain_bucket"
+#: prefix of the columns holding DuckDB's hash of a string key while partitioning
+HASH = "__fstrain_hash"
+#: odd 64-bit multiplier of :func:`bucket_numbers` (2^64 / golden ratio)
+_MULTIPLIER = 0x9E3779B97F4A7C15
 #: a bucket's estimated rows x value bytes may use this share of the memory limit: the ASOF
 #: joins' sorts and hash tables take several times the data they join (30M labels + 3 x 30M rows
 #: under 4 GB: 4 buckets (share 0.25) took 346 s, 10 (0.1) 98 s, 20 (0.05) 131 s)
@@ -108,6 +112,60 @@ def partition_batch_rows(row_bytes: int, memory_limit_bytes: int) -> int:
     :data:`PARTITION_BATCH` rows."""
     rows = int(memory_limit_bytes * PARTITION_SHARE) // max(1, row_bytes)
     return max(PARTITION_MIN_BATCH, min(PARTITION_BATCH, rows))
+
+
+def _numpy_hashable(kind: pa.DataType) -> bool:
+    """Whether :func:`bucket_numbers` takes a key of this type as its int64 values."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(kind) or pa.types.is_boolean(kind)
+                or pa.types.is_date(kind) or pa.types.is_timestamp(kind))
+
+
+def _key_bits(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A key column's values as uint64 bits: integers, bools, dates (days) and timestamps
+    (microseconds) as their int64 value, a uint64 hash as it is; null as 0."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if pa.types.is_timestamp(kind):
+        if kind.unit != "us":
+            column = column.cast(pa.timestamp("us", kind.tz))
+        column = column.view(pa.int64())
+    elif pa.types.is_date32(kind):
+        column = column.view(pa.int32())
+    elif pa.types.is_date64(kind):
+        column = column.view(pa.int64())
+    if column.type != pa.uint64():
+        column = column.cast(pa.int64())
+    if column.null_count:
+        column = pc.fill_null(column, 0)
+    return np.asarray(column.to_numpy(zero_copy_only=False)).view(np.uint64)
+
+
+def bucket_numbers(columns: list[pa.Array | pa.ChunkedArray], buckets: int) -> np.ndarray:
+    """The bucket (``0 <= b < buckets``, uint16) of each row from its join-key ``columns``:
+    each column's bits (:func:`_key_bits`) folded in and multiplied by an odd constant, the
+    high 32 bits scaled to ``buckets``. Equal key values of the same types get the same bucket
+    in every group (a group's keys are stored with the root's types)."""
+    import numpy as np
+
+    if buckets > 1 << 16:  # pragma: no cover - MAX_BUCKETS is far below
+        raise ValueError(f"{buckets} buckets do not fit 16 bits")
+    mixed = None
+    for column in columns:
+        bits = _key_bits(column)
+        folded = bits ^ (bits >> np.uint64(32))
+        mixed = folded if mixed is None else np.bitwise_xor(mixed, folded, out=mixed)
+        mixed *= np.uint64(_MULTIPLIER)
+    if mixed is None:
+        raise ValueError("a partitioned query hashes at least one key")
+    mixed >>= np.uint64(32)
+    mixed *= np.uint64(buckets)
+    mixed >>= np.uint64(32)
+    return mixed.astype(np.uint16)
 
 
 def _quoted(path: Path) -> str:
@@ -181,13 +239,28 @@ class PartitionedQuery:
         the bucket number as :data:`BUCKET`: the SQL tail and its parameters."""
         from feature_store.local.engine import quote_ident as q
 
-        shape = self.compiled.shape
         hashed = ", ".join(q(k) for k in self.keys[placeholder])
-        sql = f"hash({hashed}) % {self.buckets} AS {BUCKET} FROM {self.scans[placeholder]}"
+        source, params = self._source(placeholder)
+        return f"hash({hashed}) % {self.buckets} AS {BUCKET} {source}", params
+
+    def _source(self, placeholder: str) -> tuple[str, list[Any] | None]:
+        """``FROM`` the group's scan ``WHERE`` the root-only conditions (for the root): the
+        SQL and its parameters."""
+        shape = self.compiled.shape
+        sql = f"FROM {self.scans[placeholder]}"
         root = next(iter(self.compiled.scans))  # the root's placeholder comes first
         if placeholder == root and shape is not None and shape.root_filter:
             return f"{sql} WHERE {shape.root_filter}", shape.root_params or None
         return sql, None
+
+    def _sql_hashed(self) -> list[bool]:
+        """Per key position, whether DuckDB hashes the key for :func:`bucket_numbers` (strings)
+        instead of numpy (integers, bools, dates, timestamps): decided on the root's stored
+        types, which every group's keys share (see ``pit._partition_keys``)."""
+        root = next(iter(self.compiled.scans))
+        node = self.compiled.scans[root]
+        fields = node.fg.delta_table.schema(node.commit)
+        return [not _numpy_hashable(fields.field(k).type) for k in self.keys[root]]
 
     def _copy_group(self, placeholder: str) -> None:
         """A group's buckets as Parquet files written by DuckDB (for the statement)."""
@@ -200,7 +273,8 @@ class PartitionedQuery:
     def _split_group(self, placeholder: str, zone: str, memory_limit: int) -> None:
         """A group's buckets as Arrow IPC files of the kernel's columns, read through a
         connection of its own (a cursor) in the caller's time zone, in batches sized to the
-        memory limit (:func:`partition_batch_rows`)."""
+        memory limit (:func:`partition_batch_rows`), numbered by :func:`bucket_numbers` (DuckDB
+        hashes only string keys: its hash and its export cost more CPU than numpy's hash)."""
         from feature_store.local import bucket_join
         from feature_store.local.engine import quote_ident as q
         from feature_store.local.row_gather import _value_bytes
@@ -208,17 +282,25 @@ class PartitionedQuery:
         node = self.compiled.scans[placeholder]
         if not node.fg.delta_table.files(node.commit):
             return  # no rows (and its scan is a table registered on self.con alone)
-        tail, params = self._selection(placeholder)
         reads = self._kernel_reads()[placeholder]
+        by_sql = dict(zip(self.keys[placeholder], self._sql_hashed(), strict=True))
+        hashes = {k: f"{HASH}{i}" for i, k in enumerate(by_sql) if by_sql[k]}
+        select = [*(q(c) for c in reads), *(f"hash({q(k)}) AS {h}" for k, h in hashes.items())]
+        source, params = self._source(placeholder)
         fields = {f.name: f.type for f in node.fg.delta_table.schema(node.commit)}
         row_bytes = 8 + sum(_value_bytes(fields[c]) for c in reads if c in fields)  # + bucket
-        columns = ", ".join(q(c) for c in reads)
+        keys = [hashes.get(k, k) for k in by_sql]  # in the root's key order
+
+        def numbers(batch: pa.RecordBatch) -> np.ndarray:
+            return bucket_numbers([batch.column(k) for k in keys], self.buckets)
+
         cursor = self.con.cursor()
         try:
             cursor.execute("SET TimeZone = ?", [zone])
-            batches = cursor.sql(f"SELECT {columns}, {tail}", params=params).to_arrow_reader(
-                partition_batch_rows(row_bytes, memory_limit))
-            bucket_join.write_buckets(batches, BUCKET, self._group_dir(placeholder),
+            batches = cursor.sql(f"SELECT {', '.join(select)} {source}", params=params
+                                 ).to_arrow_reader(partition_batch_rows(row_bytes, memory_limit))
+            bucket_join.write_buckets(batches, numbers, list(hashes.values()),
+                                      self._group_dir(placeholder),
                                       lambda b: f"{BUCKET}={b}/data.arrow")
         finally:
             cursor.close()

@@ -139,7 +139,7 @@ def test_window_and_root_filters_are_applied_while_partitioning(fs, tmp_path):
     assert out.num_rows < N // 2
 
 
-@pytest.mark.parametrize("pack_bits, time_bits", [(43, 52), (11, 4)])
+@pytest.mark.parametrize("pack_bits, time_bits", [(43, 52), (9, 4)])
 def test_passes_ranked_times_and_recoded_keys(fs, tmp_path, monkeypatch, pack_bits, time_bits):
     """Codes searched in passes of 4 (times of 41 bits, or ranked, beside 2 bits of code);
     multi-column codes re-densified."""

@@ -3,6 +3,7 @@ path and to the single statement, whatever the number of partitions."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 
@@ -227,3 +228,60 @@ def test_partition_batches_follow_the_memory_limit(fs, monkeypatch):
     small = _create(fv, StreamOptions(batch_rows=7, partitions=3, memory_limit="64MB"))
     assert len(batches) > 4 and max(batches) < N / 4  # rows of more than 8 value bytes
     _same(whole, small)
+
+
+def test_bucket_numbers_are_a_function_of_the_key_values():
+    """Equal keys get the same bucket whatever their batch, chunking or neighbours (nulls as
+    0); timestamps by their microseconds in any unit or zone; every bucket is used."""
+    rng = np.random.default_rng(3)
+    ints = rng.integers(-(1 << 40), 1 << 40, 5000)
+    days = pa.array(rng.integers(0, 20000, 5000).astype(np.int32), pa.date32())
+    both = pj.bucket_numbers([pa.array(ints), days], 7)
+    assert both.dtype == np.uint16 and set(both) == set(range(7))
+    assert np.array_equal(pj.bucket_numbers([pa.array(ints[::-1]), days[::-1]], 7), both[::-1])
+    chunked = pa.chunked_array([ints[:10], ints[10:]])
+    assert np.array_equal(pj.bucket_numbers([chunked], 5), pj.bucket_numbers([pa.array(ints)], 5))
+    assert not np.array_equal(both, pj.bucket_numbers([days, pa.array(ints)], 7))  # key order
+    micros = pa.array(ints, pa.timestamp("us", "UTC"))
+    assert np.array_equal(pj.bucket_numbers([micros], 9), pj.bucket_numbers([pa.array(ints)], 9))
+    nanos = pa.array(ints * 1000, pa.timestamp("ns", "Europe/Paris"))
+    assert np.array_equal(pj.bucket_numbers([nanos], 9), pj.bucket_numbers([micros], 9))
+    nulls = pa.array([5, None, 0, None], pa.int64())
+    assert list(pj.bucket_numbers([nulls], 11)) == list(pj.bucket_numbers([pa.array([5, 0, 0, 0])], 11))
+    flags = pj.bucket_numbers([pa.array([True, False, None])], 3)
+    assert list(flags) == list(pj.bucket_numbers([pa.array([1, 0, 0])], 3))
+    counts = np.bincount(pj.bucket_numbers([pa.array(np.arange(64_000) << 20)], 16), minlength=16)
+    assert counts.min() > 3000  # regular keys spread over every bucket
+
+
+def test_integer_date_and_bool_keys_are_bucketed_in_numpy(fs, runs, monkeypatch):
+    """Keys of integers (with nulls), dates and bools are bucketed without DuckDB's hash, in
+    any key order of a join; the version equals the in-memory one."""
+    rng = np.random.default_rng(8)
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 3, N)]
+    k = pd.array(rng.integers(0, 9, N), dtype="Int64")
+    k[::13] = pd.NA
+    root = fs.get_or_create_feature_group("nk", version=1, primary_key=["rid"], event_time="ts")
+    root.insert(pd.DataFrame({"rid": np.arange(N), "k": k, "d": days, "on": rng.random(N) < 0.5,
+                              "ts": T0 + pd.to_timedelta(rng.permutation(N), unit="h"),
+                              "label": rng.integers(0, 2, N)}))
+    m = 400
+    hist = fs.get_or_create_feature_group("nh", version=1, primary_key=["k", "d", "on"],
+                                          event_time="ts")
+    hist.insert(pd.DataFrame({
+        "k": rng.integers(0, 10, m), "on": rng.random(m) < 0.5,
+        "d": [dt.date(2024, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 4, m)],
+        "ts": T0 + pd.to_timedelta(np.arange(m), unit="h"), "h": rng.normal(size=m)}))
+    query = (root.select_all().join(hist.select(["h"]), on=["k", "d", "on"])
+             .join(hist.select(["h"]), on=["on", "d", "k"], prefix="r_", lookback="40h"))
+    fv = fs.create_feature_view("nkv", query=query, labels=["label"])
+    sql_hashed = []
+    real = pj.PartitionedQuery._sql_hashed
+    monkeypatch.setattr(pj.PartitionedQuery, "_sql_hashed",
+                        lambda self: sql_hashed.append(real(self)) or real(self))
+    in_memory = _create(fv, None)
+    for buckets in (3, 5):
+        _same(in_memory, _create(fv, StreamOptions(batch_rows=11, partitions=buckets)))
+    assert runs == [3, 5] and sql_hashed and all(h == [False] * 3 for h in sql_hashed)
+    train = pq.read_table(Path(in_memory.location) / "train.parquet")
+    assert 0 < train.column("h").null_count < train.column("r_h").null_count < train.num_rows
