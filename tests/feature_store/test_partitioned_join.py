@@ -285,3 +285,52 @@ def test_integer_date_and_bool_keys_are_bucketed_in_numpy(fs, runs, monkeypatch)
     assert runs == [3, 5] and sql_hashed and all(h == [False] * 3 for h in sql_hashed)
     train = pq.read_table(Path(in_memory.location) / "train.parquet")
     assert 0 < train.column("h").null_count < train.column("r_h").null_count < train.num_rows
+
+
+def test_gather_equals_arrow_take_for_every_column_kind():
+    """The merge's gather (numpy for fixed-width columns, Arrow for the rest) gives Arrow's
+    take, in one chunk per column: nulls, sliced chunks, empty chunks, several widths."""
+    rng = np.random.default_rng(3)
+    n = 400
+    mask = rng.random(n) < 0.2
+    whole = pa.table({
+        "i64": pa.array(rng.integers(-9, 9, n), mask=mask),
+        "f64": pa.array(rng.normal(size=n)),
+        "f32": pa.array(rng.normal(size=n).astype("f4"), mask=~mask),
+        "i8": pa.array(rng.integers(-9, 9, n).astype("i1")),
+        "u16": pa.array(rng.integers(0, 9, n).astype("u2"), mask=mask),
+        "ts": pa.array(rng.integers(0, 10**12, n), pa.timestamp("us", tz="UTC"), mask=mask),
+        "d": pa.array(rng.integers(0, 10**4, n).astype("i4"), pa.date32()),
+        "b": pa.array(rng.random(n) < 0.5, mask=mask),
+        "s": pa.array([None if m else f"s{i}" for i, m in enumerate(mask)]),
+        "dec": pa.array([None if m else i for i, m in enumerate(mask)], pa.decimal128(9, 2)),
+    })
+    # chunks that start inside their buffers (slices) and an empty one
+    table = pa.concat_tables([whole.slice(0, 150), whole.slice(150, 0), whole.slice(150, 1),
+                              whole.slice(151)])
+    assert table.column("i64").num_chunks > 1
+    for indices in (rng.permutation(n), rng.permutation(n)[:57], np.arange(0), np.arange(n)):
+        got = pj.gather(table, indices)
+        assert got.equals(whole.take(pa.array(indices, pa.int64())))
+        assert all(c.num_chunks == 1 for c in got.columns)
+        assert [c.null_count for c in got.columns] == [
+            c.null_count for c in whole.take(pa.array(indices, pa.int64())).columns]
+
+
+@pytest.mark.parametrize("dtype", ["i8", "i4", "u8", "u1", "M8[us]", "M8[D]"])
+def test_stable_argsort_equals_numpys(dtype):
+    """The merge's sort of a window's first key (row numbers packed under the keys where they
+    fit, numpy's stable argsort where not) orders as numpy's stable argsort, ties included."""
+    rng = np.random.default_rng(4)
+    samples = [rng.integers(0, 40, size).astype(dtype) for size in (0, 1, 2, 300)]
+    if dtype in ("i8", "u8"):  # spans too wide to pack: the plain stable argsort
+        info = np.iinfo(dtype)
+        samples.append(np.array([info.max, info.min, 3, info.max, 0], dtype))
+    for keys in samples:
+        indices, ties = pj._stable_argsort(keys, True)
+        expected = np.argsort(keys, kind="stable")
+        assert np.array_equal(indices, expected)
+        ordered = keys[expected]
+        assert ties == bool(np.any(ordered[1:] == ordered[:-1]))
+        assert np.array_equal(pj._stable_argsort(np.unique(keys), True)[0],
+                              np.arange(len(np.unique(keys))))
