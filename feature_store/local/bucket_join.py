@@ -670,10 +670,10 @@ def read_bucket(files: list[Path], columns: list[str], schema: pa.Schema) -> pa.
     return pa.concat_tables(parts).combine_chunks()
 
 
-def write_result(table: pa.Table, path: Path) -> None:
+def write_result(table: pa.Table, path: Path, batch_rows: int = RESULT_ROW_GROUP) -> None:
     """A bucket's result as a scratch Arrow IPC file (read once, by the merge): written without
-    encoding, in batches of :data:`RESULT_ROW_GROUP` rows."""
+    encoding, in batches of ``batch_rows`` rows (the merge holds one batch of every file)."""
     import pyarrow as pa
 
     with pa.ipc.new_file(str(path), table.schema) as writer:
-        writer.write_table(table, max_chunksize=RESULT_ROW_GROUP)
+        writer.write_table(table, max_chunksize=batch_rows)

@@ -61,6 +61,12 @@ KERNEL_MAX_BUCKETS = 16
 PARTITION_BATCH = 1 << 20
 PARTITION_MIN_BATCH = 1 << 14
 PARTITION_SHARE = 1 / 32
+#: the merge reads one batch of each of the K result files at a time: batches of
+#: its batch rows / K rows (at most RESULT_ROW_GROUP, at least MERGE_MIN_READ) keep the K
+#: batches it holds at about its batch rows in all, whatever K (with batches of 122,880
+#: rows, the 50 buckets of a 10M-row create under 256 MB held 6M rows, 0.7 GB)
+MERGE_READ_ROWS = 1 << 20
+MERGE_MIN_READ = 1024
 #: buckets the numpy kernel joins at the same time (each holds its bucket's data and result)
 JOIN_THREADS = 2
 #: the buckets and their results are read once: compressing them costs more CPU than it saves
@@ -168,6 +174,15 @@ def bucket_numbers(columns: list[pa.Array | pa.ChunkedArray], buckets: int) -> n
     return mixed.astype(np.uint16)
 
 
+def result_batch_rows(buckets: int, merge_rows: int = MERGE_READ_ROWS) -> int:
+    """Rows per batch (or row group) of a bucket's result file when there are ``buckets`` and
+    the merge reads ``merge_rows`` rows at a time: those rows shared by the buckets, between
+    :data:`MERGE_MIN_READ` and ``RESULT_ROW_GROUP``; it never changes the merged rows."""
+    from feature_store.local.bucket_join import RESULT_ROW_GROUP
+
+    return max(MERGE_MIN_READ, min(RESULT_ROW_GROUP, merge_rows // max(1, buckets)))
+
+
 def _quoted(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
@@ -176,7 +191,7 @@ class PartitionedQuery:
     """One compiled query run bucket by bucket under ``folder`` (see the module docstring)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
-                 folder: Path) -> None:
+                 folder: Path, merge_rows: int = MERGE_READ_ROWS) -> None:
         from feature_store.local import bucket_join, engine
 
         if compiled.partition_keys is None or buckets < 1:
@@ -186,6 +201,8 @@ class PartitionedQuery:
         self.scans = {ph: engine.scan(con, node.fg.delta_table, node.commit)
                       for ph, node in compiled.scans.items()}
         self.results: list[Path] = []
+        #: rows the merge of the results reads at a time (sizes the results' batches)
+        self.merge_rows = merge_rows
         #: the numpy kernel's plan, or None: each bucket runs the statement
         self.kernel = bucket_join.plan(compiled)
         self._schema: pa.Schema | None = None
@@ -310,7 +327,10 @@ class PartitionedQuery:
         sources = {ph: self._bucket_source(ph, bucket) for ph in self.scans}
         sql = self.compiled.bind_sources(sources, single_statement=True)
         out = self.folder / f"result_{bucket}.parquet"
-        self.con.execute(f"COPY ({sql}) TO {_quoted(out)} (FORMAT parquet, {SCRATCH_COMPRESSION})",
+        # row groups the merge reads one at a time, as the kernel's batches
+        groups = f"ROW_GROUP_SIZE {result_batch_rows(self.buckets, self.merge_rows)}"
+        self.con.execute(f"COPY ({sql}) TO {_quoted(out)} "
+                         f"(FORMAT parquet, {SCRATCH_COMPRESSION}, {groups})",
                          self.compiled.params or None)
         self._spent(bucket)
         return out
@@ -353,7 +373,8 @@ class PartitionedQuery:
             files = sorted(folder.glob("*.arrow")) if folder.exists() else []
             tables[ph] = bucket_join.read_bucket(files, columns, schemas[ph])
         out = self.folder / f"result_{bucket}.arrow"
-        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out)
+        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out,
+                                 result_batch_rows(self.buckets, self.merge_rows))
         return out
 
     def _spent(self, bucket: int) -> None:
