@@ -71,6 +71,55 @@ def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
     return out
 
 
+#: label types whose value counts a written split streams (a batch at a time) instead of reading
+#: the whole column: their pandas values are the Arrow values, so the keys come out the same
+_COUNTED_LABELS = ("is_integer", "is_boolean", "is_string", "is_large_string")
+
+
+def _file_label_distribution(path: Path, labels: list[str]) -> dict[str, Any]:
+    """:func:`_label_distribution` of a written split file in bounded memory: the value counts
+    of integer, boolean and string labels without nulls and with at most 50 distinct values are
+    summed batch by batch; other labels (numbers, text, nulls) are read whole as before."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from feature_store.local import training_data_stream as ts
+
+    source = ts.open_parquet(path)
+    schema = source.schema_arrow
+    counts: dict[str, dict[Any, int] | None] = {
+        c: ({} if any(getattr(pa.types, t)(schema.field(c).type) for t in _COUNTED_LABELS)
+            else None) for c in labels}
+    streamed = [c for c in labels if counts[c] is not None]
+    for batch in (source.iter_batches(batch_size=1 << 20, columns=streamed) if streamed else ()):
+        for name in streamed:
+            found, column = counts[name], batch.column(name)
+            if found is None:
+                continue
+            if column.null_count:
+                counts[name] = None
+                continue
+            for entry in pc.value_counts(column).to_pylist():
+                found[entry["values"]] = found.get(entry["values"], 0) + entry["counts"]
+            if len(found) > 50:
+                counts[name] = None
+    whole = [c for c in labels if counts[c] is None]
+    rest = _label_distribution(ts.read_columns(path, whole), whole) if whole else {}
+    return {c: rest[c] if counts[c] is None else _sorted_counts(counts[c], schema.field(c).type)
+            for c in labels}
+
+
+def _sorted_counts(found: dict[Any, int], kind: pa.DataType) -> dict[str, int]:
+    """Value counts as :func:`_label_distribution` records them: keys as pandas prints them
+    (the values made pandas values as the whole column would be), sorted by value."""
+    import pandas as pd
+    import pyarrow as pa
+
+    keys = pa.array(list(found), kind).to_pandas()
+    counts = pd.Series(list(found.values()), index=pd.Index(keys)).sort_index()
+    return {str(k): int(v) for k, v in counts.items()}
+
+
 def pd_numeric(column: Any) -> bool:
     """Whether a pandas column holds numbers (booleans excluded)."""
     import pandas as pd
@@ -328,7 +377,8 @@ class TrainingDataStore:
 
         own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes
-            run = pj.PartitionedQuery(own, compiled, buckets, staging / ts.PARTS_DIR)
+            run = pj.PartitionedQuery(own, compiled, buckets, staging / ts.PARTS_DIR,
+                                      options.batch_rows)
             raw = run.schema()
             results = run.run()
         finally:
@@ -488,8 +538,8 @@ class TrainingDataStore:
                 metadata["splits"][name] = {
                     "rows": split_file.rows,
                     "sha256": split_file.sha256,
-                    "label_distribution": _label_distribution(
-                        ts.read_columns(split_file.path, self.fv.labels), self.fv.labels),
+                    "label_distribution": _file_label_distribution(split_file.path,
+                                                                   self.fv.labels),
                     "statistics": (_file_statistics(split_file, schema, options, staging)
                                    if stats else None),
                     "file_sha256": ((split_file.file_sha256 or ts.file_sha256(split_file.path))
