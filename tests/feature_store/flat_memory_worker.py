@@ -1,0 +1,115 @@
+"""Subprocess of the flat-memory test (not a test module itself).
+
+    python flat_memory_worker.py STORE_ROOT VIEW memory|stream CAP_MIB
+
+Imports and warms up everything first (a streamed create of the small view ``tiny``), then caps
+its data segment (``RLIMIT_DATA``) at CAP_MIB above what it holds now and creates a version of
+VIEW under :data:`WRITE_OPTIONS`, sampling the data segment (VmData) every few milliseconds:
+
+- ``memory``: built in memory (the whole-table path); exits 3 on running out of memory;
+- ``stream``: created out of core (the default path); prints one JSON line: the version's rows,
+  the hash partitions the joins ran in and the peak growth of the data segment and of the resident set (VmHWM, reset first) in MiB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import threading
+from pathlib import Path
+
+WRITE_OPTIONS = {"batch_rows": 65_536, "memory_limit": "64MB"}
+
+
+def _vm(key: str = "VmData") -> int:
+    """A /proc/self/status figure in bytes (VmData: the data segment, what RLIMIT_DATA caps;
+    VmHWM: the peak resident set)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+class _Peak:
+    """The largest VmData seen by a sampling thread until :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self.peak, self._done = _vm(), threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.005):
+            self.peak = max(self.peak, _vm())
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join()
+        return max(self.peak, _vm())
+
+
+def _in_memory(fv) -> int:
+    spec = fv._make_spec(False, 1, "random", test_size=0.25)
+    version, _ = fv._td.create(spec, seed=1, start_time=None, end_time=None, extra_filter=None,
+                               materialize=True, data_format="parquet", description="",
+                               statistics_config=None, stream=None)
+    return version
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
+
+
+def main() -> int:
+    root, view, mode, cap_mib = sys.argv[1:5]
+    import pyarrow as pa
+
+    import feature_store
+    from feature_store.local import partitioned_join as pj
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    fs = feature_store.login(root=root).get_feature_store()
+    fs.get_feature_view("tiny", 1).create_train_test_split(test_size=0.25, seed=1,
+                                                           write_options=WRITE_OPTIONS)
+    fv = fs.get_feature_view(view, 1)
+    buckets: list[int] = []
+    init = pj.PartitionedQuery.__init__
+
+    def counted(self, con, compiled, count, *args, **kwargs):  # type: ignore[no-untyped-def]
+        buckets.append(count)
+        init(self, con, compiled, count, *args, **kwargs)
+
+    pj.PartitionedQuery.__init__ = counted  # type: ignore[method-assign]
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from the current RSS
+    base, resident = _vm(), _vm("VmRSS")
+    resource.setrlimit(resource.RLIMIT_DATA, (base + int(cap_mib) * 2**20,) * 2)
+    peak = _Peak()
+    try:
+        if mode == "memory":
+            _in_memory(fv)
+        else:
+            version, _ = fv.create_train_test_split(test_size=0.25, seed=1,
+                                                    write_options=WRITE_OPTIONS)
+    except Exception as exc:  # DuckDB and the store wrap running out of memory
+        if not _out_of_memory(exc) or mode != "memory":
+            raise
+        print(f"in memory: out of memory ({type(exc).__name__})", flush=True)
+        return 3
+    grown = (peak.stop() - base) / 2**20
+    if mode == "memory":
+        print(f"in memory: fit, data segment +{grown:.0f} MiB", flush=True)
+        return 0
+    splits = fv.get_training_dataset(version).splits
+    print(json.dumps({"rows": sum(s["rows"] for s in splits.values()), "buckets": buckets,
+                      "peak_mib": round(grown, 1),
+                      "rss_peak_mib": round((_vm("VmHWM") - resident) / 2**20, 1)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Out-of-core creation runs in memory that does not grow with the data: under the same DuckDB
+memory limit (64 MB: N rows already take several times it) and the same data-segment cap, a
+create of 4N rows, in four times as many hash partitions, peaks about as high as one of N rows,
+where the in-memory path cannot create the 4N rows at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from feature_store.local.training_data import _file_label_distribution, _label_distribution
+
+HERE = Path(__file__).parent
+ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2",
+       "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+N, FEATURES = 400_000, 16
+CAP_MIB = 600
+#: what the larger create's resident set may peak above the smaller one's: the split codes (one
+#: byte per row) and the random split's permutation (four bytes per row) of 3N more rows, and
+#: noise (measured: +5 to +20 MiB of ~125)
+RSS_MARGIN_MIB = 48
+#: and its data segment: the allocators (glibc's, DuckDB's) keep address space they reserved
+#: (measured: +60 to +85 MiB of ~320; before the merge read its files' batches in sizes shared
+#: by the partitions, +220, as the merge held about a batch of 122,880 rows per partition)
+DATA_MARGIN_MIB = 128
+
+
+def test_streamed_label_distribution_equals_the_whole_column_one(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 5_000
+    columns = {
+        "int": pa.array(rng.integers(-3, 4, n)), "int8": pa.array(rng.integers(0, 3, n), pa.int8()),
+        "bool": pa.array(rng.random(n) > 0.5), "str": pa.array(rng.choice(["x", "a b", "y"], n)),
+        "large": pa.array(rng.choice(["x", "z"], n), pa.large_string()),
+        "int_nulls": pa.array([None if i % 7 == 0 else i % 3 for i in range(n)], pa.int64()),
+        "str_nulls": pa.array([None if i % 7 == 0 else str(i % 3) for i in range(n)]),
+        "many": pa.array(np.arange(n) % 51), "float": pa.array(rng.integers(0, 2, n) * 1.0),
+        "text": pa.array([f"t{i}" for i in range(n)]),
+    }
+    table = pa.table(columns)
+    path = tmp_path / "split.parquet"
+    pq.write_table(table, path, row_group_size=700)  # counted over 8 row groups
+    labels = list(columns)
+    assert _file_label_distribution(path, labels) == _label_distribution(table, labels)
+    assert list(_file_label_distribution(path, labels)) == labels
+    pq.write_table(table.slice(0, 0), tmp_path / "empty.parquet")
+    assert (_file_label_distribution(tmp_path / "empty.parquet", labels)
+            == _label_distribution(table.slice(0, 0), labels))
+
+
+def _store(root: Path) -> None:
+    """Views ``n`` and ``n4`` (N and 4N labels PIT-joined with 16 float features each) and
+    ``tiny`` (200 rows, for the warm-up). Rows are inserted N / 4 at a time: both views' groups
+    have files of the same row groups, and at least as many as DuckDB and the partitioning read
+    at the same time (a row group per DuckDB thread, two groups at once)."""
+    import feature_store
+
+    fs = feature_store.login(root=root).get_feature_store()
+    rng = np.random.default_rng(0)
+    for name, n in (("tiny", 200), ("n", N), ("n4", 4 * N)):
+        ts = pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(np.arange(n), unit="s")
+        feats = pd.DataFrame({"rid": np.arange(n), "ts": ts,
+                              **{f"f{i}": rng.normal(size=n) for i in range(FEATURES)}})
+        labels = pd.DataFrame({"rid": np.arange(n), "ts": ts,
+                               "label": (feats["f0"] > 0).astype(np.int64)})
+        lg = fs.get_or_create_feature_group(f"{name}_labels", version=1, primary_key=["rid"],
+                                            event_time="ts", statistics_config=False)
+        fg = fs.get_or_create_feature_group(f"{name}_features", version=1, primary_key=["rid"],
+                                            event_time="ts", statistics_config=False)
+        for start in range(0, n, N // 4):
+            lg.insert(labels.iloc[start:start + N // 4])
+            fg.insert(feats.iloc[start:start + N // 4])
+        fs.create_feature_view(name, query=lg.select_all().join(
+            fg.select([f"f{i}" for i in range(FEATURES)]), on=["rid"]), labels=["label"])
+
+
+def _run(root: Path, view: str, mode: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **ENV, "PYTHONPATH": str(HERE.parents[1])}
+    return subprocess.run([sys.executable, str(HERE / "flat_memory_worker.py"), str(root), view,
+                           mode, str(CAP_MIB)], env=env, check=False, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_create_four_times_larger_peaks_no_higher_under_the_same_limit(tmp_path):
+    root = tmp_path / "store"
+    _store(root)
+    whole = _run(root, "n4", "memory")
+    assert whole.returncode == 3, whole.stdout + whole.stderr[-3000:]
+    peaks = {}
+    for view in ("n", "n4"):
+        run = _run(root, view, "stream")
+        assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+        peaks[view] = json.loads(run.stdout.strip().splitlines()[-1])
+    print(peaks)
+    assert peaks["n"]["rows"] == N and peaks["n4"]["rows"] == 4 * N
+    # the joins ran in hash partitions, more of them for more data (each as large as before)
+    assert 1 < peaks["n"]["buckets"][0] < peaks["n4"]["buckets"][0]
+    assert peaks["n4"]["rss_peak_mib"] <= peaks["n"]["rss_peak_mib"] + RSS_MARGIN_MIB
+    assert peaks["n4"]["peak_mib"] <= peaks["n"]["peak_mib"] + DATA_MARGIN_MIB
