@@ -225,12 +225,21 @@ def _ints(column: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
 
     if str(column.type) not in _INT_TYPES:
         return None
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = _one_chunk(column)
     ints = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
     if not array.null_count:
         return np.asarray(ints.to_numpy(), dtype=np.int64), None
     valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
     return np.asarray(pc.fill_null(ints, 0).to_numpy(), dtype=np.int64), valid
+
+
+def _one_chunk(column: Any) -> pa.Array:
+    """A column as one array: its only chunk as it is (``combine_chunks`` copies even one)."""
+    import pyarrow as pa
+
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _filled(array: Any) -> np.ndarray:
@@ -239,8 +248,7 @@ def _filled(array: Any) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
+    array = _one_chunk(array)
     values = pc.fill_null(array.cast(pa.int64()), -1) if array.null_count else array.cast(pa.int64())
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
 
@@ -264,7 +272,7 @@ class _Codes:
             return
         code = None
         for key in keys:
-            encoded = pc.dictionary_encode(root.column(key).combine_chunks())
+            encoded = pc.dictionary_encode(_one_chunk(root.column(key)))
             code = self._mix(code, _filled(encoded.indices), encoded.dictionary)
         if code is None:
             raise ValueError("a partitioned query joins on at least one key")
@@ -303,7 +311,7 @@ class _Codes:
                 found = pc.index_in(pa.array(code, mask=code < 0), value_set=dictionary)
                 code = _filled(found)
                 continue
-            values = table.column(next(columns)).combine_chunks()
+            values = _one_chunk(table.column(next(columns)))
             if values.type != dictionary.type:
                 values = values.cast(dictionary.type)
             column = _filled(pc.index_in(values, value_set=dictionary))
@@ -355,7 +363,7 @@ class _Lookup:
             within = (values >= self.low) & (values <= high)
             inside = within if inside is None else inside & within
         if inside is None:
-            return self.table[values - self.low].astype(np.int64)
+            return self.table[values - self.low if self.low else values].astype(np.int64)
         code = self.table[np.where(inside, values - self.low, 0)].astype(np.int64)
         code[~inside] = -1
         return code
@@ -375,7 +383,7 @@ def _times(column: Any) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = _one_chunk(column)
     if pa.types.is_timestamp(array.type) and array.type.unit != "us":  # pragma: no cover
         raise RuntimeError(f"event time of type {array.type}: microseconds expected")
     ints = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
@@ -402,7 +410,8 @@ class _LeftSide:
             codes, times = code[self.rows], times[self.rows]
         if len(self.rows):
             order, codes = _pair_order(codes, times)
-            self.rows, times = self.rows[order], times[order]
+            self.rows = order if len(self.rows) == self.size else self.rows[order]
+            times = times[order]
         self.codes, self.times = codes, times
 
 
@@ -529,16 +538,20 @@ def _latest(lcode: np.ndarray, ltime: np.ndarray, rcode: np.ndarray, rtime: np.n
     or before it, and the index of the latest such right row (where there is one)."""
     import numpy as np
 
-    lpacked = (lcode << shift) | ltime
-    rpacked = (rcode << shift) | rtime
+    lpacked = lcode << shift
+    lpacked |= ltime
+    rpacked = rcode << shift
+    rpacked |= rtime
     if ties is None:
         order, ordered = _sorted_pairs(rpacked, rcode, rtime, shift)
     else:
         order = _right_order(rpacked, ties)
         ordered = rpacked[order]
-    position = np.searchsorted(ordered, lpacked, side="right") - 1
-    at = np.maximum(position, 0)
-    hit = (position >= 0) & ((ordered[at] >> shift) == lcode)
+    at = np.searchsorted(ordered, lpacked, side="right")
+    at -= 1  # the last right row at or below; -1 (none) takes the last row: not a hit
+    hit = (ordered[at] >> shift) == lcode
+    if int(lpacked.min()) < int(ordered[0]):
+        hit &= at >= 0
     return hit, order[at]
 
 
@@ -557,7 +570,10 @@ def _sorted_pairs(packed: np.ndarray, codes: np.ndarray, times: np.ndarray, shif
         order = np.argsort(packed, kind="stable")
         return order, packed[order]
     key = codes << (kept + index_bits)
-    key |= (times >> (shift - kept)) << index_bits
+    high = times >> (shift - kept)
+    high <<= index_bits
+    key |= high
+    del high
     key |= np.arange(len(packed))
     key.sort()
     if kept == shift:  # the sorted values are the packed ones, with their indices
@@ -601,8 +617,7 @@ class _Gather:
         self.index = match
         self.validity = None
         if len(self.missing):
-            self.index = match.copy()
-            self.index[self.missing] = 0
+            self.index = np.maximum(match, 0)
             self.validity = pa.py_buffer(np.packbits(match >= 0, bitorder="little"))
 
     def take(self, column: Any) -> pa.Array:
@@ -610,7 +625,7 @@ class _Gather:
         import numpy as np
         import pyarrow as pa
 
-        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        array = _one_chunk(column)
         kind = array.type
         if (array.null_count or not pa.types.is_primitive(kind) or pa.types.is_boolean(kind)
                 or kind.bit_width not in (8, 16, 32, 64)):
