@@ -8,7 +8,6 @@ and exit 2; ``fstrain validate`` exits 0 when the model passed its gates and 3 w
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -205,8 +204,9 @@ def features(
 
         given = {k: v for k, v in (("sample", sample), ("n_transactions", n_transactions))
                  if v is not None}
-        config = feature.FeaturePipelineConfig(
-            use_case=use_case, start=start, end=end, ingestion_policy=policy, **given,
+        # --policy is any string here: the config refuses one that is not a policy
+        config = feature.FeaturePipelineConfig.model_validate(
+            {"use_case": use_case, "start": start, "end": end, "ingestion_policy": policy, **given},
         )
         with _step(f"feature pipeline: {use_case}"):
             ref = feature.run(_project(), config)
@@ -236,11 +236,13 @@ def dataset(
     def body() -> None:
         from pipelines import training_dataset
 
-        config = training_dataset.TrainingDatasetConfig(
-            use_case=use_case, split=split, seed=seed, validation_size=validation_size,
-            test_size=test_size, group_column=group_column, gap=gap, **({"data_format": data_format} if data_format else {}),
-            test_window=test_window, validation_window=validation_window, anchor=anchor,
-        )
+        # --split and --data-format are any strings here: the config refuses unknown ones
+        config = training_dataset.TrainingDatasetConfig.model_validate({
+            "use_case": use_case, "split": split, "seed": seed, "validation_size": validation_size,
+            "test_size": test_size, "group_column": group_column, "gap": gap,
+            **({"data_format": data_format} if data_format else {}),
+            "test_window": test_window, "validation_window": validation_window, "anchor": anchor,
+        })
         with _step(f"training-dataset pipeline: {use_case}"):
             ref = training_dataset.run(_project(), config)
         _emit(ref.to_dict(), f"training dataset {ref}")
@@ -317,13 +319,14 @@ def train(
                            track=track is not None,
                            workers=workers > 1, ray_address=ray_address is not None)
         overrides = _trainer_overrides(config, model, param, base_model, tune_metric)
-        cfg = training.TrainingPipelineConfig(
-            use_case=use_case, training_dataset_version=version, model=overrides,
-            model_name=model_name, tune=tune, ray_address=ray_address, resume=resume,
-            workers=workers, num_cpus=num_cpus, cv=cv, spark_master=spark_master, nested=nested,
-            track=track, tracking_uri=tracking_uri,
-            find_label_issues=find_label_issues, drop_label_issues=drop_label_issues,
-        )
+        # --track is any string here: the config refuses a tracker it does not know
+        cfg = training.TrainingPipelineConfig.model_validate({
+            "use_case": use_case, "training_dataset_version": version, "model": overrides,
+            "model_name": model_name, "tune": tune, "ray_address": ray_address, "resume": resume,
+            "workers": workers, "num_cpus": num_cpus, "cv": cv, "spark_master": spark_master,
+            "nested": nested, "track": track, "tracking_uri": tracking_uri,
+            "find_label_issues": find_label_issues, "drop_label_issues": drop_label_issues,
+        })
         project = _project()
         if smoke:
             _smoke(project, cfg)
@@ -660,4 +663,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -4,7 +4,7 @@ pydantic's ``ValidationError``, whether the config comes from Python, the CLI or
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -23,7 +23,7 @@ class PipelineConfig(BaseModel):
             raise ConfigError(validation_message(exc, type(self).model_fields)) from None
 
     @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:  # noqa: D102
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as exc:

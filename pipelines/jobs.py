@@ -85,7 +85,7 @@ _MONTHS = {m: i + 1 for i, m in enumerate(
     ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"])}
 _DAYS = {d: i + 1 for i, d in enumerate(["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"])}
 #: (field name, lowest, highest, names)
-_FIELDS = (
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("seconds", 0, 59, {}), ("minutes", 0, 59, {}), ("hours", 0, 23, {}),
     ("day-of-month", 1, 31, {}), ("month", 1, 12, _MONTHS), ("day-of-week", 1, 7, _DAYS),
     ("year", 1970, 2099, {}),
@@ -201,9 +201,9 @@ class Resources(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    memory: int = Field(2048, ge=256)
-    cores: float = Field(1, gt=0)
-    gpus: int = Field(0, ge=0)
+    memory: int = Field(default=2048, ge=256)
+    cores: float = Field(default=1, gt=0)
+    gpus: int = Field(default=0, ge=0)
 
 
 class StageConfig(BaseModel):

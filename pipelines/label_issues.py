@@ -101,7 +101,7 @@ def out_of_fold_probabilities(cfg: Any, X: pd.DataFrame, y: pd.DataFrame, *, k: 
         mat = np.asarray(model.predict_proba(X.iloc[val_idx]), dtype=float)
         if mat.ndim == 1:
             mat = np.column_stack([1.0 - mat, mat])
-        columns = [classes.index(c) for c in model.labels.classes]
+        columns = np.array([classes.index(c) for c in model.labels.classes], dtype=np.intp)
         probs[np.ix_(val_idx, columns)] = mat
     probs = np.nan_to_num(probs, nan=0.0)
     probs /= probs.sum(axis=1, keepdims=True)

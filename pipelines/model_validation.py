@@ -28,16 +28,16 @@ class ModelValidationConfig(PipelineConfig):
     """Configuration of one model-validation run."""
 
     model_name: str
-    version: int | None = Field(None, ge=1)  # None: the latest version
+    version: int | None = Field(default=None, ge=1)  # None: the latest version
     gates: list[str] | None = None  # added to the use case's and fstrain's standard gates
     gate_source: Literal["config file", "command line"] = "config file"
     replace_gates: bool = False  # True: `gates` replace the defaults (shown on the scorecard)
     threshold_strategy: str = "f1"
-    min_slice_size: int = Field(30, ge=1)
-    min_slice_positives: int = Field(10, ge=0)
-    min_slice_negatives: int = Field(10, ge=0)
-    shap_samples: int = Field(200, ge=1)
-    bootstrap_resamples: int = Field(200, ge=10)
+    min_slice_size: int = Field(default=30, ge=1)
+    min_slice_positives: int = Field(default=10, ge=0)
+    min_slice_negatives: int = Field(default=10, ge=0)
+    shap_samples: int = Field(default=200, ge=1)
+    bootstrap_resamples: int = Field(default=200, ge=10)
     seed: int = 0
     model_card: str | None = None  # YAML overrides; default <root>/model_cards/<name>.yaml
 

@@ -271,7 +271,9 @@ def diff_command(
     except FeatureStoreError as exc:
         _fail(exc)
     model_diff = diff_models(models[0].manifest, models[1].manifest)
-    scorecards = (diff_scorecards(cards[0], cards[1]) if None not in cards else None)
+    card1, card2 = cards
+    scorecards = (diff_scorecards(card1, card2)
+                  if card1 is not None and card2 is not None else None)
     if as_json:
         typer.echo(json.dumps({"model": model_diff, "scorecards": scorecards}, indent=2,
                               default=str))

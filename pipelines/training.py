@@ -45,9 +45,9 @@ class TrainingPipelineConfig(PipelineConfig):
     ray_address: str | None = None
     # CPUs for Ray (--tune, --workers): a local Ray starts with this many; each of N workers
     # gets num_cpus // N threads. None: 2, or one per worker when there are more workers
-    num_cpus: int | None = Field(None, ge=1)
-    workers: int = Field(1, ge=1)  # >1: data-parallel torch/xgboost/lightgbm on Ray Train
-    cv: int | None = Field(None, ge=2)  # k-fold cross-validation on the train split first
+    num_cpus: int | None = Field(default=None, ge=1)
+    workers: int = Field(default=1, ge=1)  # >1: data-parallel torch/xgboost/lightgbm on Ray Train
+    cv: int | None = Field(default=None, ge=2)  # k-fold cross-validation on the train split first
     nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
     find_label_issues: bool = False  # with cv: Cleanlab on the out-of-fold probabilities
     drop_label_issues: bool = False  # train without the rows find_label_issues flags

@@ -194,43 +194,44 @@ class _Strict(BaseModel):
 class TorchOptions(_Strict):
     """Options of the PyTorch loop (used by ``mlp`` and ``cnn``)."""
 
-    epochs: int = Field(20, ge=1)
-    batch_size: int = Field(64, ge=1, description="per-worker micro-batch size")
-    lr: float = Field(1e-3, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
+    epochs: int = Field(default=20, ge=1)
+    batch_size: int = Field(default=64, ge=1, description="per-worker micro-batch size")
+    lr: float = Field(default=1e-3, gt=0)
+    weight_decay: float = Field(default=0.01, ge=0)
     betas: tuple[float, float] = (0.9, 0.999)
     scheduler: Literal["warmup_cosine", "one_cycle", "plateau", "cosine_restarts", "none"] = (
         "warmup_cosine")
-    warmup_steps: int = Field(0, ge=0, description="optimizer steps of linear warm-up")
-    min_lr_ratio: float = Field(0.0, ge=0, le=1)
+    warmup_steps: int = Field(default=0, ge=0, description="optimizer steps of linear warm-up")
+    min_lr_ratio: float = Field(default=0.0, ge=0, le=1)
     amp: Literal["auto", "bf16", "fp16", "off"] = "auto"
-    grad_accum_steps: int = Field(1, ge=1)
-    grad_clip: float | None = Field(1.0, gt=0)
+    grad_accum_steps: int = Field(default=1, ge=1)
+    grad_clip: float | None = Field(default=1.0, gt=0)
     deterministic: bool = False
-    num_workers: int = Field(0, ge=0)
-    checkpoint_every_steps: int | None = Field(None, ge=1)
+    num_workers: int = Field(default=0, ge=0)
+    checkpoint_every_steps: int | None = Field(default=None, ge=1)
     checkpoint: bool = True
-    patience: int | None = Field(5, ge=1, description="early-stopping patience in epochs")
+    patience: int | None = Field(default=5, ge=1, description="early-stopping patience in epochs")
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    label_smoothing: float = Field(0.0, ge=0, lt=1)
+    label_smoothing: float = Field(default=0.0, ge=0, lt=1)
     optimizer: Literal["adamw", "sgd"] = "adamw"
-    momentum: float | None = Field(None, ge=0, lt=1, description="SGD only; default 0.9")
-    nesterov: bool | None = Field(None, description="SGD only; default false")
+    momentum: float | None = Field(default=None, ge=0, lt=1, description="SGD only; default 0.9")
+    nesterov: bool | None = Field(default=None, description="SGD only; default false")
     restart_epochs: int | None = Field(
-        None, ge=1, description="cosine_restarts only: first cycle in epochs; default 1")
+        default=None, ge=1, description="cosine_restarts only: first cycle in epochs; default 1")
     restart_mult: int | None = Field(
-        None, ge=1, description="cosine_restarts only: cycle length factor; default 1")
+        default=None, ge=1, description="cosine_restarts only: cycle length factor; default 1")
     lr_scaling: Literal["none", "linear", "sqrt"] = "none"
     base_batch_size: int | None = Field(
-        None, ge=1, description="the global batch the lr is tuned for (lr_scaling)")
-    mixup_alpha: float = Field(0.0, ge=0, description="Beta(a, a) mixup; 0 = off")
-    augment_shift: int = Field(0, ge=0, description="cnn: random shift in pixels; 0 = off")
+        default=None, ge=1, description="the global batch the lr is tuned for (lr_scaling)")
+    mixup_alpha: float = Field(default=0.0, ge=0, description="Beta(a, a) mixup; 0 = off")
+    augment_shift: int = Field(default=0, ge=0, description="cnn: random shift in pixels; 0 = off")
     activation_checkpointing: bool = False
-    streaming: bool = Field(False, description="mlp: read the version's files a row group at a "
-                            "time (data larger than memory; pipelines.trainers.streaming)")
+    streaming: bool = Field(
+        default=False, description="mlp: read the version's files a row group at a time (data "
+        "larger than memory; pipelines.trainers.streaming)")
     shuffle_buffer: int | None = Field(
-        None, ge=0, description="streamed input (streaming or --workers): rows shuffled per "
-        "window; default 16384, 0 = file order")
+        default=None, ge=0, description="streamed input (streaming or --workers): rows shuffled "
+        "per window; default 16384, 0 = file order")
 
     @model_validator(mode="after")
     def _check_optimizer_options(self) -> TorchOptions:
@@ -265,16 +266,17 @@ class TorchOptions(_Strict):
 class TuneOptions(_Strict):
     """Options of hyperparameter tuning (Ray Tune, ASHA + Optuna)."""
 
-    num_samples: int = Field(8, ge=1)
-    max_concurrent: int = Field(2, ge=1)
+    num_samples: int = Field(default=8, ge=1)
+    max_concurrent: int = Field(default=2, ge=1)
     search_space: dict[str, Any] | None = None
-    metric: str | None = Field(None, description="defaults to val_<config.metric>")
+    metric: str | None = Field(default=None, description="defaults to val_<config.metric>")
     mode: Literal["min", "max"] | None = None
-    grace_period: int = Field(1, ge=1)
-    reduction_factor: int = Field(2, ge=2)
-    max_t: int | None = Field(None, ge=1, description="rounds/epochs; defaults to the config's")
-    cpus_per_trial: float = Field(1.0, gt=0)
-    gpus_per_trial: float = Field(0.0, ge=0)
+    grace_period: int = Field(default=1, ge=1)
+    reduction_factor: int = Field(default=2, ge=2)
+    max_t: int | None = Field(
+        default=None, ge=1, description="rounds/epochs; defaults to the config's")
+    cpus_per_trial: float = Field(default=1.0, gt=0)
+    gpus_per_trial: float = Field(default=0.0, ge=0)
 
 
 class TrainConfig(_Strict):
@@ -293,11 +295,12 @@ class TrainConfig(_Strict):
     # probability correction for the class weights (pipelines.trainers.calibration): auto =
     # prior correction when imbalance reweighted or resampled the classes
     calibration: Literal["auto", "none", "prior", "platt", "isotonic"] = "auto"
-    early_stopping_rounds: int | None = Field(20, ge=1)
+    early_stopping_rounds: int | None = Field(default=20, ge=1)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    max_categories: int | None = Field(50, ge=2, description="one-hot cap per categorical column")
+    max_categories: int | None = Field(
+        default=50, ge=2, description="one-hot cap per categorical column")
     numeric_preprocessing: Literal["auto", "impute_scale", "passthrough"] = Field(
-        "auto",
+        default="auto",
         description="auto: passthrough for gradient-boosted trees, impute_scale for the others",
     )
     image_column: str = "image_path"
@@ -552,7 +555,7 @@ def _explain(exc: ValidationError, source: dict[str, Any]) -> str:
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             name = str(err["loc"][-1])
-            section = TrainConfig
+            section: type[BaseModel] = TrainConfig
             if len(err["loc"]) > 1 and err["loc"][0] in ("torch", "tune"):
                 section = TorchOptions if err["loc"][0] == "torch" else TuneOptions
             msg = f"unknown option {name!r}." + did_you_mean(name, section.model_fields)

@@ -50,8 +50,10 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
     present = np.unique(y)
     if n_classes == 2:
         if len(present) == 2:
-            out["auc"] = float(roc_auc(y, mat[:, 1]))
-            out["pr_auc"] = float(average_precision(y, mat[:, 1]))
+            auc, pr_auc = roc_auc(y, mat[:, 1]), average_precision(y, mat[:, 1])
+            # both classes are present: neither is None (None means one class only)
+            assert auc is not None and pr_auc is not None
+            out["auc"], out["pr_auc"] = auc, pr_auc
             out["f1"] = best_f1(y, mat[:, 1])
         else:
             out["auc"] = out["pr_auc"] = out["f1"] = float("nan")
