@@ -27,6 +27,12 @@ class PipelineConfig(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as exc:
+            # pydantic runs the overridden __init__ on a mapping: its ConfigError comes back
+            # wrapped as a value error of the whole input; raise it as it was
+            errors = exc.errors()
+            inner = errors[0].get("ctx", {}).get("error") if len(errors) == 1 else None
+            if isinstance(inner, ConfigError):
+                raise inner from None
             raise ConfigError(validation_message(exc, cls.model_fields)) from None
 
 

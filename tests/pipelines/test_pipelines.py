@@ -301,6 +301,28 @@ def test_pipeline_configs_raise_config_errors_naming_the_option(make, message):
         make()
 
 
+@pytest.mark.parametrize("args, message", [
+    (["features", "adult", "--policy", "sometimes"],
+     "error: FeaturePipelineConfig: option 'ingestion_policy': Input should be 'always' or "
+     "'strict'; got 'sometimes'"),
+    (["dataset", "adult", "--data-format", "xml"],
+     "error: TrainingDatasetConfig: option 'data_format': Input should be 'parquet', 'csv' or "
+     "'jsonl'; got 'xml'"),
+    (["train", "adult", "-t", "1", "--track", "wandb"],
+     "error: TrainingPipelineConfig: option 'track': Input should be 'mlflow'; got 'wandb'"),
+])
+def test_cli_options_are_checked_by_the_config_and_named_once(tmp_path, args, message):
+    """The CLI passes its string options to the configs' model_validate; pydantic runs the
+    configs' own __init__ there, whose ConfigError is raised as it was (it came back wrapped
+    in a second ValidationError, its title written twice), and nothing is written."""
+    out = _cli(tmp_path / "store", *args)
+    assert out.exit_code == 2 and out.output.strip() == message
+    assert not (tmp_path / "store").exists()
+    with pytest.raises(ConfigError) as raised:
+        feature.FeaturePipelineConfig.model_validate({"use_case": "adult", "sample": "many"})
+    assert str(raised.value).count("FeaturePipelineConfig") == 1
+
+
 def test_cross_validation_is_recorded_with_the_model(project):
     _features(project, "adult")
     td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
