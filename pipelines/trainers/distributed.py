@@ -116,10 +116,10 @@ def _worker(loop_config: dict[str, Any]) -> None:
         ray.train.report(metrics, checkpoint=checkpoint)
 
     train_set, val_set = loop_config["train_set"], loop_config["val_set"]
-    if getattr(train_set, "streamed", False):  # mlp: this rank's Ray Data shard
-        from pipelines.trainers.ray_input import RayShardStream, dataset_name
+    if getattr(train_set, "streamed", False):  # mlp: this rank's blocks from the feeder
+        from pipelines.trainers.ray_input import RankFeed, RayShardStream
 
-        train_set = RayShardStream(ray.train.get_dataset_shard(dataset_name(rank)), train_set,
+        train_set = RayShardStream(RankFeed(loop_config["feeder"], rank), train_set,
                                    epochs=cfg.torch.epochs, start_now=not loop_config["resume"])
     with deterministic_mode(cfg.torch.deterministic):
         seed_everything(cfg.seed)  # same initial weights on every rank (DDP broadcasts anyway)
@@ -280,20 +280,27 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
 
 def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, num_cpus: int,
                 use_gpu: bool) -> Any:
-    """Run :func:`_worker` on ``num_workers`` Ray Train workers (gloo on CPU, nccl on GPU)."""
+    """Run :func:`_worker` on ``num_workers`` Ray Train workers (gloo on CPU, nccl on GPU).
+
+    A streamed train set (``mlp``) is read by a :class:`~pipelines.trainers.ray_input.ShardFeeder`
+    created first, which starts a fresh run's first epoch while Ray Train starts its workers."""
+    import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
     from pipelines.trainers import ray_input
 
     streamed = getattr(loop_config["train_set"], "streamed", False)
+    feeder = None
+    if streamed:
+        epochs = load_config(loop_config["config"]).torch.epochs
+        feeder = ray_input.start_feeder(loop_config["train_set"], num_workers, epochs,
+                                        start_epoch=None if loop_config["resume"] else 0)
+        loop_config = {**loop_config, "feeder": feeder}
     share = max(1, num_cpus // num_workers)
     trainer = TorchTrainer(
         _worker,
         train_loop_config=loop_config,
-        datasets=ray_input.rank_datasets(loop_config["train_set"], num_workers) if streamed
-        else None,
-        dataset_config=ray_input.data_config() if streamed else None,
         torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
         scaling_config=ScalingConfig(
             num_workers=num_workers, use_gpu=use_gpu,
@@ -303,7 +310,11 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
         ),
         run_config=RunConfig(name="ddp", storage_path=str(workdir / "ray_results")),
     )
-    return trainer.fit()
+    try:
+        return trainer.fit()
+    finally:
+        if feeder is not None:
+            ray.kill(feeder)
 
 
 def _best_from_checkpoints(ckdir: Path, arch: dict[str, Any]) -> tuple[Any, list[dict[str, Any]], int]:

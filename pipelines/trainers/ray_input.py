@@ -4,15 +4,23 @@ split is read, preprocessed and batched by Ray Data, not shipped as a frame.
 Per rank, one Ray Dataset: its pieces (:func:`pipelines.trainers.streaming.rank_pieces`, dealt
 once per run from the seed) → ``map_batches`` reading each piece's rows from the split's Parquet
 file and applying the train-fitted preprocessing (:class:`~pipelines.trainers.streaming.StreamPrep`,
-fitted once on the driver) → in the worker, ``ray.train.get_dataset_shard("train_rank<r>")``
-→ ``iter_batches`` (whole pieces, numpy) → a shuffle window seeded by ``(seed, epoch, rank)``
-and batches, as in one process.
+fitted once on the driver), run by the :class:`ShardFeeder` actor → in the worker, the rank's
+blocks (whole pieces, numpy) → a shuffle window seeded by ``(seed, epoch, rank)`` and batches,
+as in one process.
 
 Why per-rank datasets rather than ``read_parquet`` + ``streaming_split``: Ray's equal split
 (which DDP needs: every rank must take as many steps) drops the ``n mod world_size`` remainder
 rows of every epoch (``OutputSplitter`` in Ray 2.60), and which rows reach which rank depends on
 timing. Dealing pieces of row groups by row count covers every row exactly once, the same way
 each run, and lets every rank take ``ceil(ceil(n / world) / batch_size)`` steps.
+
+Why a feeder actor rather than Ray Train's ``datasets=`` / ``DataConfig``: with those, each rank's
+streaming executor starts in its Train worker when the worker first iterates, beside the loop's
+setup, and the read tasks wait for fresh worker processes; the first epoch waited 35–44% of its
+train time for them (bench/RESULTS.md). :func:`start_feeder` creates one :class:`ShardFeeder`
+actor in the driver before the worker group exists and starts epoch 0 of every rank there, so
+the first pieces are read while Ray Train starts its workers; each worker pulls its rank's
+blocks (object refs, no copy) through a :class:`RankFeed` handed over in the loop config.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import functools
 import queue
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,10 +38,12 @@ from pipelines.trainers.streaming import Piece, SplitStream, exact_batches
 
 #: CPUs a Ray Data read task asks for (the train workers leave this much of their share free)
 READ_TASK_CPUS = 0.25
+#: blocks (pieces) of each rank the feeder holds ready ahead of the worker
+FEED_AHEAD = 4
 
 
 def dataset_name(rank: int) -> str:
-    """The name of rank ``rank``'s train dataset handed to Ray Train."""
+    """The name of rank ``rank``'s train dataset (handed to Ray Train by distributed boosting)."""
     return f"train_rank{rank}"
 
 
@@ -66,8 +77,9 @@ def rank_datasets(stream: SplitStream, world_size: int) -> dict[str, Any]:
 
 
 def data_config() -> Any:
-    """Ray Train's ``DataConfig``: the per-rank datasets are not split again, and Ray Data keeps
-    the pieces' order (so a seed gives the same batches)."""
+    """Ray Train's ``DataConfig`` for per-rank datasets handed to a trainer (distributed
+    boosting): they are not split again, and Ray Data keeps the pieces' order (so a seed gives
+    the same batches)."""
     from ray.train import DataConfig
 
     options = DataConfig.default_ingest_options()
@@ -75,19 +87,164 @@ def data_config() -> Any:
     return DataConfig(datasets_to_split=[], execution_options=options)
 
 
+
+class _Pump:
+    """One rank's passes over its dataset in a thread of the feeder: block refs (with the rows
+    of the block they cover) into a queue of at most :data:`FEED_AHEAD`, ``None`` after each
+    epoch's last, epochs ``first``..``epochs - 1`` one after another."""
+
+    def __init__(self, dataset: Any, first: int, epochs: int) -> None:
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=FEED_AHEAD)
+        self.expect = first  # the epoch whose items the queue hands out next
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, args=(dataset, first, epochs),
+                         name=f"feed-{dataset.name}", daemon=True).start()
+
+    def _run(self, dataset: Any, first: int, epochs: int) -> None:
+        try:
+            for _ in range(first, epochs):
+                # Ray Data's streaming executor runs in this thread's process; a full queue
+                # stops it reading further ahead (backpressure), so memory stays bounded
+                for bundle in dataset.iter_internal_ref_bundles():
+                    for entry, part in zip(bundle.blocks, bundle.slices, strict=True):
+                        rows = (part.start_offset, part.end_offset) if part else None
+                        if not self._put((entry.ref, rows)):
+                            return
+                if not self._put(None):
+                    return
+        except BaseException as exc:  # handed to the worker that asks next
+            self._put(exc)
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def stop(self) -> None:
+        """Stop after the block being read (the executor shuts down when its iterator goes)."""
+        self._stop.set()
+
+
+class ShardFeeder:
+    """Ray actor (see :func:`start_feeder`) running every rank's Ray Data pipeline and handing
+    its blocks to the rank's worker in order, one epoch (a full pass over the rank's pieces)
+    after another; the next epoch starts as soon as this one's last block is queued, so it
+    overlaps the worker's last batches and validation, as the worker's own read-ahead did."""
+
+    def __init__(self, stream: SplitStream, world_size: int, epochs: int) -> None:
+        from ray.data import DataContext, ExecutionResources
+
+        options = DataContext.get_current().execution_options
+        # the pieces' order, so a seed gives the same batches (as DataConfig's option did)
+        options.preserve_order = True
+        # one read task per rank at a time, as when the train workers held the rest of the
+        # CPUs: started before them, Ray Data would fill the idle CPUs with read tasks whose
+        # new worker processes delay the train workers' start
+        options.resource_limits = ExecutionResources(cpu=READ_TASK_CPUS)
+        self._datasets = [pieces_dataset(stream, stream.pieces(rank, world_size))
+                          for rank in range(world_size)]
+        for rank, ds in enumerate(self._datasets):
+            ds.set_name(dataset_name(rank))
+        self._epochs = epochs
+        self._lock = threading.Lock()
+        self._pumps: dict[int, _Pump] = {}
+
+    def start(self, epoch: int) -> None:
+        """Start reading ``epoch`` for every rank (a fresh run: epoch 0, before any worker)."""
+        for rank in range(len(self._datasets)):
+            self._pump(rank, epoch)
+
+    def next(self, rank: int, epoch: int) -> tuple[Any, tuple[int, int] | None] | None:
+        """The next block of ``rank``'s ``epoch`` as (object ref, its rows or None for all),
+        or None after the epoch's last; asking for another epoch than the one under way
+        restarts the rank's reads at that epoch."""
+        if not 0 <= rank < len(self._datasets) or not 0 <= epoch < self._epochs:
+            raise ValueError(f"no epoch {epoch} of rank {rank}: the feeder serves ranks "
+                             f"0..{len(self._datasets) - 1}, epochs 0..{self._epochs - 1}")
+        pump = self._pump(rank, epoch)
+        item = pump.queue.get()
+        if item is None:
+            pump.expect = epoch + 1
+        elif isinstance(item, BaseException):
+            raise item
+        return item
+
+    def queued(self) -> list[int]:
+        """Blocks (and end-of-epoch marks) each rank has ready, read ahead of its worker."""
+        with self._lock:
+            return [self._pumps[r].queue.qsize() if r in self._pumps else 0
+                    for r in range(len(self._datasets))]
+
+    def _pump(self, rank: int, epoch: int) -> _Pump:
+        with self._lock:
+            pump = self._pumps.get(rank)
+            if pump is None or pump.expect != epoch:
+                if pump is not None:
+                    pump.stop()
+                pump = self._pumps[rank] = _Pump(self._datasets[rank], epoch, self._epochs)
+            return pump
+
+
+def start_feeder(stream: SplitStream, world_size: int, epochs: int, *,
+                 start_epoch: int | None = 0) -> Any:
+    """Create the :class:`ShardFeeder` actor on this (the driver's) node and, unless
+    ``start_epoch`` is None (a resumed run: the workers ask for their epoch), start reading
+    that epoch for every rank now (call with Ray initialised; kill the actor after the run)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    feeder = ray.remote(ShardFeeder).options(
+        num_cpus=0, max_concurrency=world_size + 2,  # one blocking next() per rank, + start()
+        scheduling_strategy=NodeAffinitySchedulingStrategy(
+            ray.get_runtime_context().get_node_id(), soft=False),
+    ).remote(stream, world_size, epochs)
+    if start_epoch is not None:
+        feeder.start.remote(start_epoch)
+    return feeder
+
+
+@dataclass(frozen=True)
+class RankFeed:
+    """What a Ray Train worker gets to read its rank's blocks from the feeder (picklable)."""
+
+    feeder: Any
+    rank: int
+
+    def blocks(self, epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """This rank's preprocessed pieces of ``epoch`` as (x, y) arrays, in order; the next
+        block is asked for while this one is converted."""
+        import ray
+        from ray.data.block import BlockAccessor
+
+        pending = self.feeder.next.remote(self.rank, epoch)
+        while (item := ray.get(pending)) is not None:
+            pending = self.feeder.next.remote(self.rank, epoch)
+            ref, rows = item
+            batch = BlockAccessor.for_block(ray.get(ref)).to_batch_format("numpy")
+            x, y = batch["x"], batch["y"]
+            if rows is not None:
+                x, y = x[rows[0]:rows[1]], y[rows[0]:rows[1]]
+            yield x, y
+
+
 class RayShardStream:
-    """The loop's streamed train set inside a Ray Train worker: this rank's Ray Data shard.
+    """The loop's streamed train set inside a Ray Train worker: this rank's blocks from the
+    :class:`ShardFeeder` (a :class:`RankFeed`).
 
     Row counts, step counts and the train-eval sample come from the :class:`SplitStream` the
     driver built (the sample is read directly: a few thousand rows)."""
 
     streamed = True
 
-    def __init__(self, shard: Any, stream: SplitStream, epochs: int = 1, *,
+    def __init__(self, feed: RankFeed | None, stream: SplitStream, epochs: int = 1, *,
                  start_now: bool = False) -> None:
-        self.shard, self.stream, self.epochs = shard, stream, epochs
+        self.feed, self.stream, self.epochs = feed, stream, epochs
         self._ahead: tuple[int, queue.Queue[Any]] | None = None
-        if start_now:  # a fresh run begins at epoch 0: Ray's read workers start during setup
+        if start_now:  # a fresh run begins at epoch 0: its first blocks come during setup
             self._start(0)
 
     def __len__(self) -> int:
@@ -105,10 +262,9 @@ class RayShardStream:
                       batch_size: int) -> Iterator[tuple[Any, Any]]:
         """This rank's rows for ``epoch``: exactly :meth:`steps` batches.
 
-        Ray Data hands over whole preprocessed pieces (``iter_batches`` with
-        ``batch_size=None``, numpy); they are shuffled through the same seeded window and cut into
-        batches as in one process (Ray's own local shuffle buffer re-slices Arrow blocks per
-        batch, which cost several times the training step here)."""
+        The feeder hands over whole preprocessed pieces; they are shuffled through the same
+        seeded window and cut into batches as in one process (Ray's own local shuffle buffer
+        re-slices Arrow blocks per batch, which cost several times the training step here)."""
         from pipelines.trainers.streaming import rebatch, window_shuffle
 
         chunks: Iterator[tuple[np.ndarray, np.ndarray]] = self._blocks(epoch)
@@ -119,17 +275,15 @@ class RayShardStream:
                              what=f"rank {rank} of {world_size}")
 
     def _start(self, epoch: int) -> None:
-        """Start reading ``epoch``'s pieces in a thread (Ray Data's executor takes a moment to
-        start: the next epoch's start overlaps this epoch's validation)."""
-        pieces: queue.Queue[Any] = queue.Queue(maxsize=2)
+        """Fetch ``epoch``'s blocks in a thread, two ahead of the loop (the next epoch's fetch
+        starts when this one's data ends, overlapping its validation)."""
+        assert self.feed is not None, "RayShardStream without a feed has no rows to read"
+        feed, pieces = self.feed, queue.Queue[Any](maxsize=2)
 
         def pump() -> None:
             try:
-                # numpy blocks: the loop shuffles and batches arrays (iter_torch_batches
-                # converted every block to tensors only for them to be turned back)
-                for b in self.shard.iter_batches(batch_size=None, batch_format="numpy",
-                                                 prefetch_batches=2):
-                    pieces.put((b["x"], b["y"]))
+                for chunk in feed.blocks(epoch):
+                    pieces.put(chunk)
                 pieces.put(None)
             except BaseException as exc:  # handed to the loop's thread
                 pieces.put(exc)

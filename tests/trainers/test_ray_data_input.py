@@ -1,6 +1,8 @@
-"""--workers N on a running Ray cluster: each rank's shard comes through Ray Data, covers every
-train row exactly once per epoch in a seeded order, and the pipeline joins the cluster by
-address and registers the same model format and lineage as one process."""
+"""--workers N on a running Ray cluster: each rank's shard comes through Ray Data (the feeder
+actor reads a fresh run's first epoch before any worker asks, no further ahead than
+FEED_AHEAD blocks), covers every train row exactly once per epoch in a seeded order, and the
+pipeline joins the cluster by address and registers the same model format and lineage as one
+process."""
 
 from __future__ import annotations
 
@@ -67,11 +69,15 @@ def cluster():
 @pytest.mark.slow
 def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path):
     import ray
-    import ray.data
 
     import pipelines.trainers.streaming as streaming
     from pipelines.trainers.config import load_config
-    from pipelines.trainers.ray_input import RayShardStream, rank_datasets
+    from pipelines.trainers.ray_input import (
+        FEED_AHEAD,
+        RankFeed,
+        RayShardStream,
+        start_feeder,
+    )
     from pipelines.trainers.torch_models import stream_torch_data
 
     X, y = make_binary(1001, seed=4)
@@ -90,14 +96,19 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
     col = list(pre.get_feature_names_out()).index("num__rid")
     ray.init(address=cluster, log_to_driver=False)
     try:
-        ray.data.DataContext.get_current().execution_options.preserve_order = True
         world = 3
-        datasets = rank_datasets(data.train_set, world)
+        feeder = start_feeder(data.train_set, world, epochs=2)  # epoch 0 is read from now on
+        # every rank's first blocks are read before anyone asks, and no more than FEED_AHEAD
+        # (each rank has 4-5 pieces here: with the end mark, more than FEED_AHEAD to read)
+        deadline = time.monotonic() + 120
+        while (queued := ray.get(feeder.queued.remote())) != [FEED_AHEAD] * world:
+            assert time.monotonic() < deadline and max(queued) <= FEED_AHEAD, queued
+            time.sleep(0.2)
 
         def epoch(e: int) -> tuple[list[int], list[int]]:
             rows, steps = [], []
             for rank in range(world):
-                shard = RayShardStream(datasets[f"train_rank{rank}"].iterator(), data.train_set)
+                shard = RayShardStream(RankFeed(feeder, rank), data.train_set)
                 batches = list(shard.epoch_batches(e, rank, world, 32))
                 steps.append(len(batches))
                 rows += [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
@@ -109,7 +120,10 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
         assert steps == [data.train_set.steps(world, 32)] * world  # equal DDP step counts
         second, _ = epoch(1)
         assert sorted(second) == sorted(first) and second != first  # reshuffled per epoch
-        assert epoch(0)[0] == first  # seeded: the same epoch gives the same order
+        assert epoch(0)[0] == first  # seeded: the same epoch gives the same order (re-read)
+        with pytest.raises(ray.exceptions.RayTaskError, match="no epoch 2 of rank 0"):
+            list(RayShardStream(RankFeed(feeder, 0), data.train_set).epoch_batches(2, 0, world,
+                                                                                  32))
     finally:
         ray.shutdown()
 
