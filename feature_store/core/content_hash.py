@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from feature_store.core import arrow_bits
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -92,7 +94,7 @@ def _update_chunk(chunk: pa.Array, nulls: _Digest, values: _Digest,
                   lengths: _Digest) -> None:
     if isinstance(chunk.type, pa.DictionaryType):
         chunk = chunk.dictionary_decode()
-    mask = pc.is_null(chunk).to_numpy(zero_copy_only=False) if chunk.null_count else None
+    mask = ~arrow_bits.validity(chunk) if chunk.null_count else None
     nulls.update(mask.view("u1") if mask is not None else bytes(len(chunk)))
     _update_values(chunk, mask, values, lengths)
 

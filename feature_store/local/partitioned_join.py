@@ -519,36 +519,21 @@ def _gather_column(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
+    from feature_store.core import arrow_bits
+
     kind = column.type
-    lanes = _LANES.get(kind.bit_width) if pa.types.is_primitive(kind) else None
+    lanes = arrow_bits.lanes(kind)
     chunks = [c for c in column.chunks if len(c)]
     if lanes is None or not chunks:
         return column.combine_chunks().take(pa.array(indices))
-    width = np.dtype(lanes).itemsize
-    values = _concatenate([np.frombuffer(c.buffers()[1], lanes, len(c), c.offset * width)
-                           for c in chunks]).take(indices)
+    values = _concatenate([arrow_bits.raw_values(c, lanes) for c in chunks]).take(indices)
     if not column.null_count:
         return pa.Array.from_buffers(kind, len(indices), [None, pa.py_buffer(values)], 0)
-    valid = _concatenate([_validity(c) for c in chunks]).take(indices)
+    valid = _concatenate([arrow_bits.validity(c) for c in chunks]).take(indices)
     bitmap = np.packbits(valid, bitorder="little")
     nulls = len(indices) - int(np.count_nonzero(valid))
     return pa.Array.from_buffers(kind, len(indices), [pa.py_buffer(bitmap), pa.py_buffer(values)],
                                  nulls)
-
-
-#: numpy types holding the values of fixed-width Arrow columns, by bit width
-_LANES = {8: "u1", 16: "<u2", 32: "<u4", 64: "<u8"}
-
-
-def _validity(chunk: pa.Array) -> np.ndarray:
-    """A chunk's validity as one bool per value."""
-    import numpy as np
-
-    bitmap = chunk.buffers()[0]
-    if bitmap is None or not chunk.null_count:
-        return np.ones(len(chunk), bool)
-    bits = np.unpackbits(np.frombuffer(bitmap, "u1"), bitorder="little")
-    return bits[chunk.offset:chunk.offset + len(chunk)].view(bool)
 
 
 def _ordered_batches(path: Path, columns: list[str] | None, rows: int
@@ -620,8 +605,8 @@ def file_rows(path: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if path.suffix == ".arrow":
-        return int(pa.ipc.open_file(str(path)).count_rows())
+    if path.suffix == ".arrow":  # mapped: the batches' headers are read, not their bodies
+        return int(pa.ipc.open_file(pa.memory_map(str(path))).count_rows())
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 

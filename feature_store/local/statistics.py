@@ -119,13 +119,15 @@ class _Moments:
     def update(self, column: pa.Array) -> None:
         import numpy as np
 
+        from feature_store.core import arrow_bits
+
         values = column.cast(pa.float64(), safe=False)  # rounds as DuckDB's CAST does
-        if values.null_count:
-            values = values.drop_null()
-        n = len(values)
+        n = len(values) - values.null_count
         if not n or not self.finite:
             return
-        x = np.frombuffer(values.buffers()[1], dtype=np.float64, count=n, offset=values.offset * 8)
+        x = arrow_bits.raw_values(values, "<f8")
+        if values.null_count:  # the valid values in order (numpy's compress: ~2x drop_null's)
+            x = x[arrow_bits.validity(values)]
         total = float(np.sum(x))  # pairwise
         mean = total / n
         m2 = math.nan

@@ -334,3 +334,23 @@ def test_stable_argsort_equals_numpys(dtype):
         assert ties == bool(np.any(ordered[1:] == ordered[:-1]))
         assert np.array_equal(pj._stable_argsort(np.unique(keys), True)[0],
                               np.arange(len(np.unique(keys))))
+
+
+def test_arrow_bits_validity_and_values_of_slices():
+    """Validity and raw values of slices starting anywhere in a bitmap's byte, of arrays
+    without a bitmap, and of the null type."""
+    from feature_store.core import arrow_bits
+
+    rng = np.random.default_rng(6)
+    mask = rng.random(100) < 0.3
+    whole = pa.array(rng.integers(0, 9, 100), mask=mask)
+    for start, length in ((0, 100), (3, 50), (13, 0), (9, 1), (17, 83)):
+        part = whole.slice(start, length)
+        assert np.array_equal(arrow_bits.validity(part), ~mask[start:start + length])
+        raw = arrow_bits.raw_values(part, arrow_bits.lanes(part.type))
+        assert np.array_equal(raw[~mask[start:start + length]].view("i8"),
+                              part.drop_null().to_numpy())
+    assert arrow_bits.validity(pa.array([1.0, 2.0])).all()
+    assert not arrow_bits.validity(pa.nulls(3)).any()
+    assert arrow_bits.lanes(pa.bool_()) is None and arrow_bits.lanes(pa.string()) is None
+    assert arrow_bits.lanes(pa.timestamp("us", "UTC")) == "<u8"
