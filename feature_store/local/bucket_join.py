@@ -542,11 +542,9 @@ def _latest(lcode: np.ndarray, ltime: np.ndarray, rcode: np.ndarray, rtime: np.n
     lpacked |= ltime
     rpacked = rcode << shift
     rpacked |= rtime
-    if ties is None:
-        order, ordered = _sorted_pairs(rpacked, rcode, rtime, shift)
-    else:
-        order = _right_order(rpacked, ties)
-        ordered = rpacked[order]
+    order, ordered = _sorted_pairs(rpacked, rcode, rtime, shift)
+    if ties is not None:
+        order, ordered = _broken_ties(order, ordered, ties)
     at = np.searchsorted(ordered, lpacked, side="right")
     at -= 1  # the last right row at or below; -1 (none) takes the last row: not a hit
     hit = (ordered[at] >> shift) == lcode
@@ -587,20 +585,36 @@ def _sorted_pairs(packed: np.ndarray, codes: np.ndarray, times: np.ndarray, shif
     return order, ordered
 
 
-def _right_order(packed: np.ndarray, ties: pa.Table) -> np.ndarray:
-    """Indices into ``packed`` in ascending order, one per distinct value: of equal values
-    (same keys and event time), the row with the smallest ``ties`` values (nulls last)."""
+def _broken_ties(order: np.ndarray, ordered: np.ndarray, ties: pa.Table
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` and ``ordered`` (sorted values, equal ones by index) kept to one row per
+    distinct value: of equal values (same keys and event time), the row with the smallest
+    ``ties`` values (nulls last; fully equal ties: the first by index). Only the rows in
+    runs of equal values are sorted by their ties (pyarrow's stable sort)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = pa.table({"__packed": packed, **{name: ties.column(name) for name in ties.column_names}})
-    order = np.asarray(pc.sort_indices(table, sort_keys=[
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return order, ordered
+    in_run = np.zeros(len(order), dtype=bool)
+    in_run[1:] |= same
+    in_run[:-1] |= same
+    starts = in_run.copy()
+    starts[1:] &= ~same  # a run's first position
+    at = np.flatnonzero(in_run)
+    rows, values = order[at], ordered[at]
+    table = pa.table({"__packed": values, **{name: ties.column(name).take(pa.array(rows))
+                                             for name in ties.column_names}})
+    by_ties = np.asarray(pc.sort_indices(table, sort_keys=[
         (name, "ascending", "at_end") for name in table.column_names]).to_numpy(), dtype=np.int64)
-    ordered = packed[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = ordered[1:] != ordered[:-1]
-    return order[first]
+    first = np.ones(len(by_ties), dtype=bool)
+    first[1:] = values[by_ties][1:] != values[by_ties][:-1]
+    order = order.copy()
+    order[starts] = rows[by_ties[first]]  # each run's winner, runs in ascending order
+    keep = ~in_run | starts
+    return order[keep], ordered[keep]
 
 
 class _Gather:

@@ -246,3 +246,23 @@ def test_sorted_pairs_and_pair_order(monkeypatch, pack_bits):
     rows, sorted_codes = bj._pair_order(codes, times)
     assert np.array_equal(np.sort(rows), np.arange(3000))
     assert np.array_equal(sorted_codes, np.sort(codes)) and np.array_equal(codes[rows], sorted_codes)
+
+
+def test_broken_ties_keep_the_smallest_tie_values():
+    """Of rows with equal packed values, the one with the smallest tie values (nulls last,
+    then by index) is kept, as a pyarrow sort of all rows by (value, ties) keeps it."""
+    rng = np.random.default_rng(8)
+    packed = rng.integers(0, 400, 2000)
+    ties = pa.table({"__tie0": pa.array(rng.integers(0, 3, 2000), mask=rng.random(2000) < 0.2),
+                     "__tie1": pa.array(rng.choice(["a", "b", "c"], 2000))})
+    order, ordered = bj._sorted_pairs(packed, packed, np.zeros(2000, dtype=np.int64), 0)
+    kept, values = bj._broken_ties(order, ordered, ties)
+    table = pa.table({"__packed": packed, **{n: ties.column(n) for n in ties.column_names}})
+    full = np.asarray(pa.compute.sort_indices(table, sort_keys=[
+        (n, "ascending", "at_end") for n in table.column_names]).to_numpy())
+    first = np.ones(len(full), dtype=bool)
+    first[1:] = packed[full][1:] != packed[full][:-1]
+    assert np.array_equal(kept, full[first]) and np.array_equal(values, packed[full[first]])
+    assert len(kept) < len(packed)
+    alone, alone_values = bj._broken_ties(order[::5][:300], np.arange(300), ties)  # no runs
+    assert np.array_equal(alone, order[::5][:300]) and np.array_equal(alone_values, np.arange(300))
