@@ -71,7 +71,7 @@ def mlp_class() -> type:
     """The Flax ``linen`` MLP (logits out; dropout only when ``train=True``)."""
     from flax import linen as nn
 
-    class MLP(nn.Module):  # type: ignore[misc, name-defined]
+    class MLP(nn.Module):
         hidden_sizes: tuple[int, ...]
         dropout: float
         n_classes: int

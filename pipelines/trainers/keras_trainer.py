@@ -68,7 +68,7 @@ def explicit_step_class() -> type:
     keras = import_keras()
 
     @keras.saving.register_keras_serializable(package="fstrain", name=CUSTOM_CLASS)
-    class ExplicitStepMLP(keras.Sequential):  # type: ignore[misc, name-defined]
+    class ExplicitStepMLP(keras.Sequential):  # type: ignore[name-defined]
         """An MLP trained by a hand-written step: forward, loss, ``backward()``, then
         ``optimizer.apply(gradients, variables)``."""
 
@@ -139,7 +139,7 @@ def _validation_callback(keras: Any, data: Prepared, seed: int,
     rows = train_eval_rows(len(data.y_train), seed)
     X_fit, y_fit = data.X_train[rows], data.y_train[rows]
 
-    class Validation(keras.callbacks.Callback):  # type: ignore[misc, name-defined]
+    class Validation(keras.callbacks.Callback):
         def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
             logs = logs if logs is not None else {}
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from typing_extensions import TypeIs
 
 import numpy as np
 import torch
@@ -85,13 +87,13 @@ def collate(batch: Any) -> Any:
     return torch.utils.data.default_collate(batch)
 
 
-class _IndexSampler(torch.utils.data.Sampler):
+class _IndexSampler(torch.utils.data.Sampler[int]):
     """Yields the indices set for the current (part of the) epoch."""
 
     def __init__(self) -> None:
         self.indices: list[int] = []
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[int]:
         return iter(self.indices)
 
     def __len__(self) -> int:
@@ -104,8 +106,10 @@ def epoch_indices(
     """This rank's shuffled indices for ``epoch`` (``DistributedSampler`` order, padded)."""
     from torch.utils.data.distributed import DistributedSampler
 
-    sampler = DistributedSampler(
-        range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed, drop_last=False
+    # torch annotates the dataset as a Dataset, but the sampler only reads its len()
+    sampler: DistributedSampler[int] = DistributedSampler(
+        range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed,  # type: ignore[arg-type]
+        drop_last=False,
     )
     sampler.set_epoch(epoch)
     return list(sampler)
@@ -114,6 +118,47 @@ def epoch_indices(
 # --------------------------------------------------------------------------------------------
 # Optimizer, scheduler, AMP
 # --------------------------------------------------------------------------------------------
+
+
+class StreamedSplit(Protocol):
+    """A train split that deals its own shards and batches (``streamed = True``:
+    :class:`pipelines.trainers.streaming.SplitStream`, or a Ray Data shard of
+    :mod:`pipelines.trainers.ray_input`): the loop asks it for batches, not rows."""
+
+    def __len__(self) -> int: ...
+
+    def steps(self, world_size: int, batch_size: int) -> int: ...
+
+    def sample(self, cap: int, seed: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def epoch_batches(self, epoch: int, rank: int, world_size: int,
+                      batch_size: int) -> Iterator[tuple[Any, Any]]: ...
+
+
+class StreamedValSplit(Protocol):
+    """A validation split read as this rank's rows in file order (``streamed = True``)."""
+
+    def batches(self, rank: int, world_size: int,
+                batch_size: int) -> Iterator[tuple[Any, Any]]: ...
+
+
+def _streamed_train(dataset: torch.utils.data.Dataset[Any] | StreamedSplit,
+                    ) -> TypeIs[StreamedSplit]:
+    return bool(getattr(dataset, "streamed", False))
+
+
+def _streamed_val(dataset: torch.utils.data.Dataset[Any] | StreamedValSplit,
+                  ) -> TypeIs[StreamedValSplit]:
+    return bool(getattr(dataset, "streamed", False))
+
+
+def _rows(dataset: object, what: str) -> int:
+    """The rows of a map-style dataset; one without a length is refused by name."""
+    if not isinstance(dataset, Sized):
+        raise InvalidArgumentError(
+            f"The {what} set {type(dataset).__name__} has no length: the loop reads a map-style "
+            "dataset (__len__ and __getitem__) or a streamed split.")
+    return len(dataset)
 
 
 def _batches(dataset: Any, loader: Any, indices: list[int], batch_size: int,
@@ -161,7 +206,7 @@ def make_optimizer(
     if opts.optimizer == "sgd":
         momentum = 0.9 if opts.momentum is None else opts.momentum
         return torch.optim.SGD(groups, lr=lr, momentum=momentum, nesterov=bool(opts.nesterov))
-    return torch.optim.AdamW(groups, lr=lr, betas=tuple(opts.betas))
+    return torch.optim.AdamW(groups, lr=lr, betas=opts.betas)
 
 
 def effective_lr(opts: TorchOptions, world_size: int = 1) -> tuple[float, str | None]:
@@ -219,10 +264,13 @@ def make_scheduler(
             True,
         )
     if opts.scheduler == "plateau":
+        if mode not in ("min", "max"):
+            raise InvalidArgumentError(f"The plateau scheduler follows a metric to its 'min' or "
+                                       f"'max'; got mode {mode!r}.")
         patience = max(1, (opts.patience or 4) // 2)
         return (
             torch.optim.lr_scheduler.ReduceLROnPlateau(
-                optimizer, mode=mode, factor=0.5, patience=patience
+                optimizer, mode="max" if mode == "max" else "min", factor=0.5, patience=patience
             ),
             False,
         )
@@ -332,7 +380,8 @@ def _check_mid_epoch_checkpoints(train_set: Any, opts: TorchOptions) -> None:
             "train in one process with torch.streaming: true.")
 
 
-def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext, streamed: Any) -> None:
+def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext,
+                            streamed: StreamedSplit | None) -> None:
     """Refuse to resume a mid-epoch checkpoint where the rest of its epoch cannot be replayed
     exactly: another world size deals other rows to each rank (``--workers``), and a streamed
     input without mid-epoch starts would restart the epoch."""
@@ -348,7 +397,7 @@ def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext, streamed: A
             f"Cannot resume: {where} with world size {was} (--workers {was}); now world size "
             f"{dist.world_size} (--workers {dist.world_size}) would deal the epoch's rows to "
             f"the ranks differently. Resume with --workers {was}.")
-    if streamed and not getattr(streamed, "resumes_mid_epoch", False):
+    if streamed is not None and not getattr(streamed, "resumes_mid_epoch", False):
         raise ConfigError(
             f"Cannot resume: {where}, and the streamed input {type(streamed).__name__} cannot "
             "start an epoch part way through (torch.checkpoint_every_steps). Resume in one "
@@ -365,8 +414,8 @@ class LoopSpec:
     """Inputs of :func:`fit`."""
 
     model: nn.Module
-    train_set: torch.utils.data.Dataset
-    val_set: torch.utils.data.Dataset
+    train_set: torch.utils.data.Dataset[Any] | StreamedSplit
+    val_set: torch.utils.data.Dataset[Any] | StreamedValSplit
     n_classes: int
     options: TorchOptions
     seed: int
@@ -407,7 +456,7 @@ def _clone_state(model: nn.Module) -> dict[str, torch.Tensor]:
 @torch.inference_mode()
 def evaluate(
     model: nn.Module,
-    loader: torch.utils.data.DataLoader,
+    loader: Iterable[Any],
     device: torch.device,
     amp_dtype: torch.dtype | None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -450,15 +499,16 @@ class _Run:
         self.model = dist.wrap(self.raw_model) if dist.wrap else self.raw_model
         self.lr, self.lr_note = effective_lr(opts, dist.world_size)
         self.optimizer = make_optimizer(self.raw_model, opts, self.lr)
-        self.n_train = len(spec.train_set)
+        self.n_train = _rows(spec.train_set, "train")
         # a streamed split (pipelines.trainers.streaming) deals its own shards and batches
-        self.streamed = bool(getattr(spec.train_set, "streamed", False))
+        self.stream = spec.train_set if _streamed_train(spec.train_set) else None
+        self.streamed = self.stream is not None
         if self.streamed and opts.num_workers:
             raise ConfigError("torch.num_workers applies to in-memory datasets; a streamed split "
                               "reads its pieces itself. Set torch.num_workers: 0.")
-        if self.streamed:
-            self.n_batches = spec.train_set.steps(dist.world_size, opts.batch_size)
-            _check_mid_epoch_checkpoints(spec.train_set, opts)
+        if self.stream is not None:
+            self.n_batches = self.stream.steps(dist.world_size, opts.batch_size)
+            _check_mid_epoch_checkpoints(self.stream, opts)
         else:
             per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
                                          world_size=dist.world_size))
@@ -491,7 +541,8 @@ class _Run:
         self.samples_seen = 0
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
 
-    def _loaders(self) -> tuple[torch.utils.data.DataLoader, torch.utils.data.DataLoader]:
+    def _loaders(self) -> tuple[torch.utils.data.DataLoader[Any] | None, Iterable[Any]]:
+        """The train loader (None for a streamed train split) and the validation batches."""
         spec, opts, dist = self.spec, self.opts, self.dist
         loader_kwargs: dict[str, Any] = {
             "batch_size": opts.batch_size, "num_workers": opts.num_workers, "collate_fn": collate,
@@ -500,16 +551,18 @@ class _Run:
         }
         if opts.num_workers > 0:
             loader_kwargs["persistent_workers"] = True
-        train = (None if self.streamed else
-                 torch.utils.data.DataLoader(spec.train_set, sampler=self.sampler, **loader_kwargs))
-        if getattr(spec.val_set, "streamed", False):
+        train_set, val_set = spec.train_set, spec.val_set
+        train = (None if _streamed_train(train_set) else
+                 torch.utils.data.DataLoader(train_set, sampler=self.sampler, **loader_kwargs))
+        if _streamed_val(val_set):
             from pipelines.trainers.streaming import Reiterable
 
-            return train, Reiterable(lambda: spec.val_set.batches(  # type: ignore[attr-defined]
+            streamed_val = val_set
+            return train, Reiterable(lambda: streamed_val.batches(
                 dist.rank, dist.world_size, max(opts.batch_size, 256)))
-        val_indices = list(range(dist.rank, len(spec.val_set), dist.world_size))
+        val_indices = list(range(dist.rank, _rows(val_set, "validation"), dist.world_size))
         val = torch.utils.data.DataLoader(
-            torch.utils.data.Subset(spec.val_set, val_indices),
+            torch.utils.data.Subset(val_set, val_indices),
             batch_size=max(opts.batch_size, 256), shuffle=False, num_workers=0, collate_fn=collate,
         )
         return train, val
@@ -517,14 +570,14 @@ class _Run:
     def _train_eval_loader(self) -> torch.utils.data.DataLoader:
         """A fixed, seeded sample of train rows (this rank's share), scored every epoch."""
         spec, dist = self.spec, self.dist
-        dataset: Any = spec.train_set
-        if self.streamed:  # a seeded sample read from the stream, held in memory
+        dataset = spec.train_set
+        if _streamed_train(dataset):  # a seeded sample read from the stream, held in memory
             dataset = ArrayDataset(*dataset.sample(TRAIN_EVAL_ROWS, spec.seed))
             rows = list(range(len(dataset)))[dist.rank::dist.world_size]
         else:
             cap = TRAIN_EVAL_ROWS if isinstance(dataset, ArrayDataset) else TRAIN_EVAL_ROWS_FILES
-            rows = np.random.default_rng(spec.seed).permutation(self.n_train)[:cap]
-            rows = np.sort(rows)[dist.rank::dist.world_size].tolist()
+            drawn = np.random.default_rng(spec.seed).permutation(self.n_train)[:cap]
+            rows = np.sort(drawn)[dist.rank::dist.world_size].tolist()
         return torch.utils.data.DataLoader(
             torch.utils.data.Subset(dataset, rows), batch_size=max(self.opts.batch_size, 256),
             shuffle=False, num_workers=0, collate_fn=collate,
@@ -551,7 +604,7 @@ class _Run:
             return
         model_state, tensors, meta = ckpt.read(ckdir, "last")
         ckpt.check_compatible(meta, self.spec.config, self.spec.lineage)
-        _check_mid_epoch_resume(meta, self.dist, self.streamed and self.spec.train_set)
+        _check_mid_epoch_resume(meta, self.dist, self.stream)
         self.raw_model.load_state_dict(model_state)
         self.optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
         if self.scheduler is not None and meta.get("scheduler") is not None:
@@ -638,8 +691,8 @@ class _Run:
         self.loss_sum.fill_(state["epoch_loss_sum"])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.streamed:  # the same seeded order from batch `start` (see _check_mid_epoch)
-            batches = iter(spec.train_set.epoch_batches(  # type: ignore[attr-defined]
+        if self.stream is not None:  # the same seeded order from batch `start`
+            batches = iter(self.stream.epoch_batches(
                 state["epoch"], self.dist.rank, self.dist.world_size, bs,
                 **({"start": start} if start else {})))
         else:
@@ -660,17 +713,20 @@ class _Run:
         accum, device = self.opts.grad_accum_steps, self.device
         xb = xb.to(device, non_blocking=True)
         yb = yb.to(device, non_blocking=True)
-        gen = self._batch_generator(i) if self.opts.augment_shift or self.opts.mixup_alpha else None
-        if self.opts.augment_shift:
-            xb = shift_images(xb, self.opts.augment_shift, gen)
-        mix = self._mixup(xb, gen) if self.opts.mixup_alpha else None
-        if mix is not None:
-            xb = mix[0]
+        mix = None
+        if self.opts.augment_shift or self.opts.mixup_alpha:
+            gen = self._batch_generator(i)
+            if self.opts.augment_shift:
+                xb = shift_images(xb, self.opts.augment_shift, gen)
+            if self.opts.mixup_alpha:
+                mix = self._mixup(xb, gen)
+                xb = mix[0]
         group_start = (i // accum) * accum
         group_size = min(accum, self.n_batches - group_start)
         boundary = (i + 1) % accum == 0 or i + 1 == self.n_batches
         model = self.model
-        sync_ctx = model.no_sync() if (not boundary and hasattr(model, "no_sync")) else _null()
+        no_sync = getattr(model, "no_sync", None)  # DistributedDataParallel's
+        sync_ctx = no_sync() if (not boundary and no_sync is not None) else _null()
         with sync_ctx:
             if self.amp_dtype is not None:
                 with torch.autocast(device_type=device.type, dtype=self.amp_dtype):
@@ -842,7 +898,7 @@ class _Run:
         val = self._score(self.val_loader)
         return val[self.spec.metric], val
 
-    def _score(self, loader: torch.utils.data.DataLoader) -> dict[str, Any]:
+    def _score(self, loader: Iterable[Any]) -> dict[str, Any]:
         """Eval-mode metrics over every rank's shard of ``loader``."""
         probs, labels = evaluate(self.model, loader, self.device, self.amp_dtype)
         gathered = self.dist.all_gather((probs, labels))
@@ -930,7 +986,8 @@ def enable_activation_checkpointing(model: nn.Module) -> None:
     if not hasattr(model, "activation_checkpointing"):
         raise ConfigError(f"torch.activation_checkpointing is not supported by model "
                           f"{type(model).__name__} (it has no hidden blocks to recompute).")
-    model.activation_checkpointing = True
+    # a plain flag the nets declare (nn.Module types attribute assignment as Tensor | Module)
+    setattr(model, "activation_checkpointing", True)  # noqa: B010
 
 
 class _null:

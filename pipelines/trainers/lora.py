@@ -69,7 +69,8 @@ def _peft(model: Any, p: dict[str, Any]) -> Any:
     from pipelines.trainers.lora_base import attention_projections
 
     targets = p["target_modules"] or attention_projections(model)
-    config = LoraConfig(r=int(p["rank"]), lora_alpha=float(p["alpha"]),
+    # peft annotates lora_alpha as int but only divides it by r: a float scale is kept as given
+    config = LoraConfig(r=int(p["rank"]), lora_alpha=float(p["alpha"]),  # type: ignore[arg-type]
                         lora_dropout=float(p["dropout"]), target_modules=list(targets),
                         task_type="CAUSAL_LM", bias="none")
     return get_peft_model(model, config), list(targets)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import io
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -105,13 +106,15 @@ def _torch_onnx(module: Any, n_features: int) -> Any:
         def forward(self, x: Any) -> Any:
             return torch.softmax(self.inner(x).float(), dim=1)
 
-    buffer = io.BytesIO()
     head = Probabilities().eval().cpu()
-    torch.onnx.export(head, (torch.zeros(2, n_features),), buffer, dynamo=False,
-                      input_names=["features"], output_names=["probabilities"],
-                      dynamic_axes={"features": {0: "n"}, "probabilities": {0: "n"}},
-                      opset_version=OPSET)
-    return onnx.load_from_string(buffer.getvalue())
+    # torch.onnx.export documents a path as its target (a file object is not in its signature)
+    with tempfile.TemporaryDirectory(prefix="fstrain-onnx-") as tmp:
+        path = Path(tmp) / "model.onnx"
+        torch.onnx.export(head, (torch.zeros(2, n_features),), path, dynamo=False,
+                          input_names=["features"], output_names=["probabilities"],
+                          dynamic_axes={"features": {0: "n"}, "probabilities": {0: "n"}},
+                          opset_version=OPSET)
+        return onnx.load_from_string(path.read_bytes())
 
 
 def _unify_opsets(*models: Any) -> None:

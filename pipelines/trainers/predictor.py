@@ -253,6 +253,10 @@ class TorchPredictor(_Base):
             return load_images(X[self.image_column].astype(str).tolist(), self.image_loader)
         from pipelines.trainers.preprocessing import transform
 
+        if self.schema is None:
+            raise InvalidArgumentError(
+                f"The {self.kind} model was built without the feature schema it prepares X "
+                "with (only a cnn, which reads images, has none).")
         return transform(self.preprocessor, self.schema, X)
 
     def raw_proba_matrix(self, X: np.ndarray) -> np.ndarray:
@@ -337,52 +341,57 @@ def _load_model(directory: Path, info: dict[str, Any], *,
     if kind in FRAMEWORK_LOADERS:
         import importlib
 
-        module, function = FRAMEWORK_LOADERS[kind]
-        return getattr(importlib.import_module(module), function)(directory, info)  # type: ignore[no-any-return]
-    labels = LabelInfo.from_json(info["labels"])
-    schema = FeatureSchema.from_json(info["features"]) if "features" in info else None
-    preprocessor = None
-    if (directory / "preprocessor").is_dir():
-        preprocessor = formats.load_sklearn(directory / "preprocessor")
-    if kind == "xgboost":
-        model = formats.load_xgboost(directory / "model")
-        return TabularPredictor(
-            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
-            params=info.get("params"),
-        )
-    if kind == "lightgbm":
-        model = formats.load_lightgbm(directory / "model")
-        return TabularPredictor(
-            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
-            params=info.get("params"),
-        )
-    if kind in ("sklearn_logreg", "sklearn_rf"):
-        model = formats.load_sklearn(directory / "model")
-        return TabularPredictor(
-            kind=kind, schema=schema, preprocessor=preprocessor, model=model, labels=labels,
-            params=info.get("params"),
-        )
-    if kind in ("mlp", "cnn"):
-        from pipelines.trainers.nets import build_net
-
-        state, arch = formats.load_torch_state(directory / "model")
-        module = build_net(arch)
-        module.load_state_dict(state)
-        module.to(device)
-        return TorchPredictor(
-            kind=kind, module=module, arch=arch, labels=labels, schema=schema,
-            preprocessor=preprocessor, image_column=info.get("image_column", "image_path"),
-            image_loader=image_loader,
-        )
+        module_name, function = FRAMEWORK_LOADERS[kind]
+        load: Callable[[Path, dict[str, Any]], Predictor] = getattr(
+            importlib.import_module(module_name), function)
+        return load(directory, info)
     if kind == "lora":
         from pipelines.trainers.lora_predictor import load_lora_predictor
 
         return load_lora_predictor(directory, info, device=device)
-    if kind in ("spark_gbt", "spark_lr") and schema is not None:
+    tabular = {"xgboost": formats.load_xgboost, "lightgbm": formats.load_lightgbm,
+               "sklearn_logreg": formats.load_sklearn, "sklearn_rf": formats.load_sklearn}
+    if kind not in (*tabular, "mlp", "cnn", "spark_gbt", "spark_lr"):
+        raise InvalidArgumentError(
+            f"{PREDICTOR_FILE} in {str(directory)!r} has unknown kind {kind!r}.")
+    labels = LabelInfo.from_json(info["labels"])
+    schema = FeatureSchema.from_json(info["features"]) if "features" in info else None
+    if schema is None and kind != "cnn":  # cnn reads images; the others predict from features
+        raise InvalidArgumentError(
+            f"{PREDICTOR_FILE} in {str(directory)!r}: a {kind!r} model predicts from features, "
+            "but it records no 'features' schema.")
+    preprocessor = None
+    if (directory / "preprocessor").is_dir():
+        preprocessor = formats.load_sklearn(directory / "preprocessor")
+    if kind in ("mlp", "cnn"):
+        return _load_torch(directory, info, kind, labels, schema, preprocessor, image_loader,
+                           device)
+    assert schema is not None  # refused above for every kind but cnn
+    if kind in ("spark_gbt", "spark_lr"):
         from pipelines.trainers.spark_predictor import load_spark_predictor
 
         return load_spark_predictor(directory, info, labels, schema)
-    raise InvalidArgumentError(f"{PREDICTOR_FILE} in {str(directory)!r} has unknown kind {kind!r}.")
+    return TabularPredictor(
+        kind=kind, schema=schema, preprocessor=preprocessor,
+        model=tabular[kind](directory / "model"), labels=labels, params=info.get("params"),
+    )
+
+
+def _load_torch(directory: Path, info: dict[str, Any], kind: str, labels: LabelInfo,
+                schema: FeatureSchema | None, preprocessor: Any,
+                image_loader: Callable[[str], np.ndarray] | None, device: str) -> Predictor:
+    from model_registry import formats
+    from pipelines.trainers.nets import build_net
+
+    state, arch = formats.load_torch_state(directory / "model")
+    module = build_net(arch)
+    module.load_state_dict(state)
+    module.to(device)
+    return TorchPredictor(
+        kind=kind, module=module, arch=arch, labels=labels, schema=schema,
+        preprocessor=preprocessor, image_column=info.get("image_column", "image_path"),
+        image_loader=image_loader,
+    )
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:

@@ -229,6 +229,8 @@ def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
     params = {"nthread": spec["threads"], **spec["params"]}
     (x, y, w), (xv, yv) = train, val
     weight = w if spec["weighted"] else None
+    dtrain: xgb.DMatrix  # a QuantileDMatrix is one
+    dval: xgb.DMatrix
     if _use_quantile_dmatrix("cpu", x):
         dtrain = xgb.QuantileDMatrix(x, label=y, weight=weight,
                                      max_bin=params.get("max_bin", 256))
@@ -372,11 +374,10 @@ def _read_final(checkpoint: Any, kind: str, num_workers: int) -> tuple[Any, dict
 
         booster = xgb.Booster()
         booster.load_model(bytearray(raw))
-    else:
-        import lightgbm as lgb
+        return booster, record, shards
+    import lightgbm as lgb
 
-        booster = lgb.Booster(model_str=raw.decode())
-    return booster, record, shards
+    return lgb.Booster(model_str=raw.decode()), record, shards
 
 
 def check_shards(shards: list[dict[str, Any]], rows: int, expected: int) -> dict[str, Any]:

@@ -158,11 +158,12 @@ def _weights(train: Any, config: TrainConfig, classes: tuple[Any, ...]) -> tuple
     codes = np.repeat(np.arange(len(classes)), per_class)
     plan = plan_imbalance(config.imbalance, codes, classes, seed=config.seed, framework="spark")
     weight = F.lit(1.0)
-    if plan.class_weight is not None:
-        weight = None
-        for i, w in enumerate(plan.class_weight):
-            cond = F.col(LABEL_INDEX) == float(i)
-            weight = F.when(cond, float(w)) if weight is None else weight.when(cond, float(w))
+    if plan.class_weight is not None:  # one case per class: CASE WHEN label = i THEN w_i ...
+        cases = [(F.col(LABEL_INDEX) == float(i), float(w))
+                 for i, w in enumerate(plan.class_weight)]
+        weight = F.when(*cases[0])
+        for cond, w in cases[1:]:
+            weight = weight.when(cond, w)
     return train.withColumn(WEIGHT, weight), plan.record
 
 
@@ -189,7 +190,8 @@ def _stages(config: TrainConfig, numeric: list[str], categorical: list[str],
             inputs += indexed
     stages.append(VectorAssembler(inputCols=inputs, outputCol=FEATURES))
     params = dict(config.params)
-    common = {"featuresCol": FEATURES, "labelCol": LABEL_INDEX, "weightCol": WEIGHT}
+    common: dict[str, Any] = {"featuresCol": FEATURES, "labelCol": LABEL_INDEX,
+                              "weightCol": WEIGHT}
     try:
         if config.model == "spark_gbt":
             params.setdefault("maxIter", 50)
@@ -256,9 +258,10 @@ def _transform_prefix(model: Any, frame: Any) -> Any:
 def _validation_scores(model: Any, validation: Any) -> tuple[np.ndarray, np.ndarray]:
     """Class indices and class-probability matrix of the validation rows, scored by Spark."""
     from pyspark.ml.functions import vector_to_array
+    from pyspark.sql import functions as F
 
     scored = model.transform(validation).select(
-        LABEL_INDEX, vector_to_array("probability").alias("p"))
+        LABEL_INDEX, vector_to_array(F.col("probability")).alias("p"))
     table = scored.toArrow()
     y = np.asarray(table.column(LABEL_INDEX).to_numpy(zero_copy_only=False), dtype=np.int64)
     proba = np.asarray(table.column("p").to_pylist(), dtype=np.float64)

@@ -119,12 +119,12 @@ class Prepared:
         )
         self.X_val = transform(self.preprocessor, self.schema, X_val)
         if self.labels.task == "regression":  # no classes to balance
-            self.plan = ImbalancePlan(strategy="none", record={"strategy": "none",
-                                                               "task": "regression"})
+            self.plan: ImbalancePlan = ImbalancePlan(
+                strategy="none", record={"strategy": "none", "task": "regression"})
             self.X_train, self.y_train = x_train, self.y_train_raw
             self.sample_weight = None
             return
-        self.plan: ImbalancePlan = plan_imbalance(
+        self.plan = plan_imbalance(
             config.imbalance,
             self.y_train_raw,
             self.labels.classes,
@@ -241,6 +241,8 @@ def train_xgboost(
         params["scale_pos_weight"] = data.plan.scale_pos_weight
     if nthread is not None:
         params["nthread"] = nthread
+    dtrain: xgb.DMatrix  # a QuantileDMatrix is one
+    dval: xgb.DMatrix
     if _use_quantile_dmatrix(device, data.X_train):
         dtrain = xgb.QuantileDMatrix(
             data.X_train, label=data.y_train, weight=data.sample_weight,

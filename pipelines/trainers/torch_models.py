@@ -78,10 +78,9 @@ def prepare_torch_data(
     schema = FeatureSchema.infer(X_train)
     pre, x_tr = fit_transform(schema, X_train, max_categories=config.max_categories)
     x_va = transform(pre, schema, X_val)
-    train_set = ArrayDataset(x_tr[rows], y_tr[rows])
-    val_set = ArrayDataset(x_va, y_va)
     arch = mlp_arch(config.params, x_tr.shape[1], labels.n_classes)
-    return TorchData(train_set, val_set, labels, arch, plan, schema, pre)
+    return TorchData(ArrayDataset(x_tr[rows], y_tr[rows]), ArrayDataset(x_va, y_va), labels, arch,
+                     plan, schema, pre)
 
 
 def train_torch(

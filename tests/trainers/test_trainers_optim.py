@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import train
 from pipelines.trainers.config import TorchOptions, load_config
 from pipelines.trainers.loop import (
@@ -47,6 +47,34 @@ def test_sgd_has_momentum_buffers_and_same_groups():
     assert all("momentum_buffer" in opt.state[p] for p in net.parameters())
     adam = make_optimizer(net, _opts())
     assert isinstance(adam, torch.optim.AdamW)
+
+
+def test_plateau_refuses_a_metric_mode_by_name():
+    """The plateau scheduler follows the metric up or down; another mode is refused by the
+    project's error naming it (torch's ReduceLROnPlateau raised a bare ValueError)."""
+    net = MLP(3, 2, hidden_sizes=[4])
+    opts = _opts(scheduler="plateau")
+    with pytest.raises(InvalidArgumentError, match="got mode 'maximum'"):
+        make_scheduler(make_optimizer(net, opts), opts, 100, "maximum")
+    sched, per_step = make_scheduler(make_optimizer(net, opts), opts, 100, "max")
+    assert isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau) and sched.mode == "max"
+    assert not per_step
+
+
+def test_the_loop_refuses_a_train_set_without_a_length():
+    """The loop samples rows of a map-style dataset; one without __len__ (an iterable
+    dataset) is refused by name before training (it failed with len()'s TypeError)."""
+    from pipelines.trainers.loop import LoopSpec, fit
+
+    class Rows(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            yield torch.zeros(3), torch.tensor(0)
+
+    spec = LoopSpec(model=MLP(3, 2, hidden_sizes=[4]), train_set=Rows(), val_set=Rows(),
+                    n_classes=2, options=_opts(epochs=1, device="cpu"), seed=0,
+                    metric="logloss", mode="min")
+    with pytest.raises(InvalidArgumentError, match="The train set Rows has no length"):
+        fit(spec)
 
 
 def test_cosine_restarts_returns_to_base_lr_at_cycle_boundary():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers import load_predictor, train
 from pipelines.trainers.config import load_config
 
@@ -30,6 +30,23 @@ def test_tabular_beats_chance_and_round_trips(model, binary_data, tmp_path):
     np.testing.assert_array_equal(loaded.predict(X_va), result.model.predict(X_va))
     target = loaded.explain_target
     assert target.transform(X_va.iloc[:5]).shape == (5, len(target.feature_names))
+
+
+def test_a_saved_model_without_its_feature_schema_is_refused_by_name(binary_data, tmp_path):
+    """A tabular predictor prepares X with the recorded feature schema: a predictor.json
+    without one is refused when loaded (it loaded, then predict failed with an
+    AttributeError on None)."""
+    X_tr, y_tr, X_va, y_va = binary_data
+    result = train({"model": "sklearn_logreg"}, X_tr, y_tr, X_va, y_va, workdir=tmp_path / "run")
+    result.model.save(tmp_path / "model")
+    path = tmp_path / "model" / "predictor.json"
+    info = json.loads(path.read_text())
+    del info["features"]
+    path.write_text(json.dumps(info))
+    with pytest.raises(InvalidArgumentError, match=r"predictor\.json in '.*model': a "
+                       r"'sklearn_logreg' model predicts from features, but it records no "
+                       r"'features' schema"):
+        load_predictor(tmp_path / "model")
 
 
 def test_xgboost_early_stopping_and_record(binary_data, tmp_path):
