@@ -29,7 +29,7 @@ it per piece, exactly as the in-memory path applies it to the whole split.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ class StreamSource:
     label: str = ""
 
     @classmethod
-    def from_files(cls, files: dict[str, str | Path], *, shaper: Any = None,
+    def from_files(cls, files: Mapping[str, str | Path], *, shaper: Any = None,
                    features: tuple[str, ...] = (), label: str = "") -> StreamSource:
         """A source over ``{split: path}``; row-group sizes come from the files' footers."""
         import pyarrow.parquet as pq
@@ -85,7 +85,9 @@ class StreamSource:
         from pipelines.trainers.data import label_series
 
         directory.mkdir(parents=True, exist_ok=True)
-        files, features, label = {}, (), ""
+        files: dict[str, Path] = {}
+        features: tuple[str, ...] = ()
+        label = ""
         for split, (X, y) in splits.items():
             series = label_series(y, split=split)
             label, features = str(series.name), tuple(str(c) for c in X.columns)
