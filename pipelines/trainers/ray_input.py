@@ -197,7 +197,7 @@ def start_feeder(stream: SplitStream, world_size: int, epochs: int, *,
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    feeder = ray.remote(ShardFeeder).options(
+    feeder: Any = ray.remote(ShardFeeder).options(
         num_cpus=0, max_concurrency=world_size + 2,  # one blocking next() per rank, + start()
         scheduling_strategy=NodeAffinitySchedulingStrategy(
             ray.get_runtime_context().get_node_id(), soft=False),
