@@ -425,7 +425,7 @@ def merge_windows(files: list[Path], order: list[str], columns: list[str] | None
     import pyarrow as pa
 
     wanted = None if columns is None else list(dict.fromkeys([*order, *columns]))
-    per_file = max(1024, batch_rows // max(1, len(files)))
+    per_file = max(MERGE_MIN_READ, batch_rows // max(1, len(files)))
     opened = [_ordered_batches(f, wanted, per_file) for f in files]
     # DuckDB marks a column "not null" in a file that happens to hold no nulls: drop the marks
     fields = opened[0][1] if opened else pa.schema([])

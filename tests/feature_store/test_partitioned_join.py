@@ -354,3 +354,26 @@ def test_arrow_bits_validity_and_values_of_slices():
     assert not arrow_bits.validity(pa.nulls(3)).any()
     assert arrow_bits.lanes(pa.bool_()) is None and arrow_bits.lanes(pa.string()) is None
     assert arrow_bits.lanes(pa.timestamp("us", "UTC")) == "<u8"
+
+
+def test_split_statistics_are_identical_for_any_bucket_count_and_batch_rows(fs, runs, monkeypatch):
+    """The statistics recorded for a split while it is written (counts, min/max/mean/stddev)
+    are a function of its rows and their order only: two partitioned creates of the same version
+    with other bucket counts and batch sizes (other merge windows fed to the split writers)
+    record them bit for bit alike. Blocks of 8 values make every batching break blocks."""
+    from feature_store.local import statistics
+
+    monkeypatch.setattr(statistics, "BLOCK", 8)
+    monkeypatch.setattr(pj, "MERGE_MIN_READ", 1)  # windows of batch_rows / buckets rows
+    root, hist, _ = _groups(fs)
+    fv = fs.create_feature_view("ps", query=root.select_all().join(hist.select(["h1"]), on=["a", "b"]),
+                                labels=["label"], label_fill_values={"label": -1.0})
+    a = _create(fv, StreamOptions(batch_rows=13, partitions=3))
+    b = _create(fv, StreamOptions(batch_rows=64, partitions=8))
+    _same(a, b)
+    assert runs == [3, 8]
+    for name in a.splits:
+        recorded = [td.splits[name]["statistics"] for td in (a, b)]
+        assert recorded[0] == recorded[1]  # ==, not approximately
+        means = {e["feature"]: e["mean"] for e in recorded[0]["features"] if e.get("mean") is not None}
+        assert {"x", "h1", "label"} <= set(means)
