@@ -146,13 +146,13 @@ def _typed(fg: Any, columns: list[str], allowed: tuple[str, ...]) -> bool:
 def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
           columns: list[str]) -> Step | None:
     """The join as a :class:`Step`, or None when its types are not covered."""
-    from feature_store.local.pit import lookback_in_unit
+    from feature_store.local.pit import event_time_of, lookback_in_unit
 
     lfg, rfg = jp.left.fg, jp.right.fg
     if not jp.point_in_time or not _typed(rfg, [*right_keys, *jp.tie_break], _KEY_TYPES):
         return None
-    ltype = str(lfg.get_feature(lfg.event_time).type)
-    rtype = str(rfg.get_feature(rfg.event_time).type)
+    ltype = str(lfg.get_feature(event_time_of(lfg)).type)
+    rtype = str(rfg.get_feature(event_time_of(rfg)).type)
     if ltype not in _UNITS or rtype not in _UNITS:
         return None
     lunit, runit = _UNITS[ltype], _UNITS[rtype]
@@ -164,7 +164,7 @@ def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
     else:
         lscale, rscale = _TO_MICROS[lunit], _TO_MICROS[runit]
     lookback = None if jp.join.lookback is None else lookback_in_unit(jp)
-    return Step(placeholder, right_keys, rfg.event_time, lscale, rscale,
+    return Step(placeholder, right_keys, event_time_of(rfg), lscale, rscale,
                 jp.join.join_type == "inner", lookback, tuple(jp.tie_break), tuple(columns))
 
 
@@ -676,9 +676,9 @@ def write_buckets(batches: pa.RecordBatchReader, numbers: Callable[[pa.RecordBat
             if np.count_nonzero(counts) > 1:  # a stable sort: rows keep their order
                 data = pc.take(data, pc.sort_indices(pa.array(ids)), boundscheck=False)
             start = 0
-            for bucket in np.flatnonzero(counts):
+            for bucket in map(int, np.flatnonzero(counts)):
                 if bucket not in writers:
-                    path = folder / file_name(int(bucket))
+                    path = folder / file_name(bucket)
                     path.parent.mkdir(parents=True, exist_ok=True)
                     writers[bucket] = pa.ipc.new_file(path, data.schema)
                 writers[bucket].write_batch(data.slice(start, int(counts[bucket])))

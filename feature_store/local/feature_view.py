@@ -170,7 +170,7 @@ class FeatureView(TaggedEntity):
 
     def _label_names(self, stats: dict[str, Any]) -> list[str]:
         """Label columns after transformation (transformed labels are renamed, as Hopsworks)."""
-        names = []
+        names: list[str] = []
         for label in self.labels:
             tf = next((t for t in self.transformation_functions if label in t.dropped), None)
             names += [label] if tf is None else tf.output_names(stats[tf.key])
@@ -273,7 +273,7 @@ class FeatureView(TaggedEntity):
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
-        stream = StreamOptions.from_write_options(write_options, self.owner)
+        stream: StreamOptions | None = StreamOptions.from_write_options(write_options, self.owner)
         if not materialize:  # an in-memory version streams nothing: only wait_for_job applies
             check_options(self.owner, "write_options of an in-memory version", write_options,
                           {"wait_for_job": "the version exists when the call returns"})
@@ -501,8 +501,9 @@ class FeatureView(TaggedEntity):
             make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
             if text:  # arrow_batches: parsed a block at a time
                 from feature_store.local.text_split_writer import TextSplitBatches
+                from feature_store.local.training_data import stored_format
 
-                make = partial(TextSplitBatches, data_format=td.data_format,
+                make = partial(TextSplitBatches, data_format=stored_format(td),
                                schema=self._td.arrow_schema(td))
         xs = [make(sources[n], shaper, "X") for n in td.splits]
         ys = [make(sources[n], shaper, "y") if self.labels else None for n in td.splits]

@@ -28,7 +28,7 @@ def _read(index: TextIndex, pieces: list[int], columns: list[str]) -> Iterator[A
         yield read_piece(index, piece, columns)
 
 
-class TextPiecesDatasource(Datasource):  # type: ignore[misc]
+class TextPiecesDatasource(Datasource):
     """The rows of one indexed csv or jsonl split file, ``columns`` only."""
 
     def __init__(self, index: TextIndex, columns: list[str]) -> None:
@@ -54,7 +54,7 @@ class TextPiecesDatasource(Datasource):  # type: ignore[misc]
             pieces = [int(p) for p in run]
             size = sum(self.index.piece_bytes(p) for p in pieces)
             meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None,
-                                 input_files=[str(self.index.path)])
+                                 input_files=(str(self.index.path),))
             tasks.append(ReadTask(functools.partial(_read, self.index, pieces, self.columns),
                                   meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks

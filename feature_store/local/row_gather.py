@@ -221,7 +221,8 @@ class Rows:
 
     def take(self, column: pa.ChunkedArray | pa.Array) -> pa.Array:
         """``column`` at these positions, null where there is no row."""
-        if self.at is None:
+        if self.at is None:  # no row matched: every position is missing
+            assert self.missing is not None
             return pa.nulls(len(self.missing), column.type)
         array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         # taking with null positions costs Arrow 4-5x a plain take: take, then null the misses

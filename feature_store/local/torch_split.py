@@ -26,7 +26,7 @@ from feature_store.local.split_stream import SplitShaper
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 
-class SplitDataset(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class SplitDataset(torch.utils.data.IterableDataset):
     """``(x, y)`` float32 feature rows and labels of one split, streamed a unit at a time
     (subclasses say what a unit is and how to read it).
 

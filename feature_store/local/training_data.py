@@ -105,8 +105,8 @@ def _file_label_distribution(path: Path, labels: list[str]) -> dict[str, Any]:
                 counts[name] = None
     whole = [c for c in labels if counts[c] is None]
     rest = _label_distribution(ts.read_columns(path, whole), whole) if whole else {}
-    return {c: rest[c] if counts[c] is None else _sorted_counts(counts[c], schema.field(c).type)
-            for c in labels}
+    return {c: rest[c] if (found := counts[c]) is None
+            else _sorted_counts(found, schema.field(c).type) for c in labels}
 
 
 def _sorted_counts(found: dict[Any, int], kind: pa.DataType) -> dict[str, int]:
@@ -441,6 +441,7 @@ class TrainingDataStore:
         stats = _statistics_enabled(statistics_config)
         window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
         converted = None
+        staging: Path | None
         if materialize and stream is not None:
             staging = self._create_streamed(spec, metadata, stream, stats, window)
         else:
@@ -608,7 +609,7 @@ class TrainingDataStore:
                     f"v{self.fv.version} was purged. Call fv.recreate_training_dataset({version})."
                 )
             splits = {
-                name: _read_split(Path(td.location) / f"{name}.{td.data_format}", td.data_format,
+                name: _read_split(split_path(td, name), stored_format(td),
                                   td.columns, self._owner(version), split=name,
                                   file_sha256=meta.get("file_sha256"))
                 for name, meta in td.splits.items()
@@ -639,7 +640,7 @@ class TrainingDataStore:
             return
         digests = {}
         for name, meta in td.splits.items():
-            path = Path(td.location) / f"{name}.{td.data_format}"
+            path = split_path(td, name)
             if td.data_format == "parquet":
                 digests[name] = ts.verified_content_hash(path, self._owner(version), name,
                                                          meta.get("file_sha256"))
@@ -654,7 +655,7 @@ class TrainingDataStore:
         td = self._streamable(version, text=text)
         files = {}
         for name, meta in td.splits.items():
-            path = Path(td.location) / f"{name}.{td.data_format}"
+            path = split_path(td, name)
             recorded = meta.get("file_sha256")
             if recorded is None:  # versions from before file hashes: check the values
                 self._check_values(td, name, path)
@@ -675,11 +676,11 @@ class TrainingDataStore:
         schema, owner = _arrow_schema(td.columns), self._owner(version)
         indexes = {}
         for name, meta in td.splits.items():
-            path = Path(td.location) / f"{name}.{td.data_format}"
+            path = split_path(td, name)
             recorded = meta.get("file_sha256")
             if recorded is None:  # versions from before file hashes: check the values
                 self._check_values(td, name, path)
-            index, digest = index_file(path, str(td.data_format), schema, owner=owner, split=name)
+            index, digest = index_file(path, stored_format(td), schema, owner=owner, split=name)
             if recorded is not None and digest != recorded:
                 raise changed_split(owner, path, name)
             if recorded is not None:  # later whole reads of the file need not hash it again
@@ -779,14 +780,14 @@ class TrainingDataStore:
             self.verify(td, splits)
             if td.type != "MATERIALIZED":
                 return
-            staging = self._stage(splits, td.data_format)
+            staging = self._stage(splits, stored_format(td))
             file_hashes = {n: _file_sha256(staging / f"{n}.{td.data_format}") for n in splits}
         self._replace_files(td, staging, file_hashes)
 
     def _replace_files(self, td: TrainingDataset, staging: Path,
                        file_hashes: dict[str, str]) -> None:
         """Move re-created (verified) files into place and record their file hashes."""
-        final = Path(td.location)
+        final = stored_location(td)
         if final.exists():
             shutil.rmtree(final)
         staging.rename(final)
@@ -1005,3 +1006,22 @@ def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
     if data_format == "parquet":
         return pq.read_table(pa.BufferReader(data))
     return tw.parse_text(data, data_format, schema)
+
+
+def stored_format(td: TrainingDataset) -> str:
+    """The file format of a materialized version (``parquet``, ``csv``, ``jsonl``)."""
+    if td.data_format is None:
+        raise IntegrityError(f"training dataset version {td.version} records no data_format.")
+    return td.data_format
+
+
+def stored_location(td: TrainingDataset) -> Path:
+    """The folder of a materialized version's split files."""
+    if not td.location:
+        raise IntegrityError(f"training dataset version {td.version} records no location.")
+    return Path(td.location)
+
+
+def split_path(td: TrainingDataset, name: str) -> Path:
+    """Where a materialized version's split ``name`` is stored."""
+    return stored_location(td) / f"{name}.{stored_format(td)}"
