@@ -5,7 +5,8 @@ A query whose joins are all point-in-time joins of the root group on the same ke
 one statement that DuckDB would have to spill:
 
 1. every group's pinned rows (the root's filtered by its root-only conditions) are written
-   once into ``K`` buckets by DuckDB's hash of their join-key values (equal keys, stored with
+   once into ``K`` buckets by a hash of their join-key values (:func:`bucket_numbers` in numpy
+   for the kernel, DuckDB's ``hash`` for string keys and the statement; equal keys, stored with
    the same type, land in the same bucket): Parquet files written by DuckDB for the statement,
    or Arrow IPC files of only the columns the numpy kernel reads;
 2. each bucket in turn — the bucket's root rows with the same bucket of every joined group,
