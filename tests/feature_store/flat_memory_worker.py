@@ -20,47 +20,28 @@ import sys
 import threading
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import create_in_memory, out_of_memory, vm
+
 WRITE_OPTIONS = {"batch_rows": 65_536, "memory_limit": "64MB"}
-
-
-def _vm(key: str = "VmData") -> int:
-    """A /proc/self/status figure in bytes (VmData: the data segment, what RLIMIT_DATA caps;
-    VmHWM: the peak resident set)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 class _Peak:
     """The largest VmData seen by a sampling thread until :meth:`stop`."""
 
     def __init__(self) -> None:
-        self.peak, self._done = _vm(), threading.Event()
+        self.peak, self._done = vm(), threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
         while not self._done.wait(0.005):
-            self.peak = max(self.peak, _vm())
+            self.peak = max(self.peak, vm())
 
     def stop(self) -> int:
         self._done.set()
         self._thread.join()
-        return max(self.peak, _vm())
-
-
-def _in_memory(fv) -> int:
-    spec = fv._make_spec(False, 1, "random", test_size=0.25)
-    version, _ = fv._td.create(spec, seed=1, start_time=None, end_time=None, extra_filter=None,
-                               materialize=True, data_format="parquet", description="",
-                               statistics_config=None, stream=None)
-    return version
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
+        return max(self.peak, vm())
 
 
 def main() -> int:
@@ -85,17 +66,17 @@ def main() -> int:
 
     pj.PartitionedQuery.__init__ = counted  # type: ignore[method-assign]
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from the current RSS
-    base, resident = _vm(), _vm("VmRSS")
+    base, resident = vm(), vm("VmRSS")
     resource.setrlimit(resource.RLIMIT_DATA, (base + int(cap_mib) * 2**20,) * 2)
     peak = _Peak()
     try:
         if mode == "memory":
-            _in_memory(fv)
+            create_in_memory(fv)
         else:
             version, _ = fv.create_train_test_split(test_size=0.25, seed=1,
                                                     write_options=WRITE_OPTIONS)
     except Exception as exc:  # DuckDB and the store wrap running out of memory
-        if not _out_of_memory(exc) or mode != "memory":
+        if not out_of_memory(exc) or mode != "memory":
             raise
         print(f"in memory: out of memory ({type(exc).__name__})", flush=True)
         return 3
@@ -106,7 +87,7 @@ def main() -> int:
     splits = fv.get_training_dataset(version).splits
     print(json.dumps({"rows": sum(s["rows"] for s in splits.values()), "buckets": buckets,
                       "peak_mib": round(grown, 1),
-                      "rss_peak_mib": round((_vm("VmHWM") - resident) / 2**20, 1)}), flush=True)
+                      "rss_peak_mib": round((vm("VmHWM") - resident) / 2**20, 1)}), flush=True)
     return 0
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -15,6 +14,7 @@ import pytest
 from feature_store.local import text_split_writer as tw
 from feature_store.local.training_data_stream import StreamOptions
 from fstrain.kernel.errors import IntegrityError
+from tests.feature_store.text_groups import quoting_groups
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 N = 120
@@ -24,22 +24,7 @@ N = 120
 def fv(fs):
     """Text that needs quoting (commas, quotes, newlines, empty vs null), NaN and null floats,
     booleans and timestamps, joined point in time with a second group."""
-    rng = np.random.default_rng(7)
-    words = np.array(['plain', 'a,b', 'say "hi"', 'two\nlines', '', None, 'ünï'], dtype=object)
-    amount = rng.normal(size=N)
-    amount[::11] = np.nan
-    amount[::13] = None
-    tx = fs.get_or_create_feature_group("tx", version=1, primary_key=["tid"], event_time="ts")
-    tx.insert(pd.DataFrame({
-        "tid": np.arange(N), "card": rng.integers(0, 10, N),
-        "ts": T0 + pd.to_timedelta(rng.permutation(N), unit="min"),
-        "amount": amount, "note": words[rng.integers(0, len(words), N)],
-        "flag": rng.random(N) < 0.5, "label": rng.integers(0, 2, N),
-    }))
-    agg = fs.get_or_create_feature_group("agg", version=1, primary_key=["card"], event_time="ts")
-    agg.insert(pd.DataFrame({"card": np.arange(10).repeat(2),
-                             "ts": np.tile([T0, T0 + pd.Timedelta(minutes=60)], 10),
-                             "spend": rng.normal(size=20)}))
+    tx, agg = quoting_groups(fs, N, 7, ['plain', 'a,b', 'say "hi"', 'two\nlines', '', None, 'ünï'])
     return fs.create_feature_view("texts", query=tx.select_all().join(agg.select(["spend"]), on=["card"]),
                                   labels=["label"])
 

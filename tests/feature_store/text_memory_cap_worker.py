@@ -21,23 +21,10 @@ import resource
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import create_in_memory, out_of_memory, vm
+
 WRITE_OPTIONS = {"batch_rows": 16_384, "memory_limit": "256MB"}
-
-
-def _vm(key: str) -> int:
-    """A /proc/self/status figure in bytes (VmData: the segment RLIMIT_DATA caps)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-
-def _in_memory(fv, data_format: str) -> int:
-    spec = fv._make_spec(False, 1, "random", test_size=0.25)
-    version, _ = fv._td.create(spec, seed=1, start_time=None, end_time=None, extra_filter=None,
-                               materialize=True, data_format=data_format, description="",
-                               statistics_config=None, stream=None)
-    return version
 
 
 def _streamed(fv, data_format: str) -> int:
@@ -45,11 +32,6 @@ def _streamed(fv, data_format: str) -> int:
                                             write_options=WRITE_OPTIONS)
     fv.verify_training_dataset(version)
     return version
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
 
 
 def main() -> int:
@@ -63,23 +45,23 @@ def main() -> int:
     fs = feature_store.login(root=root).get_feature_store()
     _streamed(fs.get_feature_view("tiny", 1), data_format)  # load and start everything
     fv = fs.get_feature_view("big", 1)
-    base = _vm("VmData")
+    base = vm("VmData")
     if mode == "peak":
         version = _streamed(fv, data_format)
-        print(f"streamed: data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
-        _in_memory(fv, data_format)
-        print(f"in memory: data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+        print(f"streamed: data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+        create_in_memory(fv, data_format)
+        print(f"in memory: data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
         return 0
     limit = base + int(cap_mb) * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     try:
-        version = _in_memory(fv, data_format) if mode == "memory" else _streamed(fv, data_format)
+        version = create_in_memory(fv, data_format) if mode == "memory" else _streamed(fv, data_format)
     except Exception as exc:  # DuckDB and the store wrap running out of memory
-        if not _out_of_memory(exc) or mode != "memory":
+        if not out_of_memory(exc) or mode != "memory":
             raise
         print(f"in memory: out of memory ({type(exc).__name__})", flush=True)
         return 3
-    print(f"{mode}: version {version}, data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB",
+    print(f"{mode}: version {version}, data segment +{(vm('VmData') - base) / 2**20:.0f} MiB",
           flush=True)
     return 0
 

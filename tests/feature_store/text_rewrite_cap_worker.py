@@ -19,12 +19,8 @@ import resource
 import sys
 from pathlib import Path
 
-
-def _vm_data() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) * 1024
-    raise KeyError("VmData")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import vm
 
 
 def _stream(source: Path, data_format: str, keep: bool) -> dict[str, str]:
@@ -57,7 +53,7 @@ def main() -> int:
     small = source.with_name("warm.parquet")
     pq.write_table(pq.ParquetFile(source).read_row_group(0).slice(0, 500), small)
     _stream(small, data_format, keep=False)  # load and start everything
-    limit = _vm_data() + int(cap_mb) * 2**20
+    limit = vm() + int(cap_mb) * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if mode == "whole":
         try:

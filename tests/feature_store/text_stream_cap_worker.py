@@ -21,13 +21,8 @@ import resource
 import sys
 from pathlib import Path
 
-
-def _vm(key: str) -> int:
-    """A /proc/self/status figure in bytes (VmData: the segment RLIMIT_DATA caps)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import out_of_memory, vm
 
 
 def _stream(fv, version: int) -> dict:
@@ -38,11 +33,6 @@ def _stream(fv, version: int) -> dict:
         x_sum += float(x.double().sum())
         y_sum += float(y)
     return {"rows": rows, "x_sum": x_sum, "y_sum": y_sum}
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}".lower()
-    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
 
 
 def main() -> int:
@@ -61,12 +51,12 @@ def main() -> int:
     data_format = big.get_training_dataset(int(version)).data_format
     (warm,) = [t.version for t in tiny.get_training_datasets() if t.data_format == data_format]
     _stream(tiny, warm)  # load and start everything
-    base = _vm("VmData")
+    base = vm("VmData")
     if mode == "peak":
         _stream(big, int(version))
-        print(f"torch: data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+        print(f"torch: data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
         frames = big.get_train_test_split(int(version))
-        print(f"in memory ({len(frames[0])} train rows): data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+        print(f"in memory ({len(frames[0])} train rows): data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
         return 0
     limit = base + int(cap_mb) * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
@@ -74,13 +64,13 @@ def main() -> int:
         try:
             big.get_train_test_split(int(version))
         except Exception as exc:  # Arrow's and the store's out-of-memory errors
-            if not _out_of_memory(exc):
+            if not out_of_memory(exc):
                 raise
             print(f"in memory: out of memory ({type(exc).__name__})", flush=True)
             return 3
         return 0
     result = _stream(big, int(version))
-    result["growth_mib"] = (_vm("VmData") - base) / 2**20
+    result["growth_mib"] = (vm("VmData") - base) / 2**20
     print(json.dumps(result), flush=True)
     return 0
 

@@ -27,16 +27,11 @@ from pathlib import Path
 
 from pipelines.trainers.config import load_config
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import vm
+
 CONFIG = {"model": "xgboost", "seed": 3, "params": {"n_estimators": 20, "max_depth": 4},
           "early_stopping_rounds": 5}
-
-
-def _vm(key: str) -> int:
-    """A /proc/self/status figure in bytes (VmData: the segment RLIMIT_DATA caps)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 def _train(source, workdir: Path):
@@ -79,7 +74,7 @@ def _warm_up(out_dir: Path) -> None:
 
 def _cap(cap_mb: int) -> int:
     """Cap the data segment at ``cap_mb`` MiB above what it holds now; the base."""
-    base = _vm("VmData")
+    base = vm("VmData")
     limit = base + cap_mb * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, resource.RLIM_INFINITY))
     return base
@@ -96,7 +91,7 @@ def _read(root: str, version: int, cap_mb: int) -> int:
     except MemoryError:
         print("in-memory read: MemoryError", flush=True)
         return 3
-    print(f"in-memory read: data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+    print(f"in-memory read: data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
     return 0
 
 
@@ -106,11 +101,11 @@ def _run(root: str, version: int, mode: str, cap_mb: int, out_dir: Path) -> int:
 
     _warm_up(out_dir)
     fv = feature_store.login(root=root).get_feature_store().get_feature_view("big", 1)
-    base = _vm("VmData") if mode == "peak" else _cap(cap_mb)
+    base = vm("VmData") if mode == "peak" else _cap(cap_mb)
     source = version_source(fv, version)
     result = _train(source, out_dir / "run")
     result.model.save(_mkdir(out_dir / "model"))
-    growth = (_vm("VmData") - base) / 2**20
+    growth = (vm("VmData") - base) / 2**20
     (out_dir / "result.json").write_text(json.dumps(
         {"metrics": result.metrics, "distributed": result.extra["distributed"],
          "train_rows": source.rows("train"), "growth_mib": growth}))

@@ -22,17 +22,12 @@ import resource
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
+from memory_cap import vm
+
 CONFIG = {"model": "mlp", "seed": 3, "params": {"hidden_sizes": [16], "dropout": 0.0},
           "torch": {"epochs": 1, "batch_size": 1024, "lr": 0.01, "streaming": True,
                     "shuffle_buffer": 8192, "device": "cpu", "amp": "off"}}
-
-
-def _vm(key: str) -> int:
-    """A /proc/self/status figure in bytes (VmData: the segment RLIMIT_DATA caps)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 def _warm_up(out_dir: Path) -> None:
@@ -68,7 +63,7 @@ def main() -> int:
     out_dir = Path(out)
     _warm_up(out_dir)
     fv = feature_store.login(root=root).get_feature_store().get_feature_view("big", 1)
-    base = _vm("VmData")
+    base = vm("VmData")
     if mode != "peak":
         limit = base + int(cap_mb) * 2**20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
@@ -79,7 +74,7 @@ def main() -> int:
             print("in-memory read: MemoryError", flush=True)
             return 3
         print(f"in-memory read: {sum(f.memory_usage(deep=True).sum() for f in frames) / 2**20:.0f} "
-              f"MiB of frames, data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+              f"MiB of frames, data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
         if mode == "read":
             return 0
         del frames
@@ -88,8 +83,8 @@ def main() -> int:
     result.model.save(_mkdir(out_dir / "model"))
     (out_dir / "metrics.json").write_text(json.dumps(
         {"metrics": result.metrics, "train_rows": source.rows("train"),
-         "growth_mib": (_vm("VmData") - base) / 2**20}))
-    print(f"streamed training: data segment +{(_vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
+         "growth_mib": (vm("VmData") - base) / 2**20}))
+    print(f"streamed training: data segment +{(vm('VmData') - base) / 2**20:.0f} MiB", flush=True)
     return 0
 
 

@@ -1,0 +1,33 @@
+"""What the memory-cap test workers share (each runs as a child process whose data segment is
+capped with ``RLIMIT_DATA``): reading the segment's size and telling running out of memory from
+other failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def vm(key: str = "VmData") -> int:
+    """A /proc/self/status figure in bytes (VmData: the data segment, what RLIMIT_DATA caps;
+    VmHWM: the peak resident set)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` says the process ran out of memory (DuckDB, Arrow and the store wrap
+    MemoryError in messages of their own)."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
+
+
+def create_in_memory(fv: Any, data_format: str = "parquet") -> int:
+    """A seeded random train/test version of ``fv`` built by the whole-table path."""
+    spec = fv._make_spec(False, 1, "random", test_size=0.25)
+    version, _ = fv._td.create(spec, seed=1, start_time=None, end_time=None, extra_filter=None,
+                               materialize=True, data_format=data_format, description="",
+                               statistics_config=None, stream=None)
+    return version
