@@ -42,7 +42,7 @@ seed; the caller sorts the frame deterministically first.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -68,6 +68,7 @@ __all__ = [
     "make_split_spec",
     "relative_bounds",
     "resolve_time_bounds",
+    "time_split_codes_streamed",
 ]
 
 STRATEGIES = ("random", "stratified", "group", "time")
@@ -514,7 +515,8 @@ def _column(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
     return frame[column]
 
 
-def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | None) -> pd.Series:
+def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | None,
+                 cache: bool = True) -> pd.Series:
     if event_time_column is None:
         raise InvalidArgumentError(
             f"A time split needs the event time: event_time_column must name a column. Got None "
@@ -523,8 +525,8 @@ def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
     col = _column(frame, event_time_column, "Event time")
     try:
         if pd.api.types.is_integer_dtype(col.dtype):  # epoch milliseconds (Hopsworks' bigint)
-            return pd.to_datetime(col, unit="ms", utc=True)
-        return pd.to_datetime(col, utc=True)
+            return pd.to_datetime(col, unit="ms", utc=True, cache=cache)
+        return pd.to_datetime(col, utc=True, cache=cache)
     except (TypeError, ValueError) as exc:
         raise SchemaMismatchError(
             f"Event time column '{event_time_column}' must hold timestamps. Got dtype {col.dtype} "
@@ -592,7 +594,12 @@ def _time_assign(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
     t = _event_times(frame, spec, event_time_column)
     if not spec.has_time_bounds:
         spec = resolve_time_bounds(frame, spec, event_time_column=event_time_column or "")
-    out = np.full(len(frame), NO_SPLIT, dtype=np.int8)
+    return _time_codes(t, spec)
+
+
+def _time_codes(t: pd.Series, spec: SplitSpec) -> np.ndarray:
+    """Each event time's split code under ``spec``'s explicit windows (row by row)."""
+    out = np.full(len(t), NO_SPLIT, dtype=np.int8)
     valid = t.notna().to_numpy()
     for code, name in enumerate(spec.splits):
         start, end = getattr(spec, f"{name}_start"), getattr(spec, f"{name}_end")
@@ -777,13 +784,173 @@ def assign_split_codes(
         out = _group_assign(_column(frame, spec.group_column, "Group"), spec)
     else:  # pragma: no cover - make_split_spec rejects it
         raise InvalidArgumentError(f"Unknown split strategy {spec.strategy!r}.")
+    _check_nonempty(out, spec)
+    return out
+
+
+def _check_nonempty(out: np.ndarray, spec: SplitSpec) -> None:
     for code, name in enumerate(spec.splits):
         if not (out == code).any():
             raise InvalidArgumentError(
-                f"Split '{name}' is empty for {len(frame)} row(s) with spec {spec.to_dict()}. "
+                f"Split '{name}' is empty for {len(out)} row(s) with spec {spec.to_dict()}. "
                 "Widen its window, raise its size or use more data."
             )
-    return out
+
+
+# --------------------------------------------------------------------------- streamed time split
+
+#: a size-based cut gathers its candidate event times once at most this many remain
+_GATHER_LIMIT = 1 << 20
+_RADIX_BITS = 16
+
+
+def time_split_codes_streamed(
+    read: Callable[[], Iterable[pd.DataFrame]],
+    spec: SplitSpec,
+    *,
+    event_time_column: str,
+    gather_limit: int = _GATHER_LIMIT,
+) -> tuple[SplitSpec, np.ndarray]:
+    """:func:`assign_split_codes` of a time split from batches, without holding the event-time
+    column whole: ``read()`` yields the rows' batches (frames holding ``event_time_column``) in
+    the same order on every call. The cut times are found in a few passes (the maximum for a
+    relative spec; for a size-based one a radix selection of the order statistics that
+    :func:`resolve_time_bounds` takes, gathering a cut's candidates once at most
+    ``gather_limit`` remain), then the codes batch by batch. Returns the spec the codes used
+    (a relative one resolved to dates, as :func:`resolve_time_bounds` gives) and the codes."""
+    if spec.strategy != "time":
+        raise InvalidArgumentError(
+            f"time_split_codes_streamed needs strategy='time'. Got strategy={spec.strategy!r} "
+            "instead."
+        )
+
+    def times() -> Iterator[pd.Series]:
+        for batch in read():
+            # no cache of unique values: its sampling costs each batch what it costs a column
+            yield _event_times(batch, spec, event_time_column, cache=False)
+
+    resolved, whole = spec, None
+    if not spec.has_time_bounds:
+        m, lo, hi, last, whole = _time_range(times(), gather_limit)
+        if spec.is_relative:
+            bounds: dict[str, Any] = relative_bounds(spec, last)
+            resolved = replace(spec, **bounds)
+        else:
+            kept = whole
+            resolved = _streamed_size_bounds(times if kept is None else lambda: iter([kept]),
+                                             spec, event_time_column, m, lo, hi, gather_limit)
+    parts = [_time_codes(t, resolved) for t in (times() if whole is None else [whole])]
+    out = np.concatenate(parts) if parts else np.empty(0, dtype=np.int8)
+    _check_nonempty(out, resolved if spec.is_relative else spec)  # the spec creation passes
+    return resolved, out
+
+
+def _time_range(batches: Iterable[pd.Series], gather_limit: int
+                ) -> tuple[int, int, int, pd.Timestamp | None, pd.Series | None]:
+    """The count, smallest and largest (as int64) and the largest (as a timestamp) of the
+    non-null times; and every time (nulls included) when there are at most ``gather_limit``
+    (no further pass is needed), else None."""
+    m, lo, hi, last = 0, 0, 0, None
+    kept: list[pd.Series] | None = []
+    rows = 0
+    for t in batches:
+        rows += len(t)
+        if kept is not None and rows > gather_limit:
+            kept = None
+        elif kept is not None:
+            kept.append(t)
+        t = t.dropna()
+        if t.empty:
+            continue
+        v = t.array.asi8
+        top = int(v.argmax())
+        if m == 0 or int(v[top]) > hi:
+            hi, last = int(v[top]), pd.Timestamp(t.iloc[top])
+        lo = int(v.min()) if m == 0 else min(lo, int(v.min()))
+        m += len(v)
+    return m, lo, hi, last, pd.concat(kept) if kept else None
+
+
+def _streamed_size_bounds(times: Callable[[], Iterator[pd.Series]], spec: SplitSpec,
+                          event_time_column: str, m: int, lo: int, hi: int,
+                          gather_limit: int) -> SplitSpec:
+    """:func:`resolve_time_bounds` of a size-based spec from streamed times."""
+    assert spec.test_size is not None
+    n_test = int(m * spec.test_size)
+    n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
+    if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
+        raise InvalidArgumentError(
+            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
+            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
+        )
+    ks = [m - n_test] + ([m - n_test - n_val] if spec.three_way else [])
+    test_start, *rest = _streamed_order_statistics(times, ks, m, lo, hi, gather_limit)
+    if spec.three_way:
+        (val_start,) = rest
+        return replace(
+            spec, test_size=None, validation_size=None, train_end=val_start,
+            validation_start=val_start, validation_end=test_start, test_start=test_start,
+        )
+    return replace(spec, test_size=None, validation_size=None, train_end=test_start,
+                   test_start=test_start)
+
+
+@dataclass
+class _Cut:
+    """One order statistic being selected: the candidates are the times whose offset from the
+    smallest, shifted right by ``top``, equals ``prefix``; the answer is the ``rank``-th
+    smallest of the ``count`` candidates."""
+
+    rank: int
+    count: int
+    prefix: int
+    top: int
+    found: pd.Timestamp | None = None
+
+    def candidates(self, u: np.ndarray) -> np.ndarray:
+        if self.top >= 64:
+            return np.ones(len(u), dtype=bool)
+        return (u >> np.uint64(self.top)) == np.uint64(self.prefix)
+
+
+def _streamed_order_statistics(times: Callable[[], Iterator[pd.Series]], ks: list[int], m: int,
+                               lo: int, hi: int, gather_limit: int) -> list[pd.Timestamp]:
+    """The ``k``-th smallest non-null time for each of ``ks``, as :func:`_order_statistic` on
+    the whole column gives: each pass narrows a cut's candidates by the next 16 bits of their
+    offset from ``lo`` (one histogram per cut), until they are few enough to gather or are all
+    equal."""
+    bits = (hi - lo).bit_length()
+    cuts = [_Cut(rank=k, count=m, prefix=0, top=bits) for k in ks]
+    while any(c.found is None for c in cuts):
+        open_cuts = [c for c in cuts if c.found is None]
+        hists = {id(c): np.zeros(1 << _RADIX_BITS, dtype=np.int64) for c in open_cuts}
+        gathered: dict[int, list[pd.Series]] = {id(c): [] for c in open_cuts}
+        for t in times():
+            t = t.dropna()
+            u = t.array.asi8.view(np.uint64) - np.uint64(lo % (1 << 64))
+            for c in open_cuts:
+                sel = c.candidates(u)
+                width = min(c.top, _RADIX_BITS)
+                if c.top == 0:  # every candidate is the answer: keep the first
+                    if not gathered[id(c)] and sel.any():
+                        gathered[id(c)].append(t[sel].iloc[:1])
+                elif c.count <= gather_limit:
+                    gathered[id(c)].append(t[sel])
+                else:
+                    digits = (u[sel] >> np.uint64(c.top - width)) & np.uint64((1 << width) - 1)
+                    hists[id(c)] += np.bincount(digits.astype(np.intp), minlength=1 << _RADIX_BITS)
+        for c in open_cuts:
+            if c.top == 0 or c.count <= gather_limit:
+                c.found = _order_statistic(pd.concat(gathered[id(c)]), 0 if c.top == 0 else c.rank)
+                continue
+            width = min(c.top, _RADIX_BITS)
+            cum = np.cumsum(hists[id(c)])
+            digit = int(np.searchsorted(cum, c.rank, side="right"))
+            c.rank -= int(cum[digit - 1]) if digit else 0
+            c.count = int(hists[id(c)][digit])
+            c.prefix = (c.prefix << width) | digit
+            c.top -= width
+    return [c.found for c in cuts if c.found is not None]
 
 
 # --------------------------------------------------------------------------- k-fold

@@ -18,7 +18,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -259,6 +259,33 @@ class TrainingDataStore:
 
         return assign
 
+    def _time_batches(self, spec: SplitSpec | None, et: str | None, needed: list[str],
+                      schema: pa.Schema, resolved: list[SplitSpec]) -> Any:
+        """The streamed assigner of a time split on a timestamp column, else None (other
+        strategies and column types gather their key columns)."""
+        import pyarrow as pa
+
+        if (spec is None or spec.strategy != "time" or et is None or needed != [et]
+                or not pa.types.is_timestamp(schema.field(et).type)):
+            return None
+        return self._streamed_time_assigner(spec, et, resolved)
+
+    def _streamed_time_assigner(
+        self, spec: SplitSpec, et: str, resolved: list[SplitSpec]
+    ) -> Callable[[Callable[[], Iterator[pa.RecordBatch]]], Any]:
+        """:meth:`_assigner` of a time split from the event time's batches (``read()``), one
+        batch at a time instead of the column whole: the same codes and recorded spec."""
+
+        def assign(read: Callable[[], Iterator[pa.RecordBatch]]) -> Any:
+            from feature_store.core.splits import time_split_codes_streamed
+
+            current, codes = time_split_codes_streamed(
+                lambda: (batch.to_pandas() for batch in read()), spec, event_time_column=et)
+            resolved.append(current if spec.is_relative else spec)
+            return codes
+
+        return assign
+
     def _facts(self, compiled: Any, pins: dict[str, int], root_columns: dict[str, str],
                schema: pa.Schema, start_time: Any, end_time: Any,
                resolved: list[SplitSpec]) -> dict[str, Any]:
@@ -349,10 +376,10 @@ class TrainingDataStore:
                 split_names = ("train",) if spec is None else spec.splits
                 assign = None if spec is None else self._assigner(spec, et, label, resolved)
                 if buckets > 1:
-                    files = ts.write_splits_replayed(source, schema, staging,
-                                                     split_names=split_names,
-                                                     key_columns=needed, assign=assign,
-                                                     group_rows=options.batch_rows)
+                    files = ts.write_splits_replayed(
+                        source, schema, staging, split_names=split_names, key_columns=needed,
+                        assign=assign, group_rows=options.batch_rows,
+                        assign_batches=self._time_batches(spec, et, needed, schema, resolved))
                 else:
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,

@@ -204,12 +204,15 @@ def write_splits_replayed(
     key_columns: list[str],
     assign: Callable[[pa.Table, int], np.ndarray] | None,
     group_rows: int | None = None,
+    assign_batches: Callable[[Callable[[], Iterator[pa.RecordBatch]]], np.ndarray] | None = None,
 ) -> dict[str, SplitFile]:
     """:func:`write_splits` from a source that yields the same rows on every call: the split
     keys are read in a first pass (none when the strategy reads no column: the row count is
     known) and the rows in a second, with no scratch file. ``group_rows``: every row group of
     a split file but its last holds that many rows, so the files' bytes do not depend on how
-    the source cuts its batches."""
+    the source cuts its batches. ``assign_batches(read)``, when given, takes the place of
+    ``assign``: it reads the key columns' batches (``read()``, as often as it needs) instead
+    of having them gathered for every row."""
     import pyarrow as pa
 
     if assign is None:
@@ -218,12 +221,15 @@ def write_splits_replayed(
             for batch in source(None):
                 writers.write(name, batch)
         return writers.files
-    keys = pa.table({})  # the strategy reads no column: a random split needs the count only
-    if key_columns:
-        keys = pa.Table.from_batches(list(source(key_columns)),
-                                     schema=pa.schema([schema.field(c) for c in key_columns]))
-    codes = assign(keys, source.rows)
-    del keys
+    if assign_batches is not None:
+        codes = assign_batches(lambda: source(key_columns))
+    else:
+        keys = pa.table({})  # the strategy reads no column: a random split needs the count only
+        if key_columns:
+            keys = pa.Table.from_batches(list(source(key_columns)),
+                                         schema=pa.schema([schema.field(c) for c in key_columns]))
+        codes = assign(keys, source.rows)
+        del keys
     with _SplitWriters(staging, schema, split_names, group_rows) as writers:
         for split, batch in source.deal(codes, len(split_names)):
             writers.write(split_names[split], batch)
