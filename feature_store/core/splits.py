@@ -524,7 +524,9 @@ def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
         )
     col = _column(frame, event_time_column, "Event time")
     try:
-        if pd.api.types.is_integer_dtype(col.dtype):  # epoch milliseconds (Hopsworks' bigint)
+        # epoch milliseconds (Hopsworks' bigint); a bigint column holding nulls reaches pandas
+        # as floats, which pd.to_datetime would read as nanoseconds
+        if (pd.api.types.is_integer_dtype(col.dtype) or pd.api.types.is_float_dtype(col.dtype)):
             return pd.to_datetime(col, unit="ms", utc=True, cache=cache)
         return pd.to_datetime(col, utc=True, cache=cache)
     except (TypeError, ValueError) as exc:

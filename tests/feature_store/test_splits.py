@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feature_store.core.splits import (
+    NO_SPLIT,
     SplitSpec,
+    assign_split_codes,
     assign_splits,
     kfold_indices,
     make_split_spec,
@@ -371,3 +373,18 @@ def test_kfold_deterministic_and_errors():
         kfold_indices(10, 3, 0, stratify=["a"] * 8 + ["b"] * 2)
     with pytest.raises(InvalidArgumentError, match=r"one value per row \(10\). Got 9"):
         kfold_indices(10, 3, 0, stratify=[0] * 9)
+
+
+def test_epoch_ms_event_times_with_nulls_are_still_milliseconds():
+    """A bigint event time holding a null reaches pandas as floats: still epoch milliseconds
+    (read as nanoseconds, every row fell before 1970-01-02 and the windows split wrongly)."""
+    days = [pd.Timestamp(f"2024-01-0{d}", tz="UTC").value // 10**6 for d in range(1, 9)]
+    whole = pd.DataFrame({"t": np.array(days, dtype=np.int64)})
+    holed = pd.DataFrame({"t": np.array(days[:-1] + [np.nan])})
+    spec = make_split_spec("time", seed=1, train_end="2024-01-05", test_start="2024-01-05")
+    assert assign_split_codes(whole, spec, event_time_column="t").tolist() == [0] * 4 + [1] * 4
+    codes = assign_split_codes(holed, spec, event_time_column="t")
+    assert codes[:7].tolist() == [0] * 4 + [1] * 3 and codes[7] == NO_SPLIT
+    sized = resolve_time_bounds(holed, make_split_spec("time", seed=1, test_size=0.25),
+                                event_time_column="t")
+    assert sized.test_start.year == 2024
