@@ -536,6 +536,20 @@ def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
         ) from exc
 
 
+def _cut_sizes(m: int, spec: SplitSpec, event_time_column: str) -> tuple[int, int]:
+    """Rows of the test and validation windows of a size-based time split of ``m`` non-null
+    event times (``int(m * size)``); refused when a split would be empty."""
+    assert spec.test_size is not None
+    n_test = int(m * spec.test_size)
+    n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
+    if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
+        raise InvalidArgumentError(
+            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
+            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
+        )
+    return n_test, n_val
+
+
 def resolve_time_bounds(
     frame: pd.DataFrame, spec: SplitSpec, *, event_time_column: str
 ) -> SplitSpec:
@@ -558,13 +572,7 @@ def resolve_time_bounds(
     assert spec.test_size is not None
     times = _event_times(frame, spec, event_time_column).dropna()
     m = len(times)
-    n_test = int(m * spec.test_size)
-    n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
-    if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
-        raise InvalidArgumentError(
-            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
-            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
-        )
+    n_test, n_val = _cut_sizes(m, spec, event_time_column)
     test_start = _order_statistic(times, m - n_test)
     if spec.three_way:
         val_start = _order_statistic(times, m - n_test - n_val)
@@ -878,13 +886,7 @@ def _streamed_size_bounds(times: Callable[[], Iterator[pd.Series]], spec: SplitS
                           gather_limit: int) -> SplitSpec:
     """:func:`resolve_time_bounds` of a size-based spec from streamed times."""
     assert spec.test_size is not None
-    n_test = int(m * spec.test_size)
-    n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
-    if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
-        raise InvalidArgumentError(
-            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
-            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
-        )
+    n_test, n_val = _cut_sizes(m, spec, event_time_column)
     ks = [m - n_test] + ([m - n_test - n_val] if spec.three_way else [])
     test_start, *rest = _streamed_order_statistics(times, ks, m, lo, hi, gather_limit)
     if spec.three_way:
