@@ -681,12 +681,8 @@ class TrainingDataStore:
         process), for streamed reads."""
         td = self._streamable(version, text=text)
         files = {}
-        for name, meta in td.splits.items():
-            path = split_path(td, name)
-            recorded = meta.get("file_sha256")
-            if recorded is None:  # versions from before file hashes: check the values
-                self._check_values(td, name, path)
-            else:
+        for name, path, recorded in self._recorded_files(td):
+            if recorded is not None:
                 _verify_file(path, recorded, self._owner(version), name)
             files[name] = path
         return files
@@ -702,11 +698,7 @@ class TrainingDataStore:
             raise InvalidArgumentError(f"{self._owner(version)} is stored as Parquet, not text.")
         schema, owner = _arrow_schema(td.columns), self._owner(version)
         indexes = {}
-        for name, meta in td.splits.items():
-            path = split_path(td, name)
-            recorded = meta.get("file_sha256")
-            if recorded is None:  # versions from before file hashes: check the values
-                self._check_values(td, name, path)
+        for name, path, recorded in self._recorded_files(td):
             index, digest = index_file(path, stored_format(td), schema, owner=owner, split=name)
             if recorded is not None and digest != recorded:
                 raise changed_split(owner, path, name)
@@ -714,6 +706,16 @@ class TrainingDataStore:
                 _VERIFIED.add((index.identity, recorded), settled=_settled(index.identity))
             indexes[name] = index
         return indexes
+
+    def _recorded_files(self, td: TrainingDataset) -> Iterator[tuple[str, Path, str | None]]:
+        """``(split, path, recorded file sha256)`` of a materialized version's files; a file
+        of a version from before file hashes (none recorded) has its values checked here."""
+        for name, meta in td.splits.items():
+            path = split_path(td, name)
+            recorded = meta.get("file_sha256")
+            if recorded is None:
+                self._check_values(td, name, path)
+            yield name, path, recorded
 
     def _streamable(self, version: int, *, text: bool) -> TrainingDataset:
         """The version, if it is materialized (as Parquet, unless ``text``) and not purged."""
