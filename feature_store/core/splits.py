@@ -798,9 +798,21 @@ def assign_split_codes(
     return out
 
 
+#: codes compared at a time when checking that no split is empty (the codes may be a mapped
+#: file of 100M rows: a comparison of them whole would take a byte per row)
+_CHECK_BLOCK = 1 << 20
+
+
 def _check_nonempty(out: np.ndarray, spec: SplitSpec) -> None:
+    seen = np.zeros(len(spec.splits), dtype=bool)
+    for start in range(0, len(out), _CHECK_BLOCK):
+        block = np.asarray(out[start:start + _CHECK_BLOCK])
+        for missing in np.flatnonzero(~seen):
+            seen[missing] = bool((block == missing).any())
+        if seen.all():
+            return
     for code, name in enumerate(spec.splits):
-        if not (out == code).any():
+        if not seen[code]:
             raise InvalidArgumentError(
                 f"Split '{name}' is empty for {len(out)} row(s) with spec {spec.to_dict()}. "
                 "Widen its window, raise its size or use more data."
@@ -820,6 +832,8 @@ def time_split_codes_streamed(
     *,
     event_time_column: str,
     gather_limit: int = _GATHER_LIMIT,
+    rows: int | None = None,
+    alloc: Callable[[int, Any], np.ndarray] | None = None,
 ) -> tuple[SplitSpec, np.ndarray]:
     """:func:`assign_split_codes` of a time split from batches, without holding the event-time
     column whole: ``read()`` yields the rows' batches (frames holding ``event_time_column``) in
@@ -827,7 +841,9 @@ def time_split_codes_streamed(
     relative spec; for a size-based one a radix selection of the order statistics that
     :func:`resolve_time_bounds` takes, gathering a cut's candidates once at most
     ``gather_limit`` remain), then the codes batch by batch. Returns the spec the codes used
-    (a relative one resolved to dates, as :func:`resolve_time_bounds` gives) and the codes."""
+    (a relative one resolved to dates, as :func:`resolve_time_bounds` gives) and the codes:
+    with ``rows`` (how many ``read()`` yields) and ``alloc(n, dtype)``, written batch by batch
+    into ``alloc(rows, int8)`` (for example an array mapped from a file), else concatenated."""
     if spec.strategy != "time":
         raise InvalidArgumentError(
             f"time_split_codes_streamed needs strategy='time'. Got strategy={spec.strategy!r} "
@@ -849,10 +865,28 @@ def time_split_codes_streamed(
             kept = whole
             resolved = _streamed_size_bounds(times if kept is None else lambda: iter([kept]),
                                              spec, event_time_column, m, lo, hi, gather_limit)
-    parts = [_time_codes(t, resolved) for t in (times() if whole is None else [whole])]
-    out = np.concatenate(parts) if parts else np.empty(0, dtype=np.int8)
+    out = _coded(times() if whole is None else iter([whole]), resolved, rows, alloc)
     _check_nonempty(out, resolved if spec.is_relative else spec)  # the spec creation passes
     return resolved, out
+
+
+def _coded(times: Iterator[pd.Series], spec: SplitSpec, rows: int | None,
+           alloc: Callable[[int, Any], np.ndarray] | None) -> np.ndarray:
+    """The codes of every batch of ``times`` under ``spec``'s explicit windows: into
+    ``alloc(rows, int8)`` when given, else concatenated."""
+    if rows is None or alloc is None:
+        parts = [_time_codes(t, spec) for t in times]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int8)
+    out = alloc(rows, np.int8)
+    offset = 0
+    for t in times:
+        if offset + len(t) > rows:
+            raise ValueError(f"read() yielded more than the {rows} rows given")
+        out[offset:offset + len(t)] = _time_codes(t, spec)
+        offset += len(t)
+    if offset != rows:
+        raise ValueError(f"read() yielded {offset} rows, {rows} were given")
+    return out
 
 
 def _time_range(batches: Iterable[pd.Series], gather_limit: int

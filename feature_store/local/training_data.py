@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.core.splits import SplitSpec
     from feature_store.local.feature_view import FeatureView
-    from feature_store.local.training_data_stream import SplitFile, StreamOptions
+    from feature_store.local.training_data_stream import Assign, SplitFile, StreamOptions
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
@@ -259,28 +259,44 @@ class TrainingDataStore:
 
         return assign
 
-    def _time_batches(self, spec: SplitSpec | None, et: str | None, needed: list[str],
-                      schema: pa.Schema, resolved: list[SplitSpec]) -> Any:
-        """The streamed assigner of a time split on a timestamp column, else None (other
-        strategies and column types gather their key columns)."""
+    def _streamed_assigner(self, spec: SplitSpec, et: str | None, label: str | None,
+                           needed: list[str], schema: pa.Schema,
+                           resolved: list[SplitSpec]) -> Assign:
+        """The one split dispatch of out-of-core creation: ``assign(read, rows, alloc)`` (see
+        :data:`~feature_store.local.training_data_stream.Assign`), the same codes and recorded
+        spec as :meth:`_assigner` on the gathered columns. A time split on a timestamp,
+        epoch-millisecond or date event time reads the batches one at a time; the other
+        strategies and string event times gather their key columns."""
+        if (spec.strategy == "time" and et is not None and needed == [et]
+                and _streamable_time(schema.field(et).type)):
+            return self._streamed_time_assigner(spec, et, resolved)
         import pyarrow as pa
 
-        if (spec is None or spec.strategy != "time" or et is None or needed != [et]
-                or not pa.types.is_timestamp(schema.field(et).type)):
-            return None
-        return self._streamed_time_assigner(spec, et, resolved)
+        gathered = self._assigner(spec, et, label, resolved)
+        key_schema = pa.schema([schema.field(c) for c in needed])
 
-    def _streamed_time_assigner(
-        self, spec: SplitSpec, et: str, resolved: list[SplitSpec]
-    ) -> Callable[[Callable[[], Iterator[pa.RecordBatch]]], Any]:
+        def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
+            import numpy as np
+
+            keys = pa.Table.from_batches(list(read()) if needed else [], schema=key_schema)
+            codes = gathered(keys, rows)
+            del keys
+            out = alloc(rows, np.int8)
+            out[:] = codes
+            return out
+
+        return assign
+
+    def _streamed_time_assigner(self, spec: SplitSpec, et: str, resolved: list[SplitSpec]) -> Assign:
         """:meth:`_assigner` of a time split from the event time's batches (``read()``), one
         batch at a time instead of the column whole: the same codes and recorded spec."""
 
-        def assign(read: Callable[[], Iterator[pa.RecordBatch]]) -> Any:
+        def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
             from feature_store.core.splits import time_split_codes_streamed
 
             current, codes = time_split_codes_streamed(
-                lambda: (batch.to_pandas() for batch in read()), spec, event_time_column=et)
+                lambda: (batch.to_pandas() for batch in read()), spec, event_time_column=et,
+                rows=rows, alloc=alloc)
             resolved.append(current if spec.is_relative else spec)
             return codes
 
@@ -374,12 +390,12 @@ class TrainingDataStore:
                 needed, et, label = (self._key_columns(spec, root_columns, schema.names)
                                      if spec is not None else ([], None, None))
                 split_names = ("train",) if spec is None else spec.splits
-                assign = None if spec is None else self._assigner(spec, et, label, resolved)
+                assign = (None if spec is None else
+                          self._streamed_assigner(spec, et, label, needed, schema, resolved))
                 if buckets > 1:
                     files = ts.write_splits_replayed(
                         source, schema, staging, split_names=split_names, key_columns=needed,
-                        assign=assign, group_rows=options.batch_rows,
-                        assign_batches=self._time_batches(spec, et, needed, schema, resolved))
+                        assign=assign, group_rows=options.batch_rows)
                 else:
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,
@@ -388,6 +404,7 @@ class TrainingDataStore:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
             shutil.rmtree(staging / ts.PARTS_DIR, ignore_errors=True)
+            shutil.rmtree(staging / ts.SCRATCH_DIR, ignore_errors=True)
         relative = [r for r in resolved if spec is not None and spec.is_relative]
         facts = self._facts(compiled, pins, root_columns, schema, start_time, end_time, relative)
         return files, facts, schema
@@ -1054,3 +1071,11 @@ def stored_location(td: TrainingDataset) -> Path:
 def split_path(td: TrainingDataset, name: str) -> Path:
     """Where a materialized version's split ``name`` is stored."""
     return stored_location(td) / f"{name}.{stored_format(td)}"
+
+
+def _streamable_time(kind: pa.DataType) -> bool:
+    """Whether a time split reads an event time of this type batch by batch (timestamps)."""
+    import pyarrow as pa
+
+    return pa.types.is_timestamp(kind)
+

@@ -3,21 +3,23 @@
 The point-in-time query runs in a DuckDB database of its own, with a memory limit and a spill
 folder inside the version's staging folder, and its result is consumed as Arrow record batches:
 
-1. the batches are written, in query order, to one scratch Parquet file, while the few columns the
-   split strategy reads (event time, label, group or stratification column) are kept;
-2. the split assignment is computed from those columns by the same function as an in-memory
-   create (:func:`feature_store.core.splits.assign_split_codes`, one byte per row), so the
-   splits are bit-identical for the same seed;
+1. the batches are written, in query order, to one scratch Parquet file;
+2. the split assignment reads the columns the split strategy reads (event time, label, group or
+   stratification column) back from it batch by batch, and gives the same codes (one byte per
+   row) as an in-memory create (:func:`feature_store.core.splits.assign_split_codes`), so the
+   splits are bit-identical for the same seed; the codes and the assignment's other arrays as
+   long as the rows are mapped from files (:class:`ScratchArrays`), not held in memory;
 3. the scratch file is read back batch by batch, each batch's rows go to their split's Parquet
    writer (on a thread of its own, the file's sha256 taken from the bytes as they are written),
    and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
    and statistics (:class:`~feature_store.local.statistics.StreamingStatistics`) are fed on
    another thread while the next batch is made.
 
-An unsplit version skips the scratch file. Only one batch, the kept split columns and the
-assignment (one byte per row) are in Python memory at a time; DuckDB spills joins and sorts that
-exceed its limit. A partitioned query (:mod:`partitioned_join`) needs no scratch file: its
-results are merged twice (split columns, then rows; a random split reads no column, so once).
+An unsplit version skips the scratch file. Only one batch (and, for the strategies still
+assigned from gathered columns, those columns) is in Python memory at a time; DuckDB spills
+joins and sorts that exceed its limit. A partitioned query (:mod:`partitioned_join`) needs no
+scratch file of rows: its results are merged as often as the assignment reads its columns, then
+once more for the rows (a random split reads no column).
 Label distributions are read back from the written files (the label columns alone); the
 statistics of strings, booleans and decimals are DuckDB's over the file's columns.
 """
@@ -49,6 +51,8 @@ MEMORY_SHARE = 0.25
 ROWS_FILE = ".rows.parquet"
 SPILL_DIR = ".spill"
 PARTS_DIR = ".partitions"
+#: the split assignment's arrays (codes and scratch), mapped from files
+SCRATCH_DIR = ".split-scratch"
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,43 @@ def record_batches(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any],
     return con.sql(sql, params=params or None).to_arrow_reader(batch_rows)
 
 
+#: ``alloc(n, dtype)``: an array of ``n`` values for the split assignment (the codes and every
+#: array as long as the rows), mapped from a scratch file (:class:`ScratchArrays`)
+Alloc = Callable[[int, Any], "np.ndarray"]
+#: ``assign(read, rows, alloc)``: each row's split as an ``int8`` code (its index in the split
+#: names, -1 for a dropped row), from ``read()``, which yields the key columns' batches in row
+#: order (as often as called), the row count and ``alloc``
+Assign = Callable[[Callable[[], Iterator["pa.RecordBatch"]], int, Alloc], "np.ndarray"]
+
+
+class ScratchArrays:
+    """``alloc(n, dtype)`` for a split assignment: each array a ``np.memmap`` of a file of its
+    own in ``folder`` (a shared file mapping: its pages are the page cache's, not the process's
+    anonymous memory, so a 100M-row assignment neither holds nor counts against a data-segment
+    cap); the folder is deleted on leaving the ``with`` block, also on failure."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.made = 0
+
+    def __enter__(self) -> ScratchArrays:
+        return self
+
+    def __call__(self, n: int, dtype: Any) -> np.ndarray:
+        import numpy as np
+
+        if n <= 0:  # a file cannot map zero bytes
+            return np.empty(0, dtype=dtype)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.made += 1
+        return np.memmap(self.folder / f"{self.made}.bin", dtype=dtype, mode="w+", shape=(n,))
+
+    def __exit__(self, *_: Any) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def write_splits(
     batches: Iterator[pa.RecordBatch],
     schema: pa.Schema,
@@ -156,14 +197,14 @@ def write_splits(
     *,
     split_names: tuple[str, ...],
     key_columns: list[str],
-    assign: Callable[[pa.Table, int], np.ndarray] | None,
+    assign: Assign | None,
     batch_rows: int,
 ) -> dict[str, SplitFile]:
     """Write the batches into one Parquet file per split under ``staging``.
 
-    ``assign(keys, rows)`` gets the ``key_columns`` of all rows and the row count, and returns
-    each row's split as an ``int8`` code (its index in ``split_names``, -1 for a dropped row);
-    without it every row goes to the single split.
+    The rows are spooled to a scratch file first; ``assign`` (see :data:`Assign`) reads their
+    ``key_columns`` back from it batch by batch, its arrays mapped from files in
+    :data:`SCRATCH_DIR`; without it every row goes to the single split.
     """
     if assign is None:
         (name,) = split_names
@@ -172,12 +213,17 @@ def write_splits(
                 writers.write(name, batch)
         return writers.files
     rows_file = staging / ROWS_FILE
-    keys, rows = _spool(batches, schema, rows_file, key_columns)
-    codes = assign(keys, rows)
-    del keys
     try:
-        return _distribute(open_parquet(rows_file).iter_batches(batch_size=batch_rows), schema,
-                           codes, staging, split_names)
+        rows = _spool(batches, schema, rows_file)
+
+        def read() -> Iterator[pa.RecordBatch]:
+            return open_parquet(rows_file).iter_batches(batch_size=batch_rows,
+                                                         columns=key_columns)
+
+        with ScratchArrays(staging / SCRATCH_DIR) as alloc:
+            codes = assign(read, rows, alloc)
+            return _distribute(open_parquet(rows_file).iter_batches(batch_size=batch_rows),
+                               schema, codes, staging, split_names)
     finally:
         rows_file.unlink(missing_ok=True)
 
@@ -202,65 +248,52 @@ def write_splits_replayed(
     *,
     split_names: tuple[str, ...],
     key_columns: list[str],
-    assign: Callable[[pa.Table, int], np.ndarray] | None,
+    assign: Assign | None,
     group_rows: int | None = None,
-    assign_batches: Callable[[Callable[[], Iterator[pa.RecordBatch]]], np.ndarray] | None = None,
 ) -> dict[str, SplitFile]:
-    """:func:`write_splits` from a source that yields the same rows on every call: the split
-    keys are read in a first pass (none when the strategy reads no column: the row count is
-    known) and the rows in a second, with no scratch file. ``group_rows``: every row group of
-    a split file but its last holds that many rows, so the files' bytes do not depend on how
-    the source cuts its batches. ``assign_batches(read)``, when given, takes the place of
-    ``assign``: it reads the key columns' batches (``read()``, as often as it needs) instead
-    of having them gathered for every row."""
-    import pyarrow as pa
-
+    """:func:`write_splits` from a source that yields the same rows on every call: ``assign``
+    reads the key columns' batches from the source (as often as it needs; not at all when the
+    strategy reads no column: the row count is known) and the rows are dealt in a last pass,
+    with no scratch file of rows. ``group_rows``: every row group of a split file but its last
+    holds that many rows, so the files' bytes do not depend on how the source cuts its
+    batches."""
     if assign is None:
         (name,) = split_names
         with _SplitWriters(staging, schema, (name,), group_rows) as writers:
             for batch in source(None):
                 writers.write(name, batch)
         return writers.files
-    if assign_batches is not None:
-        codes = assign_batches(lambda: source(key_columns))
-    else:
-        keys = pa.table({})  # the strategy reads no column: a random split needs the count only
-        if key_columns:
-            keys = pa.Table.from_batches(list(source(key_columns)),
-                                         schema=pa.schema([schema.field(c) for c in key_columns]))
-        codes = assign(keys, source.rows)
-        del keys
-    with _SplitWriters(staging, schema, split_names, group_rows) as writers:
-        for split, batch in source.deal(codes, len(split_names)):
-            writers.write(split_names[split], batch)
+    with ScratchArrays(staging / SCRATCH_DIR) as alloc:
+        codes = assign(lambda: source(key_columns), source.rows, alloc)
+        with _SplitWriters(staging, schema, split_names, group_rows) as writers:
+            for split, batch in source.deal(codes, len(split_names)):
+                writers.write(split_names[split], batch)
+        del codes
     return writers.files
 
 
-def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
-           key_columns: list[str]) -> tuple[pa.Table, int]:
-    """Write every batch to ``path``; return the key columns of all rows and the row count."""
-    import pyarrow as pa
+def _spool(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> int:
+    """Write every batch to ``path``; return the row count."""
     import pyarrow.parquet as pq
 
-    kept: list[pa.RecordBatch] = []
     rows = 0
     with pq.ParquetWriter(path, schema, compression="lz4") as writer:
         for batch in batches:
             writer.write_batch(batch)
-            kept.append(batch.select(key_columns))
             rows += batch.num_rows
-    return pa.Table.from_batches(kept, schema=pa.schema([schema.field(c) for c in key_columns])), rows
+    return rows
 
 
 def _distribute(batches: Iterator[pa.RecordBatch], schema: pa.Schema, codes: np.ndarray,
                 staging: Path, split_names: tuple[str, ...]) -> dict[str, SplitFile]:
     """Each batch's rows to their split's writer (``codes``: every row's split, in order)."""
+    import numpy as np
     import pyarrow as pa
 
     offset = 0
     with _SplitWriters(staging, schema, split_names) as writers:
         for batch in batches:
-            part = codes[offset:offset + batch.num_rows]
+            part = np.asarray(codes[offset:offset + batch.num_rows])
             offset += batch.num_rows
             for i, name in enumerate(split_names):
                 mask = part == i

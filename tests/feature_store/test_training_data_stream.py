@@ -59,11 +59,41 @@ CASES = [
 ]
 
 
+@pytest.fixture
+def mapped(monkeypatch):
+    """Every array the split assignment allocates (path, dtype, rows, mapped from a file), and
+    whether its scratch folder was gone after each create."""
+    from feature_store.local import training_data_stream as ts
+
+    seen: list[tuple[Path, str, int, bool]] = []
+    real = ts.ScratchArrays.__call__
+
+    def spy(self, n, dtype):
+        out = real(self, n, dtype)
+        seen.append((self.folder, np.dtype(dtype).name, n, isinstance(out, np.memmap)))
+        return out
+
+    monkeypatch.setattr(ts.ScratchArrays, "__call__", spy)
+    return seen
+
+
 @pytest.mark.parametrize(("three_way", "split", "kwargs"), CASES)
-def test_streamed_version_is_bit_identical_to_in_memory(fv, three_way, split, kwargs):
+def test_streamed_version_is_bit_identical_to_in_memory(fv, mapped, three_way, split, kwargs):
+    """On both out-of-core paths (one statement; hash partitions), every strategy's codes held
+    in a file mapping that is gone once the version is created."""
     in_memory = _create(fv, None, three_way, split, **kwargs)
-    streamed = _create(fv, StreamOptions(batch_rows=7), three_way, split, **kwargs)
-    a, b = fv.get_training_dataset(in_memory), fv.get_training_dataset(streamed)
+    a = fv.get_training_dataset(in_memory)
+    for stream in (StreamOptions(batch_rows=7), StreamOptions(batch_rows=7, partitions=3)):
+        streamed = _create(fv, stream, three_way, split, **kwargs)
+        _same_version(fv, a, fv.get_training_dataset(streamed))
+    if split is None:
+        assert mapped == []
+        return
+    assert [(dtype, n, is_map) for _, dtype, n, is_map in mapped] == [("int8", N, True)] * 2
+    assert all(folder.name == ".split-scratch" and not folder.exists() for folder, *_ in mapped)
+
+
+def _same_version(fv, a, b):
     assert list(a.splits) == list(b.splits)
     assert a.columns == b.columns and a.split_spec == b.split_spec
     assert a.transformation_statistics == b.transformation_statistics
@@ -80,11 +110,24 @@ def test_streamed_version_is_bit_identical_to_in_memory(fv, three_way, split, kw
             assert sa.keys() == sb.keys()
             for key, value in sa.items():
                 assert sb[key] == (pytest.approx(value) if isinstance(value, float) else value)
-    fv.verify_training_dataset(streamed)
-    assert fv._td.read_splits(streamed)[1].keys() == fv._td.read_splits(in_memory)[1].keys()
-    for x, y in zip(fv._td.read_splits(streamed)[1].values(),
-                    fv._td.read_splits(in_memory)[1].values(), strict=True):
+    fv.verify_training_dataset(b.version)
+    assert fv._td.read_splits(b.version)[1].keys() == fv._td.read_splits(a.version)[1].keys()
+    for x, y in zip(fv._td.read_splits(b.version)[1].values(),
+                    fv._td.read_splits(a.version)[1].values(), strict=True):
         assert x.equals(y)
+
+
+def test_scratch_arrays_are_file_mappings_deleted_also_on_failure(tmp_path):
+    from feature_store.local.training_data_stream import ScratchArrays
+
+    folder = tmp_path / ".split-scratch"
+    with pytest.raises(RuntimeError, match="boom"), ScratchArrays(folder) as alloc:
+        codes = alloc(1000, np.int8)
+        codes[:] = 3
+        assert isinstance(codes, np.memmap) and len(list(folder.iterdir())) == 1
+        assert alloc(0, np.int64).shape == (0,)  # no file for no rows
+        raise RuntimeError("boom")
+    assert not folder.exists() and int(codes.sum()) == 3000  # the mapping outlives the file
 
 
 def test_default_create_streams_and_purged_version_recreates(fv):
