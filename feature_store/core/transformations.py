@@ -40,6 +40,7 @@ maps outside ``[0, 1]`` with ``min_max_scaler``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feature_store.core.moments import Moments, moments_of
 from fstrain.kernel.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -76,27 +78,42 @@ _ZERO_SPREAD_RTOL = 1e-12
 # --------------------------------------------------------------------------- fit/transform kernels
 
 
-def _numeric_values(tf: TransformationFunction, series: pd.Series) -> np.ndarray:
-    """Non-null values of ``series`` as float64; refuse non-numeric and non-finite input."""
-    if not (pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)):
+def check_numeric(tf: TransformationFunction, dtype: Any) -> None:
+    """Refuse a column of ``dtype`` (the whole train column's pandas dtype) for a scaler."""
+    if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
         raise InvalidArgumentError(
             f"Transformation {tf.name}('{tf.feature}'): feature '{tf.feature}' must be numeric "
-            f"for a scaler. Got dtype {series.dtype} instead. Use label_encoder or "
+            f"for a scaler. Got dtype {dtype} instead. Use label_encoder or "
             "one_hot_encoder for categorical features."
         )
-    values = series.dropna().to_numpy(dtype="float64")
-    if values.size == 0:
+
+
+def check_values(tf: TransformationFunction, count: int, bad: float | None) -> None:
+    """Refuse a fit on ``count`` non-null values of which the first non-finite one is ``bad``."""
+    if count == 0:
         raise InvalidArgumentError(
             f"Transformation {tf.name}('{tf.feature}'): cannot fit on feature '{tf.feature}' "
             "because the train split has no non-null values. Check the training window or drop "
             "the transformation."
         )
-    if not np.isfinite(values).all():
-        bad = values[~np.isfinite(values)][0]
+    if bad is not None:
         raise InvalidArgumentError(
             f"Transformation {tf.name}('{tf.feature}'): feature '{tf.feature}' must be finite in "
             f"the train split. Got {bad!r} instead. Replace infinities before fitting."
         )
+
+
+def first_non_finite(values: np.ndarray) -> float | None:
+    """The first of ``values`` that is NaN or ±inf (None: all are finite)."""
+    finite = np.isfinite(values)
+    return None if finite.all() else float(values[~finite][0])
+
+
+def _numeric_values(tf: TransformationFunction, series: pd.Series) -> np.ndarray:
+    """Non-null values of ``series`` as float64; refuse non-numeric and non-finite input."""
+    check_numeric(tf, series.dtype)
+    values = series.dropna().to_numpy(dtype="float64")
+    check_values(tf, values.size, first_non_finite(values))
     return values
 
 
@@ -131,8 +148,19 @@ def _tr_min_max(tf: TransformationFunction, series: pd.Series, s: Mapping[str, A
 
 
 def _fit_standard(tf: TransformationFunction, series: pd.Series) -> dict[str, Any]:
-    v = _numeric_values(tf, series)
-    return {"mean": float(v.mean()), "std": float(v.std(ddof=0))}
+    return standard_stats(tf, moments_of(_numeric_values(tf, series)))
+
+
+def standard_stats(tf: TransformationFunction, found: Moments | None) -> dict[str, Any]:
+    """The standard scaler's ``mean`` and population ``std`` from the values' block moments
+    (:mod:`feature_store.core.moments`: the same figures bit for bit however the column was fed);
+    refused where the sums overflow a double."""
+    if found is None:
+        raise InvalidArgumentError(
+            f"Transformation {tf.name}('{tf.feature}'): the sum of feature '{tf.feature}' "
+            "overflows a double in the train split. Rescale the feature before fitting."
+        )
+    return {"mean": found.mean, "std": math.sqrt(found.m2 / found.n)}
 
 
 def _tr_standard(tf: TransformationFunction, series: pd.Series, s: Mapping[str, Any]) -> pd.DataFrame:
@@ -142,8 +170,48 @@ def _tr_standard(tf: TransformationFunction, series: pd.Series, s: Mapping[str, 
 
 def _fit_robust(tf: TransformationFunction, series: pd.Series) -> dict[str, Any]:
     v = _numeric_values(tf, series)
-    p25, p50, p75 = np.percentile(v, [25.0, 50.0, 75.0])
-    return {"p25": float(p25), "p50": float(p50), "p75": float(p75)}
+    ranks = quartile_ranks(v.size)
+    placed = np.partition(v, sorted(ranks))
+    return robust_stats(v.size, {k: float(placed[k]) for k in ranks})
+
+
+#: the robust scaler's percentiles
+_QUARTILES = (25.0, 50.0, 75.0)
+
+
+def _quartile_indexes(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted positions below and above each quartile of ``n`` values and the weight of the
+    one above, as ``np.percentile``'s linear method computes them (its own operations)."""
+    quantiles = np.true_divide(np.array(_QUARTILES), 100)
+    virtual = (n - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    above, below = virtual >= n - 1, virtual < 0
+    previous[above] = following[above] = -1
+    previous[below] = following[below] = 0
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    gamma = np.asanyarray(virtual - previous, dtype=virtual.dtype)
+    return previous % n, following % n, gamma
+
+
+def quartile_ranks(n: int) -> list[int]:
+    """The ranks (0-based positions in sorted order) of ``n`` values the robust scaler reads."""
+    previous, following, _ = _quartile_indexes(n)
+    return sorted({int(k) for k in (*previous, *following)})
+
+
+def robust_stats(n: int, ordered: Mapping[int, float]) -> dict[str, Any]:
+    """The robust scaler's ``p25``/``p50``/``p75`` of ``n`` values from their order statistics
+    ``ordered`` (rank → value, for :func:`quartile_ranks`), interpolated as ``np.percentile``
+    (linear method) does, operation for operation: equal to it bit for bit."""
+    previous, following, gamma = _quartile_indexes(n)
+    low = np.array([ordered[int(k)] for k in previous], dtype=np.float64)
+    high = np.array([ordered[int(k)] for k in following], dtype=np.float64)
+    diff = high - low
+    out = np.add(low, diff * gamma)
+    np.subtract(high, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    p25, p50, p75 = (float(x) for x in out)
+    return {"p25": p25, "p50": p50, "p75": p75}
 
 
 def _tr_robust(tf: TransformationFunction, series: pd.Series, s: Mapping[str, Any]) -> pd.DataFrame:

@@ -23,6 +23,9 @@ from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
+    from pathlib import Path
+
     import pandas as pd
     import pyarrow as pa
 
@@ -34,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.training_data import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
+#: rows per batch when fitting transformations on a written train split
+FIT_BATCH_ROWS = 1 << 16
 _SPLIT_NAMES_3 = ("train", "validation", "test")
 
 
@@ -158,6 +163,26 @@ class FeatureView(TaggedEntity):
 
         inputs = list(dict.fromkeys(c for tf in self.transformation_functions for c in tf.inputs))
         return fit_transformations(self.transformation_functions, train.select(inputs).to_pandas())
+
+    def fit_transformations_from_file(self, path: Path) -> dict[str, Any]:
+        """:meth:`fit_transformations` of the train split written at ``path`` (Parquet), read
+        a batch at a time: ``==`` statistics, in memory bounded by a batch plus the distinct
+        values of encoded features (see :mod:`feature_store.core.transformation_fit`)."""
+        if not self.transformation_functions:
+            return {}
+        import pyarrow as pa
+
+        from feature_store.core.transformation_fit import fit_transformations_streamed
+        from feature_store.local.training_data_stream import open_parquet
+
+        inputs = list(dict.fromkeys(c for tf in self.transformation_functions for c in tf.inputs))
+        schema = open_parquet(path).schema_arrow
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            yield from open_parquet(path).iter_batches(batch_size=FIT_BATCH_ROWS, columns=inputs)
+
+        return fit_transformations_streamed(
+            self.transformation_functions, pa.schema([schema.field(c) for c in inputs]), batches)
 
     def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
         if not self.transformation_functions:

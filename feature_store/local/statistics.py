@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from feature_store.core import moments as _moments
 from feature_store.local.engine import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,26 +110,19 @@ def _streamable(t: pa.DataType) -> bool:
 
 #: Valid values of a column per block: statistics accumulate over consecutive blocks of this
 #: many values whatever the batches' boundaries, so they depend on the row sequence only.
-BLOCK = 65_536
+BLOCK = _moments.BLOCK
 
 
-class _Moments:
+class _Moments(_moments.BlockMoments):
     """Count, extremes, exact sum and sum of squared deviations of one numeric column (as
     doubles, as DuckDB's ``CAST(c AS DOUBLE)``), over consecutive blocks of :data:`BLOCK` valid
-    values whatever the batches' boundaries (at most one block is held, copied), combined in
-    block order: the blocks' pairwise sums added exactly (``math.fsum``), squared deviations
-    by Chan et al.'s pairwise update. The result is a function of the values' sequence only."""
+    values whatever the batches' boundaries (see :mod:`feature_store.core.moments`): the result
+    is a function of the values' sequence only."""
 
     def __init__(self) -> None:
-        self.n, self.low, self.high, self.mean, self.m2 = 0, math.inf, -math.inf, 0.0, 0.0
-        self.sums: list[float] = []
-        self.finite = True  # False once a block held NaN, ±inf or overflowed: left to DuckDB
-        self.held: Any = None  # the next block's first values (a numpy buffer of BLOCK)
-        self.filled = 0
+        super().__init__(BLOCK)
 
     def update(self, column: pa.Array) -> None:
-        import numpy as np
-
         from feature_store.core import arrow_bits
 
         if not self.finite or len(column) == column.null_count:
@@ -137,79 +131,18 @@ class _Moments:
         x = arrow_bits.raw_values(values, "<f8")
         if values.null_count:  # the valid values in order (numpy's compress: ~2x drop_null's)
             x = x[arrow_bits.validity(values)]
-        start = 0
-        if self.filled:  # complete the held block first
-            start = min(BLOCK - self.filled, len(x))
-            self.held[self.filled:self.filled + start] = x[:start]
-            self.filled += start
-            if self.filled < BLOCK:
-                return
-            self.filled = 0
-            self._add(self.held)
-        whole = start + (len(x) - start) // BLOCK * BLOCK
-        for first in range(start, whole, BLOCK):
-            if self.finite:
-                self._add(x[first:first + BLOCK])
-        if whole < len(x) and self.finite:
-            if self.held is None:
-                self.held = np.empty(BLOCK)
-            self.filled = len(x) - whole
-            self.held[:self.filled] = x[whole:]
-
-    def _add(self, x: Any) -> None:
-        """Combine one block's moments (in block order)."""
-        block = _block_moments(x)
-        if block is None:
-            self.finite, self.held, self.filled = False, None, 0
-            return
-        self.n, self.mean, self.m2, self.low, self.high = _combine(
-            (self.n, self.mean, self.m2, self.low, self.high), block[1:])
-        self.sums.append(block[0])
+        self.feed(x)
 
     def entry(self) -> dict[str, Any] | None:
         """min/max/mean/std of every value fed (the held partial block included, this object
         unchanged); None where a value is NaN or ±inf or the sums overflow."""
-        if not self.finite:
+        found = self.result()
+        if found is None:
             return None
-        n, mean, m2, low, high = self.n, self.mean, self.m2, self.low, self.high
-        sums = self.sums
-        if self.filled:
-            block = _block_moments(self.held[:self.filled])
-            if block is None:
-                return None
-            n, mean, m2, low, high = _combine((n, mean, m2, low, high), block[1:])
-            sums = [*sums, block[0]]
-        if not n:
+        if not found.n:
             return {"min": None, "max": None, "mean": None, "std": None}
-        std = math.sqrt(m2 / (n - 1)) if n > 1 else None
-        return {"min": low, "max": high, "mean": math.fsum(sums) / n, "std": std}
-
-
-def _block_moments(x: Any) -> tuple[float, int, float, float, float, float] | None:
-    """(sum, count, mean, squared deviations, min, max) of a block of doubles (pairwise sums);
-    None where they are not finite."""
-    import numpy as np
-
-    total = float(np.sum(x))
-    if not math.isfinite(total):
-        return None
-    n = len(x)
-    mean = total / n
-    deviations = x - mean
-    m2 = float(np.square(deviations, out=deviations).sum())
-    if not math.isfinite(m2):
-        return None
-    return total, n, mean, m2, float(x.min()), float(x.max())
-
-
-def _combine(a: tuple[int, float, float, float, float],
-             b: tuple[int, float, float, float, float]) -> tuple[int, float, float, float, float]:
-    """Chan et al.'s combination of two (count, mean, squared deviations, min, max)."""
-    (na, mean_a, m2_a, low_a, high_a), (nb, mean_b, m2_b, low_b, high_b) = a, b
-    both = na + nb
-    delta = mean_b - mean_a
-    return (both, mean_a + delta * nb / both, m2_a + m2_b + delta * delta * na * nb / both,
-            min(low_a, low_b), max(high_a, high_b))
+        std = math.sqrt(found.m2 / (found.n - 1)) if found.n > 1 else None
+        return {"min": found.low, "max": found.high, "mean": found.mean, "std": std}
 
 
 class StreamingStatistics:

@@ -572,12 +572,8 @@ class TrainingDataStore:
         try:
             files, facts, schema = self.stream(spec, staging, options, **window)
             self._check_not_empty(spec, {n: f.rows for n, f in files.items()}, facts)
-            inputs = list(dict.fromkeys(
-                c for tf in self.fv.transformation_functions for c in tf.inputs))
-            train = ts.read_columns(files["train"].path, inputs) if inputs else None
-            metadata["transformation_statistics"] = (
-                self.fv.fit_transformations(train) if train is not None else {})
-            del train
+            metadata["transformation_statistics"] = self.fv.fit_transformations_from_file(
+                files["train"].path)
             metadata.update(facts)
             for name, split_file in files.items():
                 metadata["splits"][name] = {
