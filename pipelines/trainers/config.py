@@ -161,12 +161,20 @@ PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
     "lr": (False, 0, False, None), "warmup_ratio": (False, 0, True, 1),
     "max_new_tokens": (True, 1, True, None), "vocab_size": (True, 64, True, None),
     "hidden_size": (True, 8, True, None), "layers": (True, 1, True, None),
+    "hidden": (True, 1, True, None), "image_size": (True, 1, True, None),
+    "in_channels": (True, 1, True, None),
 }
+
+#: list-valued hyperparameters: the type every entry must have (positive for int)
+PARAM_LISTS: dict[str, type] = {"hidden_sizes": int, "channels": int, "target_modules": str}
 
 
 def check_param_value(model: str, key: str, value: Any) -> None:
     """Refuse a numeric hyperparameter of the wrong type or outside its range (e.g.
     ``max_depth='abc'``, ``learning_rate=-1``), naming the parameter and the value."""
+    if key in PARAM_LISTS and value is not None:
+        _check_param_list(model, key, value, PARAM_LISTS[key])
+        return
     rule = PARAM_RANGES.get(key)
     if rule is None or value is None:
         return
@@ -179,6 +187,18 @@ def check_param_value(model: str, key: str, value: Any) -> None:
     if below or (high is not None and value > high) or value != value:
         bound = f"{'>=' if inclusive else '>'} {low}" + (f" and <= {high}" if high is not None else "")
         raise ValueError(f"params.{key} of model {model!r} must be {bound}; got {value!r}.")
+
+
+def _check_param_list(model: str, key: str, value: Any, kind: type) -> None:
+    """Refuse a list hyperparameter that is not a non-empty list of ``kind`` (positive if
+    int): a bare string would be split into characters, a float size truncated."""
+    good = isinstance(value, list) and bool(value) and all(
+        isinstance(v, kind) and not isinstance(v, bool) and not (isinstance(v, int) and v < 1)
+        for v in value)
+    if not good:
+        what = "positive integers" if kind is int else "strings"
+        raise ValueError(f"params.{key} of model {model!r} must be a non-empty list of "
+                         f"{what}; got {value!r}.")
 
 
 #: Distribution types of a declarative ``tune.search_space`` entry.

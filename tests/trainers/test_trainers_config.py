@@ -40,6 +40,39 @@ def test_bad_values_name_option_and_value():
 
 
 @pytest.mark.parametrize(
+    ("model", "params", "pattern"),
+    [
+        ("lora", {"rank": 8.5}, r"params\.rank of model 'lora' must be an integer; got 8\.5"),
+        ("lora", {"rank": "8.5"}, r"params\.rank .*got '8\.5'"),
+        ("lora", {"rank": True}, r"params\.rank .*got True"),
+        ("lora", {"rnak": 8}, r"params\.rnak is not a hyperparameter of model 'lora'.*'rank'"),
+        # a bare string was split into characters, an empty list silently meant the default
+        ("lora", {"target_modules": "q_proj"},
+         r"params\.target_modules of model 'lora' must be a non-empty list of strings; "
+         r"got 'q_proj'"),
+        ("lora", {"target_modules": []}, r"params\.target_modules .*got \[\]"),
+        # float sizes were truncated by int() when the net was built
+        ("mlp", {"hidden_sizes": [8.5]},
+         r"params\.hidden_sizes of model 'mlp' must be a non-empty list of positive integers"),
+        ("mlp", {"hidden_sizes": 16}, r"params\.hidden_sizes .*got 16"),
+        ("cnn", {"channels": [4, 0]}, r"params\.channels .*got \[4, 0\]"),
+        ("cnn", {"hidden": 16.5}, r"params\.hidden of model 'cnn' must be an integer"),
+        ("cnn", {"image_size": "28"}, r"params\.image_size .*got '28'"),
+    ],
+)
+def test_bad_params_name_key_and_value(model, params, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_config({"model": model, "params": params})
+
+
+def test_list_params_that_are_well_formed_are_kept():
+    cfg = load_config({"model": "lora", "params": {"target_modules": ["q_proj"], "rank": 4}})
+    assert cfg.params == {"target_modules": ["q_proj"], "rank": 4}
+    assert load_config({"model": "mlp", "params": {"hidden_sizes": [8, 4]}}).params == {
+        "hidden_sizes": [8, 4]}
+
+
+@pytest.mark.parametrize(
     ("space", "pattern"),
     [
         ({"learning_rate": {"type": "loguniform", "low": 0, "high": 1}},
