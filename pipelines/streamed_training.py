@@ -1,4 +1,5 @@
-"""Training an ``mlp`` from a version's split files, a row group at a time.
+"""Training an ``mlp`` from a version's split files, a row group (Parquet) or a row-aligned
+piece of text (csv, jsonl) at a time.
 
 Two ways in, one input path (:mod:`pipelines.trainers.streaming`):
 
@@ -9,7 +10,7 @@ Two ways in, one input path (:mod:`pipelines.trainers.streaming`):
 The files are the ones the feature view hands out for a streamed read of the version (each
 checked against its recorded sha256 first) and the view's transformations are applied with the
 statistics fitted on the version's train split, exactly as the in-memory read applies them. A
-version that cannot be streamed (in memory, another format, no validation split) is refused when
+version that cannot be streamed (in memory, not ok, no validation split) is refused when
 ``torch.streaming`` asks for it; ``--workers`` then reads the frames and writes them to Parquet
 once for Ray Data instead.
 """
@@ -20,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.errors import ConfigError
+
+#: The formats of the versions streamed (a csv or jsonl file is read in row-aligned pieces)
+STREAMED_FORMATS = ("parquet", "csv", "jsonl")
 
 
 def wants_stream(cfg: Any, config: Any) -> bool:
@@ -53,29 +57,41 @@ def check_streaming_options(cfg: Any, config: Any) -> None:
 
 
 def stream_source(fv: Any, version: int, *, required: bool) -> Any:
-    """The :class:`~pipelines.trainers.streaming.StreamSource` of a materialized Parquet
-    train/validation/test version, or None (``required=False``) when it cannot be streamed."""
+    """The :class:`~pipelines.trainers.streaming.StreamSource` of a materialized
+    train/validation/test version (Parquet: its row groups; csv or jsonl: row-aligned pieces of
+    its text), or None (``required=False``) when it cannot be streamed."""
     from pipelines.trainers.streaming import StreamSource
 
     td = fv.get_training_dataset(version)
-    if (td.type != "MATERIALIZED" or td.data_format != "parquet" or td.state != "ok"
-            or "validation" not in td.splits):
+    if (td.type != "MATERIALIZED" or td.data_format not in STREAMED_FORMATS
+            or td.state != "ok" or "validation" not in td.splits):
         if not required:
             return None
         raise ConfigError(
-            f"torch.streaming reads the Parquet files of a materialized train/validation/test "
-            f"version; training dataset v{version} of {fv.name} v{fv.version} is "
-            f"{td.type.lower()} {td.data_format} with splits {list(td.splits)}. Create one with "
-            "`fstrain dataset <use case>` (the default) or set torch.streaming: false.")
+            f"torch.streaming reads the files of a materialized train/validation/test version "
+            f"({', '.join(STREAMED_FORMATS)}); training dataset v{version} of {fv.name} "
+            f"v{fv.version} is {td.type.lower()} {td.data_format} ({td.state}) with splits "
+            f"{list(td.splits)}. Create one with `fstrain dataset <use case>` or set "
+            "torch.streaming: false.")
+    if td.data_format != "parquet":  # the pieces the view's torch read streams
+        parts = fv.get_train_validation_test_split(version, dataframe_type="torch")
+        pieces = {"train": getattr(parts[0], "source", None),
+                  "validation": getattr(parts[1], "source", None)}
+        if all(hasattr(p, "piece_rows") for p in pieces.values()):
+            return StreamSource.from_text_pieces(pieces, shaper=parts[0].shaper)
+        return _no_files(fv, required)
     parts = fv.get_train_validation_test_split(version, dataframe_type="arrow_batches")
     X_train, X_val = parts[0], parts[1]
     if not hasattr(X_train, "path"):
-        if not required:
-            return None
-        raise ConfigError(f"the {type(fv).__name__} backend hands out no split files to stream; "
-                          "set torch.streaming: false.")
+        return _no_files(fv, required)
     return StreamSource.from_files({"train": X_train.path, "validation": X_val.path},
                                    shaper=X_train.shaper)
+
+
+def _no_files(fv: Any, required: bool) -> None:
+    if required:
+        raise ConfigError(f"the {type(fv).__name__} backend hands out no split files to stream; "
+                          "set torch.streaming: false.")
 
 
 def train_streamed(cfg: Any, config: Any, source: Any, workdir: Path,

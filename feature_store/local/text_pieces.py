@@ -22,13 +22,15 @@ replaced or written after it was verified is refused while its rows are handed o
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from feature_store.local.storage_errors import changed_split, unreadable_split
 from fstrain.kernel.errors import IntegrityError
@@ -64,6 +66,14 @@ class TextIndex:
     def piece_bytes(self, piece: int) -> int:
         """The length of piece ``piece`` in bytes."""
         return self.bounds[piece + 1] - self.bounds[piece]
+
+    def read(self, piece: int, columns: list[str] | None = None) -> pa.Table:
+        """Piece ``piece`` as a table (see :func:`read_piece`)."""
+        return read_piece(self, piece, columns)
+
+    def piece_rows(self) -> tuple[int, ...]:
+        """The rows of every piece (see :func:`piece_rows`)."""
+        return piece_rows(self)
 
 
 class _RowEnds:
@@ -188,6 +198,21 @@ def _header(path: Path, first: bytes, header_end: int) -> bytes:
         return fh.read(header_end)
 
 
+@contextlib.contextmanager
+def _opened(index: TextIndex) -> Iterator[BinaryIO]:
+    """The indexed file, open for reading; an :class:`IntegrityError` when it is missing, or
+    when it is not the one indexed as it is opened or after it was read."""
+    try:
+        with open(index.path, "rb") as fh:
+            if not _same_file(identity(os.fstat(fh.fileno())), index.identity):
+                raise changed_split(index.owner, index.path, index.split)
+            yield fh
+            if not _same_file(identity(os.fstat(fh.fileno())), index.identity):
+                raise changed_split(index.owner, index.path, index.split)
+    except FileNotFoundError:
+        raise IntegrityError(f"{index.owner}: file {index.path} is missing.") from None
+
+
 def read_piece(index: TextIndex, piece: int, columns: list[str] | None = None) -> pa.Table:
     """Piece ``piece`` of the indexed file as a table of its schema (only ``columns`` when
     given). The file must still be the one indexed: a changed or replaced file is an
@@ -196,17 +221,9 @@ def read_piece(index: TextIndex, piece: int, columns: list[str] | None = None) -
 
     from feature_store.local.text_split_writer import parse_text
 
-    start, end = index.bounds[piece], index.bounds[piece + 1]
-    try:
-        with open(index.path, "rb") as fh:
-            before = identity(os.fstat(fh.fileno()))
-            fh.seek(start)
-            data = fh.read(end - start)
-            after = identity(os.fstat(fh.fileno()))
-    except FileNotFoundError:
-        raise IntegrityError(f"{index.owner}: file {index.path} is missing.") from None
-    if not (_same_file(before, index.identity) and _same_file(after, index.identity)):
-        raise changed_split(index.owner, index.path, index.split)
+    with _opened(index) as fh:
+        fh.seek(index.bounds[piece])
+        data = fh.read(index.piece_bytes(piece))
     try:
         table = parse_text(index.header + data, index.data_format, index.schema)
     except MemoryError:  # Arrow's too: out of memory says nothing about the file
@@ -214,3 +231,26 @@ def read_piece(index: TextIndex, piece: int, columns: list[str] | None = None) -
     except (pa.ArrowException, ValueError, KeyError) as exc:
         raise unreadable_split(index.owner, index.path, index.data_format, exc) from exc
     return table.select(columns) if columns is not None else table
+
+
+def piece_rows(index: TextIndex) -> tuple[int, ...]:
+    """How many rows each piece of the indexed file holds, counted from its bytes by the rules
+    that cut it (jsonl: newlines; csv: newlines after an even number of ``"`` in the piece,
+    which starts at a row), plus an unterminated last row. One more pass over the bytes, without
+    parsing (a trainer needs the counts before it reads: its step counts and shards come from
+    them); the file must still be the one indexed. A reader that parses a piece to another
+    count must refuse it."""
+    import numpy as np
+
+    counts = []
+    with _opened(index) as fh:
+        for piece in range(index.pieces):
+            fh.seek(index.bounds[piece])
+            data = fh.read(index.piece_bytes(piece))
+            rows = data.count(b"\n")
+            if index.data_format == "csv" and b'"' in data:
+                raw = np.frombuffer(data, dtype=np.uint8)
+                outside = (np.cumsum(raw == ord('"'), dtype=np.uint8) & 1) == 0  # parity kept
+                rows = int(np.count_nonzero((raw == ord("\n")) & outside))
+            counts.append(rows + (1 if data and not data.endswith(b"\n") else 0))
+    return tuple(counts)

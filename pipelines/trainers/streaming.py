@@ -1,5 +1,5 @@
-"""The streamed input of the torch MLP loop: Parquet row groups → train-fitted preprocessing →
-batches, never the whole split in memory.
+"""The streamed input of the torch MLP loop: Parquet row groups (or row-aligned pieces of a csv
+or jsonl file) → train-fitted preprocessing → batches, never the whole split in memory.
 
 One path serves both consumers:
 
@@ -11,7 +11,8 @@ One path serves both consumers:
 
 **Pieces and shards.** A split file's row groups are put in an order drawn from ``seed`` (file
 order without shuffling) and the concatenated rows are cut into ``world_size`` contiguous ranges
-of equal size (sizes differ by at most one row). A piece is ``(row_group, offset, length)``; a
+of equal size (sizes differ by at most one row). A piece is ``(row_group, offset, length)``
+(a text version's pieces of text take the row groups' place, their rows counted first); a
 rank reads exactly its pieces, so every row is read by exactly one rank per epoch — no padding,
 no dropped remainder. Every rank takes the same number of optimizer steps
 (``ceil(ceil(n / world) / batch_size)``): a rank one row short splits its last full batch in two.
@@ -30,14 +31,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 from pipelines.trainers.data import FeatureSchema, LabelInfo
 
 DEFAULT_SHUFFLE_BUFFER = 16_384
@@ -54,6 +55,11 @@ class StreamSource:
     ``shaper`` is the feature view's shaper (selection and model-dependent transformations
     with train-fitted statistics) handed out with a streamed read of a version; without one,
     a file's columns are ``features`` and the ``label`` column.
+
+    A unit of a split (``group_rows[split][i]`` rows) is a row group of its Parquet file, or,
+    for a split in ``texts`` (a csv or jsonl version), a row-aligned piece of the file's text
+    (the index the view hands out with a streamed read: its bytes checked against the recorded
+    sha256, every piece read checking that the file is still the one indexed).
     """
 
     files: dict[str, str]
@@ -61,6 +67,7 @@ class StreamSource:
     shaper: Any = None
     features: tuple[str, ...] = ()
     label: str = ""
+    texts: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_files(cls, files: Mapping[str, str | Path], *, shaper: Any = None,
@@ -73,6 +80,15 @@ class StreamSource:
             meta = pq.ParquetFile(path).metadata
             groups[split] = tuple(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
         return cls({s: str(p) for s, p in files.items()}, groups, shaper, tuple(features), label)
+
+    @classmethod
+    def from_text_pieces(cls, indexes: Mapping[str, Any], *, shaper: Any) -> StreamSource:
+        """A source over ``{split: index}`` of a csv or jsonl version's row-aligned pieces
+        (``text_pieces.TextIndex``es, as a streamed ``"torch"`` read hands them out); the rows
+        of every piece are counted from its bytes first."""
+        return cls({s: str(i.path) for s, i in indexes.items()},
+                   {s: tuple(i.piece_rows()) for s, i in indexes.items()}, shaper,
+                   texts=dict(indexes))
 
     @classmethod
     def from_frames(cls, directory: Path, splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
@@ -109,7 +125,15 @@ class StreamSource:
         group, offset, length = piece
         columns = (self.shaper.columns() if self.shaper is not None
                    else [*self.features, self.label])
-        table = pq.ParquetFile(self.files[split]).read_row_group(group, columns=columns)
+        if split in self.texts:
+            table = self.texts[split].read(group, columns)
+            if table.num_rows != self.group_rows[split][group]:
+                raise IntegrityError(
+                    f"piece {group} of {self.files[split]} ({split} split) parsed to "
+                    f"{table.num_rows} rows where its bytes hold {self.group_rows[split][group]}"
+                    ": the file does not read as it was written; recreate the version.")
+        else:
+            table = pq.ParquetFile(self.files[split]).read_row_group(group, columns=columns)
         table = table.slice(offset, length)
         if self.shaper is not None:
             X, y = self.shaper.shape(table)
@@ -172,13 +196,19 @@ class SplitStream:
 
     def layout(self) -> dict[str, Any]:
         """What the batches depend on besides the seed and options: the split's rows and its
-        row groups' sizes (a checkpoint records it; another layout refuses the resume)."""
+        units' sizes, row groups or (csv, jsonl) text pieces (a checkpoint records it; another
+        layout refuses the resume)."""
         import hashlib
         import json
 
-        groups = json.dumps(list(self.source.group_rows[self.split])).encode()
-        return {"rows": len(self), "row_groups": len(self.source.group_rows[self.split]),
-                "row_group_sizes_sha256": hashlib.sha256(groups).hexdigest()[:16]}
+        sizes = self.source.group_rows[self.split]
+        digest = hashlib.sha256(json.dumps(list(sizes)).encode()).hexdigest()[:16]
+        text = self.source.texts.get(self.split)
+        if text is None:
+            return {"rows": len(self), "row_groups": len(sizes),
+                    "row_group_sizes_sha256": digest}
+        return {"rows": len(self), "text_format": text.data_format, "text_pieces": len(sizes),
+                "text_piece_rows_sha256": digest}
 
     def pieces(self, rank: int, world_size: int) -> list[Piece]:
         """This rank's pieces (dealt once per run from ``seed`` when shuffling)."""

@@ -76,6 +76,20 @@ def test_pieces_hold_the_rows_of_the_in_memory_read(fv, data_format, small_piece
     assert "two\nlines" in notes and '"\n"' in notes and None in notes and "" in notes
 
 
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_piece_rows_are_counted_from_the_bytes_as_the_pieces_parse(fv, data_format,
+                                                                   small_pieces):
+    version, _ = fv.create_train_test_split(test_size=0.25, seed=2, data_format=data_format)
+    for index in fv._td.text_pieces(version).values():
+        rows = index.piece_rows()
+        assert len(rows) == index.pieces > 3
+        assert list(rows) == [index.read(p).num_rows for p in range(index.pieces)]
+    path = index.path
+    path.write_bytes(path.read_bytes())  # rewritten: the index is no longer the file's
+    with pytest.raises(IntegrityError, match="no longer matches its recorded sha256"):
+        index.piece_rows()
+
+
 def test_csv_row_ends_skip_newlines_inside_quotes():
     ends = tp._RowEnds(csv=True, piece_bytes=1)
     text = b'"a","b"\n"x\n""\n",1\n"",2\n,3'
