@@ -1,4 +1,5 @@
-"""Data-parallel XGBoost and LightGBM on Ray Train, over a version's verified Parquet files.
+"""Data-parallel XGBoost and LightGBM on Ray Train, over a version's verified split files
+(Parquet, csv or jsonl).
 
 :func:`train_boosting_on_ray` trains the model :func:`pipelines.trainers.train` would, on
 ``num_workers`` Ray Train workers (``XGBoostTrainer`` with XGBoost's own collective, or
@@ -10,8 +11,9 @@
   in-memory :class:`~pipelines.trainers.tabular.Prepared`), so the saved predictor has the same
   files and the same ``predictor.json`` and the driver never holds a split: data larger than
   the driver's memory trains as long as the workers' shards fit theirs;
-- Ray Data reads the version's pinned Parquet files (the paths and the view's shaper a streamed
-  read hands out, checked against their sha256; the view's model-dependent transformations
+- Ray Data reads the version's pinned files (the paths, or a csv or jsonl version's row-aligned
+  pieces of text, and the view's shaper a streamed read hands out, checked against their
+  sha256; the view's model-dependent transformations
   apply as in memory) and applies that train-fitted preprocessor and label encoding per piece
   (the torch workers' :class:`~pipelines.trainers.streaming.StreamPrep` and
   :func:`~pipelines.trainers.ray_input.pieces_dataset`); the worker weighs its train rows with
@@ -110,7 +112,7 @@ def version_source(fv: Any, version: int) -> Any:
     selection and model-dependent transformations with train-fitted statistics).
 
     Raises :class:`ConfigError` for a version without its own validation split (a carved one
-    exists only in memory) or one the backend cannot stream (in memory, csv, another backend)."""
+    exists only in memory) or one the backend cannot stream (in memory, another backend)."""
     from pipelines.streamed_training import stream_source
 
     td = fv.get_training_dataset(version)
@@ -123,9 +125,9 @@ def version_source(fv: Any, version: int) -> Any:
     source = stream_source(fv, version, required=False)
     if source is None:
         raise ConfigError(
-            f"{owner} is {td.type.lower()} {td.data_format}: Ray workers read the Parquet files "
-            "of a materialized version. Create one with `fstrain dataset <use case>` (the "
-            "default) or drop --workers.")
+            f"{owner} is {td.type.lower()} {td.data_format} ({td.state}): Ray workers read the "
+            "files of a materialized version (Parquet, csv or jsonl) on the embedded store. "
+            "Create one with `fstrain dataset <use case>` or drop --workers.")
     return source
 
 

@@ -3,7 +3,7 @@ split is read, preprocessed and batched by Ray Data, not shipped as a frame.
 
 Per rank, one Ray Dataset: its pieces (:func:`pipelines.trainers.streaming.rank_pieces`, dealt
 once per run from the seed) → ``map_batches`` reading each piece's rows from the split's Parquet
-file and applying the train-fitted preprocessing (:class:`~pipelines.trainers.streaming.StreamPrep`,
+file (or, for a csv or jsonl version, its row-aligned pieces of text) and applying the train-fitted preprocessing (:class:`~pipelines.trainers.streaming.StreamPrep`,
 fitted once on the driver), run by the :class:`ShardFeeder` actor → in the worker, the rank's
 blocks (whole pieces, numpy) → a shuffle window seeded by ``(seed, epoch, rank)`` and batches,
 as in one process.

@@ -188,9 +188,9 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     assert result.status == "passed"
 
 
-def _tx_version(fs, n=300):
+def _tx_version(fs, n=300, data_format="parquet"):
     """A version with a view transformation (standard_scaler), a categorical and a binary
-    label, written in 40-row row groups."""
+    label, written in 40-row row groups (Parquet)."""
     import pandas as pd
 
     from feature_store.transformations import standard_scaler
@@ -204,24 +204,31 @@ def _tx_version(fs, n=300):
                                 labels=["label"],
                                 transformation_functions=[standard_scaler("amount")])
     version, _ = fv.create_train_validation_test_split(
-        validation_size=0.2, test_size=0.2, seed=3, write_options={"batch_rows": 40})
+        validation_size=0.2, test_size=0.2, seed=3, write_options={"batch_rows": 40},
+        data_format=data_format)
     return fv, version
 
 
-def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformations(fs):
+@pytest.mark.parametrize("data_format", ["parquet", "csv", "jsonl"])
+def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformations(
+        fs, data_format, monkeypatch):
     """Without Ray: what the rank datasets read and preprocess (the view's standard_scaler
     applied with train statistics, then the train-fitted preprocessor) is the single-process
-    train matrix, row for row, each row in exactly one of three shards."""
+    train matrix, row for row, each row in exactly one of three shards; a csv or jsonl
+    version's shards are pieces of its text."""
+    from feature_store.local import text_pieces
     from pipelines.trainers.ray_boosting import StreamedFit, shard_weights, version_source
     from pipelines.trainers.ray_input import _read_pieces
     from pipelines.trainers.streaming import SplitStream, rank_pieces
 
-    fv, version = _tx_version(fs)
+    monkeypatch.setattr(text_pieces, "PIECE_BYTES", 1000)
+    fv, version = _tx_version(fs, data_format=data_format)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     cfg = load_config({"model": "xgboost", "imbalance": "class_weight"})
     data = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
     source = version_source(fv, version)
-    assert len(source.group_rows["train"]) > 1  # pieces of several row groups
+    assert len(source.group_rows["train"]) > 1  # several row groups or pieces of text
+    assert bool(source.texts) == (data_format != "parquet")
     streamed = StreamedFit(cfg, source, framework="xgboost")
     stream = SplitStream(source, "train", streamed.prep)
     shards = []

@@ -102,3 +102,55 @@ def test_streamed_pipeline_registers_the_same_format_and_lineage(project):
         training.run(project, training.TrainingPipelineConfig(
             use_case="adult", training_dataset_version=td.version, cv=2,
             model={"model": "mlp", "params": {}, "torch": {"streaming": True}}))
+
+
+@pytest.mark.slow
+def test_csv_and_jsonl_versions_train_through_the_cli_to_the_parquet_versions_model(
+        project, tmp_path):
+    """The same adult rows as Parquet, csv and jsonl versions (each a single row group or
+    piece of text, so the same units): `fstrain train` with torch.streaming registers the same
+    metrics and weights from each; a tampered csv file is refused before training."""
+    from safetensors.torch import load_file
+    from typer.testing import CliRunner
+
+    from pipelines import training_dataset
+    from pipelines.cli import app
+    from tests.pipelines.test_pipelines import _features
+
+    _features(project, "adult")
+    versions = {fmt: training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+        use_case="adult", seed=5, data_format=fmt)).version for fmt in ("parquet", "csv", "jsonl")}
+    (tmp_path / "cfg.json").write_text(json.dumps({  # YAML reads JSON
+        "model": "mlp", "seed": 3, "params": {"hidden_sizes": [16]},
+        "torch": {"epochs": 2, "batch_size": 64, "deterministic": True, "device": "cpu",
+                  "streaming": True, "shuffle_buffer": 128}}))
+
+    def train(fmt: str, name: str) -> tuple[int, str]:
+        out = CliRunner().invoke(app, ["train", "adult", "-t", str(versions[fmt]), "--config",
+                                       str(tmp_path / "cfg.json"), "--model-name", name,
+                                       "--root", str(project.root)])
+        return out.exit_code, out.output
+
+    for fmt in versions:
+        code, output = train(fmt, fmt)
+        assert code == 0, output
+    registry = project.get_model_registry()
+    models = {fmt: registry.get_model(fmt, 1) for fmt in versions}
+    weights = {fmt: load_file(str(Path(m.model_path) / "model" / "model.safetensors"))
+               for fmt, m in models.items()}
+    for fmt in ("csv", "jsonl"):
+        assert models[fmt].training_metrics == models["parquet"].training_metrics
+        assert weights[fmt].keys() == weights["parquet"].keys()
+        assert all(np.array_equal(weights[fmt][k].numpy(), weights["parquet"][k].numpy())
+                   for k in weights[fmt])
+        assert models[fmt].training_config["trainer"]["torch"]["streaming"] is True
+        assert models[fmt].training_dataset_version == versions[fmt]
+    fv = project.get_feature_store().get_feature_view("adult_income", 1)
+    path = Path(fv.get_training_dataset(versions["csv"]).location) / "train.csv"
+    text = path.read_bytes()
+    path.write_bytes(text[:-2] + (b"0" if text[-2:-1] != b"0" else b"1") + text[-1:])
+    code, output = train("csv", "tampered")
+    assert code == 2 and "no longer matches its recorded sha256" in output, output
+    assert len(output.strip().splitlines()) == 1  # one line, no traceback
+    assert not registry.get_models("tampered")
+    assert not (Path(project.root) / "runs" / f"tampered_td{versions['csv']}").exists()
