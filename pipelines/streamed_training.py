@@ -35,16 +35,9 @@ def wants_stream(cfg: Any, config: Any) -> bool:
 
 
 def check_streaming_options(cfg: Any, config: Any) -> None:
-    """Refuse the pipeline options that work on in-memory frames with ``torch.streaming``, and
-    mid-epoch checkpoints where the Ray Data shards of ``--workers`` stream the input (they
-    cannot start an epoch part way through, so such a checkpoint could not be resumed)."""
-    every = cfg.torch.checkpoint_every_steps
-    if every and config.workers > 1 and wants_stream(cfg, config):
-        raise ConfigError(
-            f"torch.checkpoint_every_steps={every} writes mid-epoch checkpoints, which a "
-            f"--workers {config.workers} run (each worker streams its Ray Data shard) cannot "
-            "resume from: drop torch.checkpoint_every_steps (checkpoints at every epoch's end "
-            "still resume), or train in one process with torch.streaming: true.")
+    """Refuse the pipeline options that work on in-memory frames with ``torch.streaming``
+    (mid-epoch checkpoints are fine: one process and the Ray Data shards of ``--workers`` both
+    start an epoch at any batch)."""
     if not cfg.torch.streaming:
         return
     given = [flag for flag, on in (("--tune", config.tune), ("--cv", config.cv is not None),

@@ -9,7 +9,8 @@ order seeded by ``seed`` + epoch (a ``cnn``'s image paths); the global batch is
 ``batch_size × num_workers × grad_accum_steps``. Validation predictions are gathered from all
 ranks so every rank computes the same metrics; the train loss is all-reduced. Rank 0 writes the
 checkpoints (``workdir/checkpoints``, which must be on storage all workers see — true locally,
-a shared file system on a cluster) and reports them to Ray Train.
+a shared file system on a cluster) and reports them to Ray Train; a mid-epoch one records every
+rank's batch and a hash of the ranks' pieces, and a resumed rank starts its epoch there.
 
 When to move to FSDP/DeepSpeed
 ------------------------------
@@ -132,6 +133,7 @@ def _worker(loop_config: dict[str, Any]) -> None:
             class_weight=loop_config["class_weight"], checkpoint_dir=ckdir,
             config=cfg.fingerprint_dict(), lineage=loop_config["lineage"],
             resume=loop_config["resume"], report=report, dist=dist,
+            on_step=loop_config.get("on_step"),
         ))
         per_rank = dist.all_gather({k: float(v) for k, v in out.metrics.items()})
         if rank == 0:  # the synced metrics every rank computed, for the caller to check
@@ -156,6 +158,7 @@ def train_distributed(
     lineage: dict[str, Any] | None = None,
     resume: bool | None = None,
     source: Any = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Data-parallel training of an ``mlp``/``cnn`` on Ray Train (see the module docstring).
 
@@ -165,6 +168,12 @@ def train_distributed(
     ``workdir``. A ``cnn`` ships its image paths and labels. ``use_gpu=None`` uses GPUs when
     torch sees one. Returns the same :class:`TrainResult` as :func:`pipelines.trainers.train`,
     with the best epoch's weights (rank 0's checkpoint) and ``extra["rank_metrics_agree"]``.
+
+    ``resume`` continues from the last checkpoint, a mid-epoch one
+    (``torch.checkpoint_every_steps``) included: each rank starts its epoch at the checkpoint's
+    batch with the rows an uninterrupted run would go on with (another world size or train
+    split layout is refused). ``on_step`` (picklable) is called in every worker after each
+    optimizer step with the global step.
     """
     import torch
 
@@ -193,7 +202,7 @@ def train_distributed(
         "val_set": data.val_set, "n_classes": data.labels.n_classes, "metric": metric,
         "mode": mode, "class_weight": data.plan.class_weight, "checkpoint_dir": str(ckdir),
         "lineage": lineage, "resume": cfg.resume if resume is None else resume,
-        "threads": max(1, num_cpus // num_workers),
+        "threads": max(1, num_cpus // num_workers), "on_step": on_step,
     }
     with ray_session(workdir, ray_address=ray_address, num_cpus=num_cpus) as notes:
         result = _fit_on_ray(loop_config, workdir, num_workers, num_cpus, use_gpu)

@@ -346,11 +346,11 @@ class DistContext:
         return self.device if dist.get_backend() == "nccl" and self.device else torch.device("cpu")
 
 
-def _rank_snapshot(generator: Any, epoch_loss_sum: float) -> dict[str, Any]:
+def _rank_snapshot(generator: Any, epoch_loss_sum: float, batch_in_epoch: int) -> dict[str, Any]:
     """What differs between ranks at a checkpoint: RNG states (JSON-able host states and torch
-    tensors) and the rank's partial train-loss sum of the epoch."""
+    tensors), the rank's partial train-loss sum of the epoch and the batch it resumes at."""
     return {"host": {"python": python_rng_state(), "numpy": numpy_rng_state(),
-                     "epoch_loss_sum": epoch_loss_sum},
+                     "epoch_loss_sum": epoch_loss_sum, "batch_in_epoch": batch_in_epoch},
             "tensors": torch_rng_tensors(generator)}
 
 
@@ -402,6 +402,35 @@ def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext,
             f"Cannot resume: {where}, and the streamed input {type(streamed).__name__} cannot "
             "start an epoch part way through (torch.checkpoint_every_steps). Resume in one "
             "process with torch.streaming: true, or start fresh.")
+    now = _shards(streamed, dist.world_size)
+    had = (meta.get("train_stream") or {}).get("pieces_sha256")
+    if had and now and had != now["pieces_sha256"]:
+        raise ConfigError(
+            f"Cannot resume: {where}; the checkpoint's ranks read pieces {had}, these ranks "
+            f"would read pieces {now['pieces_sha256']} (other row groups or another dealing "
+            "of them), so the rest of the epoch would not be its unseen rows. Resume with the "
+            "same training dataset version and fstrain version, or start fresh.")
+
+
+def _shards(streamed: Any, world_size: int) -> dict[str, Any] | None:
+    """A streamed train set's pieces as dealt to ``world_size`` ranks (hashed), if it says."""
+    shards = getattr(streamed, "shards", None)
+    return shards(world_size) if shards is not None else None
+
+
+def _check_stream_layout(meta: dict[str, Any], streamed: Any) -> None:
+    """Refuse to resume, at any batch, over a train split of other rows or row groups than
+    the checkpoint's."""
+    had = meta.get("train_stream")
+    now = getattr(streamed, "layout", None)
+    if not had or now is None:
+        return
+    diffs = [f"{k}: checkpoint has {had.get(k)!r}, now {v!r}" for k, v in now().items()
+             if had.get(k) != v]
+    if diffs:
+        raise ConfigError(f"Cannot resume: the checkpoint was written over another train "
+                          f"split ({'; '.join(diffs)}). Resume on the training dataset it "
+                          "was written for, or start fresh.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -604,6 +633,7 @@ class _Run:
             return
         model_state, tensors, meta = ckpt.read(ckdir, "last")
         ckpt.check_compatible(meta, self.spec.config, self.spec.lineage)
+        _check_stream_layout(meta, self.stream)
         _check_mid_epoch_resume(meta, self.dist, self.stream)
         self.raw_model.load_state_dict(model_state)
         self.optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
@@ -612,6 +642,11 @@ class _Run:
         if meta.get("scaler"):
             self.scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
         host, rank_tensors = _rank_rng(meta, tensors, self.dist)
+        start = meta["loop"].get("batch_in_epoch") or 0
+        if host.get("batch_in_epoch", start) != start:
+            raise ConfigError(f"Cannot resume: the checkpoint has rank {self.dist.rank} at "
+                              f"batch {host['batch_in_epoch']} of its epoch, rank 0 at batch "
+                              f"{start}; it is not from one data-parallel run. Start fresh.")
         set_python_rng_state(host["python"])
         set_numpy_rng_state(host["numpy"])
         set_torch_rng_tensors(rank_tensors, self.generator)
@@ -634,7 +669,8 @@ class _Run:
         if ckdir is None:
             return
         # every rank's RNG states (dropout masks differ per rank), collected by rank 0
-        ranks = (dist.all_gather(_rank_snapshot(self.generator, self.state["epoch_loss_sum"]))
+        ranks = (dist.all_gather(_rank_snapshot(self.generator, self.state["epoch_loss_sum"],
+                                                self.state["batch_in_epoch"]))
                  if dist.world_size > 1 else None)
         if not dist.is_main:
             return
@@ -664,6 +700,8 @@ class _Run:
             "torch_version": torch.__version__,
             "world_size": self.dist.world_size,
             "selection": {"metric": self.spec.metric, "mode": self.spec.mode},
+            # a streamed train set's rows and each rank's pieces: where a resume picks up
+            "train_stream": _shards(self.stream, self.dist.world_size),
         }
 
     # ------------------------------------------------------------------ the loop

@@ -21,6 +21,13 @@ train time for them (bench/RESULTS.md). :func:`start_feeder` creates one :class:
 actor in the driver before the worker group exists and starts epoch 0 of every rank there, so
 the first pieces are read while Ray Train starts its workers; each worker pulls its rank's
 blocks (object refs, no copy) through a :class:`RankFeed` handed over in the loop config.
+
+Mid-epoch resume (``torch.checkpoint_every_steps``): a rank's epoch is deterministic — its
+pieces in dealt order (``preserve_order``), re-cut into whole pieces, shuffled by the seeded
+window — so a resumed rank asks the feeder for its epoch after the rows its batches before the
+checkpoint used: whole pieces are skipped by count and the piece the cut falls in is sliced;
+with shuffling, the window the cut falls in is read again and its used rows dropped
+(:meth:`RayShardStream.epoch_batches`).
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.trainers.streaming import Piece, SplitStream, exact_batches
+from fstrain.kernel.errors import InvalidArgumentError
+from pipelines.trainers.streaming import Piece, SplitStream, exact_batches, seek_pieces
 
 #: CPUs a Ray Data read task asks for (the train workers leave this much of their share free)
 READ_TASK_CPUS = 0.25
@@ -91,21 +99,25 @@ def data_config() -> Any:
 class _Pump:
     """One rank's passes over its dataset in a thread of the feeder: block refs (with the rows
     of the block they cover) into a queue of at most :data:`FEED_AHEAD`, ``None`` after each
-    epoch's last, epochs ``first``..``epochs - 1`` one after another."""
+    epoch's last, epochs ``first``..``epochs - 1`` one after another. The first pass reads
+    ``head`` (the rank's pieces after the ``seek`` rows a resumed epoch skips), the later ones
+    ``dataset``."""
 
-    def __init__(self, dataset: Any, first: int, epochs: int) -> None:
+    def __init__(self, head: Any, dataset: Any, first: int, epochs: int, seek: int) -> None:
         self.queue: queue.Queue[Any] = queue.Queue(maxsize=FEED_AHEAD)
-        self.expect = first  # the epoch whose items the queue hands out next
+        # the epoch whose items the queue hands out next, and the rows it skips
+        self.expect, self.seek = first, seek
         self._stop = threading.Event()
-        threading.Thread(target=self._run, args=(dataset, first, epochs),
+        threading.Thread(target=self._run, args=(head, dataset, first, epochs),
                          name=f"feed-{dataset.name}", daemon=True).start()
 
-    def _run(self, dataset: Any, first: int, epochs: int) -> None:
+    def _run(self, head: Any, dataset: Any, first: int, epochs: int) -> None:
         try:
-            for _ in range(first, epochs):
+            for epoch in range(first, epochs):
                 # Ray Data's streaming executor runs in this thread's process; a full queue
                 # stops it reading further ahead (backpressure), so memory stays bounded
-                for bundle in dataset.iter_internal_ref_bundles():
+                passing = head if epoch == first else dataset
+                for bundle in passing.iter_internal_ref_bundles():
                     for entry, part in zip(bundle.blocks, bundle.slices, strict=True):
                         rows = (part.start_offset, part.end_offset) if part else None
                         if not self._put((entry.ref, rows)):
@@ -145,8 +157,9 @@ class ShardFeeder:
         # CPUs: started before them, Ray Data would fill the idle CPUs with read tasks whose
         # new worker processes delay the train workers' start
         options.resource_limits = ExecutionResources(cpu=READ_TASK_CPUS)
-        self._datasets = [pieces_dataset(stream, stream.pieces(rank, world_size))
-                          for rank in range(world_size)]
+        self._stream = stream
+        self._pieces = [stream.pieces(rank, world_size) for rank in range(world_size)]
+        self._datasets = [pieces_dataset(stream, pieces) for pieces in self._pieces]
         for rank, ds in enumerate(self._datasets):
             ds.set_name(dataset_name(rank))
         self._epochs = epochs
@@ -158,17 +171,26 @@ class ShardFeeder:
         for rank in range(len(self._datasets)):
             self._pump(rank, epoch)
 
-    def next(self, rank: int, epoch: int) -> tuple[Any, tuple[int, int] | None] | None:
+    def next(self, rank: int, epoch: int,
+             seek: int = 0) -> tuple[Any, tuple[int, int] | None] | None:
         """The next block of ``rank``'s ``epoch`` as (object ref, its rows or None for all),
         or None after the epoch's last; asking for another epoch than the one under way
-        restarts the rank's reads at that epoch."""
+        restarts the rank's reads at that epoch.
+
+        ``seek`` > 0 (a run resumed mid-epoch) starts the epoch after its first ``seek`` rows:
+        the rank's pieces before them are not read, the piece the cut falls in is read from
+        the cut (:func:`~pipelines.trainers.streaming.seek_pieces`)."""
         if not 0 <= rank < len(self._datasets) or not 0 <= epoch < self._epochs:
             raise ValueError(f"no epoch {epoch} of rank {rank}: the feeder serves ranks "
                              f"0..{len(self._datasets) - 1}, epochs 0..{self._epochs - 1}")
-        pump = self._pump(rank, epoch)
+        rows = sum(p[2] for p in self._pieces[rank])
+        if not 0 <= seek < rows:
+            raise ValueError(f"no row {seek} in epoch {epoch} of rank {rank}: the rank reads "
+                             f"{rows} rows per epoch")
+        pump = self._pump(rank, epoch, seek)
         item = pump.queue.get()
         if item is None:
-            pump.expect = epoch + 1
+            pump.expect, pump.seek = epoch + 1, 0
         elif isinstance(item, BaseException):
             raise item
         return item
@@ -179,13 +201,18 @@ class ShardFeeder:
             return [self._pumps[r].queue.qsize() if r in self._pumps else 0
                     for r in range(len(self._datasets))]
 
-    def _pump(self, rank: int, epoch: int) -> _Pump:
+    def _pump(self, rank: int, epoch: int, seek: int = 0) -> _Pump:
         with self._lock:
             pump = self._pumps.get(rank)
-            if pump is None or pump.expect != epoch:
+            if pump is None or (pump.expect, pump.seek) != (epoch, seek):
                 if pump is not None:
                     pump.stop()
-                pump = self._pumps[rank] = _Pump(self._datasets[rank], epoch, self._epochs)
+                head = self._datasets[rank]
+                if seek:
+                    head = pieces_dataset(self._stream, seek_pieces(self._pieces[rank], seek))
+                    head.set_name(f"{dataset_name(rank)}_from_row{seek}")
+                pump = self._pumps[rank] = _Pump(head, self._datasets[rank], epoch,
+                                                 self._epochs, seek)
             return pump
 
 
@@ -214,15 +241,15 @@ class RankFeed:
     feeder: Any
     rank: int
 
-    def blocks(self, epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """This rank's preprocessed pieces of ``epoch`` as (x, y) arrays, in order; the next
-        block is asked for while this one is converted."""
+    def blocks(self, epoch: int, seek: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """This rank's preprocessed pieces of ``epoch`` after its first ``seek`` rows as (x, y)
+        arrays, in order; the next block is asked for while this one is converted."""
         import ray
         from ray.data.block import BlockAccessor
 
-        pending = self.feeder.next.remote(self.rank, epoch)
+        pending = self.feeder.next.remote(self.rank, epoch, seek)
         while (item := ray.get(pending)) is not None:
-            pending = self.feeder.next.remote(self.rank, epoch)
+            pending = self.feeder.next.remote(self.rank, epoch, seek)
             ref, rows = item
             batch = BlockAccessor.for_block(ray.get(ref)).to_batch_format("numpy")
             x, y = batch["x"], batch["y"]
@@ -236,19 +263,35 @@ class RayShardStream:
     :class:`ShardFeeder` (a :class:`RankFeed`).
 
     Row counts, step counts and the train-eval sample come from the :class:`SplitStream` the
-    driver built (the sample is read directly: a few thousand rows)."""
+    driver built (the sample is read directly: a few thousand rows).
+
+    An epoch starts at any batch (a mid-epoch checkpoint's resume): a rank's epoch is its
+    pieces in their dealt order (Ray Data keeps it: ``preserve_order``), re-cut into whole
+    pieces whatever blocks Ray made of them, shuffled through windows seeded by
+    ``(seed, epoch, rank)`` — so the rows before a batch are known from the piece sizes alone,
+    and the feeder skips them unread (:meth:`epoch_batches`)."""
 
     streamed = True
+    #: :meth:`epoch_batches` starts an epoch at any batch (a mid-epoch checkpoint's resume)
+    resumes_mid_epoch = True
 
     def __init__(self, feed: RankFeed | None, stream: SplitStream, epochs: int = 1, *,
                  start_now: bool = False) -> None:
         self.feed, self.stream, self.epochs = feed, stream, epochs
-        self._ahead: tuple[int, queue.Queue[Any]] | None = None
+        self._ahead: tuple[tuple[int, int], queue.Queue[Any]] | None = None
         if start_now:  # a fresh run begins at epoch 0: its first blocks come during setup
             self._start(0)
 
     def __len__(self) -> int:
         return len(self.stream)
+
+    def layout(self) -> dict[str, Any]:
+        """The train split's layout (:meth:`SplitStream.layout`)."""
+        return self.stream.layout()
+
+    def shards(self, world_size: int) -> dict[str, Any]:
+        """Every rank's pieces, hashed (:meth:`SplitStream.shards`)."""
+        return self.stream.shards(world_size)
 
     def steps(self, world_size: int, batch_size: int) -> int:
         """Batches every rank takes per epoch."""
@@ -258,42 +301,63 @@ class RayShardStream:
         """The train rows scored after each epoch."""
         return self.stream.sample(cap, seed)
 
-    def epoch_batches(self, epoch: int, rank: int, world_size: int,
-                      batch_size: int) -> Iterator[tuple[Any, Any]]:
-        """This rank's rows for ``epoch``: exactly :meth:`steps` batches.
+    def epoch_batches(self, epoch: int, rank: int, world_size: int, batch_size: int,
+                      start: int = 0) -> Iterator[tuple[Any, Any]]:
+        """Batches ``start, start + 1, …`` of this rank's :meth:`steps` batches of ``epoch``.
 
         The feeder hands over whole preprocessed pieces; they are shuffled through the same
         seeded window and cut into batches as in one process (Ray's own local shuffle buffer
-        re-slices Arrow blocks per batch, which cost several times the training step here)."""
-        from pipelines.trainers.streaming import rebatch, window_shuffle
+        re-slices Arrow blocks per batch, which cost several times the training step here).
+        ``start > 0`` gives exactly the batches an uninterrupted epoch goes on with: the rows
+        of the batches before it are not read where whole pieces or (without shuffling) part of
+        a piece cover them; only the shuffle window the cut falls in is read again
+        (:func:`~pipelines.trainers.streaming.resume_rows`)."""
+        from pipelines.trainers.streaming import (
+            batch_sizes,
+            drop_rows,
+            rebatch,
+            regroup,
+            resume_rows,
+            seek_pieces,
+            window_shuffle,
+        )
 
-        chunks: Iterator[tuple[np.ndarray, np.ndarray]] = self._blocks(epoch)
-        if self.stream.shuffle_buffer:
-            chunks = window_shuffle(chunks, self.stream.shuffle_buffer,
-                                    self.stream.epoch_rng(epoch, rank))
-        return exact_batches(rebatch(chunks, batch_size), self.steps(world_size, batch_size),
+        steps, buffer = self.steps(world_size, batch_size), self.stream.shuffle_buffer
+        if not 0 <= start < steps:
+            raise InvalidArgumentError(f"batch {start} of an epoch of {steps} batches "
+                                       f"(rank {rank} of {world_size}) does not exist.")
+        pieces = self.stream.pieces(rank, world_size)
+        rng = self.stream.epoch_rng(epoch, rank) if buffer else None
+        used = sum(batch_sizes(sum(p[2] for p in pieces), batch_size, steps)[:start])
+        seek, drop = resume_rows(pieces, used, buffer, rng) if start else (0, 0)
+        chunks: Iterator[tuple[np.ndarray, np.ndarray]] = regroup(
+            self._blocks(epoch, seek), [p[2] for p in seek_pieces(pieces, seek)])
+        if rng is not None:
+            chunks = window_shuffle(chunks, buffer, rng)
+        return exact_batches(rebatch(drop_rows(chunks, drop), batch_size), steps - start,
                              what=f"rank {rank} of {world_size}")
 
-    def _start(self, epoch: int) -> None:
-        """Fetch ``epoch``'s blocks in a thread, two ahead of the loop (the next epoch's fetch
-        starts when this one's data ends, overlapping its validation)."""
+    def _start(self, epoch: int, seek: int = 0) -> None:
+        """Fetch ``epoch``'s blocks (after its first ``seek`` rows) in a thread, two ahead of
+        the loop (the next epoch's fetch starts when this one's data ends, overlapping its
+        validation)."""
         assert self.feed is not None, "RayShardStream without a feed has no rows to read"
         feed, pieces = self.feed, queue.Queue[Any](maxsize=2)
 
         def pump() -> None:
             try:
-                for chunk in feed.blocks(epoch):
+                for chunk in feed.blocks(epoch, seek):
                     pieces.put(chunk)
                 pieces.put(None)
             except BaseException as exc:  # handed to the loop's thread
                 pieces.put(exc)
 
         threading.Thread(target=pump, name=f"ray-data-epoch-{epoch}", daemon=True).start()
-        self._ahead = (epoch, pieces)
+        self._ahead = ((epoch, seek), pieces)
 
-    def _blocks(self, epoch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        if self._ahead is None or self._ahead[0] != epoch:
-            self._start(epoch)
+    def _blocks(self, epoch: int, seek: int = 0) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        if self._ahead is None or self._ahead[0] != (epoch, seek):
+            self._start(epoch, seek)
         assert self._ahead is not None
         pieces, self._ahead = self._ahead[1], None
         while (item := pieces.get()) is not None:

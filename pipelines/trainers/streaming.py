@@ -210,6 +210,17 @@ class SplitStream:
         return {"rows": len(self), "text_format": text.data_format, "text_pieces": len(sizes),
                 "text_piece_rows_sha256": digest}
 
+    def shards(self, world_size: int) -> dict[str, Any]:
+        """What a mid-epoch resume on ``world_size`` ranks needs to find each rank's place: the
+        :meth:`layout` and a hash of every rank's pieces (a checkpoint records it; a resume
+        dealing other pieces is refused)."""
+        import hashlib
+        import json
+
+        dealt = json.dumps([self.pieces(rank, world_size) for rank in range(world_size)])
+        return {**self.layout(), "world_size": world_size, "shuffle_buffer": self.shuffle_buffer,
+                "pieces_sha256": hashlib.sha256(dealt.encode()).hexdigest()[:16]}
+
     def pieces(self, rank: int, world_size: int) -> list[Piece]:
         """This rank's pieces (dealt once per run from ``seed`` when shuffling)."""
         seed = self.seed if self.shuffle_buffer else None
@@ -315,6 +326,59 @@ def skip_windows(pieces: list[Piece], rows: int, window: int,
             rng.permutation(have)  # the generator as the skipped window left it
             begin, have, first = begin + have, 0, index + 1
     return pieces[first:] if rng is not None else [], rows - begin
+
+
+def seek_pieces(pieces: list[Piece], rows: int) -> list[Piece]:
+    """``pieces`` without their first ``rows`` rows: whole pieces dropped by count, the piece
+    the cut falls in sliced (its row group is then read from the cut on), nothing read."""
+    for index, (group, offset, length) in enumerate(pieces):
+        if rows < length:
+            return [(group, offset + rows, length - rows), *pieces[index + 1:]]
+        rows -= length
+    return []
+
+
+def resume_rows(pieces: list[Piece], rows: int, window: int,
+                rng: np.random.Generator | None) -> tuple[int, int]:
+    """Where an epoch over ``pieces`` (in this order) whose first ``rows`` rows were trained
+    on picks up: ``(rows not read at all, rows read but dropped after the shuffle)``.
+
+    Without shuffling (``rng`` None) every used row is skipped (:func:`seek_pieces` slices the
+    piece the cut falls in). With shuffling, the shuffle window the cut falls in is read whole
+    (its permutation draws over all its rows) and its rows before the cut are dropped; windows
+    wholly before the cut are skipped and ``rng`` is advanced past them (:func:`skip_windows`).
+    Whole pieces are assumed to be the chunks :func:`window_shuffle` gets (:func:`regroup`)."""
+    if rng is None:
+        return rows, 0
+    _, drop = skip_windows(pieces, rows, window, rng)
+    return rows - drop, drop
+
+
+def regroup(chunks: Iterable[tuple[np.ndarray, np.ndarray]],
+            sizes: Iterable[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``chunks`` re-cut into chunks of ``sizes`` rows (the pieces': a shuffle window's rows
+    then do not depend on how a reader blocked them); chunks already of those sizes pass as
+    they are. A stream of other total rows is refused."""
+    want = iter(sizes)
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    have = 0
+    need = next(want, None)
+    for x, y in chunks:
+        xs.append(x)
+        ys.append(y)
+        have += len(y)
+        while need is not None and have >= need:
+            X, Y = (np.concatenate(xs), np.concatenate(ys)) if len(xs) > 1 else (xs[0], ys[0])
+            yield X[:need], Y[:need]
+            xs, ys, have = [X[need:]], [Y[need:]], have - need
+            need = next(want, None)
+        if need is None and have:
+            break
+    if need is not None or have:
+        raise InvalidArgumentError(
+            f"a streamed shard's blocks do not add up to its pieces: {have} row(s) "
+            f"{'left over' if need is None else f'short of a {need}-row piece'}.")
 
 
 def drop_rows(chunks: Iterable[tuple[np.ndarray, np.ndarray]],

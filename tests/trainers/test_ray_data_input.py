@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fstrain.kernel.errors import ConfigError
 from pipelines import training
 from tests.pipelines.test_pipelines import _adult_dataset
 from tests.trainers.conftest import make_binary
@@ -105,22 +104,39 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
             assert time.monotonic() < deadline and max(queued) <= FEED_AHEAD, queued
             time.sleep(0.2)
 
-        def epoch(e: int) -> tuple[list[int], list[int]]:
-            rows, steps = [], []
-            for rank in range(world):
-                shard = RayShardStream(RankFeed(feeder, rank), data.train_set)
-                batches = list(shard.epoch_batches(e, rank, world, 32))
-                steps.append(len(batches))
-                rows += [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
-                         for xb, _ in batches for v in xb[:, col].tolist()]
-            return rows, steps
+        def rids(batches: list) -> list[int]:  # the row ids (the rid feature, unscaled)
+            return [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
+                    for xb, _ in batches for v in xb[:, col].tolist()]
+
+        def shard(rank: int, e: int, start: int = 0, feed=feeder, stream=data.train_set,
+                  ) -> list:  # type: ignore[no-untyped-def]
+            return list(RayShardStream(RankFeed(feed, rank), stream).epoch_batches(
+                e, rank, world if feed is feeder else 2, 32, start=start))
+
+        def epoch(e: int) -> tuple[list[list[int]], list[int]]:
+            batches = [shard(rank, e) for rank in range(world)]
+            return [rids(b) for b in batches], [len(b) for b in batches]
 
         first, steps = epoch(0)
-        assert sorted(first) == list(range(len(X)))  # every row once, none dropped or padded
+        # every row once, none dropped or padded
+        assert sorted(r for rows in first for r in rows) == list(range(len(X)))
         assert steps == [data.train_set.steps(world, 32)] * world  # equal DDP step counts
         second, _ = epoch(1)
-        assert sorted(second) == sorted(first) and second != first  # reshuffled per epoch
+        assert sorted(r for rows in second for r in rows) == list(range(len(X)))
+        assert second != first  # reshuffled per epoch
         assert epoch(0)[0] == first  # seeded: the same epoch gives the same order (re-read)
+        # a resumed epoch (mid-epoch checkpoint) starts at its batch with exactly the rows the
+        # uninterrupted epoch went on with: each rank's shard once, in the same order
+        per_rank = data.train_set.steps(world, 32)
+        for rank, start in ((0, 1), (2, per_rank - 1)):
+            assert rids(shard(rank, 1)[:start]) + rids(shard(rank, 1, start)) == second[rank]
+        # without shuffling the piece the cut falls in is sliced (its rows before it not read)
+        plain = streaming.SplitStream(source, "train", data.train_set.prep, seed=7)
+        feed = start_feeder(plain, 2, epochs=1, start_epoch=None)
+        whole = shard(1, 0, feed=feed, stream=plain)
+        assert sorted(rids(whole)) == list(range(len(X) // 2, len(X)))
+        assert rids(shard(1, 0, 3, feed=feed, stream=plain)) == rids(whole[3:])
+        ray.kill(feed)
         with pytest.raises(ray.exceptions.RayTaskError, match="no epoch 2 of rank 0"):
             list(RayShardStream(RankFeed(feeder, 0), data.train_set).epoch_batches(2, 0, world,
                                                                                   32))
@@ -150,8 +166,7 @@ def test_workers_join_a_running_cluster_and_register_like_one_process(cluster, p
     assert ddp.training_metrics["validation_roc_auc"] > 0.6
     assert ddp.training_config["resumed_from"] is None
     # --resume of the finished run: nothing left to train, and the registry says where it
-    # continued from; mid-epoch checkpoints are refused before Ray starts (Ray Data shards
-    # cannot start an epoch part way)
+    # continued from
     resumed = training.run(project, training.TrainingPipelineConfig(
         use_case="adult", training_dataset_version=td.version, model=mlp, workers=2,
         ray_address=cluster, resume=True))
@@ -159,8 +174,53 @@ def test_workers_join_a_running_cluster_and_register_like_one_process(cluster, p
     assert again.training_config["resumed_from"]["epoch"] == 2
     assert again.training_config["resumed_from"]["batch_in_epoch"] == 0
     assert again.training_metrics == ddp.training_metrics
-    every = {**mlp, "torch": {**mlp["torch"], "checkpoint_every_steps": 5}}
-    with pytest.raises(ConfigError, match="checkpoint_every_steps=5 writes mid-epoch"):
-        training.run(project, training.TrainingPipelineConfig(
-            use_case="adult", training_dataset_version=td.version, model=every, workers=2,
-            ray_address=cluster))
+
+
+RESUME_CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout": 0.2},
+                 "torch": {"epochs": 2, "batch_size": 32, "lr": 0.01, "deterministic": True,
+                           "device": "cpu", "patience": None, "shuffle_buffer": 64,
+                           "checkpoint_every_steps": 4}}
+
+
+@pytest.mark.slow
+def test_a_two_worker_run_stopped_mid_epoch_resumes_to_the_uninterrupted_weights(cluster,
+                                                                                  tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    from pipelines.trainers import train_distributed
+    from tests.trainers.test_streamed_resume import write_source
+
+    source = write_source(tmp_path / "data")  # 603 rows in row groups of 97
+
+    def run(name: str, **extra):  # type: ignore[no-untyped-def]
+        return train_distributed(RESUME_CONFIG, source=source, workdir=tmp_path / name,
+                                 num_workers=2, use_gpu=False, ray_address=cluster, **extra)
+
+    full = run("full")
+    # 301/302 rows a rank: 10 batches of 32 an epoch; checkpoints after steps 4, 8, 12, 16
+    assert full.extra["steps_per_epoch"] == 10 and full.history[-1]["global_step"] == 20
+
+    def stop(step: int) -> None:  # runs in both workers: a preempted job
+        if step == 17:
+            raise RuntimeError(f"stopped after step {step}")
+
+    with pytest.raises(Exception):  # noqa: B017 (Ray Train wraps the workers' error)
+        run("cut", on_step=stop)
+    meta = json.loads((tmp_path / "cut" / "checkpoints" / "last" / "state.json").read_text())
+    assert (meta["loop"]["epoch"], meta["loop"]["batch_in_epoch"]) == (1, 6)
+    assert meta["world_size"] == 2 and meta["train_stream"]["world_size"] == 2
+    assert [r["batch_in_epoch"] for r in meta["rng_by_rank"]] == [6, 6]
+    resumed = run("cut", resume=True)
+    assert resumed.extra["resumed_from"] == {"epoch": 1, "batch_in_epoch": 6, "global_step": 16}
+    assert resumed.extra["rank_metrics_agree"]
+    assert resumed.metrics == full.metrics
+    strip = [{k: v for k, v in row.items() if not k.endswith("_seconds")}
+             for row in full.history]
+    assert [{k: v for k, v in row.items() if not k.endswith("_seconds")}
+            for row in resumed.history] == strip
+    for name in ("best", "last"):
+        a, b = (load_file(str(tmp_path / run_ / "checkpoints" / name / "model.safetensors"))
+                for run_ in ("full", "cut"))
+        assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a), name

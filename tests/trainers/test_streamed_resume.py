@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,11 +17,18 @@ import numpy as np
 import pytest
 import torch
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from pipelines.trainers.config import load_config
 from pipelines.trainers.loop import DistContext
 from pipelines.trainers.stream_fit import fit_streamed
-from pipelines.trainers.streaming import SplitStream, StreamSource, batch_sizes
+from pipelines.trainers.streaming import (
+    SplitStream,
+    StreamSource,
+    batch_sizes,
+    regroup,
+    resume_rows,
+    seek_pieces,
+)
 from pipelines.trainers.torch_models import train_torch_streamed
 from tests.trainers.conftest import make_binary
 
@@ -137,6 +145,20 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights_bit_for_bit(source,
                                           r"world size 1 \(--workers 1\); now world size 2"):
         _fit(source, tmp_path / "run", DistContext(rank=0, world_size=2))
 
+    # a checkpoint over other rows, or whose ranks read other pieces: refused, not restarted
+    for key, value, message in (
+            ("rows", 999, r"over another train split \(rows: checkpoint has 999, now 603\)"),
+            ("pieces_sha256", "0" * 16, (r"the checkpoint's ranks read pieces 0{16}, these "
+                                         r"ranks would read pieces [0-9a-f]{16}"))):
+        tampered = tmp_path / f"tampered-{key}"
+        shutil.copytree(tmp_path / "run", tampered)
+        state = tampered / "checkpoints" / "last" / "state.json"
+        changed_meta = json.loads(state.read_text())
+        changed_meta["train_stream"][key] = value
+        state.write_text(json.dumps(changed_meta))
+        with pytest.raises(ConfigError, match=message):
+            _fit(source, tampered, DistContext())
+
     resumed = train_torch_streamed(CONFIG, source, workdir=tmp_path / "run", lineage=lineage,
                                    resume=True)
     assert resumed.extra["resumed_from"] == {"epoch": 1, "batch_in_epoch": 6, "global_step": 8}
@@ -163,24 +185,95 @@ def _fit(source, workdir: Path, dist, train_set=None):  # type: ignore[no-untype
                                  "train_stream": data.train_set.layout()}))
 
 
-def test_mid_epoch_checkpoints_are_refused_for_the_ray_data_shards_of_workers(source, tmp_path):
+def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers():
     from pipelines import training
     from pipelines.streamed_training import check_streaming_options
-    from pipelines.trainers.loop import DistContext
     from pipelines.trainers.ray_input import RayShardStream
-    from pipelines.trainers.torch_models import stream_torch_data
 
-    stream = stream_torch_data(load_config(CONFIG), source).train_set
-    with pytest.raises(ConfigError, match=r"torch\.checkpoint_every_steps=4 writes mid-epoch "
-                                          r"checkpoints, but the streamed input RayShardStream"):
-        _fit(source, tmp_path, DistContext(), RayShardStream(None, stream))
+    assert RayShardStream.resumes_mid_epoch
     cfg = load_config({**CONFIG, "torch": {**CONFIG["torch"], "streaming": False}})
     run = training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
                                           workers=2, model=CONFIG)
-    with pytest.raises(ConfigError, match=r"checkpoint_every_steps=4 writes mid-epoch "
-                                          r"checkpoints, which a --workers 2 run"):
-        check_streaming_options(cfg, run)
-    check_streaming_options(cfg, run.model_copy(update={"workers": 1}))  # one process: fine
+    check_streaming_options(cfg, run)  # --workers 2 with checkpoint_every_steps: accepted
+
+
+def test_seeking_skips_whole_pieces_by_count_and_slices_the_cut_one():
+    pieces = [(3, 0, 10), (0, 5, 7), (2, 0, 4)]
+    assert seek_pieces(pieces, 0) == pieces
+    assert seek_pieces(pieces, 9) == [(3, 9, 1), (0, 5, 7), (2, 0, 4)]
+    assert seek_pieces(pieces, 10) == [(0, 5, 7), (2, 0, 4)]
+    assert seek_pieces(pieces, 13) == [(0, 8, 4), (2, 0, 4)]
+    assert seek_pieces(pieces, 20) == [(2, 3, 1)]
+    assert seek_pieces(pieces, 21) == []
+    # no shuffling: every used row is skipped unread
+    assert resume_rows(pieces, 13, 0, None) == (13, 0)
+    # shuffle windows of >= 12 rows: [10 + 7] then [4]; the cut in the first window reads it
+    # again and drops its used rows; a cut in the second skips the first, drawing its order
+    rng, fresh = np.random.default_rng(5), np.random.default_rng(5)
+    assert resume_rows(pieces, 13, 12, rng) == (0, 13)
+    assert rng.bit_generator.state == fresh.bit_generator.state
+    assert resume_rows(pieces, 19, 12, rng) == (17, 2)
+    fresh.permutation(17)
+    assert rng.bit_generator.state == fresh.bit_generator.state
+
+
+def test_blocks_are_recut_into_whole_pieces_whatever_the_reader_made_of_them():
+    x = np.arange(21, dtype=np.float32)[:, None]
+    blocks = [(x[:4], x[:4, 0]), (x[4:15], x[4:15, 0]), (x[15:], x[15:, 0])]
+    out = list(regroup(iter(blocks), [10, 7, 4]))
+    assert [len(y) for _, y in out] == [10, 7, 4]
+    assert np.array_equal(np.concatenate([y for _, y in out]), x[:, 0])
+    with pytest.raises(InvalidArgumentError, match="1 row\\(s\\) left over"):
+        list(regroup(iter(blocks), [10, 10]))
+    with pytest.raises(InvalidArgumentError, match="short of a 2-row piece"):
+        list(regroup(iter(blocks), [10, 10, 2]))
+
+
+class PieceFeed:
+    """A rank's pieces read in this process in the :class:`RankFeed` protocol, cut into blocks
+    of other sizes than the pieces (as Ray Data may make them), counting the rows read."""
+
+    def __init__(self, stream: SplitStream, rank: int, world: int) -> None:
+        self.stream, self.pieces, self.rows_read = stream, stream.pieces(rank, world), 0
+
+    def blocks(self, epoch: int, seek: int = 0):  # type: ignore[no-untyped-def]
+        for piece in seek_pieces(self.pieces, seek):
+            self.rows_read += piece[2]
+            x, y = self.stream.piece_arrays(piece)
+            cut = len(y) // 3
+            yield x[:cut], y[:cut]
+            yield x[cut:], y[cut:]
+
+
+@pytest.mark.parametrize(("world", "rank", "batch", "buffer"),
+                         [(2, 0, 43, 200), (2, 1, 64, 0), (3, 2, 50, 150)])
+def test_a_ray_shard_started_at_any_batch_reads_only_the_rest_of_its_epoch(source, world, rank,
+                                                                           batch, buffer):
+    from pipelines.trainers.ray_input import RayShardStream
+
+    prep, _ = fit_streamed(source, load_config({"model": "mlp"}))
+    stream = SplitStream(source, "train", prep, shuffle_buffer=buffer, seed=11)
+    feed = PieceFeed(stream, rank, world)
+    shard = RayShardStream(feed, stream, epochs=2)  # type: ignore[arg-type]
+    full = list(shard.epoch_batches(1, rank, world, batch))
+    steps = stream.steps(world, batch)
+    sizes = [len(y) for _, y in full]
+    assert len(full) == steps and sizes == batch_sizes(sum(sizes), batch, steps)
+    rows = sum(p[2] for p in feed.pieces)
+    assert sum(sizes) == rows and feed.rows_read == rows  # the shard once, nothing dropped
+    if (world, rank, batch) == (2, 0, 43):  # 301 rows: one short, its last batch halved
+        assert sizes == [43] * 6 + [21, 22]
+    for start in range(1, steps):
+        feed.rows_read = 0
+        assert _same(list(shard.epoch_batches(1, rank, world, batch, start=start)),
+                     full[start:]), start
+        left = sum(sizes[start:])
+        if buffer:  # only the shuffle window the cut falls in is read again
+            assert left <= feed.rows_read <= left + buffer + 97, start
+        else:  # nothing before the cut is read
+            assert feed.rows_read == left, start
+    with pytest.raises(InvalidArgumentError, match=f"batch {steps} of an epoch of {steps}"):
+        shard.epoch_batches(1, rank, world, batch, start=steps)
 
 
 PIPELINE_CONFIG = {"model": "mlp", "seed": 3, "params": {"hidden_sizes": [16], "dropout": 0.1},
