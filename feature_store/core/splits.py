@@ -627,24 +627,59 @@ def _time_codes(t: pd.Series, spec: SplitSpec) -> np.ndarray:
     return out
 
 
-def _permutation(rng: np.random.Generator, n: int) -> np.ndarray:
-    """``rng.permutation(n)`` in half the memory below 2**31 rows: the shuffle draws the same
-    random numbers whatever the array's dtype, so the permutation is the same."""
-    perm = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    rng.shuffle(perm)
+#: rows a chunked step over an O(rows) array touches at a time (bounded temporaries)
+_CHUNK = 1 << 16
+
+#: ``alloc(n, dtype)``: a new (uninitialised) array of ``n`` values, e.g. ``np.empty`` or a
+#: disk-backed ``np.memmap``; every O(rows) array of an assignment comes from it
+Alloc = Callable[[int, Any], np.ndarray]
+
+
+def _arange_into(a: np.ndarray) -> np.ndarray:
+    """Fill ``a`` with ``0 … len(a)-1`` in chunks (no O(len) temporary); returns ``a``."""
+    for lo in range(0, len(a), _CHUNK):
+        hi = min(lo + _CHUNK, len(a))
+        a[lo:hi] = np.arange(lo, hi, dtype=a.dtype)
+    return a
+
+
+def _scatter(out: np.ndarray, index: np.ndarray, value: int) -> None:
+    """``out[index] = value`` in chunks of ``index`` (the cast of a narrow index to intp stays
+    chunk-sized)."""
+    for lo in range(0, len(index), _CHUNK):
+        out[index[lo:lo + _CHUNK]] = value
+
+
+def _permutation(rng: np.random.Generator, n: int, alloc: Alloc = np.empty) -> np.ndarray:
+    """``rng.permutation(n)`` in an ``alloc``ated array, in half the memory below 2**31 rows:
+    ``permutation`` shuffles an arange, and the shuffle draws the same random numbers whatever
+    the array's dtype or kind (a memmap included), so the permutation is the same."""
+    perm = alloc(n, np.int32 if n < 2**31 else np.int64)
+    rng.shuffle(_arange_into(perm.view(np.ndarray)))
     return perm
 
 
-def _random_assign(n: int, spec: SplitSpec) -> np.ndarray:
+def _random_assign(n: int, spec: SplitSpec, alloc: Alloc = np.empty) -> np.ndarray:
+    """A random split's codes: ``int(n*test_size)`` rows of a seeded permutation go to test,
+    the next ``int(n*validation_size)`` to validation, the rest to train. Its two O(rows)
+    arrays (the permutation and the codes) come from ``alloc``."""
     rng = np.random.default_rng(spec.seed)
-    perm = _permutation(rng, n)
+    perm = _permutation(rng, n, alloc).view(np.ndarray)
+    n_test, n_val = _random_sizes(n, spec)
+    out = alloc(n, np.int8)
+    view = out.view(np.ndarray)
+    view[:] = _TRAIN
+    _scatter(view, perm[:n_test], _code(spec, "test"))
+    if n_val:
+        _scatter(view, perm[n_test:n_test + n_val], _code(spec, "validation"))
+    return out
+
+
+def _random_sizes(n: int, spec: SplitSpec) -> tuple[int, int]:
+    """Rows of test and validation in a random split of ``n`` rows."""
     n_test = int(n * (spec.test_size or 0.0))
     n_val = int(n * (spec.validation_size or 0.0)) if spec.three_way else 0
-    out = np.full(n, _TRAIN, dtype=np.int8)
-    out[perm[:n_test]] = _code(spec, "test")
-    if n_val:
-        out[perm[n_test:n_test + n_val]] = _code(spec, "validation")
-    return out
+    return n_test, n_val
 
 
 def _allocate(counts: np.ndarray, size: float, capacity: np.ndarray) -> np.ndarray:
@@ -670,13 +705,19 @@ def _allocate(counts: np.ndarray, size: float, capacity: np.ndarray) -> np.ndarr
     return alloc
 
 
-def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.ndarray:
-    n = len(labels)
+def _factorize(values: Any, *, use_na_sentinel: bool) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize`` with sorted uniques, or in first-appearance order for values that do
+    not sort (mixed types)."""
     try:
-        codes, uniques = pd.factorize(labels, sort=True, use_na_sentinel=False)
+        return pd.factorize(values, sort=True, use_na_sentinel=use_na_sentinel)
     except TypeError:
-        codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=False)
-    counts = np.bincount(codes, minlength=len(uniques))
+        return pd.factorize(values, sort=False, use_na_sentinel=use_na_sentinel)
+
+
+def _class_quotas(counts: np.ndarray, uniques: Any, spec: SplitSpec,
+                  column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per class (``counts[k]`` rows of ``uniques[k]``): the rows of test and of validation;
+    a class with fewer rows than splits is refused."""
     n_splits = len(spec.splits)
     small = np.flatnonzero(counts < n_splits)
     if small.size:
@@ -692,6 +733,14 @@ def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.nd
         n_val = _allocate(counts, spec.validation_size or 0.0, counts - n_test - 1)
     else:
         n_val = np.zeros_like(counts)
+    return n_test, n_val
+
+
+def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.ndarray:
+    n = len(labels)
+    codes, uniques = _factorize(labels, use_na_sentinel=False)
+    counts = np.bincount(codes, minlength=len(uniques))
+    n_test, n_val = _class_quotas(counts, uniques, spec, column)
     rng = np.random.default_rng(spec.seed)
     out = np.full(n, _TRAIN, dtype=np.int8)
     test, validation = _code(spec, "test"), _code(spec, "validation") if spec.three_way else 0
@@ -705,25 +754,23 @@ def _stratified_assign(labels: pd.Series, spec: SplitSpec, column: str) -> np.nd
     return out
 
 
-def _group_assign(groups: pd.Series, spec: SplitSpec) -> np.ndarray:
-    n = len(groups)
-    nulls = int(groups.isna().sum())
+def _refuse_null_groups(nulls: int, spec: SplitSpec) -> None:
     if nulls:
         raise InvalidArgumentError(
             f"Group split on '{spec.group_column}': the group column must not be null. Got "
             f"{nulls} null row(s) instead. Fill or drop them first."
         )
-    try:
-        codes, uniques = pd.factorize(groups, sort=True)
-    except TypeError:
-        codes, uniques = pd.factorize(groups, sort=False)
-    sizes = np.bincount(codes, minlength=len(uniques))
+
+
+def _group_splits(sizes: np.ndarray, n: int, spec: SplitSpec) -> np.ndarray:
+    """Each group's split code (``sizes[g]`` rows in group ``g``, ``n`` rows in all): groups
+    in seeded random order fill test, then validation, each up to ``int(n*size)`` rows."""
     rng = np.random.default_rng(spec.seed)
-    perm = rng.permutation(len(uniques))
+    perm = rng.permutation(len(sizes))
     targets = [(_code(spec, "test"), int(n * (spec.test_size or 0.0)))]
     if spec.three_way:
         targets.append((_code(spec, "validation"), int(n * (spec.validation_size or 0.0))))
-    group_split = np.full(len(uniques), _TRAIN, dtype=np.int8)
+    group_split = np.full(len(sizes), _TRAIN, dtype=np.int8)
     i = 0
     for code, target in targets:
         filled = 0
@@ -731,7 +778,14 @@ def _group_assign(groups: pd.Series, spec: SplitSpec) -> np.ndarray:
             group_split[perm[i]] = code
             filled += sizes[perm[i]]
             i += 1
-    return group_split[codes]
+    return group_split
+
+
+def _group_assign(groups: pd.Series, spec: SplitSpec) -> np.ndarray:
+    _refuse_null_groups(int(groups.isna().sum()), spec)
+    codes, uniques = _factorize(groups, use_na_sentinel=True)
+    sizes = np.bincount(codes, minlength=len(uniques))
+    return _group_splits(sizes, len(groups), spec)[codes]
 
 
 def assign_splits(
@@ -811,10 +865,16 @@ def _check_nonempty(out: np.ndarray, spec: SplitSpec) -> None:
             seen[missing] = bool((block == missing).any())
         if seen.all():
             return
-    for code, name in enumerate(spec.splits):
-        if not seen[code]:
+    _refuse_empty(seen.tolist(), len(out), spec)
+
+
+def _refuse_empty(present: Sequence[bool], rows: int, spec: SplitSpec) -> None:
+    """Refuse a split assignment of ``rows`` rows in which split ``k`` has no row
+    (``present[k]`` false)."""
+    for name, has_rows in zip(spec.splits, present):
+        if not has_rows:
             raise InvalidArgumentError(
-                f"Split '{name}' is empty for {len(out)} row(s) with spec {spec.to_dict()}. "
+                f"Split '{name}' is empty for {rows} row(s) with spec {spec.to_dict()}. "
                 "Widen its window, raise its size or use more data."
             )
 
