@@ -266,7 +266,7 @@ class TrainingDataStore:
         :data:`~feature_store.local.training_data_stream.Assign`), the same codes and recorded
         spec as :meth:`_assigner` on the gathered columns. A time split on a timestamp,
         epoch-millisecond or date event time reads the batches one at a time; the other
-        strategies and string event times gather their key columns."""
+        strategies gather their key columns."""
         if (spec.strategy == "time" and et is not None and needed == [et]
                 and _streamable_time(schema.field(et).type)):
             return self._streamed_time_assigner(spec, et, resolved)
@@ -1070,8 +1070,13 @@ def split_path(td: TrainingDataset, name: str) -> Path:
 
 
 def _streamable_time(kind: pa.DataType) -> bool:
-    """Whether a time split reads an event time of this type batch by batch (timestamps)."""
+    """Whether a time split reads an event time of this type batch by batch: timestamps, epoch
+    milliseconds (integers; and floats, as a bigint batch holding a null reaches pandas) and
+    dates, which ``_event_times`` converts value by value, so the batches' conversions equal the
+    whole column's (tested). Not strings, whose format ``pd.to_datetime`` infers from the first
+    value (a batch's, or the column's); a feature group refuses them as an event time anyway."""
     import pyarrow as pa
 
-    return pa.types.is_timestamp(kind)
+    return (pa.types.is_timestamp(kind) or pa.types.is_integer(kind)
+            or pa.types.is_floating(kind) or pa.types.is_date(kind))
 

@@ -184,7 +184,7 @@ class ScratchArrays:
         self.made += 1
         return np.memmap(self.folder / f"{self.made}.bin", dtype=dtype, mode="w+", shape=(n,))
 
-    def __exit__(self, *_: Any) -> None:
+    def __exit__(self, *_: object) -> None:
         import shutil
 
         shutil.rmtree(self.folder, ignore_errors=True)

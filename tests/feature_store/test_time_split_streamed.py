@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from feature_store.core.splits import (
@@ -151,24 +152,85 @@ def test_few_passes_over_the_source() -> None:
     assert len(reads) == 1
 
 
-def test_partitioned_creation_streams_the_time_split(fs, monkeypatch) -> None:
-    """Out-of-core creation in partitions takes the streamed path for a time split and writes
-    the in-memory version's splits and recorded (resolved) spec."""
+def _ms_or_dates(kind: str, n: int, seed: int) -> pa.Table:
+    """Event times as a feature group may hold them besides timestamps: epoch milliseconds
+    (int64) or dates, with ties and nulls."""
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(n) < 0.15
+    if kind == "epoch_ms":
+        values = T0.value // 10**6 + rng.integers(0, 40, n) * 3_600_000
+        return pa.table({"t": pa.array(values, pa.int64(), mask=nulls)})
+    days = (T0.value // (86_400 * 10**9) + rng.integers(0, 40, n)).astype(np.int32)
+    return pa.table({"t": pa.array(days, pa.date32(), mask=nulls)})
+
+
+def _arrow_batchings(table: pa.Table, seed: int) -> Iterator[list[pd.DataFrame]]:
+    """Each batch converted on its own, as out-of-core creation reads them: an int64 batch
+    holding a null reaches pandas as floats, one without as integers."""
+    for frames in _batchings(pd.DataFrame({"i": np.arange(table.num_rows)}), seed):
+        yield [table.slice(int(f["i"].iloc[0]), len(f)).to_pandas() if len(f) else
+               table.slice(0, 0).to_pandas() for f in frames]
+
+
+@pytest.mark.parametrize("kind", ["epoch_ms", "date"])
+def test_epoch_ms_and_date_event_times_stream_as_the_whole_column_converts(kind: str) -> None:
+    """Every batch converted as ``_event_times`` converts it gives the codes and the resolved
+    spec of the whole column converted at once, written into the given array."""
+    table = _ms_or_dates(kind, 60, seed=3)
+    whole = table.to_pandas()
+    assert whole["t"].dtype == (np.float64 if kind == "epoch_ms" else object)
+    unit = pd.Timedelta(hours=1) if kind == "epoch_ms" else pd.Timedelta(days=1)
+    for spec in (*SIZE_SPECS, make_split_spec("time", seed=0, test_window=9 * unit),
+                 make_split_spec("time", seed=0, test_window=9 * unit,
+                                 validation_window=9 * unit, three_way=True, gap=unit),
+                 make_split_spec("time", seed=0, train_end=T0 + 30 * unit,
+                                 test_start=T0 + 30 * unit)):
+        want = _expected(whole, spec)
+        assert (want[1] >= 0).sum() > 30  # the windows hold rows: nothing is refused
+        for frames in _arrow_batchings(table, seed=4):
+            for limit in (0, 1 << 20):  # radix passes down to single values, or gathered
+                made: list[np.ndarray] = []
+
+                def alloc(n: int, dtype: object, made: list[np.ndarray] = made) -> np.ndarray:
+                    made.append(np.full(n, 9, dtype=dtype))
+                    return made[-1]
+
+                resolved, codes = time_split_codes_streamed(
+                    lambda f=frames: iter(f), spec, event_time_column="t", gather_limit=limit,
+                    rows=table.num_rows, alloc=alloc)
+                assert len(made) == 1 and codes is made[0]
+                np.testing.assert_array_equal(codes, want[1])
+                assert resolved == want[0] and resolved.to_dict() == want[0].to_dict()
+
+
+def _kind_of(times: pd.Series, kind: str) -> pd.Series:
+    """``times`` (UTC timestamps) as a feature group's event time of ``kind``."""
+    if kind == "epoch_ms":
+        return times.astype("int64") // 10**6
+    return times.dt.date if kind == "date" else times
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "epoch_ms", "date"])
+def test_out_of_core_creation_streams_the_time_split(fs, monkeypatch, kind: str) -> None:
+    """Out-of-core creation, in one statement and in partitions, takes the streamed path for a
+    time split on a timestamp, epoch-millisecond or date event time and writes the in-memory
+    version's splits and recorded (resolved) spec."""
     import pyarrow.parquet as pq
 
     from feature_store.core import splits
     from feature_store.local.training_data_stream import StreamOptions
 
     rng = np.random.default_rng(4)
-    n = 150
+    n, unit = 150, "D" if kind == "date" else "h"
     root = fs.get_or_create_feature_group("ev", version=1, primary_key=["rid"], event_time="ts")
     root.insert(pd.DataFrame({
         "rid": np.arange(n), "a": rng.integers(0, 5, n),
-        "ts": T0 + pd.to_timedelta(rng.integers(0, 40, n), unit="h"),  # ties
+        "ts": _kind_of(pd.Series(T0 + pd.to_timedelta(rng.integers(0, 40, n), unit=unit)), kind),
         "label": rng.integers(0, 2, n).astype(float),
     }))
     side = fs.get_or_create_feature_group("side", version=1, primary_key=["a"], event_time="ts")
-    side.insert(pd.DataFrame({"a": np.arange(5), "ts": [T0] * 5, "s": np.arange(5.0)}))
+    side.insert(pd.DataFrame({"a": np.arange(5), "ts": _kind_of(pd.Series([T0] * 5), kind),
+                              "s": np.arange(5.0)}))
     fv = fs.create_feature_view("tv", query=root.select_all().join(side.select(["s"]), on=["a"]),
                                 labels=["label"])
     calls: list[int] = []
@@ -184,11 +246,13 @@ def test_partitioned_creation_streams_the_time_split(fs, monkeypatch) -> None:
         return fv.get_training_dataset(version)
 
     for three_way, kwargs in ((True, {"test_size": 0.3, "validation_size": 0.2}),
-                              (False, {"test_window": "10h", "gap": "1h"})):
+                              (False, {"test_window": f"10{unit}", "gap": f"1{unit}"})):
         want = create(None, three_way, **kwargs)
-        got = create(StreamOptions(batch_rows=16, partitions=3), three_way, **kwargs)
-        assert got.split_spec == want.split_spec
-        for name in want.splits:
-            files = [pq.read_table(f"{td.location}/{name}.parquet") for td in (want, got)]
-            assert files[0].num_rows > 0 and files[0].equals(files[1])
-    assert len(calls) == 2
+        for partitions in (3, 1):
+            got = create(StreamOptions(batch_rows=16, partitions=partitions), three_way, **kwargs)
+            assert got.split_spec == want.split_spec
+            for name in want.splits:
+                assert got.splits[name]["sha256"] == want.splits[name]["sha256"]
+                files = [pq.read_table(f"{td.location}/{name}.parquet") for td in (want, got)]
+                assert files[0].num_rows > 0 and files[0].equals(files[1])
+    assert len(calls) == 4
