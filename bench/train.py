@@ -60,7 +60,8 @@ def bench_xgboost(X: np.ndarray, y: np.ndarray, repeats: int, rounds: int) -> di
               "objective": "binary:logistic", "eval_metric": ["logloss", "auc"], "seed": 42,
               "nthread": nthread, "verbosity": 0}
     ours, bare, booster_only = [], [], []
-    workdir = Path(tempfile.mkdtemp(prefix="fst-bench-"))
+    scratch = tempfile.TemporaryDirectory(prefix="fst-bench-")  # removed when done
+    workdir = Path(scratch.name)
     def run_bare() -> None:
         t0 = time.perf_counter()
         dtrain = xgb.DMatrix(X[:cut], label=y[:cut])
@@ -75,9 +76,12 @@ def bench_xgboost(X: np.ndarray, y: np.ndarray, repeats: int, rounds: int) -> di
         ours.append(time.perf_counter() - t0)
         booster_only.append(result.extra["booster_seconds"])
 
-    for i in range(repeats):  # alternate which goes first: OpenMP warm-up favours the second
-        for run in ((run_bare, run_ours) if i % 2 == 0 else (run_ours, run_bare)):
-            run()
+    try:
+        for i in range(repeats):  # alternate which goes first: OpenMP warm-up favours the second
+            for run in ((run_bare, run_ours) if i % 2 == 0 else (run_ours, run_bare)):
+                run()
+    finally:
+        scratch.cleanup()
     return {"ours_s": statistics.median(ours), "bare_s": statistics.median(bare),
             "ours_booster_s": statistics.median(booster_only),
             "rows_per_s_ours": cut * rounds / statistics.median(ours),
@@ -155,16 +159,22 @@ def bench_streamed(X: np.ndarray, y: np.ndarray, epochs: int, batch: int,
                    workers: int) -> dict[str, tuple[float, float]]:
     """Input-pipeline share (first epoch, later epochs) of the streamed single-process loop and
     of the Ray Data input of ``workers`` Ray Train ranks (rank 0's loop timings)."""
-    from pipelines.trainers.distributed import train_distributed
-    from pipelines.trainers.streaming import StreamSource
-    from pipelines.trainers.torch_models import train_torch_streamed
-
     cols = [f"f{i}" for i in range(X.shape[1])]
     cut = int(len(X) * 0.9)
     frames = {"train": (pd.DataFrame(X[:cut], columns=cols), pd.DataFrame({"label": y[:cut]})),
               "validation": (pd.DataFrame(X[cut:], columns=cols),
                              pd.DataFrame({"label": y[cut:]}))}
-    workdir = Path(tempfile.mkdtemp(prefix="fsb-", dir="/tmp"))
+    # a short folder (Ray's socket paths), removed when done
+    with tempfile.TemporaryDirectory(prefix="fsb-", dir="/tmp") as scratch:
+        return _streamed_shares(Path(scratch), frames, epochs, batch, workers)
+
+
+def _streamed_shares(workdir: Path, frames: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+                     epochs: int, batch: int, workers: int) -> dict[str, tuple[float, float]]:
+    from pipelines.trainers.distributed import train_distributed
+    from pipelines.trainers.streaming import StreamSource
+    from pipelines.trainers.torch_models import train_torch_streamed
+
     source = StreamSource.from_frames(workdir / "input", frames)
     config = {"model": "mlp", "params": {"hidden_sizes": [128, 64], "dropout": 0.1},
               "torch": {"epochs": epochs, "batch_size": batch, "scheduler": "none",
