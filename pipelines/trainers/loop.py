@@ -369,15 +369,15 @@ def _rank_rng(
 
 def _check_mid_epoch_checkpoints(train_set: Any, opts: TorchOptions) -> None:
     """Refuse ``checkpoint_every_steps`` on a streamed train set that cannot start an epoch at
-    a given batch (the Ray Data shards of ``--workers``): its checkpoints could not be resumed
-    from without training on some rows twice."""
+    a given batch (one without ``resumes_mid_epoch``; the streams of one process and of
+    ``--workers`` both can): its checkpoints could not be resumed from without training on
+    some rows twice."""
     if opts.checkpoint_every_steps and not getattr(train_set, "resumes_mid_epoch", False):
         raise ConfigError(
             f"torch.checkpoint_every_steps={opts.checkpoint_every_steps} writes mid-epoch "
-            f"checkpoints, but the streamed input {type(train_set).__name__} (--workers N: Ray "
-            "Data shards) cannot resume an epoch part way through. Drop "
-            "torch.checkpoint_every_steps (checkpoints at every epoch's end still resume), or "
-            "train in one process with torch.streaming: true.")
+            f"checkpoints, but the streamed input {type(train_set).__name__} cannot resume an "
+            "epoch part way through. Drop torch.checkpoint_every_steps (checkpoints at every "
+            "epoch's end still resume).")
 
 
 def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext,

@@ -185,12 +185,25 @@ def _fit(source, workdir: Path, dist, train_set=None):  # type: ignore[no-untype
                                  "train_stream": data.train_set.layout()}))
 
 
-def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers():
+class EpochStream(SplitStream):
+    """A streamed split that can only start an epoch at its first batch."""
+
+    resumes_mid_epoch = False
+
+
+def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers(source, tmp_path):
     from pipelines import training
     from pipelines.streamed_training import check_streaming_options
     from pipelines.trainers.ray_input import RayShardStream
+    from pipelines.trainers.torch_models import stream_torch_data
 
     assert RayShardStream.resumes_mid_epoch
+    # a streamed input that cannot start an epoch part way is refused mid-epoch checkpoints
+    t = stream_torch_data(load_config(CONFIG), source).train_set
+    epoch_only = EpochStream(t.source, t.split, t.prep, shuffle_buffer=150, seed=7)
+    with pytest.raises(ConfigError, match=r"torch\.checkpoint_every_steps=4 writes mid-epoch "
+                                          r"checkpoints, but the streamed input EpochStream"):
+        _fit(source, tmp_path, DistContext(), epoch_only)
     cfg = load_config({**CONFIG, "torch": {**CONFIG["torch"], "streaming": False}})
     run = training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
                                           workers=2, model=CONFIG)
