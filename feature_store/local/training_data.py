@@ -55,78 +55,6 @@ def clean_stale_staging(folder: Path) -> list[Path]:
     return clean_stale(folder, (_STAGING,))
 
 
-def _label_distribution(table: pa.Table, labels: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    frame = table.select(labels).to_pandas()
-    for label in labels:
-        col = frame[label]
-        if col.nunique(dropna=True) <= 50:
-            counts = col.value_counts(dropna=False).sort_index()
-            out[label] = {str(k): int(v) for k, v in counts.items()}
-        elif pd_numeric(col):
-            out[label] = {"mean": float(col.mean()), "std": float(col.std())}
-        else:  # free text (an instruction's response): counts, not moments
-            out[label] = {"distinct": int(col.nunique(dropna=True)),
-                          "missing": int(col.isna().sum())}
-    return out
-
-
-#: label types whose value counts a written split streams (a batch at a time) instead of reading
-#: the whole column: their pandas values are the Arrow values, so the keys come out the same
-_COUNTED_LABELS = ("is_integer", "is_boolean", "is_string", "is_large_string")
-
-
-def _file_label_distribution(path: Path, labels: list[str]) -> dict[str, Any]:
-    """:func:`_label_distribution` of a written split file in bounded memory: the value counts
-    of integer, boolean and string labels without nulls and with at most 50 distinct values are
-    summed batch by batch; other labels (numbers, text, nulls) are read whole as before."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from feature_store.local import training_data_stream as ts
-
-    source = ts.open_parquet(path)
-    schema = source.schema_arrow
-    counts: dict[str, dict[Any, int] | None] = {
-        c: ({} if any(getattr(pa.types, t)(schema.field(c).type) for t in _COUNTED_LABELS)
-            else None) for c in labels}
-    streamed = [c for c in labels if counts[c] is not None]
-    for batch in (source.iter_batches(batch_size=1 << 20, columns=streamed) if streamed else ()):
-        for name in streamed:
-            found, column = counts[name], batch.column(name)
-            if found is None:
-                continue
-            if column.null_count:
-                counts[name] = None
-                continue
-            for entry in pc.value_counts(column).to_pylist():
-                found[entry["values"]] = found.get(entry["values"], 0) + entry["counts"]
-            if len(found) > 50:
-                counts[name] = None
-    whole = [c for c in labels if counts[c] is None]
-    rest = _label_distribution(ts.read_columns(path, whole), whole) if whole else {}
-    return {c: rest[c] if (found := counts[c]) is None
-            else _sorted_counts(found, schema.field(c).type) for c in labels}
-
-
-def _sorted_counts(found: dict[Any, int], kind: pa.DataType) -> dict[str, int]:
-    """Value counts as :func:`_label_distribution` records them: keys as pandas prints them
-    (the values made pandas values as the whole column would be), sorted by value."""
-    import pandas as pd
-    import pyarrow as pa
-
-    keys = pa.array(list(found), kind).to_pandas()
-    counts = pd.Series(list(found.values()), index=pd.Index(keys)).sort_index()
-    return {str(k): int(v) for k, v in counts.items()}
-
-
-def pd_numeric(column: Any) -> bool:
-    """Whether a pandas column holds numbers (booleans excluded)."""
-    import pandas as pd
-
-    return bool(pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
-
-
 def _split_statistics(table: pa.Table) -> dict[str, Any]:
     from feature_store.local import engine
     from feature_store.local.statistics import compute_statistics
@@ -531,6 +459,8 @@ class TrainingDataStore:
                           ) -> tuple[Path | None, Any]:
         """Build the splits in memory, fill ``metadata``, stage the files of a materialized
         version; returns the staging folder and what ``convert`` returned."""
+        from feature_store.local import label_distribution as ld
+
         splits, facts = self.compute(spec, **window)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
         metadata["transformation_statistics"] = self.fv.fit_transformations(splits["train"])
@@ -546,7 +476,7 @@ class TrainingDataStore:
                 metadata["splits"][name] = {
                     "rows": int(part.num_rows),
                     "sha256": None,
-                    "label_distribution": _label_distribution(part, self.fv.labels),
+                    "label_distribution": ld.table_label_distribution(part, self.fv.labels),
                     "statistics": _split_statistics(part) if stats else None,
                 }
             staging = self._stage(splits, data_format) if materialize else None
@@ -566,6 +496,7 @@ class TrainingDataStore:
     def _create_streamed(self, spec: SplitSpec | None, metadata: dict[str, Any],
                          options: StreamOptions, stats: bool, window: dict[str, Any]) -> Path:
         """Stream the splits into a staging folder and fill ``metadata`` from the files."""
+        from feature_store.local import label_distribution as ld
         from feature_store.local import training_data_stream as ts
 
         staging = self._new_staging()
@@ -579,8 +510,8 @@ class TrainingDataStore:
                 metadata["splits"][name] = {
                     "rows": split_file.rows,
                     "sha256": split_file.sha256,
-                    "label_distribution": _file_label_distribution(split_file.path,
-                                                                   self.fv.labels),
+                    "label_distribution": ld.file_label_distribution(split_file.path,
+                                                                     self.fv.labels),
                     "statistics": (_file_statistics(split_file, schema, options, staging)
                                    if stats else None),
                     "file_sha256": ((split_file.file_sha256 or ts.file_sha256(split_file.path))

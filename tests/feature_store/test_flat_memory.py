@@ -13,11 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-
-from feature_store.local.training_data import _file_label_distribution, _label_distribution
 
 HERE = Path(__file__).parent
 ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2",
@@ -33,29 +29,6 @@ RSS_MARGIN_MIB = 48
 #: +115 MiB of ~320 (the whole-table path needs over 600 more); before the merge read its files'
 #: batches in sizes shared by the partitions, +220, as it held ~122,880 rows per partition
 DATA_MARGIN_MIB = 160
-
-
-def test_streamed_label_distribution_equals_the_whole_column_one(tmp_path):
-    rng = np.random.default_rng(0)
-    n = 5_000
-    columns = {
-        "int": pa.array(rng.integers(-3, 4, n)), "int8": pa.array(rng.integers(0, 3, n), pa.int8()),
-        "bool": pa.array(rng.random(n) > 0.5), "str": pa.array(rng.choice(["x", "a b", "y"], n)),
-        "large": pa.array(rng.choice(["x", "z"], n), pa.large_string()),
-        "int_nulls": pa.array([None if i % 7 == 0 else i % 3 for i in range(n)], pa.int64()),
-        "str_nulls": pa.array([None if i % 7 == 0 else str(i % 3) for i in range(n)]),
-        "many": pa.array(np.arange(n) % 51), "float": pa.array(rng.integers(0, 2, n) * 1.0),
-        "text": pa.array([f"t{i}" for i in range(n)]),
-    }
-    table = pa.table(columns)
-    path = tmp_path / "split.parquet"
-    pq.write_table(table, path, row_group_size=700)  # counted over 8 row groups
-    labels = list(columns)
-    assert _file_label_distribution(path, labels) == _label_distribution(table, labels)
-    assert list(_file_label_distribution(path, labels)) == labels
-    pq.write_table(table.slice(0, 0), tmp_path / "empty.parquet")
-    assert (_file_label_distribution(tmp_path / "empty.parquet", labels)
-            == _label_distribution(table.slice(0, 0), labels))
 
 
 def _store(root: Path) -> None:
