@@ -28,9 +28,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from feature_store.core import order_statistics
 from feature_store.core import transformations as tr
 from feature_store.core.moments import BlockMoments
-from feature_store.core import order_statistics
 from feature_store.core.order_statistics import select_ranks
 
 __all__ = ["DistinctValues", "fit_transformations_streamed", "pandas_dtype"]
