@@ -188,6 +188,28 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     assert result.status == "passed"
 
 
+@pytest.mark.slow
+def test_two_workers_boost_on_a_jsonl_versions_pieces_as_one_process_does(adult, ray_cluster):
+    """A jsonl version of the same rows: the workers' shards are pieces of its verified text,
+    each train row once, and XGBoost registers the single-process metrics."""
+    project, _ = adult
+    version = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+        use_case="adult", seed=5, data_format="jsonl")).version
+    mr = project.get_model_registry()
+    one = training.run(project, _config(version, "xgboost"))
+    out = CliRunner().invoke(app, [
+        "train", "adult", "-t", str(version), "--model", "xgboost", "--param", "n_estimators=60",
+        "--workers", "2", "--model-name", "adult_jsonl_w2", "--json", "--root", str(project.root)])
+    assert out.exit_code == 0, out.output
+    single, dist = mr.get_model(one.name, one.version), mr.get_model("adult_jsonl_w2", 1)
+    assert dist.training_dataset_version == version
+    record = dist.training_config["distributed"]
+    assert record["world_size"] == 2 and record["each_row_once"] is True
+    fv = project.get_feature_store().get_feature_view("adult_income", 1)
+    assert record["rows"] == len(fv.get_train_validation_test_split(version)[0])
+    assert dist.training_metrics == single.training_metrics
+
+
 def _tx_version(fs, n=300, data_format="parquet"):
     """A version with a view transformation (standard_scaler), a categorical and a binary
     label, written in 40-row row groups (Parquet)."""

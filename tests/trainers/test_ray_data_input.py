@@ -224,3 +224,53 @@ def test_a_two_worker_run_stopped_mid_epoch_resumes_to_the_uninterrupted_weights
         a, b = (load_file(str(tmp_path / run_ / "checkpoints" / name / "model.safetensors"))
                 for run_ in ("full", "cut"))
         assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a), name
+
+
+@pytest.mark.slow
+def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
+        cluster, project, monkeypatch):
+    """--workers over a csv version: the feeder's Ray Data tasks read the row-aligned pieces
+    of the verified text (as the single process does), every train row once per epoch."""
+    import pandas as pd
+    import ray
+
+    from feature_store.local import text_pieces
+    from pipelines.streamed_training import stream_source
+    from pipelines.trainers.config import load_config
+    from pipelines.trainers.ray_input import RankFeed, RayShardStream, start_feeder
+    from pipelines.trainers.torch_models import stream_torch_data
+
+    monkeypatch.setattr(text_pieces, "PIECE_BYTES", 600)
+    X, y = make_binary(500, seed=4)
+    fg = project.get_feature_store().get_or_create_feature_group("rows", version=1,
+                                                                  primary_key=["rid"])
+    fg.insert(pd.DataFrame({"rid": np.arange(len(X)), "row": np.arange(len(X), dtype=float),
+                            **X, "label": y.to_numpy().ravel()}))
+    fv = project.get_feature_store().create_feature_view(
+        "rows", query=fg.select_all(), labels=["label"])
+    version, _ = fv.create_train_validation_test_split(validation_size=0.2, test_size=0.2,
+                                                       seed=3, data_format="csv")
+    source = stream_source(fv, version, required=False)
+    assert source.texts and len(source.group_rows["train"]) > 4
+    data = stream_torch_data(load_config({"model": "mlp", "seed": 7,
+                                          "torch": {"shuffle_buffer": 64}}), source)
+    pre = data.preprocessor
+    scaler = pre.named_transformers_["num"].named_steps["scale"]
+    j = list(pre.feature_names_in_).index("row")
+    col = list(pre.get_feature_names_out()).index("num__row")
+    train_rids = sorted(int(v) for v in fv.get_train_validation_test_split(version)[0]["row"])
+    ray.init(address=cluster, log_to_driver=False)
+    try:
+        world = 2
+        feeder = start_feeder(data.train_set, world, epochs=2)
+        for epoch in range(2):
+            rows = []
+            for rank in range(world):
+                shard = RayShardStream(RankFeed(feeder, rank), data.train_set)
+                batches = list(shard.epoch_batches(epoch, rank, world, 32))
+                assert len(batches) == data.train_set.steps(world, 32)
+                rows += [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
+                         for xb, _ in batches for v in xb[:, col].tolist()]
+            assert sorted(rows) == train_rids  # every train row once, none dropped or padded
+    finally:
+        ray.shutdown()
