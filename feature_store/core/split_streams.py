@@ -4,11 +4,15 @@ Each function returns exactly the codes :func:`feature_store.core.splits.assign_
 gives on the whole key column (one byte per row: the row's index in ``spec.splits``), with the
 same refusals and the same messages, but reads the column batch by batch:
 
-* ``read()`` returns the key column's batches as pandas Series (a one-column DataFrame, as
-  ``RecordBatch.to_pandas()`` gives, is taken as its only column), the same rows in the same
-  order on every call. Batches may differ in dtype the way Arrow's ``to_pandas`` makes them
-  (an integer batch holding a null arrives as floats, a boolean one as objects); the classes
-  are those of the whole column's ``to_pandas``.
+* ``read()`` returns the key column's batches, the same rows in the same order on every call:
+  pandas Series (a one-column DataFrame, as ``RecordBatch.to_pandas()`` gives, is taken as its
+  only column), or Arrow arrays (``RecordBatch.column(0)``; a one-column RecordBatch or Table
+  is taken as its column): string ones are factorized in Arrow and only their distinct values
+  go to pandas (for string keys, less CPU than ``to_pandas`` batches). The classes are
+  those of the whole column's ``to_pandas``: pandas batches may differ in dtype the way
+  ``to_pandas`` makes them (an integer batch holding a null arrives as floats, a boolean one as
+  objects). Categorical (Arrow dictionary) keys are ordered by their categories, as in memory,
+  when every batch has the same categories.
 * ``alloc(n, dtype)`` allocates every O(rows) array: the codes returned, a permutation, the
   per-class occurrence codes. The local backend passes a disk-backed ``np.memmap``; tests may
   pass ``np.empty``. Besides them, memory holds O(distinct values + one batch).
@@ -20,10 +24,11 @@ changes between passes) comes before the first ``alloc``, so a refused split wri
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from feature_store.core.splits import (
     _TRAIN,
@@ -44,8 +49,10 @@ from fstrain.kernel.errors import InvalidArgumentError
 
 __all__ = ["group_split_codes_streamed", "random_split_codes", "stratified_split_codes_streamed"]
 
+#: one batch of the key column (see the module docstring)
+Batch: TypeAlias = "pd.Series | pd.DataFrame | pa.Array | pa.ChunkedArray | pa.RecordBatch | pa.Table"
 #: ``read()``: the key column's batches, the same rows in the same order on every call
-Read = Callable[[], Iterable[pd.Series | pd.DataFrame]]
+Read = Callable[[], Iterable[Batch]]
 
 
 def random_split_codes(rows: int, spec: SplitSpec, *, alloc: Alloc) -> np.ndarray:
@@ -123,15 +130,40 @@ def _check_strategy(spec: SplitSpec, strategy: str, function: str) -> None:
         )
 
 
-def _series(batch: pd.Series | pd.DataFrame) -> pd.Series:
-    """A batch as a Series (a one-column frame gives its column)."""
-    if isinstance(batch, pd.DataFrame) and batch.shape[1] == 1:
-        return batch.iloc[:, 0]
-    if not isinstance(batch, pd.Series):
-        shape = f" of {batch.shape[1]} columns" if isinstance(batch, pd.DataFrame) else ""
+def _local_codes(batch: Batch, use_na_sentinel: bool) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(values, sort=False)`` of a batch's values as pandas sees them: a code per
+    row and the batch's distinct values in first-appearance order. An Arrow batch of strings
+    is dictionary-encoded in Arrow and only its dictionary goes to pandas (which merges what
+    pandas takes as equal); other Arrow batches go through ``to_pandas`` (zero-copy for numbers
+    without nulls, and pandas hashes numbers faster than Arrow's dictionary encoding)."""
+    column = _column(batch)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if isinstance(column, pa.Array) and _is_text(column.type):
+        encoded = column.dictionary_encode(null_encoding="encode")
+        merged, values = pd.factorize(encoded.dictionary.to_pandas(), sort=False,
+                                      use_na_sentinel=use_na_sentinel)
+        return merged[encoded.indices.to_numpy(zero_copy_only=False)], values
+    if isinstance(column, pa.Array):
+        column = column.to_pandas()
+    return pd.factorize(column, sort=False, use_na_sentinel=use_na_sentinel)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t))
+
+
+def _column(batch: Batch) -> pd.Series | pa.Array | pa.ChunkedArray:
+    """A batch's one column."""
+    if isinstance(batch, pd.DataFrame | pa.RecordBatch | pa.Table) and batch.shape[1] == 1:
+        batch = batch.iloc[:, 0] if isinstance(batch, pd.DataFrame) else batch.column(0)
+    if not isinstance(batch, pd.Series | pa.Array | pa.ChunkedArray):
+        shape = f" of {batch.shape[1]} columns" if hasattr(batch, "shape") else ""
         raise InvalidArgumentError(
-            f"A streamed split reads the key column's batches as pandas Series (or one-column "
-            f"DataFrames). Got a {type(batch).__name__}{shape} instead."
+            f"A streamed split reads the key column's batches as pandas Series or Arrow arrays "
+            f"(or one-column frames, record batches or tables). Got a "
+            f"{type(batch).__name__}{shape} instead."
         )
     return batch
 
@@ -203,14 +235,15 @@ class _Uniques:
         seen = cls(use_na_sentinel)
         n = 0
         for batch in read():
-            n += seen.add(_series(batch))
+            n += seen.add(batch)
         _check_rows(n, rows, "first")
         seen.levels = [(0, seen.uniques())] if seen.levels else []
         return seen
 
-    def add(self, batch: pd.Series) -> int:
+    def add(self, batch: Batch) -> int:
         """Count one batch's values; returns its rows."""
-        codes, values = pd.factorize(batch, sort=False, use_na_sentinel=self.use_na_sentinel)
+        codes, values = _local_codes(batch, self.use_na_sentinel)
+        rows = len(codes)
         found = self.find(values)
         new = np.flatnonzero(found < 0)
         if new.size:
@@ -220,7 +253,7 @@ class _Uniques:
             self.nulls += int(np.count_nonzero(codes < 0))
             codes = codes[codes >= 0]
         self.counts[found] += np.bincount(codes, minlength=len(values))
-        return len(batch)
+        return rows
 
     def find(self, values: pd.Index) -> np.ndarray:
         """The number of each of ``values`` (distinct), -1 for one not seen."""
@@ -265,8 +298,7 @@ class _Uniques:
         local code's value number."""
         at = 0
         for batch in read():
-            codes, values = pd.factorize(_series(batch), sort=False,
-                                         use_na_sentinel=self.use_na_sentinel)
+            codes, values = _local_codes(batch, self.use_na_sentinel)
             found = self.find(values)
             if (found < 0).any() or at + len(codes) > rows:
                 raise InvalidArgumentError(

@@ -182,32 +182,53 @@ def test_random_codes_equal_the_in_memory_split(sizes: dict[str, Any]) -> None:
         assert (want[perm[:int(n * spec.test_size)]] == spec.splits.index("test")).all()
 
 
-def test_arrow_batches_whose_dtypes_differ_give_the_whole_columns_classes() -> None:
-    """``to_pandas`` of an integer batch holding a null gives floats, of a boolean one objects:
-    the classes are the whole column's."""
+def _arrow_columns(n: int) -> list[pa.Array]:
+    """Columns with nulls in their second half only, so ``to_pandas`` of early batches gives
+    another dtype (ints, bools); floats with NaN, null, 0.0 and -0.0; strings; timestamps."""
     rng = np.random.default_rng(8)
-    n = 3000
-    ints = rng.integers(0, 4, n).astype(object)
-    late = np.arange(n) > n // 2  # batches from the first half hold no null
-    ints[late & (rng.random(n) < 0.02)] = None
-    bools = (rng.random(n) < 0.5).astype(object)
-    bools[late & (rng.random(n) < 0.03)] = None
-    strings = np.array(["x", "y", None, "z"], dtype=object)[rng.integers(0, 4, n)]
-    for values, arrow_type in ((ints, pa.int64()), (bools, pa.bool_()), (strings, pa.string())):
-        array = pa.array(values.tolist(), type=arrow_type)
-        whole = array.to_pandas()
-        for length in (97, 1000):
-            def read(array: pa.Array = array, length: int = length) -> Iterator[pd.Series]:
-                return (array.slice(i, length).to_pandas() for i in range(0, n, length))
+    late = np.arange(n) > n // 2
 
-            if arrow_type != pa.string():  # the batches' dtypes do differ
-                assert len({b.dtype for b in read()}) == 2
-            for spec in (_spec("stratified"), _spec("stratified", 3, SIZES[1])):
-                assert np.array_equal(_streamed(whole, spec, read), _whole(whole, spec))
-        present = whole.dropna()
+    def holed(values: np.ndarray, share: float) -> list[Any]:
+        values = values.astype(object)
+        values[late & (rng.random(n) < share)] = None
+        return values.tolist()
+
+    floats = np.array([0.0, -0.0, np.nan, 1.5])[rng.integers(0, 4, n)]
+    times = pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, 3, n), "D")
+    return [pa.array(holed(rng.integers(0, 4, n), 0.02), type=pa.int64()),
+            pa.array(holed(rng.random(n) < 0.5, 0.03), type=pa.bool_()),
+            pa.array(holed(floats, 0.02), type=pa.float64()),
+            pa.array(holed(np.array(["x", "y", "z"])[rng.integers(0, 3, n)], 0.05)),
+            pa.array(times),
+            pa.array(holed(np.array(["q", "p", "r"])[rng.integers(0, 3, n)], 0.05)).cast(
+                pa.dictionary(pa.int32(), pa.string()))]
+
+
+def test_arrow_and_to_pandas_batches_give_the_whole_columns_classes() -> None:
+    """Arrow batches (arrays, chunked arrays, record batches) and their ``to_pandas`` (whose
+    dtype differs from batch to batch) give the codes of the whole column's ``to_pandas``."""
+    n = 3000
+    for array in _arrow_columns(n):
+        whole = array.to_pandas()
+        for length in (97, 1400):
+            slices = [array.slice(i, length) for i in range(0, n, length)]
+            kinds = [[s.to_pandas() for s in slices], slices,
+                     [pa.chunked_array([s[:10], s[10:]]) for s in slices],
+                     [pa.record_batch([s], names=["k"]) for s in slices]]
+            if pa.types.is_integer(array.type) or pa.types.is_boolean(array.type):
+                assert len({b.dtype for b in kinds[0]}) == 2  # the batches' dtypes do differ
+            for spec in (_spec("stratified", length), _spec("stratified", 3, SIZES[1]))[
+                    :1 if length > 100 else 2]:
+                want = _whole(whole, spec)
+                for batches in kinds:
+                    got = _streamed(whole, spec, lambda b=batches: iter(b))
+                    assert np.array_equal(got, want), (array.type, type(batches[0]))
+        present = array.filter(pa.array(whole.notna().to_numpy()))  # NaN too
         cuts = [(i, i + 700) for i in range(0, len(present), 700)]
-        assert np.array_equal(_streamed(present, _spec("group"), _reader(present, cuts)),
-                              _whole(present, _spec("group")))
+        want = _whole(present.to_pandas(), _spec("group"))
+        assert np.array_equal(_streamed(present.to_pandas(), _spec("group"),
+                                        lambda p=present, c=cuts: (p.slice(a, b - a) for a, b in c)),
+                              want)
 
 
 def test_one_column_frames_are_read_and_other_batches_refused() -> None:
@@ -218,6 +239,8 @@ def test_one_column_frames_are_read_and_other_batches_refused() -> None:
     two = [pd.DataFrame({"k": column, "z": column})]
     with pytest.raises(InvalidArgumentError, match="DataFrame of 2 columns"):
         _streamed(column, spec, lambda: iter(two))
+    with pytest.raises(InvalidArgumentError, match="Got a list instead"):
+        _streamed(column, spec, lambda: iter([column.tolist()]))
     with pytest.raises(InvalidArgumentError, match="strategy='stratified'"):
         stratified_split_codes_streamed(lambda: iter([column]), _spec("group"), "k", rows=200,
                                         alloc=np.empty)
