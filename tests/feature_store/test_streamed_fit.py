@@ -170,3 +170,50 @@ def test_streamed_versions_record_the_in_memory_fit(view, monkeypatch):
                          "one_hot_encoder_kind"}
     for got in fitted.values():
         assert got == want and json.dumps(got) == json.dumps(want)
+
+
+#: the train split of the bounded-memory test: 2 float columns (~190 MB as Arrow, as much again
+#: as pandas; the whole fit holds both, and copies for the nulls' removal and the partition)
+CAP_ROWS = 12_000_000
+#: streamed: a batch, up to 1M gathered values and six histograms (runs under a 40 MiB cap, not
+#: under 20); whole: runs out under 500
+CAP_MIB = 150
+
+
+@pytest.mark.slow
+def test_a_train_split_larger_than_a_memory_cap_is_fitted_streamed(tmp_path):
+    """A standard and a robust scaler fitted on a train split whose columns do not fit under
+    the cap: the whole read runs out, the streamed fit (radix passes for the quartiles of 12M
+    values) stays under it and records what the whole fit records."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    here = Path(__file__).parent
+    rng = np.random.default_rng(7)
+    b = rng.lognormal(size=CAP_ROWS)
+    b[::1000] = np.nan
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"a": rng.normal(3, 2, CAP_ROWS), "b": b}), path,
+                   row_group_size=1 << 20)
+    del b
+    env = {**os.environ, "PYTHONPATH": str(here.parents[1]), "ARROW_DEFAULT_MEMORY_POOL": "system",
+           "MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+
+    def run(mode):
+        return subprocess.run([sys.executable, str(here / "fit_cap_worker.py"), str(path), mode,
+                               str(CAP_MIB)], env=env, check=False, capture_output=True,
+                              text=True, timeout=600)
+
+    whole = run("whole")
+    assert whole.returncode == 3, whole.stdout + whole.stderr[-3000:]
+    streamed = run("stream")
+    assert streamed.returncode == 0, streamed.stdout + streamed.stderr[-3000:]
+    result = json.loads(streamed.stdout.strip().splitlines()[-1])
+    print(result["rss_peak_mib"])
+    want = fit_transformations([standard_scaler("a"), robust_scaler("b")],
+                               pq.read_table(path).to_pandas())
+    assert result["stats"] == want
