@@ -137,3 +137,47 @@ def test_a_changed_split_file_stops_the_spark_run(adult_root, tmp_path):
     out = _cli(root, "train", "adult", "-t", "1", "--model", "spark_lr")
     assert out.exit_code == 2 and "no longer matches its recorded sha256" in out.output
     assert (sorted(runs.rglob("*")) if runs.exists() else []) == before  # Spark never started
+
+
+def _imbalanced_parquet(folder: Path, rows: int, seed: int) -> str:
+    """Rows of two overlapping classes, one in ten positive, as a Parquet file."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    y = (rng.random(rows) < 0.1).astype(np.int64)
+    frame = pd.DataFrame({"a": rng.normal(size=rows) + 0.8 * y,
+                          "b": rng.normal(size=rows) - 0.5 * y, "label": y})
+    path = folder / f"split{seed}.parquet"
+    frame.to_parquet(path)
+    return str(path)
+
+
+@pytest.mark.slow
+def test_spark_class_weights_reach_the_model(tmp_path):
+    import pandas as pd
+
+    from pipelines.trainers.config import load_config
+    from pipelines.trainers.spark_mllib import SparkSource, train_spark
+
+    source = SparkSource(train=_imbalanced_parquet(tmp_path, 600, 1),
+                         validation=_imbalanced_parquet(tmp_path, 300, 2),
+                         features=("a", "b"), label="label")
+    results = {}
+    for imbalance in ("none", "class_weight"):
+        config = load_config({"model": "spark_lr", "imbalance": imbalance, "seed": 1,
+                              "params": {"maxIter": 30}})
+        results[imbalance] = train_spark(config, source, workdir=tmp_path / imbalance,
+                                         master="local[1]")
+    weighted = results["class_weight"].imbalance
+    assert weighted["strategy"] == "class_weight"
+    assert weighted["class_weight"]["1"] > 4 * weighted["class_weight"]["0"]  # n / (K * count)
+    X_val = pd.read_parquet(source.validation)
+    y_val = X_val.pop("label").to_numpy()
+    plain = results["none"].model.predict_proba(X_val[["a", "b"]])
+    balanced = results["class_weight"].model.predict_proba(X_val[["a", "b"]])
+    # unweighted, the rare class is rarely predicted; balanced weights lift its probabilities
+    # (mean ~0.5 instead of its ~0.1 share) and its recall at the 0.5 threshold
+    assert plain.mean() < 0.2 < 0.35 < balanced.mean()
+    recall = {k: float(((p >= 0.5) & (y_val == 1)).sum() / (y_val == 1).sum())
+              for k, p in (("none", plain), ("class_weight", balanced))}
+    assert recall["class_weight"] > recall["none"] + 0.3, recall
