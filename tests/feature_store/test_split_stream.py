@@ -106,26 +106,15 @@ def test_streaming_needs_a_materialized_version(fv):
 
 
 @pytest.mark.slow
-def test_ray_datasets_equal_the_in_memory_read(fv, version):
-    import shutil
-    import tempfile
-
-    import ray
-
-    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Unix socket paths are capped
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp)
-    try:
-        frames = fv.get_train_test_split(version, primary_key=True)
-        datasets = fv.get_train_test_split(version, primary_key=True, dataframe_type="ray")
-        for frame, ds in zip(frames[:2], datasets[:2], strict=True):  # X: sort by the key
-            got = ds.to_pandas().sort_values("tid").reset_index(drop=True)
-            pd.testing.assert_frame_equal(got, frame.sort_values("tid").reset_index(drop=True),
-                                          check_dtype=False)  # Ray: Arrow-backed dtypes
-        for frame, ds in zip(frames[2:], datasets[2:], strict=True):  # y: same multiset
-            assert sorted(ds.to_pandas()["label"]) == sorted(frame["label"])
-        shards = datasets[0].repartition(4).split(2, equal=False)
-        ids = sorted(sum((list(s.to_pandas()["tid"]) for s in shards), []))
-        assert ids == sorted(frames[0]["tid"]) and all(s.count() for s in shards)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+def test_ray_datasets_equal_the_in_memory_read(fv, version, local_ray):
+    frames = fv.get_train_test_split(version, primary_key=True)
+    datasets = fv.get_train_test_split(version, primary_key=True, dataframe_type="ray")
+    for frame, ds in zip(frames[:2], datasets[:2], strict=True):  # X: sort by the key
+        got = ds.to_pandas().sort_values("tid").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, frame.sort_values("tid").reset_index(drop=True),
+                                      check_dtype=False)  # Ray: Arrow-backed dtypes
+    for frame, ds in zip(frames[2:], datasets[2:], strict=True):  # y: same multiset
+        assert sorted(ds.to_pandas()["label"]) == sorted(frame["label"])
+    shards = datasets[0].repartition(4).split(2, equal=False)
+    ids = sorted(sum((list(s.to_pandas()["tid"]) for s in shards), []))
+    assert ids == sorted(frames[0]["tid"]) and all(s.count() for s in shards)

@@ -155,38 +155,25 @@ def test_changed_text_files_are_refused_before_and_while_streaming(numeric_fv, d
 
 
 @pytest.mark.slow
-def test_ray_datasets_of_text_versions_equal_the_in_memory_read(fv, small_pieces):
-    import shutil
-    import tempfile
-
-    import ray
-
-    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Unix socket paths are capped
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp)
-    options = ray.data.DataContext.get_current().execution_options
-    order, options.preserve_order = options.preserve_order, True
-    try:
-        for data_format in FORMATS:
-            version, _ = fv.create_train_test_split(test_size=0.25, seed=2,
-                                                    data_format=data_format)
-            flags = {"primary_key": True, "event_time": True}
-            frames = fv.get_train_test_split(version, **flags)
-            datasets = fv.get_train_test_split(version, dataframe_type="ray", **flags)
-            for frame, ds in zip(frames, datasets, strict=True):
-                got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
-                pd.testing.assert_frame_equal(got.to_pandas(), frame)  # order, values, dtypes
-            assert datasets[0].materialize().num_blocks() > 3  # a block per piece
-            shards = datasets[0].split(2, equal=False)
-            ids = sorted(t for s in shards for t in s.to_pandas()["tid"])
-            assert ids == sorted(frames[0]["tid"]) and all(s.count() for s in shards)
-            path = _path(fv, version, "train", data_format)
-            path.write_bytes(path.read_bytes())  # written again after it was verified
-            with pytest.raises(IntegrityError, match="split 'train' no longer matches"):
-                datasets[0].materialize()
-    finally:
-        options.preserve_order = order
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+def test_ray_datasets_of_text_versions_equal_the_in_memory_read(fv, small_pieces, local_ray):
+    ray = local_ray
+    for data_format in FORMATS:
+        version, _ = fv.create_train_test_split(test_size=0.25, seed=2,
+                                                data_format=data_format)
+        flags = {"primary_key": True, "event_time": True}
+        frames = fv.get_train_test_split(version, **flags)
+        datasets = fv.get_train_test_split(version, dataframe_type="ray", **flags)
+        for frame, ds in zip(frames, datasets, strict=True):
+            got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+            pd.testing.assert_frame_equal(got.to_pandas(), frame)  # order, values, dtypes
+        assert datasets[0].materialize().num_blocks() > 3  # a block per piece
+        shards = datasets[0].split(2, equal=False)
+        ids = sorted(t for s in shards for t in s.to_pandas()["tid"])
+        assert ids == sorted(frames[0]["tid"]) and all(s.count() for s in shards)
+        path = _path(fv, version, "train", data_format)
+        path.write_bytes(path.read_bytes())  # written again after it was verified
+        with pytest.raises(IntegrityError, match="split 'train' no longer matches"):
+            datasets[0].materialize()
 
 
 ROWS, FEATURES = 250_000, 16
