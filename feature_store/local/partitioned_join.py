@@ -557,12 +557,13 @@ def _ordered_batches(path: Path, columns: list[str] | None, rows: int
     reader = pa.ipc.open_file(pa.BufferReader(mapping.buffer), options=options)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        starts: list[int] = []
+        starts: list[int | None] = []
         for index in range(reader.num_record_batches):
             batch = reader.get_batch(index)
             starts.append(mapping.start(batch))
-            if index >= 2:  # the batches before the last two are merged by now
-                mapping.release(starts[index - 1])
+            merged = starts[index - 1] if index >= 2 else None  # all before the last two
+            if merged is not None:
+                mapping.release(merged)
             if columns is not None:
                 batch = batch.select(columns)  # included_fields keeps the file's order
             for start in range(0, batch.num_rows, rows):
@@ -586,10 +587,14 @@ class _Mapping:
         self.buffer = pa.py_buffer(self.map)
         self.released = 0
 
-    def start(self, batch: pa.RecordBatch) -> int:
-        """The offset in the file of the first of the batch's buffers."""
-        addresses = [b.address for c in batch.columns for b in c.buffers() if b is not None]
-        return min(addresses, default=self.buffer.address) - self.buffer.address
+    def start(self, batch: pa.RecordBatch) -> int | None:
+        """The offset in the file of the first of the batch's buffers that lie in the mapping;
+        None when none does (a read of some of the columns may copy them out of it: where the
+        copies lie says nothing of the file's pages)."""
+        low, high = self.buffer.address, self.buffer.address + self.buffer.size
+        inside = [b.address - low for c in batch.columns for b in c.buffers()
+                  if b is not None and low <= b.address < high]
+        return min(inside, default=None)
 
     def release(self, end: int) -> None:
         """Hand back the whole pages before ``end`` not yet handed back."""
