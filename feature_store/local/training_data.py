@@ -191,13 +191,42 @@ class TrainingDataStore:
                            needed: list[str], schema: pa.Schema,
                            resolved: list[SplitSpec]) -> Assign:
         """The one split dispatch of out-of-core creation: ``assign(read, rows, alloc)`` (see
-        :data:`~feature_store.local.training_data_stream.Assign`), the same codes and recorded
-        spec as :meth:`_assigner` on the gathered columns. A time split on a timestamp,
-        epoch-millisecond or date event time reads the batches one at a time; the other
-        strategies gather their key columns."""
-        if (spec.strategy == "time" and et is not None and needed == [et]
-                and _streamable_time(schema.field(et).type)):
-            return self._streamed_time_assigner(spec, et, resolved)
+        :data:`~feature_store.local.training_data_stream.Assign`), the same codes, refusals and
+        recorded spec as :meth:`_assigner` on the gathered columns, reading the key column's
+        batches one at a time (a random split reads none). Gathered still: a time split on an
+        event time of another type than timestamps, epoch milliseconds or dates (a feature
+        group refuses them), and a spec whose key column is missing (refused as in memory, on
+        no rows)."""
+        from feature_store.core import split_streams
+
+        key = {"time": et, "group": spec.group_column,
+               "stratified": spec.stratify_column or label}.get(spec.strategy)
+        if spec.strategy == "random":
+            resolved.append(spec)
+            return lambda read, rows, alloc: split_streams.random_split_codes(rows, spec,
+                                                                              alloc=alloc)
+        if key is None or needed != [key]:
+            return self._gathered_assigner(spec, et, label, needed, schema, resolved)
+        if spec.strategy == "time":
+            if not _streamable_time(schema.field(key).type):
+                return self._gathered_assigner(spec, et, label, needed, schema, resolved)
+            return self._streamed_time_assigner(spec, key, resolved)
+        resolved.append(spec)
+
+        def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
+            frames = lambda: (batch.to_pandas() for batch in read())  # noqa: E731
+            if spec.strategy == "group":
+                return split_streams.group_split_codes_streamed(frames, spec, rows=rows,
+                                                                alloc=alloc)
+            return split_streams.stratified_split_codes_streamed(frames, spec, key, rows=rows,
+                                                                 alloc=alloc)
+
+        return assign
+
+    def _gathered_assigner(self, spec: SplitSpec, et: str | None, label: str | None,
+                           needed: list[str], schema: pa.Schema,
+                           resolved: list[SplitSpec]) -> Assign:
+        """:meth:`_assigner` behind the streamed signature: the key columns gathered whole."""
         import pyarrow as pa
 
         gathered = self._assigner(spec, et, label, resolved)

@@ -1,14 +1,16 @@
 """Subprocess of the flat-memory test (not a test module itself).
 
-    python flat_memory_worker.py STORE_ROOT VIEW memory|stream CAP_MIB
+    python flat_memory_worker.py STORE_ROOT VIEW memory|stream CAP_MIB [SPLIT [OPTIONS]]
 
 Imports and warms up everything first (a streamed create of the small view ``tiny``), then caps
 its data segment (``RLIMIT_DATA``) at CAP_MIB above what it holds now and creates a version of
-VIEW under :data:`WRITE_OPTIONS`, sampling the data segment (VmData) every few milliseconds:
+VIEW under :data:`WRITE_OPTIONS` (a SPLIT split: ``random`` unless given; ``group`` on the
+column ``grp``; OPTIONS: JSON of write options replacing these), sampling the data segment (VmData) every few milliseconds:
 
 - ``memory``: built in memory (the whole-table path); exits 3 on running out of memory;
 - ``stream``: created out of core (the default path); prints one JSON line: the version's rows,
-  the hash partitions the joins ran in and the peak growth of the data segment and of the resident set (VmHWM, reset first) in MiB.
+  the hash partitions the joins ran in and the peak growth of the data segment and of the resident set (VmHWM, reset first) in MiB,
+  and the split assignment's own peak growth of the data segment (``assign_mib``).
 """
 
 from __future__ import annotations
@@ -44,8 +46,35 @@ class _Peak:
         return max(self.peak, vm())
 
 
+def _measure_assignments() -> list[int]:
+    """The peak growth of the data segment while each out-of-core split assignment runs (the
+    dispatch's ``assign``, measured from its start), appended as each ends."""
+    from feature_store.local.training_data import TrainingDataStore
+
+    grown: list[int] = []
+    make = TrainingDataStore._streamed_assigner
+
+    def measured(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assign = make(self, *args, **kwargs)
+
+        def run(read, rows, alloc):  # type: ignore[no-untyped-def]
+            start, peak = vm(), _Peak()
+            try:
+                return assign(read, rows, alloc)
+            finally:
+                grown.append(peak.stop() - start)
+
+        return run
+
+    TrainingDataStore._streamed_assigner = measured  # type: ignore[method-assign]
+    return grown
+
+
 def main() -> int:
     root, view, mode, cap_mib = sys.argv[1:5]
+    split = sys.argv[5] if len(sys.argv) > 5 else "random"
+    how = {"split": split, **({"group_column": "grp"} if split == "group" else {})}
+    options = {**WRITE_OPTIONS, **(json.loads(sys.argv[6]) if len(sys.argv) > 6 else {})}
     import pyarrow as pa
 
     import feature_store
@@ -55,7 +84,7 @@ def main() -> int:
     pa.set_io_thread_count(1)
     fs = feature_store.login(root=root).get_feature_store()
     fs.get_feature_view("tiny", 1).create_train_test_split(test_size=0.25, seed=1,
-                                                           write_options=WRITE_OPTIONS)
+                                                           write_options=options, **how)
     fv = fs.get_feature_view(view, 1)
     buckets: list[int] = []
     init = pj.PartitionedQuery.__init__
@@ -65,6 +94,7 @@ def main() -> int:
         init(self, con, compiled, count, *args, **kwargs)
 
     pj.PartitionedQuery.__init__ = counted  # type: ignore[method-assign]
+    assigning = _measure_assignments()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from the current RSS
     base, resident = vm(), vm("VmRSS")
     resource.setrlimit(resource.RLIMIT_DATA, (base + int(cap_mib) * 2**20,) * 2)
@@ -74,7 +104,7 @@ def main() -> int:
             create_in_memory(fv)
         else:
             version, _ = fv.create_train_test_split(test_size=0.25, seed=1,
-                                                    write_options=WRITE_OPTIONS)
+                                                    write_options=options, **how)
     except Exception as exc:  # DuckDB and the store wrap running out of memory
         if not out_of_memory(exc) or mode != "memory":
             raise
@@ -87,7 +117,8 @@ def main() -> int:
     splits = fv.get_training_dataset(version).splits
     print(json.dumps({"rows": sum(s["rows"] for s in splits.values()), "buckets": buckets,
                       "peak_mib": round(grown, 1),
-                      "rss_peak_mib": round((vm("VmHWM") - resident) / 2**20, 1)}), flush=True)
+                      "rss_peak_mib": round((vm("VmHWM") - resident) / 2**20, 1),
+                      "assign_mib": round(max(assigning, default=0) / 2**20, 1)}), flush=True)
     return 0
 
 
