@@ -274,3 +274,30 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
             assert sorted(rows) == train_rids  # every train row once, none dropped or padded
     finally:
         ray.shutdown()
+
+
+@pytest.mark.slow
+def test_workers_train_a_csv_version_as_its_parquet_twin(cluster, project):
+    """`--workers 2` over the adult rows as Parquet and as csv (one row group, one piece of
+    text: the same shards): both stream the version's files (a csv version was read into frames
+    and written to Parquet before) and the DDP runs register the same metrics."""
+    from pipelines import training_dataset
+    from tests.pipelines.test_pipelines import _features
+
+    _features(project, "adult")
+    versions = {fmt: training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+        use_case="adult", seed=5, data_format=fmt)).version for fmt in ("parquet", "csv")}
+    mlp = {"model": "mlp", "seed": 3, "params": {"hidden_sizes": [16]},
+           "torch": {"epochs": 2, "batch_size": 64, "deterministic": True}}
+    registry = project.get_model_registry()
+    models = {fmt: registry.get_model(*(lambda r: (r.name, r.version))(training.run(
+        project, training.TrainingPipelineConfig(
+            use_case="adult", training_dataset_version=v, model=mlp, workers=2,
+            ray_address=cluster, model_name=f"adult_{fmt}")))) for fmt, v in versions.items()}
+    assert models["csv"].training_dataset_version == versions["csv"]
+    assert "DDP over 2 Ray Train workers" in " ".join(models["csv"].training_config[
+        "nondeterminism"])
+    assert models["csv"].training_metrics == models["parquet"].training_metrics
+    for fmt, v in versions.items():  # streamed from the version's files: no frames written
+        assert not (Path(project.root) / "runs" / f"adult_{fmt}_td{v}" / "input").exists()
+        assert (Path(project.root) / "runs" / f"adult_{fmt}_td{v}").is_dir()
