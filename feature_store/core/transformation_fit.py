@@ -54,17 +54,32 @@ def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 class DistinctValues:
     """The distinct values of an Arrow column fed a piece at a time (null included when one
-    was), in the order of their first appearance: O(distinct values)."""
+    was), in the order of their first appearance: O(distinct values). Each piece's distinct
+    values wait until they are as many as those merged so far, then merge in one pass (so the
+    work grows as the values' count times its logarithm, not as the count times the pieces)."""
 
     def __init__(self, kind: pa.DataType) -> None:
-        self.values = pa.array([], kind)
+        self._merged = pa.array([], kind)
+        self._pending: list[pa.Array] = []
+        self._waiting = 0
 
     def add(self, chunk: pa.Array) -> None:
         found = pc.unique(chunk)
-        if len(self.values) and len(found):
-            found = found.filter(pc.invert(pc.is_in(found, value_set=self.values)))
-        if len(found):
-            self.values = pa.concat_arrays([self.values, found])
+        self._pending.append(found)
+        self._waiting += len(found)
+        if self._waiting >= max(len(self._merged), 1 << 16):
+            self._merge()
+
+    def _merge(self) -> None:
+        if self._pending:
+            self._merged = pc.unique(pa.concat_arrays([self._merged, *self._pending]))
+            self._pending, self._waiting = [], 0
+
+    @property
+    def values(self) -> pa.Array:
+        """Every distinct value fed so far, in order of first appearance."""
+        self._merge()
+        return self._merged
 
 
 class _Fold:
