@@ -214,7 +214,7 @@ class TrainingDataStore:
         resolved.append(spec)
 
         def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
-            frames = lambda: (batch.to_pandas() for batch in read())  # noqa: E731
+            frames = lambda: _key_frames(read)  # noqa: E731
             if spec.strategy == "group":
                 return split_streams.group_split_codes_streamed(frames, spec, rows=rows,
                                                                 alloc=alloc)
@@ -252,7 +252,7 @@ class TrainingDataStore:
             from feature_store.core.splits import time_split_codes_streamed
 
             current, codes = time_split_codes_streamed(
-                lambda: (batch.to_pandas() for batch in read()), spec, event_time_column=et,
+                lambda: _key_frames(read), spec, event_time_column=et,
                 rows=rows, alloc=alloc)
             resolved.append(current if spec.is_relative else spec)
             return codes
@@ -1027,6 +1027,20 @@ def stored_location(td: TrainingDataset) -> Path:
 def split_path(td: TrainingDataset, name: str) -> Path:
     """Where a materialized version's split ``name`` is stored."""
     return stored_location(td) / f"{name}.{stored_format(td)}"
+
+
+#: rows of a key column converted to pandas at a time by a streamed split assignment: its
+#: per-batch arrays (values, class codes, indices: tens of bytes per row) stay a few MiB
+#: whatever ``batch_rows`` (the codes do not depend on the batching; tested)
+KEY_PIECE_ROWS = 1 << 16
+
+
+def _key_frames(read: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[Any]:
+    """The key columns' batches of ``read()`` as pandas frames of at most
+    :data:`KEY_PIECE_ROWS` rows."""
+    for batch in read():
+        for start in range(0, batch.num_rows, KEY_PIECE_ROWS):
+            yield batch.slice(start, KEY_PIECE_ROWS).to_pandas()
 
 
 def _streamable_time(kind: pa.DataType) -> bool:

@@ -78,12 +78,18 @@ def mapped(monkeypatch):
 
 
 @pytest.mark.parametrize(("three_way", "split", "kwargs"), CASES)
-def test_streamed_version_is_bit_identical_to_in_memory(fv, mapped, three_way, split, kwargs):
+def test_streamed_version_is_bit_identical_to_in_memory(fv, mapped, monkeypatch, three_way,
+                                                       split, kwargs):
     """On both out-of-core paths (one statement; hash partitions), every strategy's codes held
-    in a file mapping that is gone once the version is created."""
+    in a file mapping that is gone once the version is created; the key columns' batches cut
+    again into pieces of other sizes."""
+    from feature_store.local import training_data
+
     in_memory = _create(fv, None, three_way, split, **kwargs)
     a = fv.get_training_dataset(in_memory)
-    for stream in (StreamOptions(batch_rows=7), StreamOptions(batch_rows=7, partitions=3)):
+    for stream, piece in ((StreamOptions(batch_rows=7), 5),
+                          (StreamOptions(batch_rows=7, partitions=3), 1 << 16)):
+        monkeypatch.setattr(training_data, "KEY_PIECE_ROWS", piece)
         streamed = _create(fv, stream, three_way, split, **kwargs)
         _same_version(fv, a, fv.get_training_dataset(streamed))
     if split is None:
