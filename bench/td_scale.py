@@ -9,8 +9,9 @@ changes nothing), which keeps the generator's memory bounded.
 
 Measured, each in a fresh child process (peak RSS = VmHWM, which a child does not inherit):
 
-- ``create``: ``fv.create_train_test_split(test_size=0.2, seed=1)`` (streamed: PIT query in
-  DuckDB with a memory limit and spilling, split, content hashes, statistics, Parquet files);
+- ``create``: ``fv.create_train_test_split(test_size=0.2, seed=1)``, split by ``--split``
+  (random; stratified on the label, group on the entity, time on the event time) (streamed:
+  PIT query in DuckDB with a memory limit and spilling, split, content hashes, statistics, Parquet files);
   label rows per second and peak RSS;
 - ``verify``: ``fv.verify_training_dataset(v)`` (file hashes and content hashes, streamed);
 - ``reread``: every split streamed back through the public read
@@ -107,12 +108,13 @@ def hwm():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
 import feature_store, pyarrow, pandas, duckdb  # imports before the baseline RSS
-root, step, memory_limit = sys.argv[1], sys.argv[2], sys.argv[3]
+root, step, memory_limit, split = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 base = hwm()
 fv = feature_store.login(root=root).get_feature_store().get_feature_view("scale", 1)
 t, cpu = time.perf_counter(), time.process_time()
 if step == "create":
-    v, _ = fv.create_train_test_split(test_size=0.2, seed=1,
+    v, _ = fv.create_train_test_split(test_size=0.2, seed=1, split=split,
+                                      group_column="entity" if split == "group" else None,
                                       write_options={"memory_limit": memory_limit})
     rows = sum(s["rows"] for s in fv.get_training_dataset(v).splits.values())
 elif step == "verify":
@@ -188,9 +190,9 @@ def reread(fv, version: int) -> int:
     return rows
 
 
-def _child(root: Path, step: str, memory_limit: str) -> dict:
+def _child(root: Path, step: str, memory_limit: str, split: str = "random") -> dict:
     here = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), step, memory_limit],
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(root), step, memory_limit, split],
                           capture_output=True, text=True, cwd=here,
                           env={**os.environ, "PYTHONPATH": str(here)})
     if proc.returncode != 0:
@@ -205,6 +207,10 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=2, help="numeric columns per feature group")
     parser.add_argument("--chunk", type=int, default=2_000_000, help="rows per generated chunk")
     parser.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit (both runs)")
+    parser.add_argument("--split", default="random",
+                        choices=["random", "stratified", "group", "time"],
+                        help="the version's split: stratified on the label, group on the "
+                             "entity, time on the label rows' event time")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
     parser.add_argument("--store", default=None,
@@ -222,7 +228,8 @@ def main() -> None:
         steps = ["create", "verify", "reread"] + ([] if args.no_baseline else ["baseline"])
         load = os.getloadavg()
         try:
-            results = {step: _child(root, step, args.memory_limit) for step in steps}
+            results = {step: _child(root, step, args.memory_limit, args.split)
+                       for step in steps}
         finally:
             if args.store:
                 _child(root, "cleanup", args.memory_limit)

@@ -15,9 +15,9 @@ folder inside the version's staging folder, and its result is consumed as Arrow 
    and statistics (:class:`~feature_store.local.statistics.StreamingStatistics`) are fed on
    another thread while the next batch is made.
 
-An unsplit version skips the scratch file. Only one batch (and, for the strategies still
-assigned from gathered columns, those columns) is in Python memory at a time; DuckDB spills
-joins and sorts that exceed its limit. A partitioned query (:mod:`partitioned_join`) needs no
+An unsplit version skips the scratch file. Only one batch (and the assignment's O(distinct
+values): classes, groups) is in Python memory at a time; DuckDB spills joins and sorts that
+exceed its limit. A partitioned query (:mod:`partitioned_join`) needs no
 scratch file of rows: its results are merged as often as the assignment reads its columns, then
 once more for the rows (a random split reads no column).
 Label distributions are read back from the written files (the label columns alone); the
