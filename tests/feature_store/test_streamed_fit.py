@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hsfs.hopsworks_udf import udf
+from hsfs.transformation_statistics import TransformationStatistics
 
 from feature_store.core import order_statistics
 from feature_store.core.order_statistics import select_ranks
@@ -130,6 +132,16 @@ def test_a_sum_that_overflows_is_refused_by_both():
             fit()
 
 
+@udf(float, drop=["fee"])
+def centred(fee: pd.Series, statistics=TransformationStatistics("fee")) -> pd.Series:  # noqa: B008
+    return fee - statistics.fee.mean
+
+
+@udf(float, mode="python")
+def doubled(x):
+    return x * 2.0
+
+
 @pytest.fixture
 def view(fs):
     rng = np.random.default_rng(3)
@@ -140,19 +152,20 @@ def view(fs):
     fg.insert(pd.DataFrame({
         "rid": np.arange(n), "ts": pd.Timestamp("2024-01-01", tz="UTC")
         + pd.to_timedelta(np.arange(n), unit="h"),
-        "amount": amount, "count": rng.integers(0, 1000, n),
+        "amount": amount, "count": rng.integers(0, 1000, n), "fee": rng.random(n),
         "kind": rng.choice(["a", "b", None], n), "code": rng.integers(0, 5, n),
         "label": (rng.random(n) < 0.3).astype(int),
     }))
     tfs = [standard_scaler("amount"), robust_scaler("count"), min_max_scaler("code"),
-           one_hot_encoder("kind")]
+           one_hot_encoder("kind"), centred("fee"), doubled("code")]
     return fs.create_feature_view("v", query=fg.select_all(), labels=["label"],
                                   transformation_functions=tfs)
 
 
 def test_streamed_versions_record_the_in_memory_fit(view, monkeypatch):
     """Streamed creates in every format (the fit reading the written train split 16 rows at a
-    time, the robust quartiles selected in passes) record the fit of the in-memory create."""
+    time, the robust quartiles selected in passes) record the fit of the in-memory create; a
+    ``@udf`` with statistics gets them from its gathered column, one without none."""
     monkeypatch.setattr(fv_module, "FIT_BATCH_ROWS", 16)
     monkeypatch.setattr(order_statistics, "GATHER_LIMIT", 8)
     spec = view._make_spec(False, 5, "random", test_size=0.25)
@@ -167,7 +180,8 @@ def test_streamed_versions_record_the_in_memory_fit(view, monkeypatch):
         fitted[data_format, stream is None] = td.transformation_statistics
     want = fitted["parquet", True]
     assert set(want) == {"standard_scaler_amount", "robust_scaler_count", "min_max_scaler_code",
-                         "one_hot_encoder_kind"}
+                         "one_hot_encoder_kind", "centred_fee", "doubled_code"}
+    assert want["doubled_code"] == {} and 0 < want["centred_fee"]["fee"]["mean"] < 1
     for got in fitted.values():
         assert got == want and json.dumps(got) == json.dumps(want)
 
@@ -217,3 +231,4 @@ def test_a_train_split_larger_than_a_memory_cap_is_fitted_streamed(tmp_path):
     want = fit_transformations([standard_scaler("a"), robust_scaler("b")],
                                pq.read_table(path).to_pandas())
     assert result["stats"] == want
+
