@@ -470,13 +470,6 @@ class _HashedFile:
         return self.digest.hexdigest()
 
 
-def read_columns(path: Path, columns: list[str]) -> pa.Table:
-    """Only ``columns`` of a written split file."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path, columns=columns)
-
-
 def open_parquet(path: Path) -> pq.ParquetFile:
     """A Parquet file to read a piece at a time: without pyarrow's pre-buffering, which reads
     ahead whole column chunks of many row groups (memory growing with the file: 5 GB to hash a
