@@ -44,9 +44,9 @@ def check_streaming_options(cfg: Any, config: Any) -> None:
                                    ("--find-label-issues", config.find_label_issues))
              if on]
     if given:
-        raise ConfigError(f"torch.streaming trains from the version's files a row group at a "
-                          f"time; {', '.join(given)} work on in-memory frames. Drop them or "
-                          "set torch.streaming: false.")
+        raise ConfigError(f"torch.streaming trains from the version's files a row group (or a "
+                          f"piece of csv/jsonl text) at a time; {', '.join(given)} work on "
+                          "in-memory frames. Drop them or set torch.streaming: false.")
 
 
 def stream_source(fv: Any, version: int, *, required: bool) -> Any:

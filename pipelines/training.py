@@ -190,7 +190,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         fv = fv0
         fitted, example = _train_spark(fv, cfg, config, workdir)
         splits: tuple[Any, ...] = (example,)
-    elif source is not None:  # an mlp reads the version's files a row group at a time
+    elif source is not None:  # an mlp reads the version's files a row group/piece at a time
         from pipelines.streamed_training import train_streamed
 
         fv = fv0

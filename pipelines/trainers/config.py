@@ -247,8 +247,9 @@ class TorchOptions(_Strict):
     augment_shift: int = Field(default=0, ge=0, description="cnn: random shift in pixels; 0 = off")
     activation_checkpointing: bool = False
     streaming: bool = Field(
-        default=False, description="mlp: read the version's files a row group at a time (data "
-        "larger than memory; pipelines.trainers.streaming)")
+        default=False, description="mlp: read the version's files a row group (Parquet) or a "
+        "piece of text (csv, jsonl) at a time (data larger than memory; "
+        "pipelines.trainers.streaming)")
     shuffle_buffer: int | None = Field(
         default=None, ge=0, description="streamed input (streaming or --workers): rows shuffled "
         "per window; default 16384, 0 = file order")
