@@ -540,8 +540,8 @@ def _gather_column(column: pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
 def _ordered_batches(path: Path, columns: list[str] | None, rows: int
                      ) -> tuple[Iterator[pa.RecordBatch], pa.Schema]:
     """A result file's ``columns`` (None: all) as batches of at most ``rows`` rows, and the
-    file's schema: an Arrow IPC file (the kernel's) memory-mapped and read batch by batch with
-    only those columns, without decoding or copying (:class:`_Mapping` hands the pages of the
+    file's schema: an Arrow IPC file (the kernel's) memory-mapped and read batch by batch,
+    those columns selected, without decoding or copying (:class:`_Mapping` hands the pages of the
     batches read before the last two back, so the mapping's resident pages stay few), or a
     Parquet file (the statement's)."""
     import pyarrow as pa
@@ -551,9 +551,9 @@ def _ordered_batches(path: Path, columns: list[str] | None, rows: int
         source = pq.ParquetFile(path, pre_buffer=False)  # see open_parquet
         return source.iter_batches(batch_size=rows, columns=columns), source.schema_arrow
     mapping = _Mapping(path)
-    reader = pa.ipc.open_file(pa.BufferReader(mapping.buffer))
-    fields = None if columns is None else [reader.schema.get_field_index(c) for c in columns]
-    options = pa.ipc.IpcReadOptions(included_fields=fields, use_threads=False)
+    # every column, then the ones wanted: a read of all is zero-copy (the batch's buffers are
+    # the mapping's, so the pages merged can be handed back), one of some copies them out
+    options = pa.ipc.IpcReadOptions(use_threads=False)
     reader = pa.ipc.open_file(pa.BufferReader(mapping.buffer), options=options)
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -565,7 +565,7 @@ def _ordered_batches(path: Path, columns: list[str] | None, rows: int
             if merged is not None:
                 mapping.release(merged)
             if columns is not None:
-                batch = batch.select(columns)  # included_fields keeps the file's order
+                batch = batch.select(columns)
             for start in range(0, batch.num_rows, rows):
                 yield batch.slice(start, rows)
 
