@@ -1,13 +1,16 @@
-"""Exact order statistics of doubles read a batch at a time, in memory bounded by a batch and a
+"""Exact order statistics of a column read a batch at a time, in memory bounded by a batch and a
 few histograms: the ``k``-th smallest value for each of a few ``k``, as sorting the whole
 column would give (``np.partition(values, k)[k]``), never an approximation.
 
-Each double maps to an unsigned 64-bit key in the same order (sign bit flipped for positives,
-all bits for negatives; ``-0.0`` as ``0.0``). A pass over the batches counts each open rank's
-candidates by the next 16 bits of their key's offset from the smallest; the rank's digit is
-found from the counts, and the candidates narrow to those sharing it. Once a rank's candidates
-are few (``gather_limit``) the next pass gathers them and selects in memory; once every bit is
-fixed, the key itself is the answer. At most four counting passes and one gathering pass.
+The selection (:func:`select_key_ranks`) works on integer keys in the values' order, which each
+caller maps its values to: event times their int64 ticks (the time split's size-based cuts),
+doubles an unsigned 64-bit key (:func:`float_keys`: sign bit flipped for positives, all bits
+for negatives; ``-0.0`` as ``0.0``; :func:`select_ranks`, the robust scaler's quartiles). A
+pass over the batches counts each open rank's candidates by the next 16 bits of their key's
+offset from the smallest; the rank's digit is found from the counts, and the candidates narrow
+to those sharing it. Once a rank's candidates are few (``gather_limit``) the next pass gathers
+them and selects in memory; once every bit is fixed, the key itself is the answer. At most four
+counting passes and one gathering pass.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GATHER_LIMIT", "float_keys", "select_ranks"]
+__all__ = ["GATHER_LIMIT", "float_keys", "select_key_ranks", "select_ranks"]
 
 #: a rank's candidates are gathered and selected in memory once at most this many remain
 GATHER_LIMIT = 1 << 20
@@ -37,18 +40,31 @@ def _key_float(key: int) -> float:
     return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
 
 
+def select_ranks(values: Callable[[], Iterable[np.ndarray]], ranks: Iterable[int], count: int,
+                 low: float, high: float, gather_limit: int = GATHER_LIMIT) -> dict[int, float]:
+    """The ``k``-th smallest (0-based) of the ``count`` finite doubles that ``values()`` yields
+    (the same sequence on every call), for each ``k`` in ``ranks``; ``low`` and ``high`` are
+    their smallest and largest."""
+    low_key, high_key = (int(k) for k in float_keys(np.array([low, high])))
+    if low_key == high_key:  # every value is equal: ``low`` itself (its sign kept)
+        return {k: low for k in sorted(set(ranks))}
+    keys = select_key_ranks(lambda: (float_keys(x) for x in values()), ranks, count, low_key,
+                            high_key, gather_limit)
+    return {k: _key_float(key) for k, key in keys.items()}
+
+
 @dataclass
 class _Rank:
     """One order statistic being selected: its candidates are the keys whose offset from the
     smallest, shifted right by ``top``, equals ``prefix``; the answer is the ``rank``-th smallest
-    (0-based) of those ``count`` candidates; ``wanted`` is its rank among all values."""
+    (0-based) of those ``count`` candidates; ``wanted`` is its rank among all keys."""
 
     wanted: int
     rank: int
     count: int
     prefix: int
     top: int
-    found: float | None = None
+    found: int | None = None
 
     def candidates(self, offsets: np.ndarray) -> np.ndarray:
         if self.top >= 64:
@@ -56,22 +72,25 @@ class _Rank:
         return (offsets >> np.uint64(self.top)) == np.uint64(self.prefix)
 
 
-def select_ranks(values: Callable[[], Iterable[np.ndarray]], ranks: Iterable[int], count: int,
-                 low: float, high: float, gather_limit: int = GATHER_LIMIT) -> dict[int, float]:
-    """The ``k``-th smallest (0-based) of the ``count`` finite doubles that ``values()`` yields
-    (the same sequence on every call), for each ``k`` in ``ranks``; ``low`` and ``high`` are
-    their smallest and largest."""
-    base = int(float_keys(np.array([low]))[0])
-    bits = (int(float_keys(np.array([high]))[0]) - base).bit_length()
-    open_ranks = [_Rank(wanted=k, rank=k, count=count, prefix=0, top=bits) for k in sorted(set(ranks))]
+def select_key_ranks(keys: Callable[[], Iterable[np.ndarray]], ranks: Iterable[int], count: int,
+                     low: int, high: int, gather_limit: int = GATHER_LIMIT) -> dict[int, int]:
+    """The ``k``-th smallest (0-based) of the ``count`` integer keys that ``keys()`` yields as
+    int64 or uint64 arrays (the same sequence on every call), for each ``k`` in ``ranks``;
+    ``low`` and ``high`` are their smallest and largest. Each key is taken as its offset from
+    ``low`` (modulo 2**64, exact as ``high - low < 2**64``); the answers are Python ints."""
+    modulus = 1 << 64
+    base = np.uint64(low % modulus)
+    bits = (high - low).bit_length()
+    open_ranks = [_Rank(wanted=k, rank=k, count=count, prefix=0, top=bits)
+                  for k in sorted(set(ranks))]
     for r in open_ranks:
-        if r.top == 0:  # every value is equal
+        if r.top == 0:  # every key is equal
             r.found = low
     while pending := [r for r in open_ranks if r.found is None]:
         hists = {id(r): np.zeros(1 << _RADIX_BITS, dtype=np.int64) for r in pending}
         gathered: dict[int, list[np.ndarray]] = {id(r): [] for r in pending}
-        for x in values():
-            offsets = float_keys(x) - np.uint64(base)
+        for x in keys():
+            offsets = np.asarray(x).view(np.uint64) - base
             for r in pending:
                 sel = offsets[r.candidates(offsets)]
                 if r.count <= gather_limit:
@@ -83,11 +102,11 @@ def select_ranks(values: Callable[[], Iterable[np.ndarray]], ranks: Iterable[int
         for r in pending:
             if r.count <= gather_limit:
                 found = np.partition(np.concatenate(gathered[id(r)]), r.rank)[r.rank]
-                r.found = _key_float(int(found) + base)
+                r.found = low + int(found)
                 continue
             _narrow(r, hists[id(r)])
             if r.top == 0:
-                r.found = _key_float(r.prefix + base)
+                r.found = low + r.prefix
     return {r.wanted: r.found for r in open_ranks if r.found is not None}
 
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feature_store.core.order_statistics import GATHER_LIMIT, select_key_ranks
 from fstrain.kernel.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -882,8 +883,7 @@ def _refuse_empty(present: Sequence[bool], rows: int, spec: SplitSpec) -> None:
 # --------------------------------------------------------------------------- streamed time split
 
 #: a size-based cut gathers its candidate event times once at most this many remain
-_GATHER_LIMIT = 1 << 20
-_RADIX_BITS = 16
+_GATHER_LIMIT = GATHER_LIMIT
 
 
 def time_split_codes_streamed(
@@ -924,7 +924,8 @@ def time_split_codes_streamed(
         else:
             kept = whole
             resolved = _streamed_size_bounds(times if kept is None else lambda: iter([kept]),
-                                             spec, event_time_column, m, lo, hi, gather_limit)
+                                             spec, event_time_column, (m, lo, hi, last),
+                                             gather_limit)
     out = _coded(times() if whole is None else iter([whole]), resolved, rows, alloc)
     _check_nonempty(out, resolved if spec.is_relative else spec)  # the spec creation passes
     return resolved, out
@@ -976,13 +977,17 @@ def _time_range(batches: Iterable[pd.Series], gather_limit: int
 
 
 def _streamed_size_bounds(times: Callable[[], Iterator[pd.Series]], spec: SplitSpec,
-                          event_time_column: str, m: int, lo: int, hi: int,
+                          event_time_column: str,
+                          span: tuple[int, int, int, pd.Timestamp | None],
                           gather_limit: int) -> SplitSpec:
-    """:func:`resolve_time_bounds` of a size-based spec from streamed times."""
+    """:func:`resolve_time_bounds` of a size-based spec from streamed times; ``span`` is
+    :func:`_time_range`'s count, smallest and largest (as int64) and largest time."""
     assert spec.test_size is not None
+    m, lo, hi, last = span
     n_test, n_val = _cut_sizes(m, spec, event_time_column)
+    assert last is not None  # m > 0, or _cut_sizes refuses
     ks = [m - n_test] + ([m - n_test - n_val] if spec.three_way else [])
-    test_start, *rest = _streamed_order_statistics(times, ks, m, lo, hi, gather_limit)
+    test_start, *rest = _streamed_order_statistics(times, ks, m, lo, hi, gather_limit, last)
     if spec.three_way:
         (val_start,) = rest
         return replace(
@@ -993,62 +998,16 @@ def _streamed_size_bounds(times: Callable[[], Iterator[pd.Series]], spec: SplitS
                    test_start=test_start)
 
 
-@dataclass
-class _Cut:
-    """One order statistic being selected: the candidates are the times whose offset from the
-    smallest, shifted right by ``top``, equals ``prefix``; the answer is the ``rank``-th
-    smallest of the ``count`` candidates."""
-
-    rank: int
-    count: int
-    prefix: int
-    top: int
-    found: pd.Timestamp | None = None
-
-    def candidates(self, u: np.ndarray) -> np.ndarray:
-        if self.top >= 64:
-            return np.ones(len(u), dtype=bool)
-        return (u >> np.uint64(self.top)) == np.uint64(self.prefix)
-
-
 def _streamed_order_statistics(times: Callable[[], Iterator[pd.Series]], ks: list[int], m: int,
-                               lo: int, hi: int, gather_limit: int) -> list[pd.Timestamp]:
+                               lo: int, hi: int, gather_limit: int,
+                               like: pd.Timestamp) -> list[pd.Timestamp]:
     """The ``k``-th smallest non-null time for each of ``ks``, as :func:`_order_statistic` on
-    the whole column gives: each pass narrows a cut's candidates by the next 16 bits of their
-    offset from ``lo`` (one histogram per cut), until they are few enough to gather or are all
-    equal."""
-    bits = (hi - lo).bit_length()
-    cuts = [_Cut(rank=k, count=m, prefix=0, top=bits) for k in ks]
-    while any(c.found is None for c in cuts):
-        open_cuts = [c for c in cuts if c.found is None]
-        hists = {id(c): np.zeros(1 << _RADIX_BITS, dtype=np.int64) for c in open_cuts}
-        gathered: dict[int, list[pd.Series]] = {id(c): [] for c in open_cuts}
-        for t in times():
-            t = t.dropna()
-            u = t.array.asi8.view(np.uint64) - np.uint64(lo % (1 << 64))
-            for c in open_cuts:
-                sel = c.candidates(u)
-                width = min(c.top, _RADIX_BITS)
-                if c.top == 0:  # every candidate is the answer: keep the first
-                    if not gathered[id(c)] and sel.any():
-                        gathered[id(c)].append(t[sel].iloc[:1])
-                elif c.count <= gather_limit:
-                    gathered[id(c)].append(t[sel])
-                else:
-                    digits = (u[sel] >> np.uint64(c.top - width)) & np.uint64((1 << width) - 1)
-                    hists[id(c)] += np.bincount(digits.astype(np.intp), minlength=1 << _RADIX_BITS)
-        for c in open_cuts:
-            if c.top == 0 or c.count <= gather_limit:
-                c.found = _order_statistic(pd.concat(gathered[id(c)]), 0 if c.top == 0 else c.rank)
-                continue
-            width = min(c.top, _RADIX_BITS)
-            cum = np.cumsum(hists[id(c)])
-            digit = int(np.searchsorted(cum, c.rank, side="right"))
-            c.rank -= int(cum[digit - 1]) if digit else 0
-            c.count = int(hists[id(c)][digit])
-            c.prefix = (c.prefix << width) | digit
-            c.top -= width
-    return [c.found for c in cuts if c.found is not None]
+    the whole column gives: the :func:`~feature_store.core.order_statistics.select_key_ranks`
+    of the times' int64 ticks (``lo`` and ``hi`` their smallest and largest), as timestamps of
+    ``like``'s unit and zone (the times' own)."""
+    found = select_key_ranks(lambda: (t.dropna().array.asi8 for t in times()), ks, m, lo, hi,
+                             gather_limit)
+    return [pd.Timestamp(np.datetime64(found[k], like.unit)).tz_localize(like.tz) for k in ks]
 
 
 # --------------------------------------------------------------------------- k-fold
