@@ -156,6 +156,12 @@ class FeatureView(Protocol):
 
     def get_training_datasets(self) -> list[TrainingDataset]: ...
 
+    def streams_split_files(self, training_dataset_version: int) -> bool:
+        """Whether the streamed dataframe types (``arrow_batches``, ``ray``, ``torch``) of the
+        ``get_*_split`` reads hand out this version's split files on this machine. False means
+        read the version as frames: a caller asks this instead of trying a streamed read."""
+        ...
+
     def init_batch_scoring(self, training_dataset_version: int | None = None) -> None: ...
 
 

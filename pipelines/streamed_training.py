@@ -66,25 +66,24 @@ def stream_source(fv: Any, version: int, *, required: bool) -> Any:
             f"v{fv.version} is {td.type.lower()} {td.data_format} ({td.state}) with splits "
             f"{list(td.splits)}. Create one with `fstrain dataset <use case>` or set "
             "torch.streaming: false.")
+    if not fv.streams_split_files(version):  # e.g. Hopsworks: its files stay on the cluster
+        return _no_files(fv, version, required)
     if td.data_format != "parquet":  # the pieces the view's torch read streams
         parts = fv.get_train_validation_test_split(version, dataframe_type="torch")
-        pieces = {"train": getattr(parts[0], "source", None),
-                  "validation": getattr(parts[1], "source", None)}
-        if all(hasattr(p, "piece_rows") for p in pieces.values()):
-            return StreamSource.from_text_pieces(pieces, shaper=parts[0].shaper)
-        return _no_files(fv, required)
+        return StreamSource.from_text_pieces(
+            {"train": parts[0].source, "validation": parts[1].source}, shaper=parts[0].shaper)
     parts = fv.get_train_validation_test_split(version, dataframe_type="arrow_batches")
     X_train, X_val = parts[0], parts[1]
-    if not hasattr(X_train, "path"):
-        return _no_files(fv, required)
     return StreamSource.from_files({"train": X_train.path, "validation": X_val.path},
                                    shaper=X_train.shaper)
 
 
-def _no_files(fv: Any, required: bool) -> None:
+def _no_files(fv: Any, version: int, required: bool) -> None:
+    """None (the caller reads frames), or with ``required`` the streaming option's refusal."""
     if required:
-        raise ConfigError(f"the {type(fv).__name__} backend hands out no split files to stream; "
-                          "set torch.streaming: false.")
+        raise ConfigError(f"torch.streaming reads a version's split files, and {fv.name} "
+                          f"v{fv.version} ({type(fv).__name__}) hands out no split files of "
+                          f"training dataset v{version} to stream; set torch.streaming: false.")
 
 
 def train_streamed(cfg: Any, config: Any, source: Any, workdir: Path,

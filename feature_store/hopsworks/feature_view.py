@@ -643,22 +643,33 @@ class HopsworksFeatureView:
         tds = sdk_call(self._sdk, "FeatureView.get_training_datasets", _owner=self.owner) or []
         return {int(sdk_attr(td, "TrainingDatasetBase", "version")): td for td in tds}
 
-    def get_training_datasets(self) -> list[TrainingDataset]:
-        """Metadata of every training-dataset version of the view."""
-        return [self.get_training_dataset(v) for v in sorted(self._sdk_training_datasets())]
-
-    def get_training_dataset(self, version: int) -> TrainingDataset:
-        """Metadata with the fields of the local ``TrainingDataset`` (see module docstring for
-        which come from the SDK and which from the ``fstrain_training_dataset`` tag)."""
-        from feature_store.api import TrainingDataset
-
+    def _sdk_training_dataset(self, version: int) -> Any:
+        """The SDK's training dataset ``version`` of this view, or :class:`NotFoundError`."""
         tds = self._sdk_training_datasets()
         if version not in tds:
             raise NotFoundError(
                 f"{self.owner} has no training dataset version {version!r} (versions: "
                 f"{listing(sorted(tds))})."
             )
-        meta = sdk_attrs(tds[version], "TrainingDatasetBase")
+        return tds[version]
+
+    def get_training_datasets(self) -> list[TrainingDataset]:
+        """Metadata of every training-dataset version of the view."""
+        return [self.get_training_dataset(v) for v in sorted(self._sdk_training_datasets())]
+
+    def streams_split_files(self, training_dataset_version: int) -> bool:
+        """False: a Hopsworks version's split files stay on the cluster and the SDK reads them
+        into frames only (streamed dataframe types are refused, :func:`check_dataframe_type`).
+        An unknown version raises :class:`NotFoundError`, as on the embedded store."""
+        self._sdk_training_dataset(training_dataset_version)
+        return False
+
+    def get_training_dataset(self, version: int) -> TrainingDataset:
+        """Metadata with the fields of the local ``TrainingDataset`` (see module docstring for
+        which come from the SDK and which from the ``fstrain_training_dataset`` tag)."""
+        from feature_store.api import TrainingDataset
+
+        meta = sdk_attrs(self._sdk_training_dataset(version), "TrainingDatasetBase")
         attr = meta.get
 
         record = dict(self._td_tags(version).get(TRAINING_DATASET_TAG) or {})

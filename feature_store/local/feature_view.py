@@ -582,6 +582,12 @@ class FeatureView(TaggedEntity):
         self.require_saved()
         return self._td.get(version)
 
+    def streams_split_files(self, training_dataset_version: int) -> bool:
+        """Whether streamed reads (``arrow_batches``, ``ray``, ``torch``) hand out the version's
+        split files: true for a materialized version (Parquet, csv or jsonl) not purged."""
+        td = self.get_training_dataset(training_dataset_version)
+        return td.type == "MATERIALIZED" and td.state != "purged"
+
     def get_training_dataset_statistics(self, training_dataset_version: int) -> dict[str, Any]:
         """Per-split statistics and the train-fitted transformation statistics."""
         td = self.get_training_dataset(training_dataset_version)

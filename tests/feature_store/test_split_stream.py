@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from feature_store.transformations import standard_scaler
-from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError, NotFoundError
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 N = 240
@@ -101,8 +101,21 @@ def test_streamed_reads_check_the_files(fv, version):
 def test_streaming_needs_a_materialized_version(fv):
     fv.train_test_split(test_size=0.25, seed=3)  # an in-memory version (csv and jsonl stream:
     version = fv.get_last_accessed_training_dataset()  # test_text_split_stream.py)
+    assert fv.streams_split_files(version) is False  # what a caller asks instead of trying
     with pytest.raises(InvalidArgumentError, match="materialized"):
         fv.get_train_test_split(version, dataframe_type="torch")
+
+
+def test_the_view_says_which_versions_stream(fv, version):
+    """``streams_split_files`` (the protocol's question, which the Hopsworks view answers
+    False) is true for a materialized version, false once its files are purged."""
+    assert fv.streams_split_files(version) is True
+    fv.purge_training_data(version)
+    assert fv.streams_split_files(version) is False
+    with pytest.raises(NotFoundError, match="purged"):
+        fv.get_train_test_split(version, dataframe_type="arrow_batches")
+    with pytest.raises(NotFoundError, match="version 99"):
+        fv.streams_split_files(99)
 
 
 @pytest.mark.slow
