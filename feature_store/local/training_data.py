@@ -343,7 +343,7 @@ class TrainingDataStore:
                     reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
                                                compiled.params, options.batch_rows)
                     schema = _fill_labels(reader.schema.empty_table(), fill).schema
-                    batches = (_fill_labels_batch(b, fill, schema) for b in reader)
+                    batches = _drained(reader, con, fill, schema)
                 needed, et, label = (self._key_columns(spec, root_columns, schema.names)
                                      if spec is not None else ([], None, None))
                 split_names = ("train",) if spec is None else spec.splits
@@ -804,6 +804,20 @@ class TrainingDataStore:
         self.catalog.delete_training_dataset(self.fv.id, version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
+
+
+def _drained(reader: pa.RecordBatchReader, con: Any, fill: dict[str, Any],
+             schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The statement's batches, labels filled; once the last is read (or the reading stops),
+    the reader and its connection are closed: DuckDB's buffers (the ASOF join's and the ORDER
+    BY's, up to its memory limit) are handed back before the split is assigned and dealt,
+    instead of staying resident until the split files are written."""
+    try:
+        for batch in reader:
+            yield _fill_labels_batch(batch, fill, schema)
+    finally:
+        reader.close()
+        con.close()
 
 
 def _fill_labels_batch(batch: pa.RecordBatch, fill_values: dict[str, Any],

@@ -236,3 +236,45 @@ def test_filled_labels_stream_bit_identically(fs):
     for name in ("train", "test"):
         assert tds[0].splits[name]["sha256"] == tds[1].splits[name]["sha256"]
         assert tds[1].splits[name]["label_distribution"]["is_fraud"].keys() == {"0", "1"}
+
+
+def test_one_statement_hands_duckdb_back_before_the_split_is_assigned(fv, monkeypatch):
+    """The single statement's connection is closed once its result is spooled: DuckDB's buffers
+    (up to its memory limit: the ASOF join's and the ORDER BY's) are not held while the split
+    is assigned and dealt (at 2M rows they held ~240 MiB resident through both passes)."""
+    import duckdb
+
+    from feature_store.local import training_data_stream as ts
+    from feature_store.local.training_data import TrainingDataStore
+
+    opened: list[duckdb.DuckDBPyConnection] = []
+    connect, make = ts.connect, TrainingDataStore._streamed_assigner
+    open_while_assigning: list[bool] = []
+
+    def recorded(*args, **kwargs):
+        opened.append(connect(*args, **kwargs))
+        return opened[-1]
+
+    def _is_open(con) -> bool:
+        try:
+            con.execute("SELECT 1")
+        except duckdb.ConnectionException:
+            return False
+        return True
+
+    def checked(self, *args, **kwargs):
+        assign = make(self, *args, **kwargs)
+
+        def run(read, rows, alloc):
+            open_while_assigning.extend(_is_open(c) for c in opened)
+            return assign(read, rows, alloc)
+
+        return run
+
+    monkeypatch.setattr(ts, "connect", recorded)
+    monkeypatch.setattr(TrainingDataStore, "_streamed_assigner", checked)
+    version = _create(fv, StreamOptions(batch_rows=64, partitions=1), False, "stratified",
+                      test_size=0.3)
+    assert open_while_assigning == [False]  # the statement's connection, the only one then
+    splits = fv.get_training_dataset(version).splits
+    assert sum(s["rows"] for s in splits.values()) == N
