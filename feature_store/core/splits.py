@@ -931,6 +931,13 @@ def time_split_codes_streamed(
     return resolved, out
 
 
+def _refuse_row_count(got: str, rows: int) -> None:
+    raise InvalidArgumentError(
+        f"A streamed time split of {rows} row(s) got {got} row(s) from read()'s codes pass. "
+        "read() must give the same rows on every pass."
+    )
+
+
 def _coded(times: Iterator[pd.Series], spec: SplitSpec, rows: int | None,
            alloc: Callable[[int, Any], np.ndarray] | None) -> np.ndarray:
     """The codes of every batch of ``times`` under ``spec``'s explicit windows: into
@@ -942,11 +949,11 @@ def _coded(times: Iterator[pd.Series], spec: SplitSpec, rows: int | None,
     offset = 0
     for t in times:
         if offset + len(t) > rows:
-            raise ValueError(f"read() yielded more than the {rows} rows given")
+            _refuse_row_count(f"more than {rows}", rows)
         out[offset:offset + len(t)] = _time_codes(t, spec)
         offset += len(t)
     if offset != rows:
-        raise ValueError(f"read() yielded {offset} rows, {rows} were given")
+        _refuse_row_count(str(offset), rows)
     return out
 
 

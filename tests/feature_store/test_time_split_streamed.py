@@ -256,3 +256,14 @@ def test_out_of_core_creation_streams_the_time_split(fs, monkeypatch, kind: str)
                 files = [pq.read_table(f"{td.location}/{name}.parquet") for td in (want, got)]
                 assert files[0].num_rows > 0 and files[0].equals(files[1])
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("rows", [5, 7])
+def test_a_read_giving_other_rows_than_counted_is_refused_from_the_exception_root(rows: int) -> None:
+    """The codes pass checks the row count it was promised (``rows``): a read that yields more
+    or fewer rows is an InvalidArgumentError (FeatureStoreError), not a bare ValueError."""
+    times = pd.DataFrame({"t": pd.date_range("2024-01-01", periods=6, freq="D", tz="UTC")})
+    spec = make_split_spec("time", seed=0, train_end=times.t[3], test_start=times.t[3])
+    with pytest.raises(InvalidArgumentError, match=f"of {rows} row"):
+        time_split_codes_streamed(lambda: iter([times]), spec, event_time_column="t",
+                                  rows=rows, alloc=lambda n, dtype: np.empty(n, dtype=dtype))
