@@ -5,6 +5,7 @@ other failures."""
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
@@ -31,3 +32,16 @@ def create_in_memory(fv: Any, data_format: str = "parquet") -> int:
                                materialize=True, data_format=data_format, description="",
                                statistics_config=None, stream=None)
     return version
+
+
+def exit_code_under_cap(run: Callable[[], object], what: str) -> int:
+    """Run ``run()`` (a read expected to run out under the cap): 3, printing that ``what`` ran
+    out of memory, when it does; 0 when it finishes; any other error propagates."""
+    try:
+        run()
+    except Exception as exc:  # Arrow's, DuckDB's and the store's out-of-memory errors
+        if not out_of_memory(exc):
+            raise
+        print(f"{what}: out of memory ({type(exc).__name__})", flush=True)
+        return 3
+    return 0

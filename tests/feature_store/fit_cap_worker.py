@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
-from memory_cap import out_of_memory, vm
+from memory_cap import exit_code_under_cap, vm
 
 
 def main() -> int:
@@ -63,14 +63,7 @@ def main() -> int:
     limit = base + cap_mb * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if mode == "whole":
-        try:
-            whole()
-        except Exception as exc:  # Arrow's out-of-memory errors
-            if not out_of_memory(exc):
-                raise
-            print(f"whole: out of memory ({type(exc).__name__})", flush=True)
-            return 3
-        return 0
+        return exit_code_under_cap(whole, "whole")
     stats = streamed()
     print(json.dumps({"stats": stats, "rss_peak_mib": vm("VmHWM") / 2**20}), flush=True)
     return 0

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
-from memory_cap import out_of_memory, vm
+from memory_cap import exit_code_under_cap, vm
 
 
 def _stream(fv, version: int) -> dict:
@@ -61,14 +61,7 @@ def main() -> int:
     limit = base + int(cap_mb) * 2**20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if mode == "read":
-        try:
-            big.get_train_test_split(int(version))
-        except Exception as exc:  # Arrow's and the store's out-of-memory errors
-            if not out_of_memory(exc):
-                raise
-            print(f"in memory: out of memory ({type(exc).__name__})", flush=True)
-            return 3
-        return 0
+        return exit_code_under_cap(lambda: big.get_train_test_split(int(version)), "in memory")
     result = _stream(big, int(version))
     result["growth_mib"] = (vm("VmData") - base) / 2**20
     print(json.dumps(result), flush=True)
