@@ -283,8 +283,37 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
             "steps_per_epoch": math.ceil(
                 math.ceil(len(data.train_set) / num_workers) / cfg.torch.batch_size
             ),
+            "distributed": ddp_record(data.train_set, num_workers, use_gpu=use_gpu,
+                                      resumed_from=ranks.get("resumed_from")),
         },
     )
+
+
+def ddp_record(train_set: Any, num_workers: int, *, use_gpu: bool,
+               resumed_from: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's ``"distributed"`` record (:func:`distributed_record`): each rank's train rows
+    per epoch — a streamed split's dealt pieces (every row once, checked), or an in-memory
+    one's ``DistributedSampler`` share (padded to equal shares: rows repeat unless the split
+    divides evenly) — the backend, and whether the run resumed mid-epoch."""
+    from pipelines.trainers.distributed_record import distributed_record, pieces_each_row_once
+
+    n = len(train_set)
+    details: dict[str, Any] = {}
+    if getattr(train_set, "streamed", False):
+        dealt = [train_set.pieces(rank, num_workers) for rank in range(num_workers)]
+        rows = [sum(p[2] for p in pieces) for pieces in dealt]
+        once = (sum(rows) == n and pieces_each_row_once(
+            dealt, train_set.source.group_rows[train_set.split]))
+        details["pieces_sha256"] = train_set.shards(num_workers)["pieces_sha256"]
+    else:
+        rows = [math.ceil(n / num_workers)] * num_workers
+        once = n % num_workers == 0
+    return distributed_record(
+        world_size=num_workers, backend="nccl" if use_gpu else "gloo",
+        shards=[{"rank": r, "rows": k} for r, k in enumerate(rows)], rows=n,
+        each_row_once=once,
+        resumed_mid_epoch=bool(resumed_from and resumed_from.get("batch_in_epoch")),
+        **details)
 
 
 def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, num_cpus: int,

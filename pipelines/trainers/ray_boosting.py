@@ -53,11 +53,14 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, IntegrityError
 from pipelines.trainers.config import TrainConfig
+from pipelines.trainers.distributed_record import distributed_record
 from pipelines.trainers.result import TrainResult
 
 BOOSTERS = ("xgboost", "lightgbm")
 SHARD_FILE = "shard_rank{rank}.json"
 MODEL_FILE = {"xgboost": "model.ubj", "lightgbm": "model.txt"}
+# how the workers talk (the "backend" of the distributed record)
+BACKEND = {"xgboost": "xgboost collective", "lightgbm": "lightgbm socket"}
 
 
 def row_fingerprints(x: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
@@ -436,7 +439,9 @@ def train_boosting_on_ray(
     (:class:`StreamedFit`): it never holds a split. See the module docstring.
 
     Returns the :class:`TrainResult` the single-process trainer returns, with
-    ``extra["distributed"]``: world size, per-shard rows and the exactly-once check.
+    ``extra["distributed"]`` (:func:`~pipelines.trainers.distributed_record.distributed_record`):
+    world size, backend, per-shard rows and the exactly-once check; the slowest shard's read
+    and boosting times are ``extra["shard_read_seconds"]`` and ``["shard_fit_seconds"]``.
     """
     from pipelines.trainers.tabular import finish_booster
     from pipelines.trainers.tuning import ray_session
@@ -472,8 +477,12 @@ def train_boosting_on_ray(
                          notes=notes, metric=metric,
                          best_iteration=int(record["best_iteration"]), device="cpu",
                          timings=(t0, t_prep, t_fit))
-    out.extra["distributed"] = {
-        "world_size": num_workers, "threads_per_worker": threads, "ray_address": ray_address,
-        "shards": [{k: s[k] for k in ("rank", "rows", "validation_rows", "read_seconds",
-                                      "fit_seconds")} for s in shards], **check}
+    out.extra["distributed"] = distributed_record(
+        world_size=num_workers, backend=BACKEND[kind],
+        shards=[{k: s[k] for k in ("rank", "rows", "validation_rows")} for s in shards],
+        rows=check["rows"], each_row_once=check["each_row_once"],
+        fingerprint=check["fingerprint"], threads_per_worker=threads, ray_address=ray_address)
+    # the slowest shard's read and boosting times: timings, kept out of the record
+    out.extra["shard_read_seconds"] = max(s["read_seconds"] for s in shards)
+    out.extra["shard_fit_seconds"] = max(s["fit_seconds"] for s in shards)
     return out

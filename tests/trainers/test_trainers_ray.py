@@ -77,6 +77,13 @@ def test_two_worker_data_parallel_run(binary_data, short_tmp):
     assert result.metrics["auc"] > 0.7 and len(result.history) == 3
     # every rank saw half the rows per epoch: 900 train rows / 2 ranks / 32 = 15 steps
     assert result.history[-1]["global_step"] == 3 * 15
+    # the registry's "distributed" record (the boosting runs' schema): no timings in it
+    record = result.extra["distributed"]
+    assert record["world_size"] == 2 and record["backend"] == "gloo"
+    assert record["rows"] == len(X_tr) == 900 and record["each_row_once"] is True
+    assert [(s["rank"], s["rows"]) for s in record["shards"]] == [(0, 450), (1, 450)]
+    assert record["resumed_mid_epoch"] is False
+    assert not [k for s in record["shards"] for k in s if k.endswith("_seconds")]
     proba = result.model.predict_proba(X_va)
     assert proba.shape == (len(X_va),) and np.isfinite(proba).all()
     assert (short_tmp / "checkpoints" / "best" / "model.safetensors").is_file()
