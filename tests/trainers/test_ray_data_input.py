@@ -24,6 +24,20 @@ from tests.pipelines.test_pipelines import _adult_dataset
 from tests.trainers.conftest import make_binary
 
 
+def _row_ids(pre, feature: str):  # type: ignore[no-untyped-def]
+    """``ids(batches)``: the row-id ``feature`` of every row of the batches, unscaled by the
+    fitted preprocessor's standard scaler (the shards' rows, told apart)."""
+    scaler = pre.named_transformers_["num"].named_steps["scale"]
+    j = list(pre.feature_names_in_).index(feature)
+    col = list(pre.get_feature_names_out()).index(f"num__{feature}")
+
+    def ids(batches: list) -> list[int]:
+        return [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
+                for xb, _ in batches for v in xb[:, col].tolist()]
+
+    return ids
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,10 +103,7 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
         streaming.ROW_GROUP_ROWS = old
     data = stream_torch_data(load_config({"model": "mlp", "seed": 7,
                                           "torch": {"shuffle_buffer": 128}}), source)
-    pre = data.preprocessor
-    scaler = pre.named_transformers_["num"].named_steps["scale"]
-    j = list(pre.feature_names_in_).index("rid")
-    col = list(pre.get_feature_names_out()).index("num__rid")
+    rids = _row_ids(data.preprocessor, "rid")
     ray.init(address=cluster, log_to_driver=False)
     try:
         world = 3
@@ -103,10 +114,6 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
         while (queued := ray.get(feeder.queued.remote())) != [FEED_AHEAD] * world:
             assert time.monotonic() < deadline and max(queued) <= FEED_AHEAD, queued
             time.sleep(0.2)
-
-        def rids(batches: list) -> list[int]:  # the row ids (the rid feature, unscaled)
-            return [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
-                    for xb, _ in batches for v in xb[:, col].tolist()]
 
         def shard(rank: int, e: int, start: int = 0, feed=feeder, stream=data.train_set,
                   ) -> list:  # type: ignore[no-untyped-def]
@@ -254,10 +261,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
     assert source.texts and len(source.group_rows["train"]) > 4
     data = stream_torch_data(load_config({"model": "mlp", "seed": 7,
                                           "torch": {"shuffle_buffer": 64}}), source)
-    pre = data.preprocessor
-    scaler = pre.named_transformers_["num"].named_steps["scale"]
-    j = list(pre.feature_names_in_).index("row")
-    col = list(pre.get_feature_names_out()).index("num__row")
+    row_ids = _row_ids(data.preprocessor, "row")
     train_rids = sorted(int(v) for v in fv.get_train_validation_test_split(version)[0]["row"])
     ray.init(address=cluster, log_to_driver=False)
     try:
@@ -269,8 +273,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
                 shard = RayShardStream(RankFeed(feeder, rank), data.train_set)
                 batches = list(shard.epoch_batches(epoch, rank, world, 32))
                 assert len(batches) == data.train_set.steps(world, 32)
-                rows += [int(round(v * scaler.scale_[j] + scaler.mean_[j]))
-                         for xb, _ in batches for v in xb[:, col].tolist()]
+                rows += row_ids(batches)
             assert sorted(rows) == train_rids  # every train row once, none dropped or padded
     finally:
         ray.shutdown()
