@@ -55,3 +55,10 @@ def to_jsonable(value: Any, *, what: str) -> Any:
 def dumps(value: Any) -> str:
     """Deterministic, strict JSON text (sorted keys, 2-space indent, no NaN)."""
     return json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The one byte form of a JSON value that signatures and hashes cover: sorted keys, no
+    whitespace, UTF-8, strict (no NaN). Equal values always give equal bytes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")

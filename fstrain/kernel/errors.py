@@ -24,7 +24,9 @@ __all__ = [
     "NotFoundError",
     "UnknownFeatureError",
     "SchemaMismatchError",
+    "UnauthorizedError",
     "UnsafeFormatError",
+    "VerificationError",
     "did_you_mean",
     "listing",
     "missing_version",
@@ -77,6 +79,22 @@ class CommitConflictError(FeatureStoreError):
 
 class IntegrityError(FeatureStoreError):
     """Stored content does not match its recorded hash (tampered, missing or extra file)."""
+
+
+class VerificationError(IntegrityError):
+    """A signed record, its chain, a file it covers or the trust list does not verify.
+
+    ``problems`` holds one line per broken item (naming the file and what is wrong).
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+class UnauthorizedError(FeatureStoreError, PermissionError):
+    """An action is refused for who asks: an unsigned or unenrolled action in a store with a
+    trust list, a revoked key, a role that may not act, or the four-eyes rule."""
 
 
 class UnsafeFormatError(FeatureStoreError):
