@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -37,3 +39,43 @@ def project(tmp_path):
 def fs(project):
     """The project's feature store."""
     return project.get_feature_store()
+
+
+@dataclass(frozen=True)
+class AdultStore:
+    """A store made by the real pipelines: adult (3,000 rows), training dataset v1, model
+    ``name:version`` trained on it (60 trees) and validated once with the default gates."""
+
+    root: Path
+    name: str
+    version: int
+    training_dataset_version: int
+
+
+@pytest.fixture(scope="session")
+def adult_store(tmp_path_factory: pytest.TempPathFactory) -> AdultStore:
+    """One adult store per session (about 20 s), for the tests that read a registry the
+    pipelines made. Never change it: take :func:`adult_copy` to edit, tamper or add to one."""
+    import feature_store
+    from pipelines import feature, model_validation, training, training_dataset
+
+    root = tmp_path_factory.mktemp("adult_session") / "store"
+    project = feature_store.login(backend="local", root=root)
+    feature.run(project, feature.FeaturePipelineConfig(use_case="adult", sample=3000))
+    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult"))
+    ref = training.run(project, training.TrainingPipelineConfig(
+        use_case="adult", training_dataset_version=td.version,
+        model={"params": {"n_estimators": 60}}))
+    model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=ref.name, version=ref.version, bootstrap_resamples=30, shap_samples=30))
+    return AdultStore(root, ref.name, ref.version, td.version)
+
+
+@pytest.fixture
+def adult_copy(adult_store: AdultStore, tmp_path: Path) -> Path:
+    """A private copy of the session's adult store (its root), to change freely."""
+    import shutil
+
+    target = tmp_path / "adult_store"
+    shutil.copytree(adult_store.root, target)
+    return target
