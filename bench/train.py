@@ -1,10 +1,10 @@
 """Trainer overhead benchmark: our trainers vs the bare library, same data, same process.
 
-1. XGBoost: ``pipelines.trainers.train`` (preprocessing fitted on train — numeric columns pass
+1. XGBoost: ``fstrain.trainers.train`` (preprocessing fitted on train — numeric columns pass
    through for boosted trees, so here a ColumnTransformer fit — DMatrix, history callback,
    validation metrics) vs a bare ``xgboost.train`` on the same float32
    arrays with the same parameters and evaluation set.
-2. PyTorch: our loop (``pipelines.trainers.loop.fit``: DataLoader, autocast/scaler plumbing,
+2. PyTorch: our loop (``fstrain.trainers.loop.fit``: DataLoader, autocast/scaler plumbing,
    scheduler, per-epoch validation, no checkpoints) vs a minimal hand-written loop (randperm
    + slicing + AdamW), both on the same MLP and data.
 
@@ -46,7 +46,7 @@ def make_data(rows: int, features: int, seed: int = 0) -> tuple[np.ndarray, np.n
 def bench_xgboost(X: np.ndarray, y: np.ndarray, repeats: int, rounds: int) -> dict[str, float]:
     import xgboost as xgb
 
-    from pipelines.trainers import train
+    from fstrain.trainers import train
 
     cut = int(len(X) * 0.8)
     cols = [f"f{i}" for i in range(X.shape[1])]
@@ -93,9 +93,9 @@ def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
     import torch
     from sklearn.metrics import roc_auc_score
 
-    from pipelines.trainers.config import TorchOptions
-    from pipelines.trainers.loop import ArrayDataset, LoopSpec, fit
-    from pipelines.trainers.nets import MLP
+    from fstrain.trainers.config import TorchOptions
+    from fstrain.trainers.loop import ArrayDataset, LoopSpec, fit
+    from fstrain.trainers.nets import MLP
 
     val_rows = min(2000, len(X) // 10)
     Xtr, ytr, Xva, yva = X[val_rows:], y[val_rows:], X[:val_rows], y[:val_rows]
@@ -140,7 +140,7 @@ def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
             run()
     n = len(Xtr) * epochs
     # input-pipeline share: the same batches our loop draws, fetched without any compute
-    from pipelines.trainers.loop import _batches, epoch_indices
+    from fstrain.trainers.loop import _batches, epoch_indices
 
     dataset = ArrayDataset(Xtr, ytr)
     t0 = time.perf_counter()
@@ -171,9 +171,9 @@ def bench_streamed(X: np.ndarray, y: np.ndarray, epochs: int, batch: int,
 
 def _streamed_shares(workdir: Path, frames: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
                      epochs: int, batch: int, workers: int) -> dict[str, tuple[float, float]]:
-    from pipelines.trainers.distributed import train_distributed
-    from pipelines.trainers.streaming import StreamSource
-    from pipelines.trainers.torch_models import train_torch_streamed
+    from fstrain.trainers.distributed import train_distributed
+    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.torch_models import train_torch_streamed
 
     source = StreamSource.from_frames(workdir / "input", frames)
     config = {"model": "mlp", "params": {"hidden_sizes": [128, 64], "dropout": 0.1},

@@ -1,9 +1,14 @@
-"""Declarative feature-view definitions, one module per shipped use case.
+"""The shipped use cases, one package each: its feature view and its offline source together.
 
-Each module defines a :class:`UseCase`: how to build its feature view from the feature groups
-written by the feature pipeline, and the defaults the later stages start from (split, model,
-acceptance gates, bias slices). Definitions are plain Python, validated when the view is
-created (labels, helper columns and prohibited tags are checked by the feature store).
+``feature_views/<use case>/view.py`` defines a :class:`UseCase`: how to build its feature view
+from the feature groups written by the feature pipeline, and the defaults the later stages start
+from (split, model, acceptance gates, bias slices). Definitions are plain Python, validated when
+the view is created (labels, helper columns and prohibited tags are checked by the feature store).
+
+``feature_views/<use case>/source.py`` loads its data offline (everything ships inside installed
+packages): ``FEATURE_GROUPS`` (a tuple of :class:`~feature_views.source_spec.FeatureGroupSpec`)
+and ``load(...) -> dict[str, DataFrame]`` (feature-group name → frame with exactly that group's
+columns). :func:`get_use_case` and :func:`get_source` import a use case's modules lazily.
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from fstrain.kernel.errors import NotFoundError, did_you_mean, listing
+
+__all__ = ["USE_CASES", "UseCase", "get_source", "get_use_case"]
 
 USE_CASES: tuple[str, ...] = ("flights", "adult", "mnist", "ccfraud", "instructions", "airquality")
 
@@ -28,7 +36,7 @@ class UseCase:
     feature_view_version: int
     build_feature_view: Callable[[Any], Any]  # fs -> FeatureView (get or create)
     split: dict[str, Any]  # keyword arguments of create_train_validation_test_split
-    model: dict[str, Any]  # trainer configuration (pipelines.trainers.config.TrainConfig)
+    model: dict[str, Any]  # trainer configuration (fstrain.trainers.config.TrainConfig)
     gates: tuple[str, ...]  # acceptance gates of the model-validation pipeline
     slice_bands: dict[str, list[float]] = field(default_factory=dict)  # numeric helpers → bands
     # entity keys kept as training helper columns so group splits can use them
@@ -53,4 +61,14 @@ def get_use_case(name: str) -> UseCase:
             f"use case '{name}' does not exist (use cases: {listing(USE_CASES)})."
             f"{did_you_mean(str(name), USE_CASES)}"
         )
-    return importlib.import_module(f"feature_views.{name}").USE_CASE
+    return importlib.import_module(f"feature_views.{name}.view").USE_CASE
+
+
+def get_source(use_case: str) -> ModuleType:
+    """The offline source module of ``use_case`` (``feature_views.<use case>.source``)."""
+    if use_case not in USE_CASES:
+        raise NotFoundError(
+            f"Use case {use_case!r} has no offline source; available: {listing(USE_CASES)}."
+            f"{did_you_mean(str(use_case), USE_CASES)}"
+        )
+    return importlib.import_module(f"feature_views.{use_case}.source")

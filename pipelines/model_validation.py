@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from fstrain.kernel.errors import NotFoundError
-from pipelines.config_base import PipelineConfig
-from pipelines.refs import ModelRef, ValidationRef
+from fstrain.kernel.config import PipelineConfig
+from fstrain.kernel.refs import ModelRef, ValidationRef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -93,8 +93,8 @@ def _load_model(model: Any, y_train: Any) -> tuple[Any, dict[str, Any] | None]:
     import tempfile
 
     from model_registry.predictor_record import record_of
-    from pipelines.trainers.curves import read_curves
-    from pipelines.trainers.external import load_registered_predictor
+    from fstrain.trainers.curves import read_curves
+    from fstrain.trainers.external import load_registered_predictor
 
     with tempfile.TemporaryDirectory(prefix="fstrain-validate-") as scratch:
         folder = Path(model.download(scratch))
@@ -108,7 +108,7 @@ def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None, *,
     """Validation and test rows; a train/test version's validation rows are carved from train
     as the training pipeline carved them (``carve``, recorded with the model). Helper columns
     that are entity keys (``group_keys``, for group splits) are not slice attributes."""
-    from pipelines.carve import read_three_way
+    from feature_store.core.carve import read_three_way
     from validation.evaluate import EvaluationData
 
     (_, X_va, X_te, y_tr, y_va, y_te), _record = read_three_way(fv, td_version, carve=carve,

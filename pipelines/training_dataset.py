@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pipelines.config_base import PipelineConfig
-from pipelines.refs import TrainingDatasetRef
+from fstrain.kernel.config import PipelineConfig
+from fstrain.kernel.refs import TrainingDatasetRef
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project

@@ -1,7 +1,7 @@
 """Reading learning curves: a plain-language fit diagnosis, a figure and the scorecard section.
 
 Works on the JSON dict a trainer saves with its model (``learning_curves.json``, schema in
-``pipelines/trainers/curves.py``): ``unit``, ``loss``, ``metric``, ``mode``, ``steps``,
+``fstrain/trainers/curves.py``): ``unit``, ``loss``, ``metric``, ``mode``, ``steps``,
 ``train_loss``, ``val_loss``, ``train_metric``, ``val_metric``, ``best_step``, ``extra``,
 ``notes``. Nothing here imports the trainers.
 

@@ -1,6 +1,6 @@
 """Hopsworks jobs through the SDK: upload the entry script, upsert jobs and schedules, run them.
 
-``pipelines/jobs.py`` builds the job definitions (what to run, when); this module is the only
+``fstrain/cli/jobs.py`` builds the job definitions (what to run, when); this module is the only
 code that talks to the SDK's job and dataset APIs for them. Reach it with
 ``project.get_jobs()`` on a Hopsworks project.
 """

@@ -256,7 +256,7 @@ SDK_CALLS: dict[str, SdkCall] = {
     "DatasetApi.move": SdkCall(
         f"{_DS}.move", args=("source_path", "destination_path"), kwargs=("overwrite",)
     ),
-    # jobs and schedules (pipelines/jobs.py)
+    # jobs and schedules (fstrain/cli/jobs.py)
     "JobApi.get_configuration": SdkCall(f"{_JOBS}.get_configuration", args=("type",)),
     "JobApi.create_job": SdkCall(f"{_JOBS}.create_job", args=("name", "config")),
     "JobApi.get_job": SdkCall(f"{_JOBS}.get_job", args=("name",)),
@@ -269,7 +269,7 @@ SDK_CALLS: dict[str, SdkCall] = {
     "Job.run": SdkCall(
         f"{_JOB}.run", kwargs=("args", "await_termination", "start_time", "end_time")
     ),
-    # job environments (pipelines/job_install.py)
+    # job environments (fstrain/cli/job_install.py)
     "EnvironmentApi.get_environment": SdkCall(f"{_ENVS}.get_environment", args=("name",)),
     "EnvironmentApi.create_environment": SdkCall(
         f"{_ENVS}.create_environment", args=("name",),

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from pipelines import feature
-from pipelines.engineering import engineer
-from pipelines.sources import ccfraud
+from pipelines.feature.engineering import engineer
+from feature_views.ccfraud import source as ccfraud
 
 ENGINEERED = ["seconds_since_prev_tx", "tx_count_1h", "amount_to_card_median"]
 T0 = pd.Timestamp("2024-03-01", tz="UTC")

@@ -7,7 +7,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 
 def _run(root, *args, env=None):

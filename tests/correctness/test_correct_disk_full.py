@@ -144,7 +144,7 @@ def test_writes_on_a_full_disk_raise_one_typed_error_and_change_nothing(store):
 def test_cli_on_a_full_disk_prints_one_line_and_exits_2(tmp_path):
     root = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "features", "adult",
+    proc = subprocess.run([sys.executable, "-m", "fstrain.cli.app", "features", "adult",
                            "--sample", "20000", "--root", str(root)],
                           env=env, capture_output=True, text=True, timeout=300, check=False,
                           preexec_fn=_limited)
@@ -155,7 +155,7 @@ def test_cli_on_a_full_disk_prints_one_line_and_exits_2(tmp_path):
     assert len(ours) == 1 and proc.stderr.rstrip().endswith(ours[0]), proc.stderr[-3000:]
     assert "feature group 'adult_" in ours[0] and "disk is full" in ours[0]
     # the next run, with space again, completes and the groups hold the data
-    rerun = subprocess.run([sys.executable, "-m", "pipelines.cli", "features", "adult",
+    rerun = subprocess.run([sys.executable, "-m", "fstrain.cli.app", "features", "adult",
                             "--sample", "20000", "--root", str(root)],
                            env=env, capture_output=True, text=True, timeout=300, check=False)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

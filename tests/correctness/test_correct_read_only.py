@@ -38,7 +38,7 @@ def _bound_by_permissions() -> None:
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args, "--root", str(root)],
+    return subprocess.run([sys.executable, "-m", "fstrain.cli.app", *args, "--root", str(root)],
                           env=env, capture_output=True, text=True, timeout=300, check=False,
                           preexec_fn=_bound_by_permissions)
 

@@ -496,7 +496,7 @@ def test_validation_history_is_appended_through_attachments(tmp_path):
 def test_latest_skips_a_training_dataset_whose_creation_never_completed():
     """A version whose materialization job failed exists in Hopsworks' metadata but never got
     fstrain's record tag: it reads as ``incomplete`` and ``latest`` passes over it."""
-    from pipelines.versions import resolve_training_dataset_version
+    from fstrain.kernel.versions import resolve_training_dataset_version
 
     fv, sdk, version = _view_with_version()
     sdk.tds[version + 1] = TD(version + 1, seed=3)  # the SDK raised: no tag was written

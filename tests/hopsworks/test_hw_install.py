@@ -40,7 +40,7 @@ DRIVER = textwrap.dedent('''
     import feature_store.hopsworks.feature_store
     import feature_store.hopsworks.feature_view
     import model_registry.hopsworks.registry
-    import pipelines.cli, pipelines.jobs, pipelines.feature, pipelines.training_dataset
+    import fstrain.cli.app, fstrain.cli.jobs, pipelines.feature, pipelines.training_dataset
     import pipelines.training, pipelines.model_validation
     from typer.testing import CliRunner
 
@@ -58,7 +58,7 @@ DRIVER = textwrap.dedent('''
         "validate": ["validate", "ccfraud_xgb:1", "--backend", "hopsworks", "--json"],
         "jobs": ["jobs", "deploy", sys.argv[1], "--dry-run"],
     }.items():
-        result = runner.invoke(pipelines.cli.app, argv, env={
+        result = runner.invoke(fstrain.cli.app.app, argv, env={
             "HOPSWORKS_HOST": "127.0.0.1:1", "HOPSWORKS_API_KEY": "k", "HOPSWORKS_PROJECT": "p",
             "HOPSWORKS_LOGIN_TIMEOUT": "2"})
         seen[name] = [result.exit_code, result.output[-400:]]
@@ -119,7 +119,7 @@ FEATURE_STAGE = textwrap.dedent('''
     sys.path.insert(0, sys.argv[1])
     from sdk_server import serve
     from typer.testing import CliRunner
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     root = Path(sys.argv[2])
     with serve(root / "cluster") as cluster:
@@ -178,7 +178,7 @@ def test_install_into_a_fresh_hopsworks_environment_keeps_the_clusters_packages(
     """``pip install 'fstrain[hopsworks-job]'`` into a venv with ``hopsworks[python]==5.2.1``
     keeps hops-deltalake, pyarrow and pandas, and the hopsworks backend runs there: the
     feature stage writes through the SDK (and so through hops-deltalake) to the fake server."""
-    from pipelines.job_install import build_wheel
+    from fstrain.cli.job_install import build_wheel
 
     wheel = build_wheel(tmp_path / "wheels")  # what `fstrain jobs deploy` installs
     venv = tmp_path / "hopsworks-env"

@@ -22,7 +22,7 @@ from sdk_server import serve
 from typer.testing import CliRunner
 
 import feature_store
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 PASSWORD = "job-material-password"
 

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from feature_store.hopsworks.jobs import HopsworksJobs
 from fstrain.kernel.errors import ConfigError
-from pipelines import jobs
-from pipelines.cli import app
-from pipelines.jobs import jobs_app, to_quartz
+from fstrain.cli import jobs
+from fstrain.cli.app import app
+from fstrain.cli.jobs import jobs_app, to_quartz
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "pipelines" / "jobs_example.yaml"
@@ -307,7 +307,7 @@ def test_entry_script_runs_the_fstrain_cli(tmp_path, monkeypatch):
 def test_train_job_validates_the_version_it_registered(tmp_path):
     """The train job's arguments chain validation on the exact NAME:VERSION it registered
     (run here on the local backend: the chaining is the same code a Hopsworks job runs)."""
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     root = str(tmp_path / "store")
     local = ["--root", root, "--backend", "local", "--json"]

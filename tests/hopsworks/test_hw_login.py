@@ -100,7 +100,7 @@ def test_api_key_file_is_accepted(tmp_path):
 def test_cli_reports_one_clean_line_and_exit_2(monkeypatch):
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     monkeypatch.setenv("HOPSWORKS_HOST", "127.0.0.1:1")
     monkeypatch.setenv("HOPSWORKS_API_KEY", "key")
@@ -116,7 +116,7 @@ def test_inside_a_job_the_cli_logs_in_without_hopsworks_host(monkeypatch):
     login goes to the job's endpoint (here closed) instead of failing for lack of a host."""
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     monkeypatch.setenv("REST_ENDPOINT", "https://127.0.0.1:1")
     monkeypatch.setenv("HOPSWORKS_PROJECT_ID", "119")
@@ -144,7 +144,7 @@ def test_job_environment_errors_are_config_errors(monkeypatch, env, kwargs, mess
 
 def test_import_feature_store_does_not_import_the_sdk():
     code = ("import sys, feature_store, feature_store.hopsworks.connection, "
-            "model_registry.hopsworks.registry, pipelines.jobs; "
+            "model_registry.hopsworks.registry, fstrain.cli.jobs; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('hopsworks', 'hsfs', 'hsml', 'hopsworks_common')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,

@@ -24,8 +24,8 @@ from sdk_server import serve
 
 import feature_store
 from feature_views import get_use_case
-from pipelines import jobs
-from pipelines.cli import app
+from fstrain.cli import jobs
+from fstrain.cli.app import app
 
 PROJECT = "fstrain_ci"
 

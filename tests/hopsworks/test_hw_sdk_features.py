@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable
 
 from pipelines.feature import FeaturePipelineConfig, run
-from pipelines.sources import get_source
+from feature_views import get_source
 
 SMALL = {"adult": {"sample": 200}, "flights": {"sample": 300},
          "mnist": {"sample": 40}, "ccfraud": {"n_transactions": 1500}}

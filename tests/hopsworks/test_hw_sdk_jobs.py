@@ -18,14 +18,14 @@ import yaml
 from sdk_server import serve
 from typer.testing import CliRunner
 
-from pipelines.jobs import jobs_app
+from fstrain.cli.jobs import jobs_app
 
 PROJECT = "fstrain_ci"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipelines.job_install import build_wheel
+    from fstrain.cli.job_install import build_wheel
 
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 

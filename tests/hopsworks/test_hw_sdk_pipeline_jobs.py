@@ -14,8 +14,8 @@ import yaml
 from sdk_server import serve
 
 import feature_store
-from pipelines import jobs
-from pipelines.cli import app
+from fstrain.cli import jobs
+from fstrain.cli.app import app
 
 PROJECT = "fstrain_ci"
 

@@ -132,7 +132,7 @@ def test_a_hopsworks_version_is_not_streamed_but_read_as_frames(hops_cluster, tx
     ``torch.streaming`` gave a feature-store error instead of the streaming one. The view now
     says it hands out no split files, before any read."""
     from fstrain.kernel.errors import ConfigError
-    from pipelines.streamed_training import stream_source
+    from fstrain.trainers.streamed_training import stream_source
 
     cluster, project = hops_cluster
     fv = project.get_feature_store().get_or_create_feature_view(

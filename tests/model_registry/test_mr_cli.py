@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fstrain.project import Project
-from pipelines.registry_cli import registry_app, summarize_scorecard
+from fstrain.cli.registry import registry_app, summarize_scorecard
 
 runner = CliRunner()
 

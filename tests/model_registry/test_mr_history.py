@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 from fstrain.project import Project
-from pipelines.registry_cli import registry_app
+from fstrain.cli.registry import registry_app
 
 
 def _run(model, status, auc, *, failing=()):

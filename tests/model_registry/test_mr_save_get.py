@@ -223,7 +223,7 @@ def test_the_jobs_wheel_carries_the_commit_it_was_built_from(tmp_path):
     import zipfile
 
     import fstrain
-    from pipelines.job_install import build_wheel
+    from fstrain.cli.job_install import build_wheel
 
     checkout = Path(fstrain.__file__).resolve().parents[1]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True,

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import ConfigError, NotFoundError
-from pipelines.ablation import ablate_model, paired_delta
+from fstrain.tools.ablation import ablate_model, paired_delta
 
 
 @pytest.fixture(scope="module")
 def registered(tmp_path_factory):
     """signal group (s1, s2 drive the label) + noise group (pure noise), an XGBoost model."""
     import feature_store
-    from pipelines.trainers import load_config, train
+    from fstrain.trainers import load_config, train
 
     project = feature_store.login(root=tmp_path_factory.mktemp("ablate") / "store")
     fs = project.get_feature_store()

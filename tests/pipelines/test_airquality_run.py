@@ -9,7 +9,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 
 def _cli(root, *args):

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.doctor import diagnose
+from fstrain.cli.app import app
+from fstrain.tools.doctor import diagnose
 
 
 def _cli(root, *args):
@@ -47,7 +47,7 @@ def _register(project, fv, version, name, *, train_seed, record_seed, features=N
               imbalance="none"):
     """Train XGBoost as a notebook would and register it with its curves and trainer config
     (``record_seed`` is the seed the record claims)."""
-    from pipelines.trainers import load_config, train
+    from fstrain.trainers import load_config, train
 
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     if features:
@@ -102,8 +102,8 @@ def test_a_record_the_rerun_cannot_reproduce_is_severe(store):
 
 
 def test_a_diverged_torch_run_is_diagnosed_from_its_run_folder(store):
-    from pipelines.trainers import train
-    from pipelines.trainers.divergence import TrainingDivergedError
+    from fstrain.trainers import train
+    from fstrain.trainers.divergence import TrainingDivergedError
 
     root, _project, fv, version = store
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from model_registry import formats
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 
 def _cli(root, *args):

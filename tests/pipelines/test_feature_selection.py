@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipelines.feature_selection import COLUMNS, rank_features, selection_report
+from fstrain.tools.feature_selection import COLUMNS, rank_features, selection_report
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 N = 3000

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines import feature, model_validation, training_dataset
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 pytestmark = pytest.mark.slow
 

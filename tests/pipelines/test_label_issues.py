@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.label_issues import label_issues_step
-from pipelines.trainers import load_config
+from fstrain.cli.app import app
+from fstrain.trainers.label_issues import label_issues_step
+from fstrain.trainers import load_config
 from pipelines.training import TrainingPipelineConfig
 
 N, FLIPPED = 800, 40

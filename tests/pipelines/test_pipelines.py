@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from fstrain.kernel.errors import ConfigError, DataValidationError, NotFoundError
 from fstrain.kernel.window import resolve_window
 from pipelines import feature, model_validation, training, training_dataset
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 SMALL = {
     "adult": {"sample": 3000},
@@ -71,7 +71,7 @@ def test_mnist_feature_pipeline_checks_paths(project, tmp_path):
     _features(project, "mnist", image_dir=str(image_dir))
     frame = project.get_feature_store().get_feature_group("mnist_images", 1).read()
     assert len(frame) == 600 and all(Path(p).exists() for p in frame["image_path"])
-    from pipelines.sources import mnist
+    from feature_views.mnist import source as mnist
 
     missing = mnist.check_paths(frame.assign(image_path=frame["image_path"] + ".moved"))
     assert len(missing) == 600
@@ -121,7 +121,7 @@ def test_config_errors_are_clear(project):
 
 
 def test_strict_policy_stops_bad_data(project, monkeypatch):
-    from pipelines.sources import adult
+    from feature_views.adult import source as adult
 
     real = adult.load
 
@@ -234,7 +234,7 @@ def test_num_cpus_sizes_ray_and_is_refused_where_it_would_be_ignored_or_hang():
 def test_the_cli_refuses_num_cpus_without_ray(tmp_path):
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     out = CliRunner().invoke(app, ["train", "adult", "-t", "1", "--num-cpus", "4",
                                    "--root", str(tmp_path)])

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pipelines import model_validation
-from pipelines.trainers import train
+from fstrain.trainers import train
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipelines import feature, model_validation, training, training_dataset
-from pipelines.registry_cli import registry_app
+from fstrain.cli.registry import registry_app
 
 
 @pytest.fixture(scope="module")

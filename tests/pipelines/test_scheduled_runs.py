@@ -18,7 +18,7 @@ GROUPS = ("transactions", "cc_fraud", "card_details", "account_details", "bank_d
 
 
 def _cli(root, *args):
-    result = CliRunner().invoke(__import__("pipelines.cli", fromlist=["app"]).app,
+    result = CliRunner().invoke(__import__("fstrain.cli.app", fromlist=["app"]).app,
                                 [*args, "--root", str(root)])
     return result
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 pytest.importorskip("mlflow", reason="the 'tracking' extra (mlflow-skinny) is not installed")
 
@@ -28,7 +28,7 @@ def _curves():
 def test_a_run_is_logged_with_params_curves_artifacts_and_registry_ref(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from pipelines.tracking import log_training_run
+    from pipelines.training.tracking import log_training_run
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = log_training_run(tracking_uri=uri, artifact_root=tmp_path / "artifacts", model_ref="m:2",

@@ -8,7 +8,7 @@ import json
 import feature_store
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 
 def _cli(root, *args):
@@ -51,7 +51,7 @@ def test_carve_is_reproducible_and_time_ordered(tmp_path):
     assert _cli(root, "features", "ccfraud", "--n-transactions", "20000").exit_code == 0
     project = feature_store.login(root=root)
     from feature_views import get_use_case
-    from pipelines.carve import read_three_way
+    from feature_store.core.carve import read_three_way
 
     fv = get_use_case("ccfraud").build_feature_view(project.get_feature_store())
     version, _ = fv.create_train_test_split(test_window="30D", gap="1D", seed=2)

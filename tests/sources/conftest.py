@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 import pytest
 
-from pipelines.sources.spec import FeatureGroupSpec, check_frame
+from feature_views.source_spec import FeatureGroupSpec, check_frame
 
 
 def _assert_follows_rules(frames: dict[str, pd.DataFrame], specs: Iterable[FeatureGroupSpec]) -> None:

@@ -7,7 +7,7 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from pipelines.sources import adult
+from feature_views.adult import source as adult
 
 
 @pytest.fixture(scope="module")

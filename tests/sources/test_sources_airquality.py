@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from pipelines import feature
-from pipelines.engineering import engineer
-from pipelines.sources import airquality
+from pipelines.feature.engineering import engineer
+from feature_views.airquality import source as airquality
 
 ENGINEERED = list(airquality.ENGINEERED)
 

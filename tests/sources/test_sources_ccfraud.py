@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError
-from pipelines.sources import ccfraud
+from feature_views.ccfraud import source as ccfraud
 
 
 @pytest.fixture(scope="module")

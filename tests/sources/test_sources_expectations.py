@@ -8,8 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipelines.sources import adult, ccfraud, flights, mnist
-from pipelines.sources.spec import FeatureGroupSpec
+from feature_views.adult import source as adult
+from feature_views.ccfraud import source as ccfraud
+from feature_views.flights import source as flights
+from feature_views.mnist import source as mnist
+from feature_views.source_spec import FeatureGroupSpec
 
 gx = pytest.importorskip("great_expectations")
 

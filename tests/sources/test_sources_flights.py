@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError
-from pipelines.sources import flights
+from feature_views.flights import source as flights
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from fstrain.kernel.errors import InvalidArgumentError
-from pipelines.sources import mnist
+from feature_views.mnist import source as mnist
 
 
 def test_full_load_writes_all_images(tmp_path: Path, assert_follows_rules) -> None:

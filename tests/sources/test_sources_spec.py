@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError
-from pipelines.sources import USE_CASES, get_source
-from pipelines.sources._common import check_window, in_window
-from pipelines.sources.spec import Expectation, FeatureGroupSpec, check_frame
+from feature_views import USE_CASES, get_source
+from feature_views.source_common import check_window, in_window
+from feature_views.source_spec import Expectation, FeatureGroupSpec, check_frame
 
 SPEC = FeatureGroupSpec(
     name="things",

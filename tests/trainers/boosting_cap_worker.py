@@ -9,7 +9,7 @@ its save: libraries and their buffers), then caps its data segment (``RLIMIT_DAT
 - ``read``: reads the version in memory (``get_train_validation_test_split``) under the same
   cap, without Ray; exits 3 on MemoryError, 0 if the read fit;
 - ``train``: trains XGBoost on 2 Ray Train workers from the version's files
-  (:func:`pipelines.trainers.ray_boosting.train_boosting_on_ray`) and saves the model to
+  (:func:`fstrain.trainers.ray_boosting.train_boosting_on_ray`) and saves the model to
   OUT_DIR/model, its metrics and distributed record to OUT_DIR/result.json;
 - ``peak``: no cap; prints how much the distributed run grows the data segment (to size the
   cap when the data changes).
@@ -25,7 +25,7 @@ import resource
 import sys
 from pathlib import Path
 
-from pipelines.trainers.config import load_config
+from fstrain.trainers.config import load_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: memory_cap
 from memory_cap import vm
@@ -35,7 +35,7 @@ CONFIG = {"model": "xgboost", "seed": 3, "params": {"n_estimators": 20, "max_dep
 
 
 def _train(source, workdir: Path):
-    from pipelines.trainers.ray_boosting import train_boosting_on_ray
+    from fstrain.trainers.ray_boosting import train_boosting_on_ray
 
     return train_boosting_on_ray(load_config(CONFIG), source, workdir=workdir, num_workers=2,
                                  num_cpus=2)
@@ -49,7 +49,7 @@ def _warm_up(out_dir: Path) -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from pipelines.trainers.streaming import StreamSource
+    from fstrain.trainers.streaming import StreamSource
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -60,10 +60,10 @@ def _warm_up(out_dir: Path) -> None:
     import ray.data
     import ray.train.xgboost  # noqa: F401
 
-    from pipelines.trainers import train
-    from pipelines.trainers.ray_boosting import StreamedFit
-    from pipelines.trainers.ray_input import pieces_dataset
-    from pipelines.trainers.streaming import SplitStream
+    from fstrain.trainers import train
+    from fstrain.trainers.ray_boosting import StreamedFit
+    from fstrain.trainers.ray_input import pieces_dataset
+    from fstrain.trainers.streaming import SplitStream
 
     fitted = StreamedFit(load_config(CONFIG), source, framework="xgboost")
     fitted.fingerprint()
@@ -97,7 +97,7 @@ def _read(root: str, version: int, cap_mb: int) -> int:
 
 def _run(root: str, version: int, mode: str, cap_mb: int, out_dir: Path) -> int:
     import feature_store
-    from pipelines.trainers.ray_boosting import version_source
+    from fstrain.trainers.ray_boosting import version_source
 
     _warm_up(out_dir)
     fv = feature_store.login(root=root).get_feature_store().get_feature_view("big", 1)

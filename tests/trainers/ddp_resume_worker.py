@@ -31,12 +31,12 @@ def _rank_main(rank: int, workdir: str, mode: str, kill_at: int, port: int) -> N
     import torch.distributed as tdist
     from torch.nn.parallel import DistributedDataParallel
 
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.loop import DistContext, LoopSpec, fit
-    from pipelines.trainers.metrics import resolve_metric
-    from pipelines.trainers.nets import build_net
-    from pipelines.trainers.seeding import deterministic_mode, seed_everything
-    from pipelines.trainers.torch_models import prepare_torch_data
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.loop import DistContext, LoopSpec, fit
+    from fstrain.trainers.metrics import resolve_metric
+    from fstrain.trainers.nets import build_net
+    from fstrain.trainers.seeding import deterministic_mode, seed_everything
+    from fstrain.trainers.torch_models import prepare_torch_data
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     tdist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,

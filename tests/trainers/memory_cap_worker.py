@@ -39,9 +39,9 @@ def _warm_up(out_dir: Path) -> None:
     import pyarrow as pa
     import torch
 
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.streaming import StreamSource
-    from pipelines.trainers.torch_models import train_torch_streamed
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.torch_models import train_torch_streamed
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -56,9 +56,9 @@ def _warm_up(out_dir: Path) -> None:
 def main() -> int:
     root, version, mode, cap_mb, out = sys.argv[1:6]
     import feature_store
-    from pipelines.streamed_training import stream_source
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.torch_models import train_torch_streamed
+    from fstrain.trainers.streamed_training import stream_source
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.torch_models import train_torch_streamed
 
     out_dir = Path(out)
     _warm_up(out_dir)

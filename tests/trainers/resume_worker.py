@@ -43,8 +43,8 @@ def main() -> None:
     kill_at = int(sys.argv[3]) if len(sys.argv) > 3 else -1
     from safetensors.torch import save_file
 
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.torch_models import train_torch
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.torch_models import train_torch
 
     def on_step(step: int) -> None:
         if mode == "kill" and step == kill_at:

@@ -23,7 +23,7 @@ def main() -> None:
     kill_at = int(sys.argv[5]) if len(sys.argv) > 5 else None
     import feature_store
     from pipelines import training
-    from pipelines.trainers import torch_models
+    from fstrain.trainers import torch_models
 
     def on_step(step: int) -> None:
         if step == kill_at:

@@ -3,11 +3,11 @@ Ray boosting, each rank's rows per epoch, the exactly-once check, no timings."""
 
 import pytest
 
-from pipelines.trainers.config import load_config
-from pipelines.trainers.distributed import ddp_record
-from pipelines.trainers.distributed_record import distributed_record, pieces_each_row_once
-from pipelines.trainers.streaming import StreamSource
-from pipelines.trainers.torch_models import stream_torch_data
+from fstrain.trainers.config import load_config
+from fstrain.trainers.distributed import ddp_record
+from fstrain.trainers.distributed_record import distributed_record, pieces_each_row_once
+from fstrain.trainers.streaming import StreamSource
+from fstrain.trainers.torch_models import stream_torch_data
 
 
 def test_a_streamed_split_records_each_ranks_dealt_rows_once(binary_data, tmp_path):

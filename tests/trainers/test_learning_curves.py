@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipelines.trainers import train
-from pipelines.trainers.curves import CURVES_FILE, LearningCurves, read_curves
+from fstrain.trainers import train
+from fstrain.trainers.curves import CURVES_FILE, LearningCurves, read_curves
 
 
 def _check(curves: LearningCurves, unit: str) -> None:
@@ -59,9 +59,9 @@ def test_torch_curves_have_grad_norms_and_input_time(binary_data, tmp_path):
 def test_the_loop_stops_on_a_nan_loss_naming_epoch_and_batch(tmp_path):
     import torch
 
-    from pipelines.trainers.config import TorchOptions
-    from pipelines.trainers.divergence import TrainingDivergedError
-    from pipelines.trainers.loop import ArrayDataset, LoopSpec, fit
+    from fstrain.trainers.config import TorchOptions
+    from fstrain.trainers.divergence import TrainingDivergedError
+    from fstrain.trainers.loop import ArrayDataset, LoopSpec, fit
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(64, 3)).astype(np.float32)

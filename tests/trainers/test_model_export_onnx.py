@@ -42,8 +42,8 @@ def store(tmp_path_factory, binary_data):
 
 def _register(store, kind: str, tmp_path: Path):
     """Train ``kind`` as the training pipeline does and register it with its lineage."""
-    from pipelines.carve import read_three_way
-    from pipelines.trainers import train
+    from feature_store.core.carve import read_three_way
+    from fstrain.trainers import train
 
     project, fv, version = store
     (X_tr, X_va, _X_te, y_tr, y_va, _y_te), carve = read_three_way(fv, version)
@@ -64,8 +64,8 @@ def _onnx_equals_native(model, check: dict) -> None:
     model (loaded from the registry) does."""
     import onnxruntime as ort
 
-    from pipelines.trainers.onnx_export import PROBABILITIES, onnx_inputs
-    from pipelines.trainers.predictor import load_predictor
+    from fstrain.trainers.onnx_export import PROBABILITIES, onnx_inputs
+    from fstrain.trainers.predictor import load_predictor
 
     folder = Path(model.download())  # verifies every file against the manifest
     files = {f["path"]: f for f in model.manifest["files"]}

@@ -23,7 +23,7 @@ def test_incompatible_combinations_are_refused(options, message):
 
 
 def test_the_cli_refuses_nested_without_tune_and_with_smoke(tmp_path):
-    from pipelines.cli import app
+    from fstrain.cli.app import app
 
     runner = CliRunner()
     out = runner.invoke(app, ["train", "adult", "-t", "1", "--cv", "3", "--nested",
@@ -36,7 +36,7 @@ def test_the_cli_refuses_nested_without_tune_and_with_smoke(tmp_path):
 
 @pytest.mark.slow
 def test_outer_folds_score_the_tuning_procedure(binary_data, tmp_path):
-    from pipelines.trainers.nested_cv import nested_cross_validate
+    from fstrain.trainers.nested_cv import nested_cross_validate
 
     X_tr, y_tr, _X_va, _y_va = binary_data
     cfg = {"model": "xgboost", "params": {"n_estimators": 15},

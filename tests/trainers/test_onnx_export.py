@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError
-from pipelines.trainers import train
-from pipelines.trainers.onnx_export import check_onnx, onnx_inputs, to_onnx
+from fstrain.trainers import train
+from fstrain.trainers.onnx_export import check_onnx, onnx_inputs, to_onnx
 
 
 @pytest.mark.parametrize("kind, extra", [

@@ -1,4 +1,4 @@
-"""Data-parallel XGBoost and LightGBM on Ray Train (pipelines.trainers.ray_boosting).
+"""Data-parallel XGBoost and LightGBM on Ray Train (fstrain.trainers.ray_boosting).
 
 The slow test starts one local Ray cluster for the module (always shut down), trains the adult
 use case on a 1,500-row slice once in one process and once on 2 Ray workers per booster, and
@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from fstrain.kernel.errors import ConfigError, FeatureStoreError, IntegrityError
 from pipelines import feature, model_validation, training, training_dataset
-from pipelines.cli import app
-from pipelines.trainers.config import load_config
-from pipelines.trainers.ray_boosting import check_shards, fingerprint
-from pipelines.trainers.tabular import Prepared
+from fstrain.cli.app import app
+from fstrain.trainers.config import load_config
+from fstrain.trainers.ray_boosting import check_shards, fingerprint
+from fstrain.trainers.tabular import Prepared
 
 #: how far the 2-worker model's validation metrics may be from the single-process model's.
 #: Distributed histograms use other split candidates (XGBoost merges per-worker quantile
@@ -109,7 +109,7 @@ def test_ray_boosting_errors_share_the_root():
     assert issubclass(ConfigError, FeatureStoreError) and issubclass(IntegrityError,
                                                                      FeatureStoreError)
     with pytest.raises(ConfigError, match="trains xgboost, lightgbm"):
-        from pipelines.trainers.ray_boosting import refuse_unsupported
+        from fstrain.trainers.ray_boosting import refuse_unsupported
 
         refuse_unsupported(load_config({"model": "mlp"}))
 
@@ -239,9 +239,9 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     train matrix, row for row, each row in exactly one of three shards; a csv or jsonl
     version's shards are pieces of its text."""
     from feature_store.local import text_pieces
-    from pipelines.trainers.ray_boosting import StreamedFit, shard_weights, version_source
-    from pipelines.trainers.ray_input import _read_pieces
-    from pipelines.trainers.streaming import SplitStream, rank_pieces
+    from fstrain.trainers.ray_boosting import StreamedFit, shard_weights, version_source
+    from fstrain.trainers.ray_input import _read_pieces
+    from fstrain.trainers.streaming import SplitStream, rank_pieces
 
     monkeypatch.setattr(text_pieces, "PIECE_BYTES", 1000)
     fv, version = _tx_version(fs, data_format=data_format)
@@ -280,8 +280,8 @@ def test_the_drivers_streamed_fit_equals_the_in_memory_one(fs, tmp_path, options
     validation predictions, calibration and metrics of the same booster, to the last digit."""
     import xgboost as xgb
 
-    from pipelines.trainers.ray_boosting import StreamedFit, version_source
-    from pipelines.trainers.tabular import Prepared, finish_booster
+    from fstrain.trainers.ray_boosting import StreamedFit, version_source
+    from fstrain.trainers.tabular import Prepared, finish_booster
 
     fv, version = _tx_version(fs)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
@@ -313,8 +313,8 @@ def test_the_drivers_streamed_fit_equals_the_in_memory_one(fs, tmp_path, options
 def test_a_scaled_streamed_fit_equals_the_in_memory_one_to_rounding(fs):
     """numeric_preprocessing=impute_scale: the streamed moments give the scaler's mean and
     variance to float rounding (not bit for bit), so the matrices agree to rounding."""
-    from pipelines.trainers.preprocessing import transform
-    from pipelines.trainers.ray_boosting import StreamedFit, version_source
+    from fstrain.trainers.preprocessing import transform
+    from fstrain.trainers.ray_boosting import StreamedFit, version_source
 
     fv, version = _tx_version(fs)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
@@ -361,7 +361,7 @@ def test_the_driver_trains_a_version_larger_than_its_memory_cap(tmp_path):
     import sys
     import tempfile
 
-    from pipelines.trainers.predictor import load_predictor
+    from fstrain.trainers.predictor import load_predictor
     from tests.trainers.test_streamed_training import FEATURES, ROWS, _big_version
 
     root = tmp_path / "store"

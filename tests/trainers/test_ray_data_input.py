@@ -83,15 +83,15 @@ def cluster():
 def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path):
     import ray
 
-    import pipelines.trainers.streaming as streaming
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.ray_input import (
+    import fstrain.trainers.streaming as streaming
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.ray_input import (
         FEED_AHEAD,
         RankFeed,
         RayShardStream,
         start_feeder,
     )
-    from pipelines.trainers.torch_models import stream_torch_data
+    from fstrain.trainers.torch_models import stream_torch_data
 
     X, y = make_binary(1001, seed=4)
     X["rid"] = np.arange(len(X), dtype=np.float64)
@@ -196,7 +196,7 @@ def test_a_two_worker_run_stopped_mid_epoch_resumes_to_the_uninterrupted_weights
 
     from safetensors.torch import load_file
 
-    from pipelines.trainers import train_distributed
+    from fstrain.trainers import train_distributed
     from tests.trainers.test_streamed_resume import write_source
 
     source = write_source(tmp_path / "data")  # 603 rows in row groups of 97
@@ -242,10 +242,10 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
     import ray
 
     from feature_store.local import text_pieces
-    from pipelines.streamed_training import stream_source
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.ray_input import RankFeed, RayShardStream, start_feeder
-    from pipelines.trainers.torch_models import stream_torch_data
+    from fstrain.trainers.streamed_training import stream_source
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.ray_input import RankFeed, RayShardStream, start_feeder
+    from fstrain.trainers.torch_models import stream_torch_data
 
     monkeypatch.setattr(text_pieces, "PIECE_BYTES", 600)
     X, y = make_binary(500, seed=4)

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.trainers.smoke import stratified_batch
-from pipelines.trainers.tuning import RAY_SOCKET_SUFFIX, SOCKET_PATH_MAX, _short_temp_dir, ray_session
+from fstrain.cli.app import app
+from fstrain.trainers.smoke import stratified_batch
+from fstrain.trainers.tuning import RAY_SOCKET_SUFFIX, SOCKET_PATH_MAX, _short_temp_dir, ray_session
 
 
 def _cli(root, *args):

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 pyspark = pytest.importorskip("pyspark")
 REPO = Path(__file__).resolve().parents[2]
@@ -151,7 +151,7 @@ def _train(root: Path, master: str) -> None:
     """``fstrain train adult --model spark_gbt`` in its own process (its own driver JVM), the
     user's environment as it is, ``--root`` relative to the working directory (an executor's
     working directory is its folder on the worker, so a path left relative would land there)."""
-    cmd = [sys.executable, "-m", "pipelines.cli", "train", "adult", "-t", "1",
+    cmd = [sys.executable, "-m", "fstrain.cli.app", "train", "adult", "-t", "1",
            "--model", "spark_gbt", "--param", "maxIter=4", "--param", "maxDepth=3",
            "--spark-master", master, "--root", root.name, "--json"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -170,7 +170,7 @@ def _shape(paths: set[str]) -> set[str]:
 @pytest.mark.slow
 def test_spark_gbt_trains_on_a_standalone_cluster(adult_root, standalone, tmp_path):
     import feature_store
-    from pipelines.trainers import load_predictor
+    from fstrain.trainers import load_predictor
 
     _train(adult_root, "local[2]")
     _train(adult_root, standalone.url)

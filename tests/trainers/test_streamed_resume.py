@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers.config import load_config
-from pipelines.trainers.loop import DistContext
-from pipelines.trainers.stream_fit import fit_streamed
-from pipelines.trainers.streaming import (
+from fstrain.trainers.config import load_config
+from fstrain.trainers.loop import DistContext
+from fstrain.trainers.stream_fit import fit_streamed
+from fstrain.trainers.streaming import (
     SplitStream,
     StreamSource,
     batch_sizes,
@@ -29,7 +29,7 @@ from pipelines.trainers.streaming import (
     resume_rows,
     seek_pieces,
 )
-from pipelines.trainers.torch_models import train_torch_streamed
+from fstrain.trainers.torch_models import train_torch_streamed
 from tests.trainers.conftest import make_binary
 
 WORKER = Path(__file__).with_name("stream_resume_worker.py")
@@ -43,7 +43,7 @@ CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout":
 
 def write_source(directory: Path, rows: int = ROWS, group_rows: int = 97) -> StreamSource:
     """Train/validation Parquet files in many uneven row groups, ``rid`` identifying a row."""
-    from pipelines.trainers import streaming
+    from fstrain.trainers import streaming
 
     X, y = make_binary(rows, seed=3)
     X["rid"] = np.arange(rows, dtype=np.float64)
@@ -171,9 +171,9 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights_bit_for_bit(source,
 
 def _fit(source, workdir: Path, dist, train_set=None):  # type: ignore[no-untyped-def]
     """The loop over ``source`` resumed from ``workdir``'s checkpoints as rank ``dist.rank``."""
-    from pipelines.trainers.loop import LoopSpec, fit
-    from pipelines.trainers.nets import build_net
-    from pipelines.trainers.torch_models import stream_torch_data
+    from fstrain.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.nets import build_net
+    from fstrain.trainers.torch_models import stream_torch_data
 
     config = load_config(CONFIG)
     data = stream_torch_data(config, source)
@@ -193,9 +193,9 @@ class EpochStream(SplitStream):
 
 def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers(source, tmp_path):
     from pipelines import training
-    from pipelines.streamed_training import check_streaming_options
-    from pipelines.trainers.ray_input import RayShardStream
-    from pipelines.trainers.torch_models import stream_torch_data
+    from fstrain.trainers.streamed_training import check_streaming_options
+    from fstrain.trainers.ray_input import RayShardStream
+    from fstrain.trainers.torch_models import stream_torch_data
 
     assert RayShardStream.resumes_mid_epoch
     # a streamed input that cannot start an epoch part way is refused mid-epoch checkpoints
@@ -262,7 +262,7 @@ class PieceFeed:
                          [(2, 0, 43, 200), (2, 1, 64, 0), (3, 2, 50, 150)])
 def test_a_ray_shard_started_at_any_batch_reads_only_the_rest_of_its_epoch(source, world, rank,
                                                                            batch, buffer):
-    from pipelines.trainers.ray_input import RayShardStream
+    from fstrain.trainers.ray_input import RayShardStream
 
     prep, _ = fit_streamed(source, load_config({"model": "mlp"}))
     stream = SplitStream(source, "train", prep, shuffle_buffer=buffer, seed=11)
@@ -308,7 +308,7 @@ def test_a_killed_streamed_pipeline_run_resumes_through_the_cli_and_registers_th
     from safetensors.torch import load_file
     from typer.testing import CliRunner
 
-    from pipelines.cli import app
+    from fstrain.cli.app import app
     from tests.pipelines.test_pipelines import _adult_dataset
 
     td = _adult_dataset(project)

@@ -56,7 +56,7 @@ def _child(root: Path, version: int, mode: str, out: Path) -> subprocess.Complet
 @pytest.mark.slow
 @pytest.mark.parametrize("data_format", ["parquet", "csv"])
 def test_an_mlp_trains_on_a_version_larger_than_its_memory_cap(tmp_path, data_format):
-    from pipelines.trainers.predictor import load_predictor
+    from fstrain.trainers.predictor import load_predictor
 
     root = tmp_path / "store"
     version = _big_version(root, data_format)
@@ -118,7 +118,7 @@ def test_csv_and_jsonl_versions_train_through_the_cli_to_the_parquet_versions_mo
     from typer.testing import CliRunner
 
     from pipelines import training_dataset
-    from pipelines.cli import app
+    from fstrain.cli.app import app
     from tests.pipelines.test_pipelines import _features
 
     _features(project, "adult")

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers import train
-from pipelines.trainers.config import load_config
-from pipelines.trainers.data import FeatureSchema
-from pipelines.trainers.preprocessing import fit_transform, transform
-from pipelines.trainers.stream_fit import fit_streamed
-from pipelines.trainers.streaming import (
+from fstrain.trainers import train
+from fstrain.trainers.config import load_config
+from fstrain.trainers.data import FeatureSchema
+from fstrain.trainers.preprocessing import fit_transform, transform
+from fstrain.trainers.stream_fit import fit_streamed
+from fstrain.trainers.streaming import (
     SplitStream,
     StreamSource,
     exact_batches,
@@ -34,7 +34,7 @@ def _frames(n, seed=0):
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    import pipelines.trainers.streaming as streaming
+    import fstrain.trainers.streaming as streaming
 
     old, streaming.ROW_GROUP_ROWS = streaming.ROW_GROUP_ROWS, 97  # many uneven row groups
     try:

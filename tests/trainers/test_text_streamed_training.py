@@ -16,11 +16,11 @@ import torch
 
 from feature_store.local import text_pieces as tp
 from fstrain.kernel.errors import ConfigError, IntegrityError
-from pipelines.streamed_training import stream_source
-from pipelines.trainers.config import load_config
-from pipelines.trainers.stream_fit import fit_streamed
-from pipelines.trainers.streaming import SplitStream
-from pipelines.trainers.torch_models import train_torch_streamed
+from fstrain.trainers.streamed_training import stream_source
+from fstrain.trainers.config import load_config
+from fstrain.trainers.stream_fit import fit_streamed
+from fstrain.trainers.streaming import SplitStream
+from fstrain.trainers.torch_models import train_torch_streamed
 
 ROWS = 400
 FORMATS = ("parquet", "csv", "jsonl")

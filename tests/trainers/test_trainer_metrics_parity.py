@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, log_loss, roc_auc_score
 
-from pipelines.trainers.metrics import classification_metrics
+from fstrain.trainers.metrics import classification_metrics
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import load_predictor, train
-from pipelines.trainers.calibration import Calibration, effective_class_weights
-from pipelines.trainers.config import load_config
+from fstrain.trainers import load_predictor, train
+from fstrain.trainers.calibration import Calibration, effective_class_weights
+from fstrain.trainers.config import load_config
 
 PARAMS = {"n_estimators": 40, "max_depth": 3, "n_jobs": 1}
 
@@ -51,7 +51,7 @@ def test_prior_correction_divides_the_odds_by_the_weight_and_keeps_the_order():
 
 def test_weighted_xgboost_is_calibrated_saved_and_reloaded(imbalanced_data, tmp_path):
     from model_registry.predictor_record import predictor_record
-    from pipelines.trainers.external import load_registered_predictor
+    from fstrain.trainers.external import load_registered_predictor
 
     X_tr, y_tr, X_va, y_va = imbalanced_data
     base = {"model": "xgboost", "imbalance": "scale_pos_weight", "params": PARAMS}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import load_predictor, train
+from fstrain.trainers import load_predictor, train
 from validation.explain import explain
 
 FAST = {"model": "catboost", "early_stopping_rounds": 5,
@@ -100,7 +100,7 @@ def test_same_seed_same_model_and_bad_params_are_refused(binary_data, tmp_path):
 
 
 def test_smoke_check_is_refused_not_faked(binary_data):
-    from pipelines.trainers import smoke_check
+    from fstrain.trainers import smoke_check
 
     X_tr, y_tr, _X_va, _y_va = binary_data
     with pytest.raises(ConfigError, match="'catboost' has no smoke check"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers.config import load_config
+from fstrain.trainers.config import load_config
 
 
 def test_defaults_and_yaml(tmp_path):
@@ -102,7 +102,7 @@ def test_config_import_is_cheap():
     import subprocess
     import sys
 
-    code = ("import sys, pipelines.trainers.config, pipelines.trainers; "
+    code = ("import sys, fstrain.trainers.config, fstrain.trainers; "
             "print([m for m in ('torch','xgboost','ray','sklearn') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -118,7 +118,7 @@ def test_importing_trainers_touches_no_global_rng():
     for mod in ("config", "seeding", "data", "metrics", "imbalance", "preprocessing", "tabular",
                 "predictor", "checkpoint", "nets", "images", "loop", "torch_models", "smoke",
                 "tuning", "distributed", "api"):
-        importlib.import_module(f"pipelines.trainers.{mod}")
+        importlib.import_module(f"fstrain.trainers.{mod}")
     assert random.getstate() == py_state
     after = np.random.get_state()
     assert after[0] == np_state[0] and (after[1] == np_state[1]).all() and after[2] == np_state[2]

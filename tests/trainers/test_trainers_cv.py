@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers import cross_validate
-from pipelines.trainers.cross_validation import CrossValidationResult
+from fstrain.trainers import cross_validate
+from fstrain.trainers.cross_validation import CrossValidationResult
 
 
 def test_preprocessing_is_fitted_on_each_folds_training_rows_only(binary_data, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipelines.trainers import train
+from fstrain.trainers import train
 from validation.evaluate import (
     EvaluationSettings,
     GateSpec,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import load_predictor, train
+from fstrain.trainers import load_predictor, train
 
 CFG = {"model": "flax_mlp", "imbalance": "class_weight",
        "params": {"epochs": 6, "patience": 3, "hidden_sizes": [16], "learning_rate": 0.01,

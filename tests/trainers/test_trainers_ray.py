@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import deepspeed_config, train_distributed, tune
+from fstrain.trainers import deepspeed_config, train_distributed, tune
 
 
 @pytest.mark.slow
@@ -53,8 +53,8 @@ def test_tune_rejects_bad_search_space_before_starting_ray(binary_data, short_tm
 
 
 def test_default_search_spaces_are_valid():
-    from pipelines.trainers.config import validate_search_space
-    from pipelines.trainers.tuning import default_search_space
+    from fstrain.trainers.config import validate_search_space
+    from fstrain.trainers.tuning import default_search_space
 
     for model in ("xgboost", "lightgbm", "mlp", "cnn", "sklearn_logreg", "sklearn_rf"):
         validate_search_space(default_search_space(model), model)

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers import load_predictor, train
-from pipelines.trainers.config import load_config
+from fstrain.trainers import load_predictor, train
+from fstrain.trainers.config import load_config
 
 
 def _data(n: int = 1500):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.trainers import SmokeCheckError, smoke_check
+from fstrain.trainers import SmokeCheckError, smoke_check
 
 
 @pytest.mark.parametrize("model", ["mlp", "xgboost", "lightgbm", "sklearn_rf"])
@@ -22,7 +22,7 @@ def test_cnn_overfits_one_batch(image_data):
 
 
 def test_frozen_model_is_caught(binary_data):
-    from pipelines.trainers.nets import MLP
+    from fstrain.trainers.nets import MLP
 
     X_tr, y_tr, _, _ = binary_data
     def frozen(arch):
@@ -54,7 +54,7 @@ def test_frozen_body_with_tiny_head_is_caught(binary_data):
 def test_softmax_head_is_diagnosed(binary_data):
     from torch import nn
 
-    from pipelines.trainers.nets import MLP
+    from fstrain.trainers.nets import MLP
 
     X_tr, y_tr, _, _ = binary_data
     def softmax_head(arch):

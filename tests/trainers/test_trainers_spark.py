@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.cli import app
+from fstrain.cli.app import app
 
 pytest.importorskip("pyspark")
 
@@ -38,8 +38,8 @@ def _spark_probabilities(saved: Path, test_file: Path, features: list[str], scra
     from pyspark.ml import PipelineModel
     from pyspark.ml.functions import vector_to_array
 
-    from pipelines.trainers.spark_mllib import _as_double
-    from pipelines.trainers.spark_session import spark_session
+    from fstrain.trainers.spark_mllib import _as_double
+    from fstrain.trainers.spark_session import spark_session
 
     with spark_session("local[1]", scratch) as spark:
         raw = spark.read.parquet(str(test_file))
@@ -53,7 +53,7 @@ def _spark_probabilities(saved: Path, test_file: Path, features: list[str], scra
 @pytest.mark.slow
 def test_spark_gbt_and_lr_from_the_cli(adult_root, tmp_path):
     import feature_store
-    from pipelines.trainers import load_predictor
+    from fstrain.trainers import load_predictor
 
     out = _cli(adult_root, "train", "adult", "-t", "1", "--model", "spark_gbt",
                "--param", "maxIter=8", "--param", "maxDepth=3", "--json")
@@ -113,7 +113,7 @@ def test_spark_options_are_refused_before_spark_starts(adult_root):
 
 
 def test_train_api_refuses_spark_models_on_pandas_frames(binary_data, tmp_path):
-    from pipelines.trainers import train
+    from fstrain.trainers import train
 
     with pytest.raises(ConfigError, match="Parquet"):
         train({"model": "spark_lr"}, *binary_data, workdir=tmp_path)
@@ -156,8 +156,8 @@ def _imbalanced_parquet(folder: Path, rows: int, seed: int) -> str:
 def test_spark_class_weights_reach_the_model(tmp_path):
     import pandas as pd
 
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.spark_mllib import SparkSource, train_spark
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.spark_mllib import SparkSource, train_spark
 
     source = SparkSource(train=_imbalanced_parquet(tmp_path, 600, 1),
                          validation=_imbalanced_parquet(tmp_path, 300, 2),

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
-from pipelines.trainers import load_predictor, train
-from pipelines.trainers.config import load_config
+from fstrain.trainers import load_predictor, train
+from fstrain.trainers.config import load_config
 
 
 @pytest.mark.parametrize("model", ["xgboost", "lightgbm", "sklearn_logreg", "sklearn_rf"])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fstrain.kernel.errors import ConfigError
-from pipelines.trainers import load_predictor, train
+from fstrain.trainers import load_predictor, train
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 FAST = {"epochs": 6, "batch_size": 64, "lr": 0.01, "device": "cpu"}
@@ -75,8 +75,8 @@ def test_loop_options(opts, multiclass_data, tmp_path):
 def test_no_weight_decay_on_bias_and_norm():
     from torch import nn
 
-    from pipelines.trainers.loop import param_groups
-    from pipelines.trainers.nets import MLP
+    from fstrain.trainers.loop import param_groups
+    from fstrain.trainers.nets import MLP
 
     net = MLP(5, 2, hidden_sizes=[4], norm="layer")
     decay, no_decay = param_groups(net, 0.1)
@@ -108,8 +108,8 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path, assert_resumed_run_
 
 
 def test_resume_refuses_other_config_or_lineage(binary_data, tmp_path):
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.torch_models import train_torch
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.torch_models import train_torch
 
     X_tr, y_tr, X_va, y_va = binary_data
     cfg = load_config({"model": "mlp", "torch": {**FAST, "epochs": 1}})

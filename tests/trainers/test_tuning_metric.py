@@ -10,9 +10,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from pipelines.cli import app
-from pipelines.trainers.metrics import best_f1, classification_metrics
-from pipelines.trainers.tuning import default_search_space
+from fstrain.cli.app import app
+from fstrain.trainers.metrics import best_f1, classification_metrics
+from fstrain.trainers.tuning import default_search_space
 
 
 def test_best_f1_is_the_f1_of_the_best_threshold():
@@ -32,8 +32,8 @@ def test_xgboost_space_includes_regularisation():
 
 
 def test_lightgbm_refuses_f1_by_name(tmp_path):
-    from pipelines.trainers.config import load_config
-    from pipelines.trainers.lightgbm_trainer import lightgbm_params
+    from fstrain.trainers.config import load_config
+    from fstrain.trainers.lightgbm_trainer import lightgbm_params
     from fstrain.kernel.errors import ConfigError
 
     with pytest.raises(ConfigError, match="pr_auc"):

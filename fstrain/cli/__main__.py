@@ -1,0 +1,5 @@
+"""``python -m fstrain.cli``: the ``fstrain`` command."""
+
+from fstrain.cli.app import main
+
+main()

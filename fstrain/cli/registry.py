@@ -1,0 +1,613 @@
+"""``fstrain registry``: list, show, report and sign off model versions (``registry_app``).
+
+``list``, ``show``, ``report`` and ``diff`` only read the registry; ``approve`` and ``reject``
+append a reviewer's sign-off to a version's append-only history. ``--root`` is the store root (default ``$FSTRAIN_HOME``, else
+``./.fstrain``); the registry lives in ``<root>/model_registry``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from fstrain.cli.options import JsonOpt, RootOpt
+
+registry_app = typer.Typer(
+    help="Browse the model registry (list, show, report, diff) and sign off versions "
+    "(approve, reject).",
+    no_args_is_help=True,
+)
+
+_KEY_METRICS = 3
+
+
+@registry_app.command("list")
+def list_command(
+    name: Annotated[str | None, typer.Argument(help="Only this model.")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List model versions: name, version, training metrics (measured on the validation split
+    at training time), validation status, approval, TD version, created."""
+    try:
+        registry = _open(root)
+        models = [] if registry is None else registry.list_models(name)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    rows = [
+        {
+            "name": m.name,
+            "version": m.version,
+            "framework": m.framework,
+            "metrics": m.training_metrics,
+            "validation_status": m.validation_status,
+            "approval_status": m.approval_status,
+            "training_dataset_version": m.training_dataset_version,
+            "feature_view": _fv(m.feature_view_name, m.feature_view_version),
+            "created": m.created,
+        }
+        for m in models
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Model registry" if name is None else f"Model '{name}'")
+    for column in ("name", "version", "training metrics (validation split)", "status",
+                   "approval", "TD version", "created"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            str(row["version"]),
+            _key_metrics(row["metrics"]),
+            row["validation_status"],
+            row["approval_status"],
+            "-"
+            if row["training_dataset_version"] is None
+            else str(row["training_dataset_version"]),
+            (row["created"] or "")[:19],
+        )
+    console = Console(width=160)
+    console.print(table)
+    if not rows:
+        console.print("No model versions found.")
+
+
+@registry_app.command("show")
+def show_command(
+    ref: Annotated[
+        str, typer.Argument(metavar="NAME[:VERSION]", help="Model (latest if no version).")
+    ],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+    full: Annotated[bool, typer.Option("--full", help="Everything: every file, the whole lineage and scorecard summary.")] = False,
+) -> None:
+    """Show one version: identity, metrics, lineage in brief, history (``--full``: manifest,
+    files, the whole lineage and the scorecard summary).
+
+    Without ``:VERSION`` the latest version is shown.
+    """
+    try:
+        model = _resolve(root, ref)
+        manifest = model.manifest
+        tags = model.get_tags()
+        history = model.history()
+        scorecard, href = latest_scorecard(model)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    from model_registry.history import approval_state
+
+    payload: dict[str, Any] = {
+        "name": model.name,
+        "version": model.version,
+        "model_path": str(model.model_path),
+        "validation_status": model.validation_status,
+        "approval_status": approval_state(history),
+        "history": history,
+        "latest_scorecard": href,
+        "tags": tags,
+        "manifest": manifest,
+        "lineage": manifest.get("lineage") or {},
+        "scorecard": scorecard,
+        "scorecard_summary": None if scorecard is None else summarize_scorecard(scorecard),
+    }
+    if as_json:
+        typer.echo(json.dumps(payload if full else _compact(payload), indent=2, default=str))
+        return
+    if full:
+        _print_show(payload)
+    else:
+        _print_compact(payload)
+
+
+def lineage_summary(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Feature view, training-dataset version, group commits, split, seed and split hashes."""
+    lineage = manifest.get("lineage") or {}
+    td = lineage.get("training_dataset") or {}
+    spec = td.get("split_spec") or {}
+    return {
+        "feature_view": _fv(manifest.get("feature_view_name"), manifest.get("feature_view_version")),
+        "training_dataset_version": manifest.get("training_dataset_version"),
+        "feature_group_commits": td.get("feature_group_commits"),
+        "split": spec.get("strategy"),
+        "seed": td.get("seed"),
+        "split_sha256": {s: (m or {}).get("sha256") for s, m in (td.get("splits") or {}).items()},
+    }
+
+
+def _model_kind(manifest: dict[str, Any]) -> str | None:
+    trainer = ((manifest.get("training_config") or {}).get("trainer") or {}).get("model")
+    record = (manifest.get("predictor") or {}).get("loader")
+    return trainer or (None if record in (None, "fstrain") else record)
+
+
+def _compact(payload: dict[str, Any]) -> dict[str, Any]:
+    manifest = payload["manifest"]
+    code = manifest.get("code_version") or {}
+    return {
+        "name": payload["name"], "version": payload["version"],
+        "framework": manifest.get("framework"), "model": _model_kind(manifest),
+        "validation_status": payload["validation_status"],
+        "approval_status": payload["approval_status"], "created": manifest.get("created"),
+        "metrics": manifest.get("metrics") or {},
+        "test_metrics": {k: v for k, v in ((payload["scorecard"] or {}).get("metrics") or {}).items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        "hyperparameters": manifest.get("hyperparameters"),
+        "lineage": lineage_summary(manifest),
+        "code": {"fstrain_version": code.get("fstrain_version"),
+                 "source_commit": manifest.get("git_commit")},
+        "history": [{k: e.get(k) for k in ("seq", "kind", "created", "status")}
+                    for e in payload["history"]],
+        "latest_scorecard": payload["latest_scorecard"], "path": payload["model_path"],
+    }
+
+
+def _print_compact(payload: dict[str, Any]) -> None:
+    c = _compact(payload)
+    lin = c["lineage"]
+    lines = [
+        f"model {c['name']}:{c['version']}  {c['model'] or c['framework']}  "
+        f"status {c['validation_status']}  approval {c['approval_status']}  "
+        f"created {(c['created'] or '')[:19]}",
+        "metrics: " + (", ".join(f"{k}={v:.4g}" for k, v in c["metrics"].items()
+                                 if isinstance(v, (int, float))) or "-"),
+    ]
+    if c["test_metrics"]:
+        keys = ("roc_auc", "pr_auc", "f1", "accuracy", "log_loss", "rmse", "r2")
+        lines.append("test (latest validation): " + ", ".join(
+            f"test_{k}={c['test_metrics'][k]:.4g}" for k in keys if k in c["test_metrics"]))
+    lines += [
+        "hyperparameters: " + (", ".join(f"{k}={v}" for k, v in
+                                         list((c["hyperparameters"] or {}).items())[:12]) or "-"),
+        f"lineage: {lin['feature_view'] or '-'} / training dataset "
+        f"v{lin['training_dataset_version']}  split {lin['split']}  seed {lin['seed']}",
+        "  commits: " + (", ".join(f"{g}@{v}" for g, v in
+                                   (lin["feature_group_commits"] or {}).items()) or "-"),
+        "  sha256: " + (", ".join(f"{s} {(h or '')[:12]}" for s, h in
+                                  lin["split_sha256"].items()) or "-"),
+        f"code: fstrain {c['code']['fstrain_version']} @ {c['code']['source_commit'] or 'unknown'}",
+        "history: " + ("; ".join(f"#{e['seq']} {e['kind']} {e['status'] or ''} "
+                                 f"{(e['created'] or '')[:19]}".strip() for e in c["history"])
+                       or "never validated"),
+        f"scorecard: {c['latest_scorecard'] or '-'}",
+        f"path: {c['path']}   (--full for files, the whole lineage and the scorecard summary)",
+    ]
+    typer.echo("\n".join(lines))
+
+
+def summarize_scorecard(scorecard: Any) -> dict[str, Any]:
+    """A short view of a scorecard: its top-level scalars, metric scalars and check counts."""
+    if not isinstance(scorecard, dict):
+        return {"scorecard": type(scorecard).__name__}
+    summary: dict[str, Any] = {
+        k: v for k, v in scorecard.items() if isinstance(v, (str, int, float, bool)) or v is None
+    }
+    metrics = scorecard.get("metrics")
+    if isinstance(metrics, dict):
+        for k, v in metrics.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                summary[f"metrics.{k}"] = v
+    checks = scorecard.get("checks") or scorecard.get("gates")
+    if isinstance(checks, list) and all(isinstance(c, dict) for c in checks):
+        failed = [str(c.get("name", i)) for i, c in enumerate(checks) if c.get("passed") is False]
+        summary["checks"] = len(checks)
+        summary["checks_failed"] = failed
+    return summary
+
+
+@registry_app.command("report")
+def report_command(
+    root: RootOpt = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open index.html in a browser.")] = False,
+) -> None:
+    """Write ``index.html`` listing every model version with status, key metrics and links to
+    each version's ``scorecard.html`` (for a compliance reviewer)."""
+    from validation.report_site import render_index
+
+    try:
+        registry = _open(root)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if registry is None:
+        _fail(InvalidArgumentError("No model registry under the store root yet: run a pipeline first."))
+    try:
+        entries = [report_entry(model) for model in registry.list_models()]
+    except FeatureStoreError as exc:
+        _fail(exc)
+    index = registry.root / "index.html"
+    index.write_text(render_index(entries), encoding="utf-8")
+    typer.echo(str(index))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(index.as_uri())
+
+
+@registry_app.command("diff")
+def diff_command(
+    first: Annotated[str, typer.Argument(metavar="NAME:V1")],
+    second: Annotated[str, typer.Argument(metavar="NAME:V2")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare two versions: model type, hyperparameters, metrics and lineage; then, when both
+    were validated, their scorecards (test metrics, gates, slice figures, features)."""
+    from validation.report_site import diff_scorecards, diff_to_markdown
+
+    try:
+        models, cards = [], []
+        for ref in (first, second):
+            model = _resolve(root, ref)
+            card, _ = latest_scorecard(model)
+            models.append(model)
+            cards.append(card if isinstance(card, dict) and "metrics" in card else None)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    model_diff = diff_models(models[0].manifest, models[1].manifest)
+    card1, card2 = cards
+    scorecards = (diff_scorecards(card1, card2)
+                  if card1 is not None and card2 is not None else None)
+    if as_json:
+        typer.echo(json.dumps({"model": model_diff, "scorecards": scorecards}, indent=2,
+                              default=str))
+        return
+    labels = [f"{m.name}:{m.version}" for m in models]
+    typer.echo(model_diff_text(model_diff, labels))
+    if scorecards is None:
+        missing = [label for label, card in zip(labels, cards) if card is None]
+        typer.echo(f"\nNo scorecard for {', '.join(missing)} (run fstrain validate): test "
+                   "metrics and gates not compared.")
+    else:
+        typer.echo("\n" + diff_to_markdown(scorecards))
+
+
+def _changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, list[Any]]:
+    a, b = a or {}, b or {}
+    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def diff_models(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """What differs between two manifests: model type, hyperparameters, metrics, lineage."""
+    la, lb = lineage_summary(a), lineage_summary(b)
+    return {
+        "model_type": _changes({"framework": a.get("framework"), "model": _model_kind(a)},
+                               {"framework": b.get("framework"), "model": _model_kind(b)}),
+        "hyperparameters": _changes(a.get("hyperparameters"), b.get("hyperparameters")),
+        "metrics": _changes(a.get("metrics"), b.get("metrics")),
+        "lineage": _changes(la, lb),
+        "code": _changes({"source_commit": a.get("git_commit")},
+                         {"source_commit": b.get("git_commit")}),
+    }
+
+
+def model_diff_text(diff: dict[str, Any], labels: list[str]) -> str:
+    """Human lines per section; a section without changes says it is identical."""
+    lines = [f"{labels[0]} vs {labels[1]}"]
+    for section, title in (("model_type", "Model type"), ("hyperparameters", "Hyperparameters"),
+                           ("metrics", "Metrics"), ("lineage", "Lineage"), ("code", "Code")):
+        changes = diff[section]
+        if not changes:
+            lines.append(f"{title}: identical")
+            continue
+        lines.append(f"{title}:")
+        for key, (x, y) in changes.items():
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+                lines.append(f"  {key}: {x:.6g} → {y:.6g} ({y - x:+.4g})")
+            else:
+                lines.append(f"  {key}: {x} → {y}")
+    return "\n".join(lines)
+
+
+@registry_app.command("delete")
+def delete_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    force: Annotated[bool, typer.Option("--force", help="Delete even a version that passed validation or was approved.")] = False,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete one model version; one that passed validation or was approved (a deployment
+    candidate) is refused unless ``--force``."""
+    from model_registry.history import approval_state
+
+    try:
+        if ":" not in ref:
+            raise InvalidArgumentError(
+                f"delete needs an explicit version, NAME:VERSION. Got {ref!r} instead."
+            )
+        model = _resolve(root, ref)
+        approval = approval_state(model.history())
+        in_use = model.validation_status == "passed" or approval == "approved"
+        if in_use and not force:
+            raise InvalidArgumentError(
+                f"model {model.name}:{model.version} is a deployment candidate (validation "
+                f"{model.validation_status}, approval {approval}); pass --force to delete it."
+            )
+        model.delete()
+    except FeatureStoreError as exc:
+        _fail(exc)
+    payload = {"name": model.name, "version": model.version, "deleted": True}
+    typer.echo(json.dumps(payload) if as_json else f"deleted model {model.name}:{model.version}")
+
+
+@registry_app.command("approve")
+def approve_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
+    note: Annotated[str, typer.Option("--note", help="The reviewer's note.")],
+    override: Annotated[str | None, typer.Option(
+        "--override", help="Reason to approve although the latest validation failed.")] = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Approve a version's latest validation run (append-only; a failed run needs --override)."""
+    _sign_off(ref, "approval", reviewer, note, override, root, as_json)
+
+
+@registry_app.command("reject")
+def reject_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
+    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
+    note: Annotated[str, typer.Option("--note", help="Why the version is rejected.")],
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a version (appended to its history; get_best_model(require_approval=True)
+    skips it)."""
+    _sign_off(ref, "rejection", reviewer, note, None, root, as_json)
+
+
+@registry_app.command("export-onnx")
+def export_onnx_command(
+    ref: Annotated[str, typer.Argument(metavar="NAME[:VERSION]")],
+    atol: Annotated[float, typer.Option(help="Largest allowed |ONNX - native| probability on the test split.")] = 1e-4,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export a version (preprocessing + model) to ONNX, check it with ONNX Runtime against the
+    native model on its test split, and attach onnx/model.onnx (hashed in the manifest)."""
+    try:
+        out = _resolve(root, ref).export("onnx", atol=atol)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"{out['model']}: {out['path']} (sha256 {out['sha256'][:12]}), max |ONNX - "
+               f"native| {out['max_abs_diff']:.2g} on {out['rows']} test rows")
+
+
+def _sign_off(ref: str, decision: str, reviewer: str, note: str, override: str | None,
+              root: Path | None, as_json: bool) -> None:
+    try:
+        if ":" not in ref:
+            raise InvalidArgumentError(f"Sign off a specific version: NAME:VERSION. Got {ref!r}.")
+        model = _resolve(root, ref)
+        event = model.sign_off(decision, reviewer=reviewer, note=note, override=override)
+    except FeatureStoreError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(event, indent=2))
+        return
+    word = "approved" if decision == "approval" else "rejected"
+    extra = f" (override: {event['override_reason']})" if event["override_reason"] else ""
+    typer.echo(f"{model.name}:{model.version} {word} by {event['reviewer']} as history event "
+               f"{event['seq']}, for validation run {event['validation_seq']} "
+               f"({event['validation_status'] or 'not validated'}){extra}")
+
+
+def latest_scorecard(model: Any) -> tuple[Any, str | None]:
+    """The newest validation run's scorecard dict and its path relative to the version folder
+    (a scorecard attached outside the history counts when there is no run); else None."""
+    from model_registry.history import event_dir
+
+    run = model.latest_validation()
+    if run is not None:
+        data = model.read_history_file(run["seq"], "scorecard.json")
+        return json.loads(data), f"{event_dir(run['seq'])}/scorecard.html"
+    card = _read_scorecard(model.model_path / "scorecard.json")
+    html = model.model_path / "scorecard.html"
+    return card, ("scorecard.html" if html.is_file() else None)
+
+
+def report_entry(model: Any) -> dict[str, Any]:
+    """One version's row of the report site: status, approval, latest scorecard, history."""
+    from model_registry.history import approval_state, event_dir
+
+    history = model.history()
+    card, href = latest_scorecard(model)
+    prefix = f"{model.name}/{model.version}/"
+    runs = [{**{k: e.get(k) for k in ("seq", "kind", "created", "user", "status", "reviewer",
+                                      "note", "override_reason", "failing_gates",
+                                      "validation_seq", "code_commit", "scorecard_sha256")},
+             "href": (prefix + event_dir(e["seq"]) + "/scorecard.html"
+                      if e["kind"] == "validation" else None)} for e in history]
+    status = model.validation_status if card is not None else "not validated"
+    base = {"history": runs, "approval": approval_state(history),
+            "href": None if href is None else prefix + href, "status": status}
+    if isinstance(card, dict) and "metrics" in card:
+        return {**card, **base}
+    return {"name": model.name, "version": model.version, "metrics": {},
+            "created_at": model.created, **base}
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _open(root: Path | None) -> Any:
+    """The local project's registry under ``root``, or None when it holds no registry yet."""
+    from fstrain.kernel.store_root import resolve_root
+    from fstrain.project import Project
+
+    project_root = resolve_root(root)
+    if project_root.exists() and not project_root.is_dir():
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
+                          "FSTRAIN_HOME at a folder.")
+    if not (project_root / "model_registry").is_dir():
+        return None
+    return Project(project_root).get_model_registry()
+
+
+def _resolve(root: Path | None, ref: str) -> Any:
+    from model_registry.errors import ModelNotFoundError
+    from model_registry.naming import check_model_name
+
+    name, sep, version_text = ref.partition(":")
+    check_model_name(name)
+    version: int | None = None
+    if sep:
+        if not version_text.isdigit() or int(version_text) < 1:
+            raise InvalidArgumentError(
+                f"VERSION in NAME[:VERSION] must be a positive integer. Got {version_text!r} "
+                f"instead (e.g. {name}:3)."
+            )
+        version = int(version_text)
+    registry = _open(root)
+    if registry is None:
+        raise ModelNotFoundError(
+            f"No model registry under the store root; model '{name}' not found."
+        )
+    if version is None:
+        models = registry.get_models(name)
+        if not models:
+            registry.get_model(name, 1)  # raises a ModelNotFoundError with suggestions
+        return models[-1]
+    return registry.get_model(name, version)
+
+
+def _read_scorecard(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"error": f"scorecard.json could not be read: {exc}"}
+
+
+def _key_metrics(metrics: dict[str, float]) -> str:
+    items = list(metrics.items())[:_KEY_METRICS]
+    text = ", ".join(f"{k}={v:.4g}" for k, v in items)
+    return text + (", …" if len(metrics) > _KEY_METRICS else "") if text else "-"
+
+
+def _fv(name: str | None, version: int | None) -> str | None:
+    return None if name is None else f"{name}:{version}"
+
+
+def _schema_text(model_schema: dict[str, Any] | None, part: str) -> str | None:
+    schema = (model_schema or {}).get(part)
+    if not schema:
+        return None
+    if "columnar_schema" in schema:
+        return ", ".join(f"{c.get('name')}:{c.get('type')}" for c in schema["columnar_schema"])
+    return json.dumps(schema.get("tensor_schema"))
+
+
+def _print_show(payload: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160)
+    manifest = payload["manifest"]
+    head = Table(title=f"Model '{payload['name']}' version {payload['version']}", show_header=False)
+    head.add_column("field")
+    head.add_column("value")
+    fields = {
+        "framework": manifest.get("framework"),
+        "status": payload["validation_status"],
+        "approval": payload["approval_status"],
+        "latest scorecard": payload["latest_scorecard"],
+        "created": manifest.get("created"),
+        "description": manifest.get("description"),
+        "metrics": json.dumps(manifest.get("metrics") or {}),
+        "feature view": _fv(
+            manifest.get("feature_view_name"), manifest.get("feature_view_version")
+        ),
+        "TD version": manifest.get("training_dataset_version"),
+        "git commit": manifest.get("git_commit"),
+        "libraries": ", ".join(f"{k} {v}" for k, v in (manifest.get("libraries") or {}).items()),
+        "input schema": _schema_text(manifest.get("model_schema"), "input_schema"),
+        "output schema": _schema_text(manifest.get("model_schema"), "output_schema"),
+        "hyperparameters": json.dumps(manifest.get("hyperparameters")),
+        "tags": json.dumps(payload["tags"]),
+        "path": payload["model_path"],
+    }
+    for key, value in fields.items():
+        head.add_row(key, "-" if value is None else str(value))
+    console.print(head)
+    files = Table(title="Files")
+    for column in ("path", "kind", "size", "sha256"):
+        files.add_column(column)
+    for entry in manifest.get("files", []):
+        files.add_row(
+            entry["path"], entry.get("kind", ""), str(entry["size"]), entry["sha256"][:16]
+        )
+    console.print(files)
+    console.print("Lineage:")
+    console.print_json(json.dumps(payload["lineage"], default=str))
+    _print_history(console, payload)
+    summary = payload["scorecard_summary"]
+    if summary is None:
+        console.print("No scorecard.json in this version (not validated).")
+    else:
+        console.print("Scorecard summary:")
+        console.print_json(json.dumps(summary, default=str))
+
+
+def _print_history(console: Any, payload: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="History (append-only)")
+    for column in ("#", "event", "when (UTC)", "user", "result", "details"):
+        table.add_column(column)
+    for e in payload["history"]:
+        if e["kind"] == "validation":
+            details = ("failing: " + "; ".join(e.get("failing_gates") or [])
+                       if e.get("failing_gates") else "all gates passed")
+            details += f"; scorecard sha256 {e.get('scorecard_sha256', '')[:12]}"
+            result = e.get("status", "")
+        else:
+            details = (f"reviewer {e['reviewer']}: {e['note']}"
+                       + (f" (override: {e['override_reason']})" if e.get("override_reason")
+                          else "") + f"; on run {e.get('validation_seq')}")
+            result = "approved" if e["kind"] == "approval" else "rejected"
+        table.add_row(str(e["seq"]), e["kind"], e["created"][:19], e.get("user") or "",
+                      result, details)
+    if payload["history"]:
+        console.print(table)
+    else:
+        console.print("No history: this version was never validated or reviewed.")
+
+
+def _fail(exc: Exception) -> NoReturn:
+    from fstrain.cli.errors import fail
+
+    fail(exc)

@@ -1,0 +1,521 @@
+"""Training pipeline: a training-dataset version → a model version in the registry.
+
+``run(project, config)`` reads the train and validation splits of one training-dataset version
+(never the test split), trains the configured model (the use case's default, overridden by the
+config), and registers it with its validation metrics, hyperparameters, training config and
+lineage (feature view + training-dataset version → feature-group commits). The model starts with
+``validation_status = "pending"``; only the model-validation pipeline changes that.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from model_registry.metric_names import registry_metrics
+from fstrain.trainers.config import RESUMABLE_MODELS
+from fstrain.kernel.config import PipelineConfig
+from fstrain.kernel.refs import ModelRef
+from fstrain.kernel.versions import resolve_training_dataset_version
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from feature_store.api import Project
+
+_FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "sklearn",
+               "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch", "catboost": "python",
+               "keras_mlp": "python", "flax_mlp": "python", "spark_gbt": "python",
+               "spark_lr": "python", "lora": "torch"}
+_SPARK = ("spark_gbt", "spark_lr")
+
+
+class TrainingPipelineConfig(PipelineConfig):
+    """Configuration of one training-pipeline run."""
+
+    use_case: str
+    training_dataset_version: int | str  # a number, or "latest" (the newest version)
+    model: dict[str, Any] = Field(default_factory=dict)  # overrides of the use case's trainer config
+    model_name: str | None = None
+    tune: bool = False
+    ray_address: str | None = None
+    # CPUs for Ray (--tune, --workers): a local Ray starts with this many; each of N workers
+    # gets num_cpus // N threads. None: 2, or one per worker when there are more workers
+    num_cpus: int | None = Field(default=None, ge=1)
+    workers: int = Field(default=1, ge=1)  # >1: data-parallel torch/xgboost/lightgbm on Ray Train
+    cv: int | None = Field(default=None, ge=2)  # k-fold cross-validation on the train split first
+    nested: bool = False  # with tune and cv: nested CV, the outer-fold score of the tuning
+    find_label_issues: bool = False  # with cv: Cleanlab on the out-of-fold probabilities
+    drop_label_issues: bool = False  # train without the rows find_label_issues flags
+    track: Literal["mlflow"] | None = None  # also log the run to an experiment tracker
+    tracking_uri: str | None = None  # default: sqlite:///<root>/mlflow.db
+    resume: bool = False
+    description: str = ""
+    spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
+
+    @field_validator("training_dataset_version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> int | str:
+        if value == "latest" or (isinstance(value, str) and value.strip().lower() == "latest"):
+            return "latest"
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("'latest' or an integer greater than or equal to 1")
+        return value
+    @field_validator("model_name")
+    @classmethod
+    def _registry_name(cls, value: str | None) -> str | None:
+        """Checked before any work: the name also names the run folder under the store."""
+        if value is None:
+            return value
+        from model_registry.naming import check_model_name
+
+        return check_model_name(value)
+
+    @model_validator(mode="after")
+    def _no_ignored_options(self) -> TrainingPipelineConfig:
+        if self.ray_address is not None and not self.tune and self.workers == 1:
+            raise ValueError("ray_address is only used by tune=True (--tune) or workers > 1; "
+                             "drop it or add --tune")
+        if self.resume and self.tune:
+            raise ValueError("resume continues a single torch run from its checkpoint; a tuned "
+                             "run cannot be resumed. Drop --resume or --tune")
+        if self.nested and (not self.tune or self.cv is None):
+            raise ValueError("nested cross-validation scores the tuning procedure on outer "
+                             "folds: it needs --tune and --cv K (e.g. --tune --cv 3 --nested); "
+                             "without tuning, --cv K alone is the honest estimate")
+        if self.find_label_issues and (self.cv is None or self.tune or self.nested):
+            raise ValueError("find_label_issues reads the out-of-fold probabilities of --cv K "
+                             "(e.g. --cv 5 --find-label-issues) and is not combined with --tune "
+                             "or --nested")
+        if self.drop_label_issues and not self.find_label_issues:
+            raise ValueError("drop_label_issues drops the rows find_label_issues flags: add "
+                             "--cv K --find-label-issues")
+        if self.tracking_uri is not None and self.track is None:
+            raise ValueError("tracking_uri is only used with track='mlflow' (--track mlflow); "
+                             "add it or drop --tracking-uri")
+        if self.num_cpus is not None and not self.tune and self.workers == 1:
+            raise ValueError("num_cpus sizes Ray for --tune or --workers N; a single-process "
+                             "run would ignore it. Drop --num-cpus or add --tune/--workers")
+        if self.num_cpus is not None and self.num_cpus < self.workers:
+            raise ValueError(f"num_cpus={self.num_cpus} is fewer than workers={self.workers}: "
+                             "every Ray Train worker needs at least one CPU, so the run would "
+                             "wait for resources forever. Raise --num-cpus or lower --workers")
+        if self.tune and self.workers > 1 and not self.nested:
+            raise ValueError("--tune runs single-process trials on Ray Tune and --workers N "
+                             "trains one configuration data-parallel; the tuned refit would "
+                             "ignore --workers. Tune without --workers, then train the best "
+                             "configuration with --workers")
+        if self.nested and self.workers > 1:
+            raise ValueError("nested cross-validation tunes single-process models in every "
+                             "outer fold; drop --workers or --nested")
+        return self
+
+    @property
+    def ray_cpus(self) -> int:
+        """The CPUs Ray is sized with: ``num_cpus``, else 2 or one per worker if more."""
+        return self.num_cpus if self.num_cpus is not None else max(2, self.workers)
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` merged into ``base`` (nested dicts merged, everything else replaced)."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
+    """The validated trainer config of a run (raises ConfigError naming a bad option)."""
+    from fstrain.trainers.config import load_config
+
+    base = dict(use_case.model)
+    if overrides.get("model") not in (None, base.get("model")):
+        # another model kind: the default's hyperparameters belong to the default model
+        base = {k: v for k, v in base.items() if k not in ("model", "params", "torch", "tune")}
+    return load_config(deep_merge(base, overrides))
+
+
+def read_splits(project: Any, use_case: Any, version: int | str,
+                carve: dict[str, Any] | None = None) -> tuple[Any, tuple[Any, ...]]:
+    """The feature view and ``(X_train, X_val, y_train, y_val)`` of a version (no test split).
+
+    ``version`` may be ``"latest"``. A train/test version gets a validation split carved from
+    its train rows (:mod:`feature_store.core.carve`); how is in ``carve`` when a dict is passed.
+    """
+    from feature_store.core.carve import read_three_way
+
+    fs = project.get_feature_store()
+    fv = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    version = resolve_training_dataset_version(fv, version)
+    (X_tr, X_va, _X_te, y_tr, y_va, _y_te), record = read_three_way(fv, version)
+    if carve is not None and record is not None:
+        carve.update(record)
+    return fv, (X_tr, X_va, y_tr, y_va)
+
+
+def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
+    """Train on a training-dataset version and register the model (status ``pending``)."""
+    from feature_views import get_use_case
+
+    use_case = get_use_case(config.use_case)
+    cfg = trainer_config(use_case, config.model)
+    _check_resume(config, cfg)
+    _check_spark_options(cfg.model, config)
+    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm"):
+        from fstrain.trainers.ray_boosting import refuse_unsupported
+
+        refuse_unsupported(cfg, tune=config.tune, drop_label_issues=config.drop_label_issues)
+    fs = project.get_feature_store()
+    fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
+    config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
+        fv0, config.training_dataset_version)})
+    carved: dict[str, Any] = {}
+    issues: Any = None
+    cross_validation: dict[str, Any] | None = None
+    name = config.model_name or use_case.registry_model_name
+    workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
+    if config.resume:
+        _check_resume_version(workdir, name, int(config.training_dataset_version))
+    source = _stream_source(fv0, cfg, config)
+    if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
+        fv = fv0
+        fitted, example = _train_spark(fv, cfg, config, workdir)
+        splits: tuple[Any, ...] = (example,)
+    elif source is not None:  # an mlp reads the version's files a row group/piece at a time
+        from fstrain.trainers.streamed_training import train_streamed
+
+        fv = fv0
+        result, example = train_streamed(cfg, config, source, workdir, {
+            "feature_view": fv.name, "feature_view_version": fv.version,
+            "training_dataset_version": config.training_dataset_version})
+        fitted, splits = _Fitted(cfg, result, registry_metrics(result.metrics)), (example,)
+    elif _boosting_without_frames(cfg, config):  # Ray workers read the files; nothing in memory
+        fv = fv0
+        fitted, example = _fit_boosting_on_ray(config, cfg, fv, workdir)
+        splits = (example,)
+    else:
+        fv, splits = read_splits(project, use_case, config.training_dataset_version,
+                                 carve=carved)
+        lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
+                   "training_dataset_version": config.training_dataset_version}
+        if config.find_label_issues:
+            issues, cross_validation, splits = _label_issues(config, cfg, fv, splits, carved,
+                                                             workdir)
+        fitted = _fit(config, cfg, splits, workdir, lineage, fv)
+    nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
+    if config.cv is not None and not config.nested and not config.find_label_issues:
+        from fstrain.trainers.cross_validation import cross_validate
+
+        X_tr, _X_va, y_tr, _y_va = splits
+        cross_validation = cross_validate(fitted.cfg, X_tr, y_tr, k=config.cv,
+                                          workdir=workdir / "cv").to_dict()
+    version = _register(project, name, fv, config, fitted, splits[0], {
+        "cross_validation": cross_validation,
+        "nested_cross_validation": nested,
+        # a train/test version: the validation rows carved from train (feature_store.core.carve)
+        "validation_split": carved or None,
+        "label_issues": issues.to_dict() if issues is not None else None,
+    }, reports=(issues,) if issues is not None else ())
+    if config.track == "mlflow":
+        _track(project, config, name, version, fitted)
+    if workdir.exists() and fitted.cfg.model not in RESUMABLE_MODELS:
+        shutil.rmtree(workdir, ignore_errors=True)  # torch/flax keep checkpoints for --resume
+    return ModelRef(name, version)
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """What training produced: the config trained (tuned, if tuned), the trainer's result, the
+    metrics to register and the tuning record (None without ``tune``)."""
+
+    cfg: Any
+    result: Any
+    metrics: dict[str, Any]
+    tuning: dict[str, Any] | None = None
+
+
+def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],
+               workdir: Path, fitted: _Fitted) -> dict[str, Any]:
+    """Nested CV of the tuning procedure on the train split (the untuned base config is what
+    each outer fold tunes); its mean and std join the model's metrics as
+    ``nested_cv_<metric>`` and ``nested_cv_<metric>_std``."""
+    from model_registry.metric_names import canonical
+    from fstrain.trainers.nested_cv import nested_cross_validate
+
+    X_tr, _X_va, y_tr, _y_va = splits
+    result = nested_cross_validate(cfg, X_tr, y_tr, k=config.cv or 2, workdir=workdir / "nested",
+                                   ray_address=config.ray_address, num_cpus=config.ray_cpus)
+    for metric, stats in result.summary.items():
+        fitted.metrics[f"nested_cv_{canonical(metric)}"] = stats["mean"]
+        fitted.metrics[f"nested_cv_{canonical(metric)}_std"] = stats["std"]
+    return {**result.to_dict(), "data": {"split": "train", "rows": len(X_tr),
+                                         "training_dataset_version":
+                                             config.training_dataset_version}}
+
+
+def _track(project: Any, config: TrainingPipelineConfig, name: str, version: int,
+           fitted: _Fitted) -> dict[str, str]:
+    """Log the registered run to MLflow (:mod:`pipelines.training.tracking`)."""
+    from pipelines.training.tracking import default_tracking_uri, log_training_run
+
+    model = project.get_model_registry().get_model(name, version)
+    result, tc = fitted.result, model.training_config
+    trainer = tc.get("trainer") or {}
+    params = {**result.params, "fstrain.model": trainer.get("model"),
+              "fstrain.seed": trainer.get("seed"), "fstrain.metric": result.metric,
+              "fstrain.imbalance": (result.imbalance or {}).get("strategy"),
+              "fstrain.tuned": config.tune, "fstrain.cv": config.cv,
+              "fstrain.nested": config.nested}
+    return log_training_run(
+        tracking_uri=config.tracking_uri or default_tracking_uri(Path(project.root)),
+        artifact_root=None if config.tracking_uri else Path(project.root) / "mlflow-artifacts",
+        model_ref=f"{name}:{version}", model_path=str(model.model_path), params=params,
+        metrics=model.training_metrics, curves=result.curves.to_dict() if result.curves else None,
+        training_config=tc,
+        tags={"fstrain.feature_view": f"{model.feature_view_name}:{model.feature_view_version}",
+              "fstrain.training_dataset_version": str(model.training_dataset_version)})
+
+
+def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tuple[Any, ...],
+                  carved: dict[str, Any], workdir: Path) -> tuple[Any, dict[str, Any], tuple]:
+    """Cleanlab's suspect train rows (:mod:`fstrain.trainers.label_issues`), the cross-validation
+    that produced them (it scores the configuration on all train rows), and the splits to
+    train on (without the suspects when ``drop_label_issues``)."""
+    from fstrain.trainers.label_issues import label_issues_step
+
+    return label_issues_step(fv, int(config.training_dataset_version), carved or None, cfg,
+                             splits, k=int(config.cv or 2), workdir=workdir / "label_issues",
+                             drop=config.drop_label_issues)
+
+
+def _stream_source(fv: Any, cfg: Any, config: TrainingPipelineConfig) -> Any:
+    """The version's files to stream (torch.streaming, or --workers with an mlp), or None."""
+    from fstrain.trainers.streamed_training import check_streaming_options, stream_source, wants_stream
+
+    check_streaming_options(cfg, config)
+    if not wants_stream(cfg, config):
+        return None
+    return stream_source(fv, int(config.training_dataset_version),
+                         required=bool(cfg.torch.streaming))
+
+
+def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
+    """Distributed boosting with no option that works on in-memory frames (--cv,
+    --find-label-issues): the splits are not read into this process at all."""
+    return (config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and config.cv is None
+            and not config.find_label_issues)
+
+
+def _check_resume_version(workdir: Path, name: str, version: int) -> None:
+    """``--resume`` on a training-dataset version without checkpoints of ``name`` while other
+    versions have some: a changed ``--training-dataset-version``, refused by name (it would
+    otherwise start a fresh run without a word)."""
+    if workdir.exists():
+        return
+    others = sorted(int(p.name.rsplit("_td", 1)[1]) for p in workdir.parent.glob(f"{name}_td*")
+                    if p.is_dir() and p.name.rsplit("_td", 1)[1].isdigit()
+                    and p.name.rsplit("_td", 1)[0] == name)
+    if others:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"--resume: model {name!r} has no checkpoints for training dataset v{version}; its "
+            f"checkpoints are for training dataset "
+            f"{', '.join(f'v{v}' for v in others)} ({workdir.parent}). Resume with "
+            f"--training-dataset-version {others[-1]}, or drop --resume to train on "
+            f"v{version} from scratch.")
+
+
+def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
+    if config.resume and cfg.model not in RESUMABLE_MODELS:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn) or "
+            f"flax_mlp, which "
+            f"writes checkpoints; {cfg.model!r} trains in one go. Drop --resume."
+        )
+
+
+def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], workdir: Path,
+         lineage: dict[str, Any], fv: Any = None) -> _Fitted:
+    """Train as the config asks: tuned, data-parallel on Ray Train, or one plain run."""
+    from fstrain.trainers import train
+
+    X_tr, X_va, y_tr, y_va = splits
+    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and fv is not None:
+        return _fit_boosting_on_ray(config, cfg, fv, workdir)[0]
+    if config.tune:
+        return _tune_and_refit(config, cfg, splits, workdir, lineage)
+    if config.workers > 1:
+        if not cfg.is_torch:
+            from fstrain.kernel.errors import ConfigError
+
+            raise ConfigError(
+                f"workers={config.workers} needs a PyTorch model (mlp or cnn), xgboost or "
+                f"lightgbm; {cfg.model!r} trains on one process. Use workers=1."
+            )
+        from fstrain.trainers import train_distributed
+
+        result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
+                                   num_workers=config.workers, ray_address=config.ray_address,
+                                   num_cpus=config.ray_cpus, lineage=lineage, resume=config.resume)
+        return _Fitted(cfg, result, registry_metrics(result.metrics))
+    result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
+                   resume=config.resume)
+    return _Fitted(cfg, result, registry_metrics(result.metrics))
+
+
+def _fit_boosting_on_ray(config: TrainingPipelineConfig, cfg: Any, fv: Any,
+                         workdir: Path) -> tuple[_Fitted, Any]:
+    """XGBoost/LightGBM data-parallel on Ray Train from the version's files (the driver holds
+    no split: :mod:`fstrain.trainers.ray_boosting`); also one train row, the input example."""
+    from fstrain.trainers.ray_boosting import train_boosting_on_ray, version_source
+
+    source = version_source(fv, int(config.training_dataset_version))
+    result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
+                                   ray_address=config.ray_address, num_cpus=config.ray_cpus)
+    example = source.read("train", (0, 0, 1))[0]
+    return _Fitted(cfg, result, registry_metrics(result.metrics)), example
+
+
+def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],
+                    workdir: Path, lineage: dict[str, Any]) -> _Fitted:
+    """Search on train/validation, then refit the best configuration on both."""
+    import pandas as pd
+
+    from fstrain.trainers import train
+    from fstrain.trainers.tuning import tune
+
+    X_tr, X_va, y_tr, y_va = splits
+    tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
+                 ray_address=config.ray_address, num_cpus=config.ray_cpus)
+    cfg = tuned.best_config
+    tuning = {
+        "best_params": tuned.best_params, "metric": tuned.metric, "mode": tuned.mode,
+        "best_metric": tuned.best_metric, "max_t": tuned.max_t, "notes": list(tuned.notes),
+        "trials": tuned.trials.to_dict(orient="records"),
+    }
+    # the best configuration is refitted on train + validation; its number of rounds is
+    # the one the best trial ran, so no early-stopping split is needed
+    X_fit = pd.concat([X_tr, X_va], ignore_index=True)
+    y_fit = pd.concat([y_tr, y_va], ignore_index=True)
+    final_cfg = cfg if cfg.is_torch else cfg.with_overrides({"early_stopping_rounds": None})
+    result = train(final_cfg, X_fit, y_fit, X_va, y_va, workdir=workdir / "final",
+                   lineage=lineage)
+    if result.curves is not None:
+        result.curves.notes.append("tuned: the refit trained on train + validation rows, so "
+                                   "its validation curve is not held out")
+    # the best trial's held-out validation score (the refit saw validation rows)
+    return _Fitted(cfg, result, registry_metrics({tuned.metric: tuned.best_metric}), tuning)
+
+
+def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConfig,
+              fitted: _Fitted, X_train: Any, extra_config: dict[str, Any],
+              reports: tuple[Any, ...] = ()) -> Any:
+    """Save the trained model into the registry (status ``pending``); its version.
+    ``reports`` (objects with ``write(directory)``) are saved next to the model files."""
+    cfg, result = fitted.cfg, fitted.result
+    with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
+        model_dir = Path(tmp) / "model"
+        model_dir.mkdir()
+        result.model.save(model_dir)
+        if result.curves is not None:  # hashed in the manifest with the model files
+            result.curves.write(model_dir)
+        for report in reports:  # hashed in the manifest with the model files, too
+            report.write(model_dir)
+        registry = project.get_model_registry()
+        flavor = getattr(registry, _FRAMEWORKS[cfg.model])
+        model = flavor.create_model(
+            name,
+            metrics={k: float(v) for k, v in fitted.metrics.items() if _finite(v)},
+            description=config.description or f"{cfg.model} trained on {fv.name} v{fv.version} "
+                                              f"training dataset v{config.training_dataset_version}",
+            input_example=_input_example(X_train),
+            feature_view=fv,
+            training_dataset_version=config.training_dataset_version,
+            hyperparameters=result.params,
+            training_config={
+                "trainer": cfg.model_dump(mode="json"),
+                "imbalance": result.imbalance,
+                "nondeterminism": list(result.nondeterminism),
+                "best_iteration": getattr(result, "best_iteration", None),
+                "device": getattr(result, "device", None),
+                "tuning": fitted.tuning,
+                # the trainer's own timings (fstrain doctor reads the preprocessing share)
+                "timings": {k: v for k, v in result.extra.items() if k.endswith("_seconds")},
+                # data-parallel boosting: world size, shard rows, the exactly-once check
+                "distributed": result.extra.get("distributed"),
+                # a resumed torch/flax run: the checkpoint it continued from (epoch, step)
+                "resumed_from": result.extra.get("resumed_from"),
+                **extra_config,
+            },
+        )
+        model.save(str(model_dir))
+    return model.version
+
+
+def _check_spark_options(model: str, config: TrainingPipelineConfig) -> None:
+    """Options a run would ignore are refused: --spark-master without a Spark model, and the
+    pandas-side options (tuning, Ray workers, cross-validation, resume) with one."""
+    from fstrain.kernel.errors import ConfigError
+
+    if model not in _SPARK:
+        if config.spark_master is not None:
+            raise ConfigError(f"--spark-master is used by the Spark MLlib models ({', '.join(_SPARK)}); "
+                              f"{model!r} does not run on Spark. Drop it or pick a Spark model.")
+        return
+    given = [flag for flag, on in (("--tune", config.tune), ("--workers", config.workers > 1),
+                                   ("--cv", config.cv is not None), ("--resume", config.resume))
+             if on]
+    if given:
+        raise ConfigError(f"{model} trains one MLlib pipeline in Spark; {', '.join(given)} "
+                          "work on pandas frames (Ray, torch) and would be ignored. Drop them.")
+
+
+def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig,
+                 workdir: Path) -> tuple[_Fitted, Any]:
+    """Train a Spark MLlib model on the version's verified Parquet files; also return one
+    train row as the input example."""
+    import pyarrow.parquet as pq
+
+    from fstrain.kernel.errors import ConfigError
+    from fstrain.trainers.td_files import verified_split_files
+    from fstrain.trainers.spark_mllib import SparkSource, train_spark
+
+    if getattr(fv, "transformation_functions", None):
+        raise ConfigError(
+            f"feature view {fv.name} v{fv.version} has model-dependent transformations, which "
+            "are applied to pandas frames; Spark reads the untransformed files. Train it with a "
+            "non-Spark model, or move the transformations into the feature pipeline.")
+    if len(fv.labels) != 1:
+        raise ConfigError(f"{cfg.model} needs exactly one label; feature view {fv.name} has "
+                          f"{list(fv.labels)}.")
+    paths = verified_split_files(fv, int(config.training_dataset_version))
+    source = SparkSource(train=str(paths["train"]), validation=str(paths["validation"]),
+                         features=tuple(fv.feature_names), label=fv.labels[0])
+    result = train_spark(cfg, source, workdir=workdir, master=config.spark_master)
+    example = pq.ParquetFile(paths["train"]).read_row_group(0, columns=list(source.features))
+    return (_Fitted(cfg, result, registry_metrics(result.metrics)),
+            example.slice(0, 1).to_pandas())
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _input_example(X: Any) -> dict[str, Any]:
+    row = X.head(1).to_dict(orient="records")
+    if not row:
+        return {}
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else (None if v != v else v))
+            for k, v in row[0].items()}
