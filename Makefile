@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.fstrain-installed
 
-.PHONY: install demo test test-slow test-all check-architecture bench clean
+.PHONY: install demo test test-slow test-all check-architecture docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ check-architecture: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
+# The manual (docs/, mkdocs.yml) served with live reload on http://127.0.0.1:8000;
+# `make test` builds it with --strict (tests/docs/test_site.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
 bench: $(STAMP)
 	$(PY) bench/insert.py
 	$(PY) bench/pit_join.py
@@ -47,4 +52,4 @@ bench: $(STAMP)
 	$(PY) bench/train.py
 
 clean:
-	rm -rf $(VENV) .fstrain .pytest_cache
+	rm -rf $(VENV) .fstrain .pytest_cache site
