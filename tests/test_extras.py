@@ -20,6 +20,7 @@ def _extras() -> dict[str, list[str]]:
 def _hints() -> set[tuple[str, str]]:
     found = set()
     files = [p for pkg in PRODUCT for p in (ROOT / pkg).rglob("*.py")] + [ROOT / "README.md"]
+    files += sorted((ROOT / "docs").rglob("*.md"))  # the manual
     for path in files:
         for group in re.findall(r"fstrain\[([a-z0-9,-]+)\]", path.read_text()):
             found.update((name, str(path.relative_to(ROOT))) for name in group.split(","))

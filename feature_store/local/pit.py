@@ -2,7 +2,7 @@
 
 A query, frozen as a :class:`~feature_store.local.query.QuerySpec`, compiles to one DuckDB
 statement over the Delta
-scans of its feature groups. Semantics (see DESIGN.md and the README):
+scans of its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 
 - **Point-in-time** (both sides have an event_time): for each left row, the latest right row with
   ``right.event_time <= left.event_time`` (inclusive) on the join keys, via DuckDB's
