@@ -22,7 +22,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from fstrain.kernel.errors import ConfigError, FeatureStoreError, NotFoundError
+from fstrain.kernel.errors import (
+    ConfigError,
+    FeatureStoreError,
+    NotFoundError,
+    VerificationError,
+)
 from fstrain.serve.auth import Auth, Identity, Refused
 from fstrain.serve.security import CookieSigner, ProxyView, SecurityHeaders, is_loopback, same_token
 from fstrain.serve.state import ServerState
@@ -44,6 +49,7 @@ class ServeSettings:
     trusted_header: str | None = None
     proxy: str | None = None
     backend: str = "local"
+    key: Path | None = None
 
     def check(self) -> ServeSettings:
         """Refuse settings that would let anyone claim to be anyone."""
@@ -79,6 +85,7 @@ class ServeContext:
         self.settings = settings
         self.project = project
         self.users = UserStore(settings.root)
+        self.service = service_signer(self.users, settings.key)
         self.state = ServerState(settings.root)
         self.signer = CookieSigner(self.state.secret)
         self.store_lock = threading.Lock()
@@ -99,6 +106,37 @@ class ServeContext:
         """Run a store read (the embedded store's handles are not shared across threads)."""
         with self.store_lock:
             return fn()
+
+
+def service_signer(users: UserStore, key: Path | None) -> Any:
+    """The server's enrolled ``service`` key as a signer (``--key``, else ``$FSTRAIN_KEY``),
+    or None in a store without a trust list (sign-offs are then unsigned, and say so).
+
+    Raises:
+        ConfigError: the store has a trust list and no key was given, or the key is not an
+            enrolled, unrevoked ``service`` key.
+    """
+    from model_registry.audit import key_path, load_private_key
+
+    trust = users.trust_store.load()
+    users.users()  # a users log that does not verify stops the start, not the first login
+    if trust is None:
+        return None
+    path = key_path(key)
+    if path is None:
+        raise ConfigError(
+            "this store has a trust list, so the server signs sign-offs with its own service "
+            "key: set FSTRAIN_KEY (or --key) to it. An owner makes one with `fstrain keys new "
+            "web --role service --attests-for NAME:reviewer --out PATH`."
+        )
+    signer = trust.signer(load_private_key(path))
+    if signer.identity.role != "service":
+        raise ConfigError(
+            f"key {signer.identity.name} ({signer.identity.fingerprint}) is a "
+            f"{signer.identity.role} key; the server needs a service key (its records say "
+            "'signed by the service key, acting for the signed-in person')."
+        )
+    return signer
 
 
 def _number_text(value: Any, signed: bool = False) -> str:
@@ -136,6 +174,8 @@ def guard(ctx: ServeContext, handler: Handler, *, permission: str = "read",
             response = error_page(ctx, request, exc.status, exc.reason)
         except NotFoundError as exc:
             response = error_page(ctx, request, 404, str(exc))
+        except VerificationError as exc:
+            response = error_page(ctx, request, 503, str(exc))
         except FeatureStoreError as exc:
             response = error_page(ctx, request, 400, str(exc))
         return ctx.auth.finish(request, response)
@@ -165,7 +205,7 @@ def error_page(ctx: ServeContext, request: Request, status: int, reason: str) ->
     identity = None
     try:
         identity = ctx.auth.identify(request)
-    except Refused:
+    except (Refused, FeatureStoreError):
         pass
     return ctx.render(request, "error.html", {"status": status, "reason": reason},
                       status=status, identity=identity)
@@ -179,6 +219,8 @@ def _routes(ctx: ServeContext) -> list[BaseRoute]:
             return await ctx.auth.login(request)
         except Refused as exc:
             return error_page(ctx, request, exc.status, exc.reason)
+        except VerificationError as exc:
+            return error_page(ctx, request, 503, str(exc))
 
     def g(handler: Handler, **kw: Any) -> Callable[[Request], Awaitable[Response]]:
         return guard(ctx, handler, **kw)
@@ -210,7 +252,7 @@ def create_app(settings: ServeSettings, project: Any | None = None) -> Any:
     async def not_found(request: Request, exc: Exception) -> Response:
         try:
             signed_in = ctx.auth.identify(request) is not None
-        except Refused:
+        except (Refused, FeatureStoreError):
             signed_in = False
         if not signed_in and request.method == "GET":
             return RedirectResponse("/login", status_code=303)

@@ -190,7 +190,7 @@ class Auth:
             error = "The new passwords differ."
         if error is None:
             try:
-                self.ctx.users.set_password(identity.user.name, new)
+                self.ctx.users.set_password(identity.user.name, new, signer=self.ctx.service)
             except FeatureStoreError as exc:
                 error = str(exc)
         if error is not None:
