@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.fstrain-installed
 
-.PHONY: install demo test test-slow test-all check-architecture docs bench clean
+.PHONY: install demo serve test test-slow test-all check-architecture docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/fstrain demo
+
+# The web application on http://127.0.0.1:8765 over ./.fstrain (or $$FSTRAIN_HOME); add a user
+# first: `echo 'a long passphrase' | .venv/bin/fstrain users add NAME --role reviewer`.
+serve: $(STAMP)
+	$(VENV)/bin/fstrain serve $(SERVE_ARGS)
 
 # Everything but the tests marked `slow` (under 10 minutes on 2 cores); CI runs both.
 test: $(STAMP)

@@ -20,6 +20,7 @@ from fstrain.cli.browse import fg_app, fv_app, td_app
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt
 from fstrain.cli.jobs import jobs_app
 from fstrain.cli.registry import registry_app
+from fstrain.cli.serve import serve_command, users_app
 
 app = typer.Typer(
     help="fstrain: feature-store-backed training pipelines (feature → training dataset → "
@@ -32,6 +33,8 @@ app.add_typer(jobs_app, name="jobs")
 app.add_typer(fg_app, name="fg")
 app.add_typer(fv_app, name="fv")
 app.add_typer(td_app, name="td")
+app.add_typer(users_app, name="users")
+app.command("serve")(serve_command)
 
 EXIT_VALIDATION_FAILED = 3
 
