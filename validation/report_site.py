@@ -185,7 +185,9 @@ def diff_scorecards(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any
 
     Returns:
         ``{"a", "b", "status", "threshold", "metrics", "gates", "disparities", "slices",
-        "features", "lineage"}``; ``metrics`` rows carry ``improved`` (by metric direction),
+        "features", "lineage"}``; ``metrics`` rows carry ``improved`` (the direction of the
+        point estimates' difference, by metric direction: not a verdict, which needs the paired
+        interval of :mod:`validation.compare`),
         ``gates`` rows ``changed``, ``slices`` rows the slice figures of slices in either card.
     """
     def ident(c: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,12 +291,13 @@ def _diff_features(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]
             "common": [f for f in ia if f in ib], "importance": importance}
 
 
-def _improved(v: bool | None) -> str:
-    return "" if v is None else ("better" if v else "worse")
+def diff_to_markdown(diff: Mapping[str, Any], verdicts: Mapping[str, str] | None = None) -> str:
+    """Render :func:`diff_scorecards` output as Markdown (A = first, B = second scorecard).
 
-
-def diff_to_markdown(diff: Mapping[str, Any]) -> str:
-    """Render :func:`diff_scorecards` output as Markdown (A = first, B = second scorecard)."""
+    A metric is called better or worse only through ``verdicts`` (metric → verdict of the
+    paired comparison on shared test rows, :func:`validation.compare.verdicts`): two
+    scorecards' point estimates alone give none."""
+    verdicts = verdicts or {}
     a, b = diff["a"], diff["b"]
     la = f"{a['model_name']} v{a['model_version']}"
     lb = f"{b['model_name']} v{b['model_version']}"
@@ -304,9 +307,10 @@ def diff_to_markdown(diff: Mapping[str, Any]) -> str:
            f"- **Threshold:** {fmt(diff['threshold']['a'])} ({diff['threshold']['a_strategy']})"
            f" → {fmt(diff['threshold']['b'])} ({diff['threshold']['b_strategy']})", "",
            "## Metrics", "",
-           md_table(["Metric", la, lb, "Δ (B − A)", ""],
+           md_table(["Metric", la, lb, "Δ (B − A)", "Verdict (paired interval)"],
                     [[m["metric"], fmt(m["a"]), fmt(m["b"]), fmt_delta(m["delta"]),
-                      _improved(m["improved"])] for m in diff["metrics"]]),
+                      verdicts.get(m["metric"], "none (no paired interval)")]
+                     for m in diff["metrics"]]),
            "", "## Gates", ""]
     out.append(md_table(["Gate", la, lb, "Value A", "Value B", "Δ"],
                         [[g["gate"], g["a_status"], g["b_status"], fmt(g["a_value"]),

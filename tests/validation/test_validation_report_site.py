@@ -87,7 +87,10 @@ def test_diff_reports_metric_gate_slice_and_feature_deltas(full_scorecard):
 
     md = diff_to_markdown(d)
     assert md.startswith("# Scorecard diff: fraud <model> v3 → fraud <model> v4")
-    assert "| roc_auc |" in md and "-0.0500 | worse |" in md
+    assert "| roc_auc |" in md and "-0.0500 | none (no paired interval) |" in md
+    assert "| worse |" not in md and "| better |" not in md  # no verdict from estimates
+    judged = diff_to_markdown(d, {"roc_auc": "worse"})
+    assert "-0.0500 | worse |" in judged and "| brier |" in judged
     assert "| roc_auc >= 0.8 | passed | failed |" in md
     assert "| sex | F |" in md and "(+0.1000)" in md
     assert "Only in fraud <model> v4: new_feat" in md
