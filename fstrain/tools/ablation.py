@@ -109,29 +109,23 @@ def _y(y: pd.DataFrame, task: str, positive: Any) -> np.ndarray:
 def paired_delta(metric: str, y: np.ndarray, with_all: np.ndarray, without: np.ndarray, *,
                  resamples: int, seed: int) -> tuple[float, float, float]:
     """``(delta, lower, upper)`` of ``metric(without) − metric(with_all)``, with a 95% paired
-    percentile bootstrap interval (the same rows resampled for both)."""
-    fn = _metric_fn(metric)
-    delta = fn(y, without) - fn(y, with_all)
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        idx = rng.integers(0, len(y), size=len(y))
-        d = fn(y[idx], without[idx]) - fn(y[idx], with_all[idx])
-        if np.isfinite(d):
-            values.append(d)
-    if len(values) < 2:
-        return delta, float("nan"), float("nan")
-    lower, upper = np.percentile(values, [2.5, 97.5])
-    return float(delta), float(lower), float(upper)
+    percentile bootstrap interval (the same rows resampled for both;
+    :func:`validation.paired.paired_delta`, which ``registry diff`` judges by too)."""
+    from validation.paired import paired_delta as paired
+
+    return paired(_metric_fn(metric), y, with_all, without, resamples=resamples, seed=seed)
+
+
+#: what :func:`validation.paired.interval_verdict` says of the model without an item
+_VERDICTS = {"better": "hurts (better without)", "worse": "helps (worse without)",
+             "no clear difference": "no clear effect"}
 
 
 def _verdict(lower: float, upper: float, higher_is_better: bool) -> str:
-    if not (np.isfinite(lower) and np.isfinite(upper)):
-        return "undetermined"
-    if lower <= 0.0 <= upper:
-        return "no clear effect"
-    worse = upper < 0.0 if higher_is_better else lower > 0.0
-    return "helps (worse without)" if worse else "hurts (better without)"
+    from validation.paired import interval_verdict
+
+    verdict = interval_verdict(lower, upper, higher_is_better)
+    return _VERDICTS.get(verdict, verdict)
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,8 @@ def test_differing_test_splits_are_warned_and_paired_on_shared_rows(rows):
         score=lambda m: _scores(y, s, ids) if m.version == 1 else _scores(y_b, s_b, ids_b))
     assert not result.same_test_split
     assert "the test splits differ" in result.warnings[0]
-    assert "training dataset v1" in result.warnings[0] and "training dataset v2" in result.warnings[0]
+    assert "training dataset v1" in result.warnings[0]
+    assert "training dataset v2" in result.warnings[0]
     assert result.rows == {"a": 600, "b": 600, "shared": 299, "label_mismatch": 1}
     assert any("different labels" in w for w in result.warnings)
     assert {r["delta"] for r in result.metrics} == {0.0}  # the same scores on the shared rows
