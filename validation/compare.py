@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from validation.metrics import METRIC_DIRECTIONS, metric_function
 from validation.paired import NO_CLEAR_DIFFERENCE, UNDETERMINED, interval_verdict, paired_delta
 
@@ -134,9 +134,10 @@ class Comparison:
                 "bootstrap": {"resamples": self.resamples, "seed": self.seed,
                               "method": "paired percentile, 95%"}}
 
-    def to_text(self) -> str:
-        """The comparison for a terminal: warnings first, then one line per metric."""
-        lines = [f"WARNING: {w}" for w in self.warnings]
+    def to_text(self, *, warnings: bool = True) -> str:
+        """The comparison for a terminal: the warnings first (unless ``warnings=False``, for a
+        caller that printed them already), then one line per metric."""
+        lines = [f"WARNING: {w}" for w in self.warnings] if warnings else []
         if not self.metrics:
             lines.append(f"No paired comparison of {self.a} and {self.b} on test rows "
                          "(see the warnings): no verdict.")
@@ -176,7 +177,8 @@ def compare_versions(a: Any, b: Any, *, score: Callable[[Any], RowScores],
 
     ``score(model)`` re-scores a version's predictor on its own test split. Raises
     :class:`InvalidArgumentError` for two different models without ``force`` (before anything
-    is scored) and for fewer than 10 ``resamples``.
+    is scored) and for fewer than 10 ``resamples``; a version that cannot be re-scored (a
+    :class:`FeatureStoreError` from ``score``) gives a warning and no verdict.
     """
     if resamples < 10:
         raise InvalidArgumentError(f"resamples must be at least 10. Got {resamples}.")
@@ -189,7 +191,12 @@ def compare_versions(a: Any, b: Any, *, score: Callable[[Any], RowScores],
                         f"{lb} on {split_b.describe()}; their scorecards' test metrics are not "
                         "comparable, so both are re-scored on the rows the two splits share.")
     result = Comparison(la, lb, split_a, split_b, same, resamples, seed, warnings)
-    scores_a, scores_b = score(a), score(b)
+    try:
+        scores_a, scores_b = score(a), score(b)
+    except FeatureStoreError as exc:
+        result.warnings.append(f"the versions could not be re-scored on their test rows "
+                               f"({exc}): no paired metric.")
+        return result
     problem = _incomparable(scores_a, scores_b)
     if problem:
         result.warnings.append(problem)

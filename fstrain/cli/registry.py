@@ -254,11 +254,24 @@ def report_command(
 def diff_command(
     first: Annotated[str, typer.Argument(metavar="NAME:V1")],
     second: Annotated[str, typer.Argument(metavar="NAME:V2")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Compare versions of two different models.")] = False,
+    resamples: Annotated[int, typer.Option(
+        help="Resamples of the paired bootstrap (at least 10).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap.")] = 0,
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compare two versions: model type, hyperparameters, metrics and lineage; then, when both
-    were validated, their scorecards (test metrics, gates, slice figures, features)."""
+    """Compare version V2 against V1: model type, hyperparameters, metrics and lineage; both
+    re-scored on the test rows they share, each metric's change with a 95% paired bootstrap
+    interval (better or worse only when it excludes 0); then their scorecards.
+
+    Two different models are refused unless --force; test splits that differ (another
+    training-dataset version or split content) are warned about, and only the rows both hold
+    are compared.
+    """
+    from fstrain.tools.rescore import score_test_rows
+    from validation.compare import compare_versions, verdicts
     from validation.report_site import diff_scorecards, diff_to_markdown
 
     try:
@@ -268,6 +281,8 @@ def diff_command(
             card, _ = latest_scorecard(model)
             models.append(model)
             cards.append(card if isinstance(card, dict) and "metrics" in card else None)
+        comparison = compare_versions(models[0], models[1], score=score_test_rows, force=force,
+                                      resamples=resamples, seed=seed)
     except FeatureStoreError as exc:
         _fail(exc)
     model_diff = diff_models(models[0].manifest, models[1].manifest)
@@ -275,17 +290,20 @@ def diff_command(
     scorecards = (diff_scorecards(card1, card2)
                   if card1 is not None and card2 is not None else None)
     if as_json:
-        typer.echo(json.dumps({"model": model_diff, "scorecards": scorecards}, indent=2,
-                              default=str))
+        typer.echo(json.dumps({"model": model_diff, "comparison": comparison.to_dict(),
+                               "scorecards": scorecards}, indent=2, default=str))
         return
     labels = [f"{m.name}:{m.version}" for m in models]
+    for warning in comparison.warnings:
+        typer.echo(f"WARNING: {warning}")
     typer.echo(model_diff_text(model_diff, labels))
+    typer.echo("\n" + comparison.to_text(warnings=False))
     if scorecards is None:
         missing = [label for label, card in zip(labels, cards) if card is None]
-        typer.echo(f"\nNo scorecard for {', '.join(missing)} (run fstrain validate): test "
-                   "metrics and gates not compared.")
+        typer.echo(f"\nNo scorecard for {', '.join(missing)} (run fstrain validate): their "
+                   "gates not compared.")
     else:
-        typer.echo("\n" + diff_to_markdown(scorecards))
+        typer.echo("\n" + diff_to_markdown(scorecards, verdicts(comparison)))
 
 
 def _changes(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, list[Any]]:
@@ -308,7 +326,9 @@ def diff_models(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def model_diff_text(diff: dict[str, Any], labels: list[str]) -> str:
-    """Human lines per section; a section without changes says it is identical."""
+    """Human lines per section; a section without changes says it is identical. Differences
+    are computed for hyperparameters and metrics only (a seed or a version is a name, not a
+    quantity)."""
     lines = [f"{labels[0]} vs {labels[1]}"]
     for section, title in (("model_type", "Model type"), ("hyperparameters", "Hyperparameters"),
                            ("metrics", "Metrics"), ("lineage", "Lineage"), ("code", "Code")):
@@ -318,7 +338,8 @@ def model_diff_text(diff: dict[str, Any], labels: list[str]) -> str:
             continue
         lines.append(f"{title}:")
         for key, (x, y) in changes.items():
-            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            if (section in ("hyperparameters", "metrics") and isinstance(x, (int, float))
+                    and isinstance(y, (int, float)) and not isinstance(x, bool)):
                 lines.append(f"  {key}: {x:.6g} → {y:.6g} ({y - x:+.4g})")
             else:
                 lines.append(f"  {key}: {x} → {y}")
