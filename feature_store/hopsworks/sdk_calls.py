@@ -253,6 +253,8 @@ SDK_CALLS: dict[str, SdkCall] = {
     ),
     "DatasetApi.mkdir": SdkCall(f"{_DS}.mkdir", args=("path",)),
     "DatasetApi.exists": SdkCall(f"{_DS}.exists", args=("path",)),
+    "DatasetApi.download": SdkCall(f"{_DS}.download", args=("path",),
+                                   kwargs=("local_path", "overwrite")),
     "DatasetApi.move": SdkCall(
         f"{_DS}.move", args=("source_path", "destination_path"), kwargs=("overwrite",)
     ),
