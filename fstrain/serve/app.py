@@ -228,6 +228,7 @@ def _routes(ctx: ServeContext) -> list[BaseRoute]:
     return [
         Route("/", g(lambda r, i: RedirectResponse("/models", status_code=303))),
         Route("/login", lambda r: ctx.auth.login_page(r), methods=["GET"]),
+        Route("/favicon.ico", lambda r: Response(status_code=204)),
         Route("/login", login_post, methods=["POST"]),
         Route("/logout", g(lambda r, i, f: ctx.auth.logout(i), form=True), methods=["POST"]),
         Route("/account", g(lambda r, i: ctx.render(

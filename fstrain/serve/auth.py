@@ -132,7 +132,10 @@ class Auth:
         """The form, with a fresh CSRF token bound to this browser."""
         if self.ctx.settings.trusted_header is not None:
             return RedirectResponse("/models", status_code=303)
-        token = secrets.token_urlsafe(32)
+        # one token per browser until it signs in: a second tab or a stray request for
+        # /login (a favicon redirect) must not invalidate the form already shown
+        token = (self.ctx.signer.login_token(request.cookies.get(LOGIN_COOKIE))
+                 or secrets.token_urlsafe(32))
         response = self.ctx.render(request, "login.html", {"login_csrf": token, "error": error},
                                    status=status, identity=None)
         _cookie(response, request, LOGIN_COOKIE, self.ctx.signer.sign_login(token), 3600)

@@ -104,10 +104,24 @@ def version_page(model: Any, others: list[int]) -> dict[str, Any]:
             "seq": run["seq"], "status": run.get("status"),
             "evidence": signoff_rules.evidence_of(run),
             "files": [f for f in EMBEDDABLE if f in (run.get("files") or {})]},
+        "decision": _decision(history),
         "head": history[-1]["seq"] if history else 0,
         "others": [v for v in others if v != model.version],
         "code_commit": manifest.get("git_commit"),
     }
+
+
+def _decision(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The sign-off in force (the newest, when no run came after it), or None."""
+    from model_registry.history import approval_state, latest
+
+    signoff = latest(history, ("approval", "rejection"))
+    if signoff is None or approval_state(history) == "not reviewed":
+        return None
+    return {"kind": signoff["kind"], "actor": signoff_rules.actor_text(dict(signoff)),
+            "created": str(signoff.get("created") or "")[:19], "note": signoff.get("note"),
+            "override": signoff.get("override_reason"), "seq": signoff.get("seq"),
+            "run": signoff.get("validation_seq")}
 
 
 def _run_metrics(run: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -99,11 +99,16 @@ def check_new_password(password: str, *, user: str) -> str:
     return password
 
 
-def hash_password(password: str) -> str:
-    """argon2id's encoded hash of ``password`` (salted; parameters in the string)."""
+def _hasher() -> Any:
+    """argon2-cffi's hasher with its defaults (argon2id, RFC 9106 low-memory profile)."""
     from argon2 import PasswordHasher
 
-    return PasswordHasher().hash(password)
+    return PasswordHasher()
+
+
+def hash_password(password: str) -> str:
+    """argon2id's encoded hash of ``password`` (salted; parameters in the string)."""
+    return str(_hasher().hash(password))
 
 
 _DUMMY_HASH: list[str] = []
@@ -112,10 +117,9 @@ _DUMMY_HASH: list[str] = []
 def check_password(user: User | None, password: str) -> bool:
     """Whether ``password`` is ``user``'s. An unknown user (None) still costs one argon2
     verification, so timing does not tell which names exist."""
-    from argon2 import PasswordHasher
     from argon2.exceptions import InvalidHashError, VerificationError
 
-    hasher = PasswordHasher()
+    hasher = _hasher()
     encoded = None if user is None else user.password_hash
     if encoded is None:
         if not _DUMMY_HASH:

@@ -13,7 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fstrain.serve import users as _users
+
 PASSWORD = "correct horse battery staple"
+PRODUCT_HASHER = _users._hasher  # before the cheap one below replaces it
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
@@ -57,6 +60,19 @@ def record_run(model, *, status: str = "passed", user: str = "dana", card_text: 
             os.environ.pop("FSTRAIN_USER", None)
         else:
             os.environ["FSTRAIN_USER"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_argon2():
+    """argon2id with small parameters in these tests (the defaults take ~0.1-0.6 s a hash on
+    a busy 2-core machine, and the tests log in a hundred times); the product's own
+    parameters are argon2-cffi's defaults, checked in test_serve_users."""
+    from argon2 import PasswordHasher
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("fstrain.serve.users._hasher",
+                   lambda: PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        yield
 
 
 @pytest.fixture(scope="module")

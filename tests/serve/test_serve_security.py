@@ -224,3 +224,15 @@ def test_an_unknown_user_gets_the_same_answer_as_a_wrong_password(client_for):
     b = login(client_for(None), "vic", "whatever password")
     assert a.status_code == b.status_code == 401
     assert "Wrong user name or password." in a.text and "Wrong user name or password." in b.text
+
+
+def test_a_second_look_at_the_login_page_keeps_the_form_valid(client_for):
+    """A browser asks for /favicon.ico or opens a second tab: the form shown first still works
+    (found in Chromium: its favicon request used to rotate the token)."""
+    client = client_for(None)
+    token = csrf_of(client.get("/login").text)
+    assert client.get("/favicon.ico", follow_redirects=False).status_code == 204
+    client.get("/login")
+    response = client.post("/login", data={"csrf": token, "username": "vic",
+                                           "password": PASSWORD}, follow_redirects=False)
+    assert response.status_code == 303

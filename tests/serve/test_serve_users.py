@@ -143,3 +143,15 @@ def test_the_server_needs_its_service_key_once_a_trust_list_exists(tmp_path):
     assert app is not None
     with pytest.raises(UnauthorizedError):
         UserStore(root).add("rita", "reviewer", PASSWORD)
+
+
+def test_the_product_hashes_with_argon2_cffis_defaults():
+    from argon2 import PasswordHasher, Type, extract_parameters
+
+    from tests.serve.conftest import PRODUCT_HASHER
+
+    params = extract_parameters(PRODUCT_HASHER().hash(PASSWORD))
+    defaults = PasswordHasher()
+    assert params.type is Type.ID
+    assert (params.time_cost, params.memory_cost, params.parallelism) == (
+        defaults.time_cost, defaults.memory_cost, defaults.parallelism)
