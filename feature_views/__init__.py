@@ -39,6 +39,8 @@ class UseCase:
     model: dict[str, Any]  # trainer configuration (fstrain.trainers.config.TrainConfig)
     gates: tuple[str, ...]  # acceptance gates of the model-validation pipeline
     slice_bands: dict[str, list[float]] = field(default_factory=dict)  # numeric helpers → bands
+    # pairs of helper columns the bias tests also slice by together (e.g. sex×race)
+    slice_intersections: tuple[tuple[str, str], ...] = ()
     # entity keys kept as training helper columns so group splits can use them
     # (`fstrain dataset <use case> --split group --group-column KEY`); never features, never slices
     group_keys: tuple[str, ...] = ()

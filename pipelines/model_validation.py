@@ -39,7 +39,7 @@ class ModelValidationConfig(PipelineConfig):
     shap_samples: int = Field(default=200, ge=1)
     bootstrap_resamples: int = Field(default=200, ge=10)
     seed: int = 0
-    model_card: str | None = None  # YAML overrides; default <root>/model_cards/<name>.yaml
+    model_card: str | None = None  # owner texts; default <root>/model_cards/<name>.yaml
 
 
 def _latest(registry: Any, name: str) -> Any:
@@ -111,13 +111,35 @@ def _load_data(fv: Any, td_version: int, carve: dict[str, Any] | None = None, *,
     from feature_store.core.carve import read_three_way
     from validation.evaluate import EvaluationData
 
-    (_, X_va, X_te, y_tr, y_va, y_te), _record = read_three_way(fv, td_version, carve=carve,
-                                                                helpers=True)
+    (_, X_va, X_te, y_tr, y_va, y_te), record = read_three_way(fv, td_version, carve=carve,
+                                                               helpers=True)
     helpers = list(fv.training_helper_columns)
     slices = [h for h in helpers if h not in group_keys]
     label = y_te.columns[0]
+    rows, warning = _validation_rows(record, carve is not None, td_version, len(y_va))
     return EvaluationData(X_va.drop(columns=helpers), X_te.drop(columns=helpers), y_tr[label],
-                          y_va[label], y_te[label], X_te[slices].reset_index(drop=True))
+                          y_va[label], y_te[label], X_te[slices].reset_index(drop=True),
+                          validation_rows=rows, validation_warning=warning)
+
+
+def _validation_rows(record: dict[str, Any] | None, recorded: bool, td_version: int,
+                     n: int) -> tuple[str, str | None]:
+    """Where the threshold's rows come from, and a warning when they may have been fitted on:
+    a train/test version's validation rows are carved from its train split; a model that
+    carries no carve record (a notebook model) may have been trained on those very rows."""
+    if record is None:
+        return "rows of the validation split", None
+    how = (f"{record['strategy']} {float(record['fraction']):.0%}, seed {record['seed']}")
+    rows = f"rows carved from the train split of training dataset v{td_version} ({how})"
+    if recorded:
+        return rows + ", held out from fitting by the training run", None
+    return rows, (
+        f"The decision threshold was chosen on {n} {rows}: this version has no validation "
+        "split, and the model carries no record of a carve held out from its fit (a model "
+        "trained outside `fstrain train`, e.g. in a notebook), so it may have been fitted on "
+        "these very rows and the threshold may be optimistic. Validate a model trained on a "
+        "train/validation/test version, or one trained by `fstrain train`, which records its "
+        "carve.")
 
 
 def _new_card(model: Any, fv: Any, data: Any) -> Any:
@@ -143,9 +165,14 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and record the run in the registry."""
     from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
 
+    from validation.model_card import load_owner_file
+
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))
+    owner = (load_owner_file(config.model_card) if config.model_card else load_owner_file(
+        Path(project.root) / "model_cards" / f"{model.name}.yaml",
+        shown_as=f"model_cards/{model.name}.yaml"))  # checked before any validation work
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
@@ -163,7 +190,7 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
         min_slice_negatives=config.min_slice_negatives, shap_samples=config.shap_samples,
         bootstrap_resamples=config.bootstrap_resamples, seed=config.seed,
         slice_bands=dict(use_case.slice_bands) if use_case else {},
-        intersections=(("sex", "race"),) if {"sex", "race"} <= set(data.helpers.columns) else (),
+        intersections=_intersections(use_case, data.helpers.columns),
         naive_forecast=use_case.naive_forecast if use_case else None,
     )
     result = evaluate(predictor, data, _new_card(model, fv, data), gates, settings,
@@ -173,28 +200,33 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
 
         result.card.learning_curves = scorecard_summary(curves)
         result.images["learning_curves"] = learning_curves_png(curves)
-    event = _record(project, model, result, predictor, config)
+    event = _record(model, result, predictor, owner)
     return _ref(model, result.card, event)
 
 
-def _record(project: Any, model: Any, result: Any, predictor: Any,
-            config: ModelValidationConfig) -> dict[str, Any]:
+def _intersections(use_case: Any, columns: Any) -> tuple[tuple[str, str], ...]:
+    """The use case's pairs of helper columns to slice by together, those the data has."""
+    pairs = tuple(getattr(use_case, "slice_intersections", ()) or ())
+    return tuple(p for p in pairs if set(p) <= set(columns))
+
+
+def _record(model: Any, result: Any, predictor: Any, owner: Any) -> dict[str, Any]:
     """Write the run's files and record through the registry (append-only)."""
     from validation.gates import failing_gates
-    from validation.model_card import build_model_card, load_overrides, model_facts
+    from validation.model_card import build_model_card, model_facts
 
     card = result.card
     if card.status == "no gates":
         card.notes.append("No acceptance gate was configured: the version is marked failed "
                           "until gates are defined.")
     status = "passed" if card.status == "passed" else "failed"
-    override_path = (Path(config.model_card) if config.model_card
-                     else Path(project.root) / "model_cards" / f"{model.name}.yaml")
-    model_card = build_model_card(card, model_facts(model.manifest, predictor),
-                                  load_overrides(override_path))
+    model_card = build_model_card(card, model_facts(model.manifest, predictor), owner)
+    history = model.history()  # this run's page lists the sign-offs so far
+    seq = max((int(e["seq"]) for e in history), default=0) + 1
     scorecard_json = card.to_json().encode()
-    files = {"scorecard.json": scorecard_json, "scorecard.md": card.to_markdown().encode(),
-             "scorecard.html": card.to_html(result.images).encode(),
+    files = {"scorecard.json": scorecard_json,
+             "scorecard.md": card.to_markdown(history, seq).encode(),
+             "scorecard.html": card.to_html(result.images, history, seq).encode(),
              "model_card.md": model_card.to_markdown().encode(),
              "model_card.html": model_card.to_html(result.images).encode(),
              **{f"images/{_file_name(name)}.png": png for name, png in result.images.items()}}

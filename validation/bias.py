@@ -6,15 +6,17 @@ columns (``sex×race``). Helper columns are never model features; they exist onl
 can be judged on these slices.
 
 Per slice we report size, positives, negatives, base rate, selection rate, TPR, FPR, precision
-and AUC, with bootstrap intervals on the rates. Per column we report the disparity figures of
-:mod:`validation.fairness` (demographic parity difference, disparate impact ratio, equal
-opportunity and equalized odds differences, AUC gap) over the *judged* slices, each with a
-bootstrap interval and a verdict against its limit.
+and AUC; the three rates carry exact (Clopper–Pearson) 95% intervals from their counts, which
+stay honest on a slice with three positives where a bootstrap collapses to one value. Per
+column we report the disparity figures of :mod:`validation.fairness` (demographic parity
+difference, disparate impact ratio, equal opportunity and equalized odds differences, AUC gap)
+over the *judged* slices and over *all groups*, each with a bootstrap interval. Limits and
+verdicts are not set here: the acceptance gates are their one source.
 
 A slice is judged only when it has at least ``min_slice_size`` rows, ``min_positives`` positive
-and ``min_negatives`` negative rows; any other slice is still reported, with ``judged=False``
-and the reason, but is excluded from every disparity figure: its rates are too noisy to judge
-the model by.
+and ``min_negatives`` negative rows; every slice says why it was or was not judged
+(``judging``, e.g. ``"skipped: 3 positives < 10"``), and a slice that is not judged is left out
+of the judged figures, never out of the all-groups ones.
 """
 
 from __future__ import annotations
@@ -30,10 +32,18 @@ import pandas as pd
 
 from fstrain.kernel.errors import InvalidArgumentError, did_you_mean, listing
 from validation import fairness
-from validation.fairness import DISPARITY_FIGURES, HIGHER_IS_FAIRER
-from validation.metrics import _as_binary_labels, _as_float, _check_lengths, roc_auc
+from validation.fairness import ALL_GROUPS, DISPARITY_FIGURES, FIGURE_RATE, HIGHER_IS_FAIRER
+from validation.metrics import (
+    _as_binary_labels,
+    _as_float,
+    _check_lengths,
+    clopper_pearson_interval,
+    roc_auc,
+)
 
 MISSING_LABEL = "(missing)"
+#: How the slice rates' intervals are computed (shown on the scorecard).
+RATE_INTERVALS = "Clopper–Pearson exact 95% intervals from the slice's counts"
 
 INTERSECTION = "×"
 
@@ -95,6 +105,7 @@ class SliceMetrics:
     note: str = ""
     negatives: int | None = None
     intervals: Mapping[str, Any] = field(default_factory=dict)  # rate → [lower, upper]
+    judging: str = ""  # why it was or was not judged, against the minimums
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -105,10 +116,12 @@ class SliceMetrics:
 
 @dataclass(frozen=True)
 class Disparity:
-    """Disparity figures of one helper column, over its judged slices.
+    """Disparity figures of one helper column, over its judged slices and over all groups.
 
     ``extremes`` maps each figure to ``[slice with max, slice with min]``; a figure is ``None``
     (its reason in ``notes``) when fewer than two judged slices have a value for it.
+    ``all_groups`` holds the same figures over every slice with a row (``all_groups_extremes``,
+    ``all_groups_intervals`` alike); ``intervals`` are the judged figures' bootstrap intervals.
     """
 
     column: str
@@ -122,7 +135,9 @@ class Disparity:
     disparate_impact_ratio: float | None = None
     equalized_odds_difference: float | None = None
     intervals: Mapping[str, Any] = field(default_factory=dict)  # figure → [lower, upper]
-    verdicts: Mapping[str, Any] = field(default_factory=dict)  # figure → {op, limit, passed}
+    all_groups: Mapping[str, float | None] = field(default_factory=dict)
+    all_groups_extremes: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    all_groups_intervals: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
@@ -130,9 +145,11 @@ class Disparity:
         d["judged_slices"] = list(self.judged_slices)
         d["excluded_slices"] = list(self.excluded_slices)
         d["extremes"] = {k: list(v) for k, v in self.extremes.items()}
+        d["all_groups_extremes"] = {k: list(v) for k, v in self.all_groups_extremes.items()}
         d["notes"] = dict(self.notes)
         d["intervals"] = dict(self.intervals)
-        d["verdicts"] = dict(self.verdicts)
+        d["all_groups"] = dict(self.all_groups)
+        d["all_groups_intervals"] = dict(self.all_groups_intervals)
         return d
 
 
@@ -149,17 +166,22 @@ class BiasReport:
         """Flat figures for acceptance gates.
 
         Each figure is its worst value over the helper columns (the maximum of a difference,
-        the minimum of ``disparate_impact_ratio``; ``None`` when no column has it);
+        the minimum of ``disparate_impact_ratio``; ``None`` when no column has it) over their
+        judged slices; ``<figure>_all_groups`` is the same over all groups;
         ``<figure>[<column>]`` is the per-column value; ``max_abs_dp_difference`` is the worst
-        demographic parity difference.
+        demographic parity difference over judged slices.
         """
         out: dict[str, float | None] = {}
         for fig in DISPARITY_FIGURES:
-            vals = [getattr(d, fig) for d in self.disparities if getattr(d, fig) is not None]
             worst = min if fig in HIGHER_IS_FAIRER else max
-            out[fig] = worst(vals) if vals else None
-            for d in self.disparities:
-                out[f"{fig}[{d.column}]"] = getattr(d, fig)
+            for name, value_of in (
+                (fig, lambda d, f=fig: getattr(d, f)),
+                (fig + ALL_GROUPS, lambda d, f=fig: d.all_groups.get(f)),
+            ):
+                vals = [value_of(d) for d in self.disparities if value_of(d) is not None]
+                out[name] = worst(vals) if vals else None
+                for d in self.disparities:
+                    out[f"{name}[{d.column}]"] = value_of(d)
         out["max_abs_dp_difference"] = out["demographic_parity_difference"]
         return out
 
@@ -179,6 +201,8 @@ class BiasReport:
             "min_slice_size": self.min_slice_size,
             "min_positives": rule.min_positives,
             "min_negatives": rule.min_negatives,
+            "rate_intervals": RATE_INTERVALS,
+            "figure_intervals": fairness.BOOTSTRAP_METHOD,
             "slices": [s.to_dict() for s in self.slices],
             "disparities": [d.to_dict() for d in self.disparities],
             "figures": self.figures(),
@@ -201,7 +225,10 @@ class BiasReport:
                 disparate_impact_ratio=d.get("disparate_impact_ratio"),
                 equalized_odds_difference=d.get("equalized_odds_difference"),
                 intervals=dict(d.get("intervals", {})),
-                verdicts=dict(d.get("verdicts", {})),
+                all_groups=dict(d.get("all_groups", {})),
+                all_groups_extremes={k: (v[0], v[1])
+                                     for k, v in d.get("all_groups_extremes", {}).items()},
+                all_groups_intervals=dict(d.get("all_groups_intervals", {})),
             )
             for d in data["disparities"]
         )
@@ -224,14 +251,24 @@ class JudgingRule:
     min_positives: int = 10
     min_negatives: int = 10
 
+    def _checks(self, n: int, pos: int, neg: int) -> list[tuple[int, int, str]]:
+        return [(n, self.min_size, "rows"), (pos, self.min_positives, "positives"),
+                (neg, self.min_negatives, "negatives")]
+
     def reasons(self, n: int, pos: int, neg: int) -> list[str]:
-        """Why a slice is not judged (empty when it is)."""
-        out = []
-        for have, need, what in ((n, self.min_size, "rows"), (pos, self.min_positives,
-                                 "positive rows"), (neg, self.min_negatives, "negative rows")):
-            if have < need:
-                out.append(f"{have} {what} < {need}")
-        return out
+        """Why a slice is not judged (empty when it is), e.g. ``["3 positives < 10"]``."""
+        return [f"{have} {what} < {need}" for have, need, what in self._checks(n, pos, neg)
+                if have < need]
+
+    def judging(self, n: int, pos: int, neg: int) -> str:
+        """Why a slice was or was not judged, against every minimum:
+        ``"judged: 93 rows >= 30, 12 positives >= 10, 81 negatives >= 10"`` or
+        ``"skipped: 3 positives < 10"``."""
+        reasons = self.reasons(n, pos, neg)
+        if reasons:
+            return "skipped: " + ", ".join(reasons)
+        return "judged: " + ", ".join(f"{have} {what} >= {need}"
+                                      for have, need, what in self._checks(n, pos, neg))
 
 
 def _slice(column: str, value: str, y: np.ndarray, s: np.ndarray, p: np.ndarray,
@@ -242,7 +279,7 @@ def _slice(column: str, value: str, y: np.ndarray, s: np.ndarray, p: np.ndarray,
     tp = int(np.sum((p == 1) & (y == 1)))
     fp = int(np.sum((p == 1) & (y == 0)))
     reasons = rule.reasons(n, pos, neg)
-    notes = [f"not judged: {', '.join(reasons)}"] if reasons else []
+    notes = []
     if pos == 0:
         notes.append("no positive rows: TPR undefined")
     if neg == 0:
@@ -255,23 +292,29 @@ def _slice(column: str, value: str, y: np.ndarray, s: np.ndarray, p: np.ndarray,
         selection_rate=float(p.mean()), tpr=tp / pos if pos else None,
         fpr=fp / neg if neg else None, precision=tp / (tp + fp) if (tp + fp) else None,
         auc=auc, judged=not reasons, note="; ".join(notes), negatives=neg,
+        intervals={"selection_rate": clopper_pearson_interval(int(p.sum()), n),
+                   "tpr": clopper_pearson_interval(tp, pos),
+                   "fpr": clopper_pearson_interval(fp, neg)},
+        judging=rule.judging(n, pos, neg),
     )
 
 
-def _extremes(judged: Sequence[SliceMetrics]) -> tuple[dict[str, tuple[str, str]],
-                                                       dict[str, str]]:
+def _extremes(slices: Sequence[SliceMetrics], which: str = "judged"
+              ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """Which slices hold the max and min of each figure's rate, or why a figure is missing."""
-    attrs = {"demographic_parity_difference": "selection_rate",
-             "disparate_impact_ratio": "selection_rate", "equal_opportunity_difference": "tpr",
-             "equalized_odds_difference": "tpr", "auc_gap": "auc"}
     extremes, notes = {}, {}
-    for fig, attr in attrs.items():
-        vals = [(getattr(s, attr), s.value) for s in judged if getattr(s, attr) is not None]
+    for fig, attr in FIGURE_RATE.items():
+        vals = [(getattr(s, attr), s.value) for s in slices if getattr(s, attr) is not None]
         if len(vals) >= 2:
             extremes[fig] = (max(vals)[1], min(vals)[1])
         else:
-            notes[fig] = f"fewer than two judged slices with a defined {attr}"
+            notes[fig] = f"fewer than two {which} slices with a defined {attr}"
     return extremes, notes
+
+
+def _figures_of(slices: Sequence[SliceMetrics]) -> dict[str, float | None]:
+    rates = {r: [getattr(sl, r) for sl in slices] for r in fairness.RATES}
+    return fairness.figures(rates, [sl.auc for sl in slices])
 
 
 def _labels(helpers: pd.DataFrame, col: str, bands: Mapping[str, Sequence[float]]
@@ -299,23 +342,22 @@ def _labels(helpers: pd.DataFrame, col: str, bands: Mapping[str, Sequence[float]
 def _column(col: str, labels: np.ndarray, order: Sequence[str], y: np.ndarray, s: np.ndarray,
             p: np.ndarray, rule: JudgingRule, n_resamples: int, seed: int
             ) -> tuple[list[SliceMetrics], Disparity]:
-    """The slices of one column (with rate intervals) and its disparities."""
-    raw = [_slice(col, v, y[labels == v], s[labels == v], p[labels == v], rule) for v in order]
+    """The slices of one column (with exact rate intervals) and its disparities."""
+    slices = [_slice(col, v, y[labels == v], s[labels == v], p[labels == v], rule)
+              for v in order]
     index = {v: i for i, v in enumerate(order)}
     codes = np.fromiter((index[v] for v in labels), dtype=np.int64, count=len(labels))
-    judged_idx = [i for i, sl in enumerate(raw) if sl.judged]
-    boot = fairness.bootstrap(codes, judged_idx, y, p, n_resamples=n_resamples, seed=seed)
-    slices = [SliceMetrics(**{**asdict(sl), "intervals": boot["slices"].get(i, {})})
-              for i, sl in enumerate(raw)]
+    judged_idx = [i for i, sl in enumerate(slices) if sl.judged]
+    boot = fairness.bootstrap(codes, judged_idx, y, p, s, n_resamples=n_resamples, seed=seed)
     judged = [slices[i] for i in judged_idx]
-    rates = {r: [getattr(sl, r) for sl in judged] for r in fairness.RATES}
-    figs = fairness.figures(rates, [sl.auc for sl in judged])
     extremes, notes = _extremes(judged)
+    all_extremes, _ = _extremes(slices, "")
     return slices, Disparity(
         column=col, judged_slices=tuple(sl.value for sl in judged),
         excluded_slices=tuple(sl.value for sl in slices if not sl.judged),
-        extremes=extremes, notes=notes, intervals=boot["figures"],
-        verdicts=fairness.verdicts(figs), **figs,
+        extremes=extremes, notes=notes, intervals=boot["judged"],
+        all_groups=_figures_of(slices), all_groups_extremes=all_extremes,
+        all_groups_intervals=boot["all_groups"], **_figures_of(judged),
     )
 
 
@@ -348,7 +390,8 @@ def slice_report(
             disparity figures.
         bands: ``{column: edges}`` for numeric columns to band with :func:`age_bands` first.
         intersections: pairs of helper columns to slice by together (e.g. ``("sex", "race")``).
-        n_resamples, seed: the bootstrap of the slice rates and the disparity figures.
+        n_resamples, seed: the bootstrap of the disparity figures (the slice rates' intervals
+            are exact, from their counts).
 
     Returns:
         A :class:`BiasReport`.

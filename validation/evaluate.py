@@ -63,7 +63,10 @@ def select_gates(defaults: Sequence[str], extra: Sequence[str] | None, *, task: 
 @dataclass
 class EvaluationData:
     """The rows to evaluate on. ``X_*`` are model inputs only (helper columns removed);
-    ``helpers`` holds the test rows' helper columns, in the same order."""
+    ``helpers`` holds the test rows' helper columns, in the same order. ``validation_rows``
+    says where the validation rows come from, after their count (``"rows carved from the
+    train split ..."`` for a train/test version); ``validation_warning`` is shown beside the
+    threshold when those rows may not have been held out from fitting."""
 
     X_validation: pd.DataFrame
     X_test: pd.DataFrame
@@ -71,6 +74,8 @@ class EvaluationData:
     y_validation: pd.Series
     y_test: pd.Series
     helpers: pd.DataFrame
+    validation_rows: str = "rows of the validation split"
+    validation_warning: str | None = None
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,13 @@ def binary(card: Scorecard, predictor: Any, data: EvaluationData,
                                                           data.y_test))
     s_va = np.asarray(predictor.predict_proba(data.X_validation), dtype=float)
     s_te = np.asarray(predictor.predict_proba(data.X_test), dtype=float)
-    choice = choose_threshold(y_va, s_va, settings.threshold_strategy)
-    card.threshold = {**choice.to_dict(), "chosen_on": "validation"}
-    card.evaluation["threshold_chosen_on"] = "validation"  # binary only: the others have none
+    choice = choose_threshold(y_va, s_va, settings.threshold_strategy,
+                              rows_from=data.validation_rows)
+    chosen_on = ("validation" if data.validation_rows == EvaluationData.validation_rows
+                 else "rows carved from train")
+    card.threshold = {**choice.to_dict(), "chosen_on": chosen_on,
+                      "warning": data.validation_warning}
+    card.evaluation["threshold_chosen_on"] = chosen_on  # binary only: the others have none
     card.metrics = classification_metrics(y_te, s_te, choice.threshold)
     card.confidence_intervals = classification_cis(
         y_te, s_te, choice.threshold, n_resamples=settings.bootstrap_resamples,

@@ -4,7 +4,9 @@ Gates come from configuration as strings. The grammar is strict:
 
 * ``"<metric> <op> <number>"`` with ``op`` one of ``>=``, ``<=``, ``>``, ``<``; ``metric`` is a
   known metric (see :data:`KNOWN_METRICS`), optionally qualified by a helper column for the
-  bias figures: ``"demographic_parity_difference[sex] <= 0.1"``.
+  bias figures: ``"demographic_parity_difference[sex] <= 0.1"``. A bias figure is computed
+  over the judged slices; ``<figure>_all_groups`` is the same figure over every group
+  (``"demographic_parity_difference_all_groups[sex×race] <= 0.4"``).
 * ``"better_than_baseline"`` or ``"better_than_baseline(<metric>)"``: the model must be strictly
   better than the trivial baseline (majority-class prior / mean predictor) on ``<metric>``
   (default: the primary metric given to :func:`evaluate_gates`).
@@ -31,6 +33,7 @@ from typing import Any
 
 from fstrain.kernel.errors import ConfigError, did_you_mean
 from validation.bias import DISPARITY_FIGURES
+from validation.fairness import ALL_GROUPS_FIGURES
 from validation.metrics import (
     CLASSIFICATION_METRICS,
     GENERATION_METRICS,
@@ -45,10 +48,11 @@ KNOWN_METRICS: tuple[str, ...] = (
     *GENERATION_METRICS,
     "max_abs_dp_difference",
     *DISPARITY_FIGURES,
+    *ALL_GROUPS_FIGURES,
 )
 
-#: Bias figures (lower is better), which may carry a ``[column]`` qualifier.
-_BIAS_METRICS = frozenset(("max_abs_dp_difference", *DISPARITY_FIGURES))
+#: Bias figures, which may carry a ``[column]`` qualifier.
+_BIAS_METRICS = frozenset(("max_abs_dp_difference", *DISPARITY_FIGURES, *ALL_GROUPS_FIGURES))
 
 _OPS: dict[str, Any] = {
     ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,

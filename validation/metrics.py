@@ -261,7 +261,8 @@ class ThresholdChoice:
 
 
 def choose_threshold(
-    y_true: Any, y_score: Any, strategy: str | float = "f1"
+    y_true: Any, y_score: Any, strategy: str | float = "f1", *,
+    rows_from: str = "rows of the validation split",
 ) -> ThresholdChoice:
     """Choose a decision threshold on the validation split.
 
@@ -270,6 +271,9 @@ def choose_threshold(
         y_score: validation scores.
         strategy: ``"f1"`` (maximise F1), ``"youden"`` (maximise TPR − FPR), or a number (a fixed
             threshold, returned as is). Ties pick the lowest threshold among the maxima.
+        rows_from: where the rows come from, as the detail reads it after their count
+            (``"rows carved from the train split ..."`` when the version has no validation
+            split of its own).
 
     Returns:
         A :class:`ThresholdChoice`. Rows are predicted positive when ``score >= threshold``.
@@ -309,7 +313,7 @@ def choose_threshold(
     name = "F1" if strategy == "f1" else "Youden's J (TPR - FPR)"
     return ThresholdChoice(
         t, strategy, float(objective[best]), n,
-        f"threshold maximising {name} on {n} rows of the validation split",
+        f"threshold maximising {name} on {n} {rows_from}",
     )
 
 
@@ -468,6 +472,48 @@ def classification_cis(
             n_resamples=n_resamples, alpha=alpha, seed=seed,
         )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# exact intervals of a proportion (slice rates: a few positives make a bootstrap degenerate)
+# --------------------------------------------------------------------------------------------
+
+def _check_counts(k: int, n: int, alpha: float) -> None:
+    if not (isinstance(k, (int, np.integer)) and isinstance(n, (int, np.integer))
+            and 0 <= k <= n):
+        raise InvalidArgumentError(
+            f"A proportion needs whole counts 0 <= k <= n. Got k={k!r}, n={n!r} instead.")
+    if not 0.0 < alpha < 1.0:
+        raise InvalidArgumentError(f"alpha must be in (0, 1). Got {alpha!r} instead.")
+
+
+def wilson_interval(k: int, n: int, alpha: float = 0.05) -> list[float] | None:
+    """Wilson score interval of the proportion ``k / n`` (``None`` when ``n`` is 0)."""
+    _check_counts(k, n, alpha)
+    if n == 0:
+        return None
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def clopper_pearson_interval(k: int, n: int, alpha: float = 0.05) -> list[float] | None:
+    """Clopper–Pearson ("exact") interval of the proportion ``k / n``: the beta quantiles,
+    ``[0, …]`` at ``k = 0`` and ``[…, 1]`` at ``k = n`` (``None`` when ``n`` is 0). It covers
+    at least ``1 - alpha`` for every true rate, which a percentile bootstrap of a slice with
+    three positives does not (every resample gives the same 0 or 1)."""
+    _check_counts(k, n, alpha)
+    if n == 0:
+        return None
+    from scipy.stats import beta
+
+    lower = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    upper = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return [lower, upper]
 
 
 # --------------------------------------------------------------------------------------------

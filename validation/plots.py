@@ -260,7 +260,7 @@ def slice_metrics_png(report: BiasReport, column: str,
     labels = [f"{s.value} (n={s.size}{', not judged' if not s.judged else ''})" for s in slices]
     ax.set_yticks(y, labels, fontsize=8)
     ax.set(xlim=(0, min(1.0, max(0.05, top * 1.1))),
-           xlabel="rate on the test split (error bars: 95% bootstrap intervals)",
+           xlabel="rate on the test split (error bars: exact 95% Clopper–Pearson intervals)",
            title=f"Slice metrics by {column}")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(metrics))
     return _png(fig)

@@ -32,17 +32,19 @@ test)::
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now_iso
 from validation.metrics import METRIC_DIRECTIONS, compare_to_baseline
+from validation.render import esc, fmt, fmt_delta, html_table, md_table
+from validation.bias_tables import bias_html, bias_markdown
 from validation.learning_curves import learning_curves_html, learning_curves_markdown
+from validation.signoff import signoff_html, signoff_markdown
 
 SCHEMA_VERSION = 1
 
@@ -200,13 +202,19 @@ class Scorecard:
 
     # ---------------------------------------------------------------- rendering
 
-    def to_markdown(self) -> str:
-        """The scorecard as Markdown (no images)."""
-        return scorecard_markdown(self.to_dict())
+    def to_markdown(self, history: Sequence[Mapping[str, Any]] | None = None,
+                    run_seq: int | None = None) -> str:
+        """The scorecard as Markdown (no images); ``history``, ``run_seq``: see
+        :meth:`to_html`."""
+        return scorecard_markdown(self.to_dict(), history, run_seq)
 
-    def to_html(self, images: Mapping[str, bytes] | None = None) -> str:
-        """ONE self-contained HTML page; ``images`` maps plot name → PNG bytes (inlined)."""
-        return scorecard_html(self.to_dict(), images or {})
+    def to_html(self, images: Mapping[str, bytes] | None = None,
+                history: Sequence[Mapping[str, Any]] | None = None,
+                run_seq: int | None = None) -> str:
+        """ONE self-contained HTML page; ``images`` maps plot name → PNG bytes (inlined);
+        ``history`` (the version's history records) adds the sign-off block for run
+        ``run_seq`` (default: the latest run)."""
+        return scorecard_html(self.to_dict(), images or {}, history, run_seq)
 
 
 def _jsonable(value: Any) -> Any:
@@ -258,59 +266,15 @@ figure img{max-width:100%;border:1px solid #d0d7de}
 figcaption{font-size:.85rem;color:#57606a}
 .todo{background:#fff8c5;border-left:4px solid #d4a72c;padding:.3rem .6rem}
 code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
+.owner{background:#f6f8fa;border-left:4px solid #8250df;padding:.3rem .8rem;margin:.5rem 0}
+.generated .label,.owner .label{font-size:.8rem;font-weight:600;color:#57606a;margin:.2rem 0}
 """
-
-
-def fmt(value: Any) -> str:
-    """Human-readable number for reports (``n/a`` for missing)."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "n/a"
-        if value != 0 and abs(value) < 1e-3:
-            return f"{value:.3g}"
-        return f"{value:.4f}"
-    return str(value)
-
-
-def fmt_delta(value: Any) -> str:
-    """Signed number for differences."""
-    if value is None:
-        return "n/a"
-    return f"{float(value):+.4f}"
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value's text (quotes included)."""
-    return html.escape(str(value), quote=True)
 
 
 def badge(status: str) -> str:
     """A coloured status badge."""
     cls = status.replace(" ", "-")
     return f'<span class="badge {esc(cls)}">{esc(status.upper())}</span>'
-
-
-def html_table(headers: Iterable[str], rows: Iterable[Iterable[Any]], *,
-               row_attrs: Iterable[str] | None = None, numeric: Iterable[int] = ()) -> str:
-    """An escaped HTML table; ``row_attrs`` are trusted, pre-escaped ``<tr>`` attributes."""
-    num = set(numeric)
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    attrs = list(row_attrs) if row_attrs is not None else None
-    body = []
-    for i, row in enumerate(rows):
-        cells = "".join(
-            f'<td class="num">{esc(c)}</td>' if j in num else f"<td>{esc(c)}</td>"
-            for j, c in enumerate(row)
-        )
-        a = f" {attrs[i]}" if attrs else ""
-        body.append(f"<tr{a}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def html_page(title: str, body: str) -> str:
@@ -321,19 +285,6 @@ def html_page(title: str, body: str) -> str:
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n"
         "</body>\n</html>\n"
     )
-
-
-def md_cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
-    """A Markdown pipe table."""
-    hs = [md_cell(h) for h in headers]
-    lines = ["| " + " | ".join(hs) + " |", "|" + "|".join("---" for _ in hs) + "|"]
-    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _ci_text(ci: Mapping[str, Any] | None) -> str:
@@ -369,15 +320,19 @@ def _metric_rows(card: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-GATE_HEADERS = ["Gate", "Source", "Status", "Value", "Condition", "Detail"]
+GATE_HEADERS = ["Gate", "Source", "Status", "Value", "Condition", "Computed over", "Detail"]
 
 
 def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
+    from validation.verdicts import gate_basis
+
+    split = (card.get("evaluation") or {}).get("split", "evaluation")
     rows = []
     for r in (card.get("gates") or {}).get("results", []):
         cond = f"{r['op']} {fmt(r['threshold'])}" if r.get("op") else "n/a"
+        over = gate_basis(str(r["name"])) or f"the {split} split"
         rows.append([r["name"], r.get("source", "n/a"), r["status"], fmt(r.get("value")), cond,
-                     r.get("detail", "")])
+                     over, r.get("detail", "")])
     return rows
 
 
@@ -397,64 +352,6 @@ def replaced_gates_text(card: Mapping[str, Any]) -> str | None:
         return None
     return ("The default acceptance gates (the use case's and fstrain's standard gates) were "
             "REPLACED for this run (--replace-gates): only the gates listed below were applied.")
-
-
-SLICE_HEADERS = ["Slice", "Rows", "Positives", "Negatives", "Base rate",
-                 "Selection rate [95% CI]", "TPR [95% CI]", "FPR [95% CI]", "Precision", "AUC",
-                 "Judged", "Note"]
-_JUDGED = SLICE_HEADERS.index("Judged")
-DISPARITY_HEADERS = ["Disparity", "Value", "95% CI", "Limit", "Verdict", "Between"]
-
-
-def _with_interval(value: Any, interval: Any) -> str:
-    if value is None:
-        return "n/a"
-    if not interval:
-        return fmt(value)
-    return f"{fmt(value)} [{fmt(interval[0])}, {fmt(interval[1])}]"
-
-
-def slice_rows(bias: Mapping[str, Any], column: str) -> list[list[str]]:
-    """Rows of the slice table of one helper column (rates with bootstrap intervals)."""
-    rows = []
-    for s in bias.get("slices", []):
-        if s["column"] != column:
-            continue
-        ci = s.get("intervals") or {}
-        negatives = s.get("negatives")
-        rows.append([s["value"], fmt(s["size"]), fmt(s["positives"]),
-                     fmt(negatives if negatives is not None else s["size"] - s["positives"]),
-                     fmt(s["base_rate"]),
-                     *(_with_interval(s[r], ci.get(r)) for r in ("selection_rate", "tpr", "fpr")),
-                     fmt(s["precision"]), fmt(s["auc"]), fmt(s["judged"]), s.get("note", "")])
-    return rows
-
-
-_FIGURES = ("demographic_parity_difference", "disparate_impact_ratio",
-            "equal_opportunity_difference", "equalized_odds_difference", "auc_gap")
-
-
-def _verdict_text(v: Mapping[str, Any] | None) -> tuple[str, str]:
-    if not v:
-        return "n/a", "n/a"
-    limit = f"{v['op']} {fmt(v['limit'])}"
-    if v.get("passed") is None:
-        return limit, "not judged"
-    return limit, "pass" if v["passed"] else "FAIL"
-
-
-def _disparity_rows(d: Mapping[str, Any]) -> list[list[str]]:
-    rows = []
-    for fig in _FIGURES:
-        if fig not in d:
-            continue
-        ext = d.get("extremes", {}).get(fig)
-        between = f"max {ext[0]} vs min {ext[1]}" if ext else d.get("notes", {}).get(fig, "")
-        interval = (d.get("intervals") or {}).get(fig)
-        ci = f"[{fmt(interval[0])}, {fmt(interval[1])}]" if interval else "n/a"
-        limit, verdict = _verdict_text((d.get("verdicts") or {}).get(fig))
-        rows.append([fig, fmt(d.get(fig)), ci, limit, verdict, between])
-    return rows
 
 
 TOP_K = 15
@@ -480,16 +377,6 @@ def explanation_table(ex: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]
     return (["Rank", "Feature", f"Mean |SHAP| ({split} split)"], rows,
             f"{left} further features (with zero or smaller attribution) are not listed."
             if left else "")
-
-
-def judging_text(bias: Mapping[str, Any]) -> str:
-    """How slices are judged (shown above the slice tables)."""
-    return (f"A slice is judged only with at least {bias['min_slice_size']} rows, "
-            f"{bias.get('min_positives', 0)} positive and {bias.get('min_negatives', 0)} "
-            "negative rows; other slices are listed (with the reason) but excluded from the "
-            "disparity figures. Rates and disparities carry 95% percentile-bootstrap intervals "
-            "over the test rows. Verdicts compare each disparity with its limit (four-fifths "
-            "rule for the disparate impact ratio); the acceptance gates decide the status.")
 
 
 def _summary_rows(card: Mapping[str, Any]) -> list[list[str]]:
@@ -547,34 +434,16 @@ def figures_html(images: Mapping[str, bytes]) -> str:
     return "\n".join(parts)
 
 
-def _bias_html(bias: Mapping[str, Any] | None) -> str:
-    """The bias section: per column, the slice table and the disparity table."""
-    out: list[str] = []
-    out.append('<section id="bias"><h2>Bias evaluation on helper-column slices</h2>')
-    if bias:
-        out.append(f"<p>{esc(judging_text(bias))}</p>")
-        for d in bias.get("disparities", []):
-            col = d["column"]
-            out.append(f'<h3 id="slices-{esc(col)}">Helper column <code>{esc(col)}</code></h3>')
-            srows = slice_rows(bias, col)
-            attrs = [
-                f'class="slice-row{"" if r[_JUDGED] == "yes" else " not-judged"}" '
-                f'data-column="{esc(col)}" data-slice="{esc(r[0])}"' for r in srows
-            ]
-            out.append(html_table(SLICE_HEADERS, srows, row_attrs=attrs,
-                                  numeric=list(range(1, 10))))
-            out.append(html_table(DISPARITY_HEADERS, _disparity_rows(d), numeric=[1]))
-    else:
-        out.append('<p class="todo">No bias evaluation was run (no helper columns).</p>')
-    out.append("</section>")
-    return "\n".join(out)
-
-
-def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
-    """Render a scorecard dict (:meth:`Scorecard.to_dict`) as one self-contained HTML page."""
+def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes],
+                   history: Sequence[Mapping[str, Any]] | None = None,
+                   run_seq: int | None = None) -> str:
+    """Render a scorecard dict (:meth:`Scorecard.to_dict`) as one self-contained HTML page;
+    with ``history`` (the version's records) it carries the sign-off block."""
     title = f"Scorecard: {card['model_name']} v{card['model_version']}"
     out = [f"<header><h1>{esc(title)}</h1><p>{badge(card['status'])}</p>",
            html_table(["Item", "Value"], _summary_rows(card)), "</header>"]
+    if history is not None:
+        out.append(signoff_html(history, run_seq))
 
     out.append('<section id="gates"><h2>Acceptance gates</h2>')
     gate_rows = _gate_rows(card)
@@ -595,6 +464,9 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     out.append(html_table(headers, rows, numeric=[1]))
     out.append("<p>↑ higher is better, ↓ lower is better. Intervals are percentile bootstrap "
                "intervals over evaluation rows.</p>")
+    warning = (card.get("threshold") or {}).get("warning")
+    if warning:
+        out.append(f'<p class="warning" id="threshold-rows">{esc(warning)}</p>')
     cm = card.get("metrics", {}).get("confusion_matrix")
     if cm:
         out.append("<h3>Confusion matrix at the decision threshold</h3>")
@@ -612,7 +484,7 @@ def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes]) -> str:
     if images:
         out.append(f'<section id="plots"><h2>Plots</h2>{figures_html(images)}</section>')
 
-    out.append(_bias_html(card.get("bias")))
+    out.append(bias_html(card.get("bias"), card.get("gates")))
 
     out.append('<section id="explainability"><h2>Explainability (SHAP)</h2>')
     ex = card.get("explanation")
@@ -669,11 +541,16 @@ def calibration_html(cal: Mapping[str, Any] | None) -> str:
               "gates. The reliability diagram is among the plots.</p></section>")
 
 
-def scorecard_markdown(card: Mapping[str, Any]) -> str:
+def scorecard_markdown(card: Mapping[str, Any],
+                       history: Sequence[Mapping[str, Any]] | None = None,
+                       run_seq: int | None = None) -> str:
     """Render a scorecard dict (:meth:`Scorecard.to_dict`) as Markdown."""
     out = [f"# Scorecard: {card['model_name']} v{card['model_version']}", "",
            f"**Status: {card['status'].upper()}**", "",
-           md_table(["Item", "Value"], _summary_rows(card)), "", "## Acceptance gates", ""]
+           md_table(["Item", "Value"], _summary_rows(card))]
+    if history is not None:
+        out += signoff_markdown(history, run_seq)
+    out += ["", "## Acceptance gates", ""]
     gate_rows = _gate_rows(card)
     if replaced_gates_text(card):
         out += [f"**WARNING:** {replaced_gates_text(card)}", ""]
@@ -682,6 +559,9 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
     out += ["", "## Performance", ""]
     headers, rows = _metric_rows(card)
     out.append(md_table(headers, rows))
+    warning = (card.get("threshold") or {}).get("warning")
+    if warning:
+        out += ["", f"**WARNING:** {warning}"]
     cm = card.get("metrics", {}).get("confusion_matrix")
     if cm:
         out += ["", "Confusion matrix at the decision threshold:", "",
@@ -692,16 +572,7 @@ def scorecard_markdown(card: Mapping[str, Any]) -> str:
     if undefined:
         out += ["", "Undefined metrics:", ""] + [f"- `{k}`: {v}" for k, v in undefined.items()]
     out += learning_curves_markdown(card.get("learning_curves"))
-    out += ["", "## Bias evaluation on helper-column slices", ""]
-    bias = card.get("bias")
-    if bias:
-        out.append(judging_text(bias))
-        for d in bias.get("disparities", []):
-            out += ["", f"### Helper column `{d['column']}`", "",
-                    md_table(SLICE_HEADERS, slice_rows(bias, d["column"])), "",
-                    md_table(DISPARITY_HEADERS, _disparity_rows(d))]
-    else:
-        out.append("_No bias evaluation was run._")
+    out += bias_markdown(card.get("bias"), card.get("gates"))
     out += ["", "## Explainability (SHAP)", ""]
     ex = card.get("explanation")
     if ex:

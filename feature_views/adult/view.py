@@ -40,6 +40,7 @@ USE_CASE = UseCase(
     gates=("roc_auc >= 0.85", "better_than_baseline", "max_abs_dp_difference <= 0.25",
            "disparate_impact_ratio[sex] >= 0.8"),
     slice_bands={"age": [30, 50, 65]},
+    slice_intersections=(("sex", "race"),),
     model_name="adult_income",
     demo={"model": {"params": {"n_estimators": 150}}},
 )

@@ -179,3 +179,70 @@ class _Dom(HTMLParser):
         if self._th:
             self.headers.append(data)
             self._th = False
+
+
+def test_scorecard_judges_with_its_gates_and_says_why(adult):
+    """One consistent scorecard: bias verdicts are the gates' (0.25, never a 0.1 of their own),
+    every slice says why it was or was not judged, disparities are over judged slices and all
+    groups, and the model card words a skipped slice with its real reason."""
+    _, _, _, result = adult
+    card = _card(result)
+    bias = card["bias"]
+    assert all(s["judging"].startswith(("judged: ", "skipped: ")) for s in bias["slices"])
+    inter = next(d for d in bias["disparities"] if d["column"] == "sex×race")
+    assert inter["all_groups"]["demographic_parity_difference"] >= (
+        inter["demographic_parity_difference"])
+    md = Path(result.scorecard_html).with_name("scorecard.md").read_text()
+    section = md.split("## Bias evaluation")[1].split("## Explainability")[0]
+    for d in bias["disparities"]:
+        row = next(line for line in section.split(f"### Helper column `{d['column']}`")[1]
+                   .splitlines() if line.startswith("| demographic_parity_difference |"))
+        dp = d["demographic_parity_difference"]
+        word = "not judged" if dp is None else "pass" if dp <= 0.25 else "FAIL"
+        assert f"| max_abs_dp_difference <= 0.25 (over judged slices) | {word} |" in row
+    assert "0.1000 |" not in section.split("| Disparity |")[1]
+    assert "| judged slices of every helper column (worst column) |" in md
+    card_md = Path(result.scorecard_html).with_name("model_card.md").read_text()
+    for s in bias["slices"]:
+        if not s["judged"]:
+            assert f"{s['column']}={s['value']} ({s['size']} rows; {s['judging']})" in card_md
+    assert "too small to judge" not in card_md
+    assert card["threshold"]["detail"].endswith(" rows of the validation split")
+    assert card["threshold"]["warning"] is None
+
+
+def test_a_whitewashing_model_card_is_shown_beside_the_findings_and_flagged(adult, monkeypatch):
+    """The attack: model_cards/<model>.yaml saying "No bias concerns." on a run that fails its
+    fairness gates. A typo in the file is refused before any validation work; the text is
+    then shown as the owner's, beside the findings, flagged, and completeness does not move."""
+    from fstrain.kernel.errors import ConfigError
+
+    project, root, ref, result = adult
+    model = project.get_model_registry().get_model(ref.name, ref.version)
+    runs = len(model.history())
+    owner = root / "model_cards" / f"{ref.name}.yaml"
+    owner.parent.mkdir(exist_ok=True)
+    owner.write_text("bias_evaluaton: No bias concerns.\n", encoding="utf-8")
+    config = model_validation.ModelValidationConfig(
+        model_name=ref.name, version=ref.version, bootstrap_resamples=10, shap_samples=10,
+        gates=["demographic_parity_difference_all_groups[sex×race] <= 0.05"])
+    with monkeypatch.context() as m:
+        m.setattr(model_validation, "_load_data", lambda *a, **k: pytest.fail("data read"))
+        with pytest.raises(ConfigError, match="Did you mean 'bias_evaluation'"):
+            model_validation.run(project, config)
+    assert len(model.history()) == runs
+    owner.write_text('bias_evaluation: "No bias concerns."\n', encoding="utf-8")
+    washed = model_validation.run(project, config)
+    assert washed.status == "failed"
+    card_md = Path(washed.scorecard_html).with_name("model_card.md").read_text()
+    before = Path(result.scorecard_html).with_name("model_card.md").read_text()
+    bias = card_md.split("## Bias evaluation")[1].split("\n## ")[0]
+    [failed] = [line for line in bias.splitlines() if "Failed fairness gates: " in line]
+    assert "demographic_parity_difference_all_groups[sex×race] <= 0.05" in failed
+    assert "demographic parity difference" in bias  # the findings stay
+    assert f"**Written by the owner in model_cards/{ref.name}.yaml, sha256 " in bias
+    assert "signed by: unsigned" in bias
+    assert "No bias concerns." in bias and "**CONTRADICTION:**" in bias
+    assert "CONTRADICTION between the owner's text" in card_md.split("\n## ")[0]  # at the top
+    completeness = [line for line in card_md.splitlines() if "Completeness" in line]
+    assert completeness == [line for line in before.splitlines() if "Completeness" in line]

@@ -85,7 +85,8 @@ def test_small_slice_is_reported_but_not_judged():
     pred[race == "tiny"] = 1  # selection rate 1.0 in the tiny slice: must not count
     rep = slice_report(y, rng.random(n), pred, pd.DataFrame({"race": race}), min_slice_size=30)
     tiny = next(s for s in rep.slices if s.value == "tiny")
-    assert tiny.size == 10 and tiny.judged is False and "not judged" in tiny.note
+    assert tiny.size == 10 and tiny.judged is False
+    assert tiny.judging == "skipped: 10 rows < 30"
     assert tiny.selection_rate == 1.0
     d = rep.disparities[0]
     assert d.excluded_slices == ("tiny",) and d.judged_slices == ("A", "B")
@@ -137,7 +138,7 @@ def test_disparate_impact_equalized_odds_and_their_intervals(biased_data):
     sex = report.disparities[0]
     f, m = report.slices_for("sex")
     assert sex.disparate_impact_ratio == pytest.approx(f.selection_rate / m.selection_rate)
-    assert sex.disparate_impact_ratio < 0.8 and sex.verdicts["disparate_impact_ratio"]["passed"] is False
+    assert sex.disparate_impact_ratio < 0.8
     tpr_gap, fpr_gap = abs(f.tpr - m.tpr), abs(f.fpr - m.fpr)
     assert sex.equalized_odds_difference == pytest.approx(max(tpr_gap, fpr_gap))
     lo, hi = sex.intervals["disparate_impact_ratio"]
@@ -165,7 +166,7 @@ def test_slices_with_too_few_positives_are_shown_not_judged(eval_data):
                           min_positives=10, min_negatives=10, n_resamples=20)
     rare_slice = next(s for s in report.slices if s.value == "rare")
     assert rare_slice.size == 205 and not rare_slice.judged
-    assert "not judged: 5 positive rows < 10" in rare_slice.note
+    assert rare_slice.judging == "skipped: 5 positives < 10"
     assert report.disparities[0].excluded_slices == ("rare",)
     assert report.disparities[0].equal_opportunity_difference is None  # one judged slice
 
@@ -181,3 +182,65 @@ def test_intersectional_slices(eval_data):
     assert values[:4] == ["F × A", "F × B", "F × C", "F × D"]
     assert sum(s.size for s in report.slices_for("sex×race")) == len(d.y)
     assert "demographic_parity_difference[sex×race]" in report.figures()
+
+
+def test_small_slices_get_exact_intervals_not_a_degenerate_bootstrap():
+    """A slice with 3 positives, none predicted: TPR 0 with the Clopper–Pearson interval
+    [0, 0.708], not the bootstrap's [0, 0]."""
+    n = 300
+    g = np.array(["big"] * 260 + ["small"] * 40)
+    y = np.zeros(n, dtype=int)
+    y[:130] = 1
+    y[260:263] = 1  # 3 positives in the small slice
+    pred = y.copy()
+    pred[260:263] = 0
+    rep = slice_report(y, np.where(pred == 1, 0.9, 0.1), pred, pd.DataFrame({"g": g}),
+                       min_slice_size=30, min_positives=10, min_negatives=10, n_resamples=20)
+    small = next(s for s in rep.slices if s.value == "small")
+    assert small.tpr == 0.0 and small.judging == "skipped: 3 positives < 10"
+    assert small.intervals["tpr"] == pytest.approx([0.0, 0.7076], abs=1e-4)
+    assert small.intervals["fpr"] == pytest.approx([0.0, 0.0949], abs=1e-4)  # 0 of 37
+
+
+def _by_hand(y, pred, groups):
+    """Disparities over every group as Fairlearn's MetricFrame counts them (pandas groupby)."""
+    frame = pd.DataFrame({"y": y, "p": pred, "g": groups})
+    sel = frame.groupby("g")["p"].mean()
+    tpr = frame[frame.y == 1].groupby("g")["p"].mean()
+    fpr = frame[frame.y == 0].groupby("g")["p"].mean()
+    return {"demographic_parity_difference": sel.max() - sel.min(),
+            "disparate_impact_ratio": sel.min() / sel.max(),
+            "equalized_odds_difference": max(tpr.max() - tpr.min(), fpr.max() - fpr.min())}
+
+
+def test_disparities_over_all_groups_count_the_slices_left_out_of_judging(eval_data):
+    """The tiny race D slice is not judged but all-groups figures count it, as Fairlearn's
+    demographic_parity_difference does over sex×race; the judged figures leave it out."""
+    d = eval_data
+    pred = (d.score >= 0.5).astype(int)
+    pred[-12:] = 1  # race D: all selected, its disparity hidden from the judged slices
+    y = d.y.copy()
+    y[-12:-6] = 1  # both classes in D, so its TPR and FPR are defined
+    rep = slice_report(y, d.score, pred, d.helpers[["sex", "race"]], min_slice_size=30,
+                       intersections=[("sex", "race")], n_resamples=40, seed=2)
+    inter = next(x for x in rep.disparities if x.column == "sex×race")
+    combo = (d.helpers["sex"] + " × " + d.helpers["race"]).to_numpy()
+    every = _by_hand(y, pred, combo)
+    judged = np.isin(combo, inter.judged_slices)
+    some = _by_hand(y[judged], pred[judged], combo[judged])
+    for fig, value in every.items():
+        assert inter.all_groups[fig] == pytest.approx(value)
+        assert getattr(inter, fig) == pytest.approx(some[fig])
+    assert inter.all_groups["demographic_parity_difference"] > (
+        inter.demographic_parity_difference + 0.3)
+    assert inter.all_groups_extremes["demographic_parity_difference"][0].endswith("× D")
+    figures = rep.figures()
+    assert figures["demographic_parity_difference_all_groups[sex×race]"] == pytest.approx(
+        every["demographic_parity_difference"])
+    gate = evaluate_gates(["demographic_parity_difference_all_groups <= 0.5",
+                           "max_abs_dp_difference <= 0.5"], figures).results
+    assert [g.passed for g in gate] == [False, True]
+    lo, hi = inter.intervals["auc_gap"]  # the AUC gap has an interval now
+    assert lo <= inter.auc_gap <= hi
+    lo, hi = inter.all_groups_intervals["demographic_parity_difference"]
+    assert lo <= inter.all_groups["demographic_parity_difference"] <= hi

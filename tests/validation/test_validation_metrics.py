@@ -184,3 +184,34 @@ def test_baselines_and_comparison():
     assert diff["brier"]["better"] is False  # lower is better
     with pytest.raises(InvalidArgumentError, match="task must be"):
         baseline_metrics(y, task="ranking")
+
+
+@pytest.mark.parametrize("k, n, wilson, exact", [
+    (3, 10, (0.1078, 0.6032), (0.0667, 0.6525)),
+    (0, 10, (0.0, 0.2775), (0.0, 0.3085)),
+    (10, 10, (0.7225, 1.0), (0.6915, 1.0)),
+    (0, 3, (0.0, 0.5615), (0.0, 0.7076)),
+    (50, 100, (0.4038, 0.5962), (0.3983, 0.6017)),
+])
+def test_exact_and_wilson_intervals_match_published_values(k, n, wilson, exact):
+    from validation.metrics import clopper_pearson_interval, wilson_interval
+
+    assert wilson_interval(k, n) == pytest.approx(list(wilson), abs=5e-5)
+    assert clopper_pearson_interval(k, n) == pytest.approx(list(exact), abs=5e-5)
+
+
+def test_intervals_refuse_impossible_counts_and_have_none_for_no_rows():
+    from validation.metrics import clopper_pearson_interval, wilson_interval
+
+    assert clopper_pearson_interval(0, 0) is None and wilson_interval(0, 0) is None
+    with pytest.raises(InvalidArgumentError, match="0 <= k <= n"):
+        clopper_pearson_interval(4, 3)
+
+
+def test_threshold_detail_names_where_its_rows_come_from():
+    from validation.metrics import choose_threshold
+
+    y, s = [0, 0, 1, 1, 0, 1], [0.1, 0.4, 0.35, 0.8, 0.2, 0.9]
+    assert choose_threshold(y, s).detail.endswith("on 6 rows of the validation split")
+    carved = choose_threshold(y, s, rows_from="rows carved from the train split")
+    assert carved.detail.endswith("on 6 rows carved from the train split")

@@ -91,8 +91,10 @@ def test_markdown_has_gates_metrics_and_every_slice_row(full_scorecard):
     for col, value in _expected_slices(card):
         assert re.search(rf"^\| {re.escape(value)} \| [\d,]+ \|", md, re.M), (col, value)
     assert "### Helper column `race`" in md
-    assert re.search(r"^\| D \| 12 \|.*\| no \| not judged: 12 rows < 30",
-                     md, re.M)  # the tiny slice is listed, marked not judged
+    assert re.search(r"^\| D \| 12 \|.*\| no \| skipped: 12 rows < 30 \|",
+                     md, re.M)  # the tiny slice is listed, marked not judged, and why
+    assert re.search(r"^\| A \| [\d,]+ \|.*\| yes \| judged: [\d,]+ rows >= 30, \d+ "
+                     r"positives >= 0, \d+ negatives >= 0 \|", md, re.M)
     assert "transactions_fv" in md
 
 
@@ -134,3 +136,65 @@ def test_html_without_bias_or_gates_says_so():
     assert "No acceptance gates were configured" in page
     assert "No bias evaluation was run" in page
     assert "NO GATES" in page
+
+
+def _row(md: str, first_cell: str) -> str:
+    return next(line for line in md.splitlines() if line.startswith(f"| {first_cell} |"))
+
+
+def test_bias_tables_judge_with_the_gate_thresholds(biased_data):
+    """One source of limits: a demographic-parity difference above 0.1 but within the gate's
+    0.25-style limit passes in the bias table too; a figure no gate names has no verdict."""
+    from validation.bias import slice_report
+    from validation.gates import evaluate_gates
+
+    d = biased_data
+    bias = slice_report(d.y, d.score, (d.score >= 0.5).astype(int), d.helpers[["sex"]],
+                        n_resamples=20)
+    dp = bias.disparities[0].demographic_parity_difference
+    assert dp > 0.1
+    card = Scorecard("m", 1, bias=bias.to_dict(), evaluation={"split": "test"})
+    limit = round(dp + 0.05, 2)
+    card.gates = evaluate_gates([f"max_abs_dp_difference <= {limit}"],
+                                card.gate_metrics()).to_dict()
+    md = card.to_markdown()
+    section = md.split("## Bias evaluation")[1].split("## Explainability")[0]
+    row = _row(section, "demographic_parity_difference")
+    assert f"max_abs_dp_difference <= {limit} (over judged slices) | pass |" in row
+    assert "FAIL" not in section and "0.1000" not in row
+    assert "| no gate | not judged (no gate names this figure) |" in _row(
+        section, "equal_opportunity_difference")
+    gate = _row(md, f"max_abs_dp_difference <= {limit}")
+    assert "| judged slices of every helper column (worst column) |" in gate
+    strict = evaluate_gates([f"demographic_parity_difference[sex] <= {dp - 0.01:.3f}"],
+                            card.gate_metrics()).to_dict()
+    card.gates = strict
+    assert "| FAIL |" in _row(card.to_markdown().split("## Bias evaluation")[1],
+                              "demographic_parity_difference")
+
+
+def test_signoff_block_lists_every_sign_off_signed_or_not(full_scorecard):
+    history = [
+        {"seq": 1, "kind": "validation", "status": "failed", "created": "2026-01-01T10:00:00"},
+        {"seq": 2, "kind": "approval", "created": "2026-01-02T09:30:00", "reviewer": "bob",
+         "note": "ok for pilot", "override_reason": "fairness reviewed by the board",
+         "validation_seq": 1, "signer": None},
+        {"seq": 3, "kind": "rejection", "created": "2026-01-03T11:00:00", "note": "superseded",
+         "validation_seq": 1, "evidence_sha256": "ab" * 32,
+         "signer": {"name": "carol-laptop", "role": "reviewer", "fingerprint": "SHA256:xyz",
+                    "person": "carol", "acting_for": None}},
+    ]
+    card = full_scorecard["card"]
+    md = card.to_markdown(history)
+    approved, rejected = _row(md, "approved"), _row(md, "rejected")
+    assert approved == ("| approved | run 1 | unsigned (recorded name: bob) | unsigned | "
+                        "unsigned | 2026-01-02 09:30:00 | ok for pilot | fairness reviewed by "
+                        "the board | unsigned |")
+    assert rejected == ("| rejected | run 1 | carol (key carol-laptop) | reviewer | SHA256:xyz "
+                        f"| 2026-01-03 11:00:00 | superseded | none | {'ab' * 32} |")
+    page = card.to_html(history=history)
+    assert page.index('id="signoff"') < page.index('id="gates"')
+    assert page.count('class="signoff-row') == 2 and 'id="signoff-pending"' not in page
+    pending = card.to_html(history=history[:1])
+    assert "Run 1 has no sign-off yet" in pending
+    assert 'id="signoff"' not in card.to_html()
