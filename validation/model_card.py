@@ -219,12 +219,13 @@ class ModelCard:
         out = [f"<header><h1>{esc(title)}</h1><p>{badge(self.status)}</p>",
                html_table(["Item", "Value"], self._header_rows()), "</header>"]
         if self.contradictions:
-            out.append('<section id="contradictions" class="warning"><strong>CONTRADICTION '
+            out.append('<div id="contradictions" class="warning"><strong>CONTRADICTION '
                        "between the owner's text and the generated findings:</strong><ul>"
                        + "".join(f"<li>{esc(c)}</li>" for c in self.contradictions)
-                       + "</ul></section>")
+                       + "</ul></div>")
         for s in self.sections:
-            out.append(f'<section id="{esc(s.key)}" data-source="{esc(s.source)}">'
+            flagged = f' data-contradictions="{len(s.flags)}"' if s.flags else ""
+            out.append(f'<section id="{esc(s.key)}" data-source="{esc(s.source)}"{flagged}>'
                        f"<h2>{esc(s.title)}</h2>")
             if s.facts:
                 out.append(f'<div class="generated"><p class="label">{esc(GENERATED_LABEL)}</p>'

@@ -10,31 +10,35 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import unquote
 
 import pytest
 from typer.testing import CliRunner
 
-from pipelines import feature, model_validation, training, training_dataset
+from pipelines import model_validation
 from fstrain.cli.registry import registry_app
 
 
 @pytest.fixture(scope="module")
-def adult(tmp_path_factory):
-    """The adult model made by the feature, dataset and training pipelines, validated once
-    with the defaults (use-case and fstrain standard gates)."""
+def adult(adult_store, tmp_path_factory):
+    """A copy of the session's adult store (the model made by the feature, dataset and
+    training pipelines, validated once with the defaults: use-case and fstrain standard
+    gates), which these tests sign off and validate again."""
     import feature_store
+    from fstrain.kernel.refs import ModelRef
 
     root = tmp_path_factory.mktemp("reviewer") / "store"
+    shutil.copytree(adult_store.root, root)
     project = feature_store.login(backend="local", root=root)
-    feature.run(project, feature.FeaturePipelineConfig(use_case="adult", sample=3000))
-    td = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult"))
-    ref = training.run(project, training.TrainingPipelineConfig(
-        use_case="adult", training_dataset_version=td.version,
-        model={"params": {"n_estimators": 60}}))
-    result = model_validation.run(project, model_validation.ModelValidationConfig(
-        model_name=ref.name, version=ref.version, bootstrap_resamples=30, shap_samples=30))
-    return project, root, ref, result
+    model = project.get_model_registry().get_model(adult_store.name, adult_store.version)
+    run = model.latest_validation()
+    assert run is not None
+    result = SimpleNamespace(
+        status=run["status"], failing_gates=tuple(run["failing_gates"]),
+        scorecard_html=str(Path(model.model_path) / "history" / f"{run['seq']:04d}"
+                           / "scorecard.html"))
+    return project, root, ModelRef(adult_store.name, adult_store.version), result
 
 
 def _card(result):
