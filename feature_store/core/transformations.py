@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from feature_store.core.moments import Moments, moments_of
+from feature_store.core.udf import UdfTransformation
 from fstrain.kernel.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -462,8 +463,6 @@ def transformation_from_dict(d: Mapping[str, Any], sdk: Any = None) -> Any:
             f"Got {type(d).__name__} instead."
         )
     if "udf" in d:  # a Hopsworks @udf, stored in the SDK's own serialisation
-        from feature_store.core.udf import UdfTransformation
-
         return UdfTransformation.from_dict(d, sdk)
     unknown = sorted(set(d) - {"name", "feature", "params"})
     missing = sorted({"name", "feature"} - set(d))
@@ -475,6 +474,39 @@ def transformation_from_dict(d: Mapping[str, Any], sdk: Any = None) -> Any:
     return TransformationFunction(d["name"], d["feature"], dict(d.get("params") or {}))
 
 
+# --------------------------------------------------------------------------- the SDK's transformations
+
+
+_MAPPED_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler", "label_encoder",
+                    "one_hot_encoder")
+
+
+def is_sdk_transformation(obj: Any) -> bool:
+    """Whether ``obj`` is the SDK's ``HopsworksUdf`` or ``TransformationFunction``."""
+    module = type(obj).__module__
+    return (module.startswith(("hsfs.", "hopsworks.hsfs."))
+            and type(obj).__name__ in ("HopsworksUdf", "TransformationFunction"))
+
+
+def _udf_of(obj: Any) -> Any:
+    return obj.hopsworks_udf if type(obj).__name__ == "TransformationFunction" else obj
+
+
+def from_sdk(obj: Any) -> Any:
+    """A local transformation for the SDK's ``HopsworksUdf``/``TransformationFunction``.
+
+    Raises:
+        InvalidArgumentError: the UDF is not bound to feature names of the view yet.
+    """
+    udf = _udf_of(obj)
+    features = list(udf.transformation_features)
+    default_names = bool(getattr(udf, "_generate_output_col_name", True))
+    if (udf.function_name in _MAPPED_BUILTINS and len(features) == 1 and default_names
+            and not udf.transformation_context):
+        return TransformationFunction(udf.function_name, features[0])
+    return UdfTransformation(udf)
+
+
 # --------------------------------------------------------------------------- lists of transformations
 
 
@@ -484,19 +516,13 @@ def validate_transformations(tfs: Iterable[Any], columns: Iterable[str]) -> list
     Items are bound built-ins (``standard_scaler("amount")``), or the Hopsworks SDK's own
     transformation objects (``hopsworks.hsfs.builtin_transformations.label_encoder("x")``, an
     ``@udf`` bound to features, an ``hsfs`` ``TransformationFunction``), converted with
-    :func:`feature_store.core.udf.from_sdk`.
+    :func:`from_sdk`.
 
     Raises:
         InvalidArgumentError: an item is neither (e.g. the unbound factory ``standard_scaler``
             instead of ``standard_scaler("amount")``), or a feature is transformed twice.
         SchemaMismatchError: a transformed feature is not a column (with a did-you-mean).
     """
-    from feature_store.core.udf import (
-        UdfTransformation,
-        from_sdk,
-        is_sdk_transformation,
-    )
-
     cols = [str(c) for c in columns]
     out: list[Any] = []
     seen: dict[str, Any] = {}

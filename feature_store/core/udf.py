@@ -5,8 +5,8 @@ The Hopsworks SDK describes a transformation function as an ``hsfs.hopsworks_udf
 is); ``hsfs.transformation_function.TransformationFunction`` wraps one. This module turns such
 an object into a model-dependent transformation of a feature view:
 
-* :func:`from_sdk` maps the SDK's five built-ins that :mod:`.transformations` implements
-  (``min_max_scaler``, ``standard_scaler``, ``robust_scaler``, ``label_encoder``,
+* :func:`feature_store.core.transformations.from_sdk` maps the SDK's five built-ins that
+  :mod:`.transformations` implements (``min_max_scaler``, ``standard_scaler``, ``robust_scaler``, ``label_encoder``,
   ``one_hot_encoder``) onto those implementations when bound to one feature with the default
   output names, and wraps anything else in :class:`UdfTransformation`.
 * :class:`UdfTransformation` runs the UDF's own code through the SDK (``mode="pandas"`` and
@@ -38,8 +38,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError, SchemaMismatchError
 
-__all__ = ["SdkObjects", "UdfTransformation", "feature_statistics", "from_sdk",
-           "is_sdk_transformation"]
+__all__ = ["SdkObjects", "UdfTransformation", "feature_statistics"]
 
 class SdkObjects(Protocol):
     """What the local backend needs from the SDK (implemented by ``fstrain.sdk_objects``)."""
@@ -54,38 +53,6 @@ class SdkObjects(Protocol):
         self, transformations: list[Any], statistics: dict[str, Any]
     ) -> list[Any]:
         """The SDK's ``TransformationFunction`` objects for fitted local transformations."""
-
-
-_MAPPED_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler", "label_encoder",
-                    "one_hot_encoder")
-
-
-def is_sdk_transformation(obj: Any) -> bool:
-    """Whether ``obj`` is the SDK's ``HopsworksUdf`` or ``TransformationFunction``."""
-    module = type(obj).__module__
-    return (module.startswith(("hsfs.", "hopsworks.hsfs."))
-            and type(obj).__name__ in ("HopsworksUdf", "TransformationFunction"))
-
-
-def _udf_of(obj: Any) -> Any:
-    return obj.hopsworks_udf if type(obj).__name__ == "TransformationFunction" else obj
-
-
-def from_sdk(obj: Any) -> Any:
-    """A local transformation for the SDK's ``HopsworksUdf``/``TransformationFunction``.
-
-    Raises:
-        InvalidArgumentError: the UDF is not bound to feature names of the view yet.
-    """
-    from feature_store.core.transformations import TransformationFunction
-
-    udf = _udf_of(obj)
-    features = list(udf.transformation_features)
-    default_names = bool(getattr(udf, "_generate_output_col_name", True))
-    if (udf.function_name in _MAPPED_BUILTINS and len(features) == 1 and default_names
-            and not udf.transformation_context):
-        return TransformationFunction(udf.function_name, features[0])
-    return UdfTransformation(udf)
 
 
 # --------------------------------------------------------------------------- statistics

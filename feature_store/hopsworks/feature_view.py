@@ -32,7 +32,7 @@ from feature_store.core.view_rules import (
     check_label_fill_values,
     check_not_prohibited,
 )
-from feature_store.hopsworks.feature_store import FEATURE_TAGS, HopsworksQuery, _unwrap
+from feature_store.hopsworks.feature_group import FEATURE_TAGS, HopsworksQuery, _unwrap
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
 from fstrain.kernel.errors import (
     IntegrityError,
@@ -42,8 +42,7 @@ from fstrain.kernel.errors import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.api import TrainingDataset
-    from feature_store.hopsworks.feature_store import HopsworksFeatureStore
+    from feature_store.api import FeatureStore, TrainingDataset
 
 EXTENSIONS_TAG = "fstrain_feature_view"
 TRAINING_DATASET_TAG = "fstrain_training_dataset"
@@ -209,7 +208,7 @@ def check_dataframe_type(owner: str, dataframe_type: str) -> None:
 class HopsworksFeatureView:
     """``hsfs.feature_view.FeatureView`` with fstrain's extensions."""
 
-    def __init__(self, sdk_fv: Any, store: HopsworksFeatureStore) -> None:
+    def __init__(self, sdk_fv: Any, store: FeatureStore) -> None:
         self._sdk = sdk_fv
         self._store = store
 

@@ -74,7 +74,7 @@ class FeatureView(TaggedEntity):
         self.labels = list(labels or [])
         self.training_helper_columns = list(training_helper_columns or [])
         self.inference_helper_columns = list(inference_helper_columns or [])
-        from feature_store.core.udf import from_sdk, is_sdk_transformation
+        from feature_store.core.transformations import from_sdk, is_sdk_transformation
 
         self.transformation_functions = [from_sdk(t) if is_sdk_transformation(t) else t
                                          for t in transformation_functions or []]
