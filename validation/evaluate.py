@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from fstrain.kernel.errors import ConfigError
+from validation import evaluate_tasks
+from validation.evaluation_data import EvaluationData, EvaluationSettings
 from validation.gates import EXPLANATION_GATE, evaluate_gates, parse_gate
 from validation.scorecard import Scorecard
 
@@ -61,40 +63,6 @@ def select_gates(defaults: Sequence[str], extra: Sequence[str] | None, *, task: 
 
 
 @dataclass
-class EvaluationData:
-    """The rows to evaluate on. ``X_*`` are model inputs only (helper columns removed);
-    ``helpers`` holds the test rows' helper columns, in the same order. ``validation_rows``
-    says where the validation rows come from, after their count (``"rows carved from the
-    train split ..."`` for a train/test version); ``validation_warning`` is shown beside the
-    threshold when those rows may not have been held out from fitting."""
-
-    X_validation: pd.DataFrame
-    X_test: pd.DataFrame
-    y_train: pd.Series
-    y_validation: pd.Series
-    y_test: pd.Series
-    helpers: pd.DataFrame
-    validation_rows: str = "rows of the validation split"
-    validation_warning: str | None = None
-
-
-@dataclass(frozen=True)
-class EvaluationSettings:
-    """How to evaluate (from the pipeline's configuration)."""
-
-    threshold_strategy: str | float = "f1"
-    min_slice_size: int = 30
-    min_slice_positives: int = 10
-    min_slice_negatives: int = 10
-    shap_samples: int = 200
-    bootstrap_resamples: int = 200
-    seed: int = 0
-    slice_bands: Mapping[str, Sequence[float]] = field(default_factory=dict)
-    intersections: Sequence[tuple[str, str]] = ()
-    naive_forecast: str | None = None  # feature = last observed label (regression baseline)
-
-
-@dataclass
 class Evaluation:
     """The outcome: the scorecard and its PNG figures (name → bytes)."""
 
@@ -127,8 +95,6 @@ def evaluate(predictor: Any, data: EvaluationData, card: Scorecard, gates: Seque
     Returns:
         The filled scorecard (gates evaluated, each result with its source) and its figures.
     """
-    from validation import evaluate_tasks
-
     task = task_of(predictor, data.y_train)
     card.task = task if task in ("regression", "generation") else "classification"
     run = {"binary": evaluate_tasks.binary, "regression": evaluate_tasks.regression,
@@ -156,68 +122,5 @@ def _apply_gates(card: Scorecard, gates: Sequence[GateSpec], baseline: Mapping[s
     }
 
 
-def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: EvaluationSettings,
-                  class_index: int | None) -> Any:
-    """An explanation on a bounded sample, or None with ``card.explanation_error`` set (the
-    scorecard shows it as a failed section; the ``explanation_available`` gate fails)."""
-    from validation.explain import explain
-
-    target = predictor.explain_target
-    samples = min(settings.shap_samples, 6) if target.kind == "cnn" else settings.shap_samples
-    rows = (X.sample(n=min(len(X), max(samples * 3, 50)), random_state=settings.seed)
-            if len(X) > 0 else X)
-    try:
-        inputs = target.transform(rows)
-        names = (pixel_names(np.shape(inputs)) if target.kind == "cnn"
-                 else target.feature_names)
-        explanation = explain(target.model, inputs, feature_names=names,
-                              max_samples=samples, background_size=min(50, len(rows)),
-                              seed=settings.seed, class_index=class_index,
-                              method="linear" if target.kind == "sklearn_logreg" else "auto")
-    except Exception as exc:  # noqa: BLE001 - reported, and fails its gate
-        card.explanation_error = f"{type(exc).__name__}: {exc}"
-        card.notes.append(f"Explanation failed: {card.explanation_error}")
-        return None
-    columns = list(getattr(getattr(predictor, "schema", None), "names", ()) or ())
-    groups = None
-    if target.kind != "cnn" and columns:
-        from validation.explain import by_column, readable_names
-
-        groups = by_column(explanation, columns)
-        explanation = readable_names(explanation, columns)
-    card.explanation = explanation.to_dict()
-    if groups is not None:
-        card.explanation["by_column"] = groups
-    card.explanation["split"] = "test"
-    return explanation
-
-
-def explanation_images(predictor: Any, explanation: Any) -> dict[str, bytes]:
-    """The explanation's figures: importance bars, and a pixel heatmap for an image model."""
-    from validation.plots import attribution_heatmap_png, shap_importance_png
-
-    if explanation is None:
-        return {}
-    images = {"shap_importance": shap_importance_png(explanation)}
-    if predictor.explain_target.kind == "cnn":
-        side = int(np.sqrt(explanation.values.shape[1]) + 0.5)
-        images["attribution_heatmap"] = attribution_heatmap_png(explanation, (side, side))
-    return images
-
-
-def pixel_names(shape: Sequence[int]) -> list[str]:
-    """``pixel_r_c`` names of an ``(N, C, H, W)`` image input (channel-major)."""
-    _, channels, height, width = (list(shape) + [1, 1, 1])[:4]
-    prefix = [f"c{c}_" if channels > 1 else "" for c in range(channels)]
-    return [f"{p}pixel_{r}_{c}" for p in prefix for r in range(height) for c in range(width)]
-
-
-def positive_class(y: pd.Series) -> Any:
-    """The positive label of a binary target (``True``, else the largest value)."""
-    values = sorted(y.dropna().unique().tolist())
-    return True if True in values else values[-1]
-
-
-def as_binary(y: pd.Series, positive: Any) -> np.ndarray:
-    """0/1 labels."""
-    return (y == positive).astype(int).to_numpy()
+__all__ = ["GATE_SOURCES", "STANDARD_BINARY_GATES", "STANDARD_GATES", "Evaluation",
+           "EvaluationData", "EvaluationSettings", "GateSpec", "evaluate", "select_gates", "task_of"]

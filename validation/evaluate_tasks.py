@@ -4,18 +4,13 @@ the baseline's metrics and the primary metric that ``better_than_*`` gates compa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from validation.evaluate import (
-    EvaluationData,
-    EvaluationSettings,
-    as_binary,
-    explain_model,
-    explanation_images,
-    positive_class,
-)
+from validation.evaluation_data import EvaluationData, EvaluationSettings, as_binary, positive_class
 from validation.scorecard import Scorecard
 
 Result = tuple[dict[str, bytes], dict[str, Any], str]
@@ -215,3 +210,59 @@ def generation(card: Scorecard, predictor: Any, data: EvaluationData,
     card.notes.append("Language model: no SHAP explanation (the output is text); loss and "
                       "perplexity are per response token, prompt tokens not scored.")
     return {}, base, "perplexity"
+
+
+def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: EvaluationSettings,
+                  class_index: int | None) -> Any:
+    """An explanation on a bounded sample, or None with ``card.explanation_error`` set (the
+    scorecard shows it as a failed section; the ``explanation_available`` gate fails)."""
+    from validation.explain import explain
+
+    target = predictor.explain_target
+    samples = min(settings.shap_samples, 6) if target.kind == "cnn" else settings.shap_samples
+    rows = (X.sample(n=min(len(X), max(samples * 3, 50)), random_state=settings.seed)
+            if len(X) > 0 else X)
+    try:
+        inputs = target.transform(rows)
+        names = (pixel_names(np.shape(inputs)) if target.kind == "cnn"
+                 else target.feature_names)
+        explanation = explain(target.model, inputs, feature_names=names,
+                              max_samples=samples, background_size=min(50, len(rows)),
+                              seed=settings.seed, class_index=class_index,
+                              method="linear" if target.kind == "sklearn_logreg" else "auto")
+    except Exception as exc:  # noqa: BLE001 - reported, and fails its gate
+        card.explanation_error = f"{type(exc).__name__}: {exc}"
+        card.notes.append(f"Explanation failed: {card.explanation_error}")
+        return None
+    columns = list(getattr(getattr(predictor, "schema", None), "names", ()) or ())
+    groups = None
+    if target.kind != "cnn" and columns:
+        from validation.explain import by_column, readable_names
+
+        groups = by_column(explanation, columns)
+        explanation = readable_names(explanation, columns)
+    card.explanation = explanation.to_dict()
+    if groups is not None:
+        card.explanation["by_column"] = groups
+    card.explanation["split"] = "test"
+    return explanation
+
+
+def explanation_images(predictor: Any, explanation: Any) -> dict[str, bytes]:
+    """The explanation's figures: importance bars, and a pixel heatmap for an image model."""
+    from validation.plots import attribution_heatmap_png, shap_importance_png
+
+    if explanation is None:
+        return {}
+    images = {"shap_importance": shap_importance_png(explanation)}
+    if predictor.explain_target.kind == "cnn":
+        side = int(np.sqrt(explanation.values.shape[1]) + 0.5)
+        images["attribution_heatmap"] = attribution_heatmap_png(explanation, (side, side))
+    return images
+
+
+def pixel_names(shape: Sequence[int]) -> list[str]:
+    """``pixel_r_c`` names of an ``(N, C, H, W)`` image input (channel-major)."""
+    _, channels, height, width = (list(shape) + [1, 1, 1])[:4]
+    prefix = [f"c{c}_" if channels > 1 else "" for c in range(channels)]
+    return [f"{p}pixel_{r}_{c}" for p in prefix for r in range(height) for c in range(width)]

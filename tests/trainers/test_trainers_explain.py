@@ -7,13 +7,8 @@ import numpy as np
 import pytest
 
 from fstrain.trainers import train
-from validation.evaluate import (
-    EvaluationSettings,
-    GateSpec,
-    _apply_gates,
-    explain_model,
-    explanation_images,
-)
+from validation.evaluate import EvaluationSettings, GateSpec, _apply_gates
+from validation.evaluate_tasks import explain_model, explanation_images
 from validation.scorecard import Scorecard
 
 FAST = {"epochs": 4, "batch_size": 64, "lr": 0.01, "device": "cpu"}
