@@ -1,1 +1,9 @@
-"""fstrain package."""
+"""Model validation: what a reviewer reads before a version is approved.
+
+:mod:`.evaluate` evaluates one model on its validation and test rows (:mod:`.metrics` with
+bootstrap intervals, :mod:`.calibration`, :mod:`.bias` slices and :mod:`.fairness` disparities
+on the helper columns, :mod:`.explain` SHAP explanations) and judges it by :mod:`.gates`;
+:mod:`.scorecard` and :mod:`.model_card` render the result, :mod:`.report_site` indexes every
+version's scorecard. Nothing here touches a backend: the model-validation pipeline loads the
+model and the data and records the result through the model registry.
+"""

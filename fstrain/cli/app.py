@@ -11,6 +11,8 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,8 +41,11 @@ app.command("serve")(serve_command)
 EXIT_VALIDATION_FAILED = 3
 
 
+@dataclass
 class Options:
-    """Global options shared by every command."""
+    """The options every command takes, for the one invocation running: each command makes its
+    own (:func:`_set`), so two invocations in one process — a job's chained stages, tests —
+    never see each other's."""
 
     root: Path | None = None
     backend: str = "local"
@@ -50,7 +55,12 @@ class Options:
     task: Any = None
 
 
-OPTIONS = Options()
+_INVOCATION: ContextVar[Options] = ContextVar("fstrain_cli_invocation")
+
+
+def _options() -> Options:
+    """This invocation's :class:`Options` (defaults outside a command)."""
+    return _INVOCATION.get(None) or Options()
 
 
 def _console() -> Any:
@@ -60,20 +70,21 @@ def _console() -> Any:
 
 
 def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
-    OPTIONS.root, OPTIONS.backend, OPTIONS.as_json, OPTIONS.debug = root, backend, as_json, debug
+    _INVOCATION.set(Options(root=root, backend=backend, as_json=as_json, debug=debug))
 
 
 def _project() -> Any:
     import feature_store
     from fstrain.kernel.errors import ConfigError
 
-    if OPTIONS.backend != "local":
-        return feature_store.login(backend=OPTIONS.backend)
+    options = _options()
+    if options.backend != "local":
+        return feature_store.login(backend=options.backend)
     try:
-        return feature_store.login(backend="local", root=OPTIONS.root)
+        return feature_store.login(backend="local", root=options.root)
     except OSError as exc:  # FSTRAIN_HOME/--root is a file, read-only, or not a real folder
         raise ConfigError(
-            f"store root {OPTIONS.root or './.fstrain'} cannot be used ({exc.__class__.__name__}: "
+            f"store root {options.root or './.fstrain'} cannot be used ({exc.__class__.__name__}: "
             f"{exc.strerror or exc}). Point --root or FSTRAIN_HOME at a writable folder."
         ) from exc
 
@@ -82,11 +93,12 @@ def _project() -> Any:
 def _step(title: str) -> Any:
     """A spinner on stderr while a long step runs (silent in --json mode); inside a
     multi-stage command the progress bar's description names the step instead."""
-    if OPTIONS.as_json:
+    if _options().as_json:
         yield
         return
-    if OPTIONS.progress is not None:
-        OPTIONS.progress.update(OPTIONS.task, description=title)
+    options = _options()
+    if options.progress is not None:
+        options.progress.update(options.task, description=title)
         yield
         return
     with _console().status(f"[bold]{title}[/bold]…"):
@@ -96,7 +108,7 @@ def _step(title: str) -> Any:
 @contextmanager
 def _stages(total: int) -> Any:
     """A progress bar over the stages of ``run``/``demo`` (stderr; silent in --json mode)."""
-    if OPTIONS.as_json:
+    if _options().as_json:
         yield
         return
     from rich.progress import (
@@ -111,22 +123,23 @@ def _stages(total: int) -> Any:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                MofNCompleteColumn(), TextColumn("stages"), TimeElapsedColumn())
     with Progress(*columns, console=_console(), transient=True) as progress:
-        OPTIONS.progress, OPTIONS.task = progress, progress.add_task("starting", total=total)
+        options = _options()
+        options.progress, options.task = progress, progress.add_task("starting", total=total)
         try:
             yield
         finally:
-            OPTIONS.progress = OPTIONS.task = None
+            options.progress = options.task = None
 
 
 def _guard(func: Callable[[], Any]) -> Any:
     """Run a command body; user errors become one line on stderr and exit code 2."""
     from fstrain.cli.errors import guarded
 
-    return guarded(func, debug=OPTIONS.debug)
+    return guarded(func, debug=_options().debug)
 
 
 def _emit(payload: dict[str, Any], human: str) -> None:
-    if OPTIONS.as_json:
+    if _options().as_json:
         typer.echo(json.dumps(payload, indent=2, default=str))
     else:
         typer.echo(human)
@@ -586,11 +599,12 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
 
 def _progress(line: str) -> None:
     """One line per finished stage (stderr, so --json output stays clean)."""
-    if OPTIONS.as_json:
+    if _options().as_json:
         return
-    if OPTIONS.progress is not None:
-        OPTIONS.progress.console.print(line, highlight=False, soft_wrap=True)
-        OPTIONS.progress.advance(OPTIONS.task)
+    options = _options()
+    if options.progress is not None:
+        options.progress.console.print(line, highlight=False, soft_wrap=True)
+        options.progress.advance(options.task)
     else:
         _console().print(line, highlight=False, soft_wrap=True)
 
