@@ -229,6 +229,7 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any) -> dict[str, An
              "scorecard.html": card.to_html(result.images, history, seq).encode(),
              "model_card.md": model_card.to_markdown().encode(),
              "model_card.html": model_card.to_html(result.images).encode(),
+             "model_card.json": _json_bytes(model_card.to_dict()),
              **{f"images/{_file_name(name)}.png": png for name, png in result.images.items()}}
     from model_registry.history import sha256_bytes
 
@@ -242,6 +243,13 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any) -> dict[str, An
         "evaluation": card.evaluation,
     }
     return model.record_validation(status, payload, files)
+
+
+def _json_bytes(data: dict[str, Any]) -> bytes:
+    """Canonical JSON of a run's structured file (the model card, for the dossier)."""
+    from fstrain.kernel.canonical_json import dumps
+
+    return dumps(data).encode("utf-8")
 
 
 def _file_name(plot: str) -> str:

@@ -33,9 +33,17 @@ class Item:
 
 
 def _owner(d: Mapping[str, Any], *keys: str) -> list[str]:
-    """Those of the model-card sections ``keys`` that hold the owner's text."""
-    sections = {s.get("key"): s for s in (d.get("model_card") or {}).get("sections", [])}
-    return [k for k in keys if "owner" in str((sections.get(k) or {}).get("source", ""))]
+    """Those of ``keys`` the model card holds the owner's text for: an owner text of that key
+    (``data_provenance`` for any of its parts), or for a card recorded before owner texts
+    were kept apart, a section of that key whose source names the owner."""
+    written: set[str] = set()
+    for section in (d.get("model_card") or {}).get("sections", []):
+        texts = section.get("owner")
+        if isinstance(texts, list):
+            written |= {str(t.get("key", "")).split(".")[0] for t in texts}
+        elif "owner" in str(section.get("source", "")):
+            written.add(str(section.get("key")))
+    return [k for k in keys if k in written]
 
 
 def _runs(d: Mapping[str, Any]) -> list[Mapping[str, Any]]:

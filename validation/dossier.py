@@ -187,18 +187,26 @@ def _scorecard_summary(seq: int, record: Mapping[str, Any], card: Mapping[str, A
 
 
 def _model_card(folder: Path, scorecards: list[dict[str, Any]]) -> dict[str, Any]:
-    """The latest run's model card: its copy and its sections (title, who wrote them)."""
+    """The latest run's model card: its copy, and its content from the run's
+    ``model_card.json`` (sections with the generated findings and the owner's texts apart,
+    completeness, contradictions) or, for a run recorded without one, its sections read from
+    the page."""
     latest = next((s for s in reversed(scorecards) if s.get("model_card_html")), None)
     if latest is None:
         return {"run": None, "html": None, "sections": []}
+    base = folder / "history" / f"{latest['run']:04d}"
+    card, _ = _read_json(base / "model_card.json")
+    out: dict[str, Any] = {"run": latest["run"], "html": latest["model_card_html"]}
+    if isinstance(card, dict) and isinstance(card.get("sections"), list):
+        keep = ("completeness", "missing", "contradictions", "owner", "status", "date")
+        return {**out, **{k: card.get(k) for k in keep}, "sections": card["sections"]}
     from validation.dossier_html import card_sections
 
-    path = folder / "history" / f"{latest['run']:04d}" / "model_card.html"
     try:
-        sections = card_sections(path.read_text(encoding="utf-8"))
+        sections = card_sections((base / "model_card.html").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         sections = []
-    return {"run": latest["run"], "html": latest["model_card_html"], "sections": sections}
+    return {**out, "sections": sections}
 
 
 def _identity(model: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,15 @@ class _Tags(HTMLParser):
 
 
 def test_the_dossier_copies_evidence_and_escapes_every_note(adult_store, adult_copy, tmp_path):
-    _, _, model = _model(adult_copy, adult_store.name, adult_store.version)
+    from pipelines import model_validation
+
+    project, _, model = _model(adult_copy, adult_store.name, adult_store.version)
+    cards = adult_copy / "model_cards"
+    cards.mkdir()
+    (cards / f"{model.name}.yaml").write_text(json.dumps(
+        {"intended_use": XSS, "bias_evaluation": "No bias concerns."}))
+    model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name=model.name, version=model.version, bootstrap_resamples=30, shap_samples=30))
     model.sign_off("rejection", reviewer=XSS, note=XSS)
     index = _write(adult_copy, adult_store, tmp_path / "dossier")
     page = index.read_text()
@@ -56,18 +64,27 @@ def test_the_dossier_copies_evidence_and_escapes_every_note(adult_store, adult_c
     assert XSS in parsed.text  # shown as text, whole
     folder = index.parent
     data = json.loads((folder / "dossier.json").read_text())
-    assert [e["kind"] for e in data["history"]] == ["validation", "rejection"]
-    assert data["history"][1]["note"] == XSS
-    record = json.loads((folder / "history/0001/record.json").read_text())
-    for rel, sha in record["files"].items():  # byte for byte what the run recorded
-        assert hashlib.sha256((folder / "runs/0001" / rel).read_bytes()).hexdigest() == sha
+    assert [e["kind"] for e in data["history"]][-3:] == ["validation", "validation", "rejection"]
+    assert data["history"][-1]["note"] == XSS
+    card = data["model_card"]
+    assert card["run"] == data["history"][-2]["seq"] and card["completeness"] < 1
+    owner = {t["key"]: t["text"] for s in card["sections"] for t in s["owner"]}
+    assert owner["intended_use"] == XSS and card["contradictions"]  # "No bias concerns."
+    assert "contradicts the generated findings" in page
+    intended = next(r for r in data["frameworks"] if r["asks"] == "A clear statement of purpose")
+    assert intended["status"] == "answered"
+    for run in data["scorecards"]:
+        base = f"{run['run']:04d}"
+        record = json.loads((folder / "history" / base / "record.json").read_text())
+        for rel, sha in record["files"].items():  # byte for byte what the run recorded
+            assert hashlib.sha256((folder / "runs" / base / rel).read_bytes()).hexdigest() == sha
     sums = dict(reversed(line.split("  ")) for line in
                 (folder / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == {p.relative_to(folder).as_posix() for p in folder.rglob("*")
                          if p.is_file()} - {"SHA256SUMS"}
     for rel, sha in sums.items():
         assert hashlib.sha256((folder / rel).read_bytes()).hexdigest() == sha
-    run = data["scorecards"][0]
+    run = data["scorecards"][-1]
     assert run["unchanged"] and run["metrics"]["roc_auc"]["lower"] is not None
     assert data["lineage"]["feature_group_commits"] and data["lineage"]["splits"]["test"]["sha256"]
     links = [a["href"] for t, a in parsed.tags if t == "a" and not a["href"].startswith("#")]
