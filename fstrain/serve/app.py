@@ -240,8 +240,14 @@ def _routes(ctx: ServeContext) -> list[BaseRoute]:
     ]
 
 
-def create_app(settings: ServeSettings, project: Any | None = None) -> Any:
-    """The web application over ``project`` (default: ``login()`` on ``settings``)."""
+def create_app(settings: ServeSettings, project: Any | None = None, *,
+               extra_routes: list[BaseRoute] | None = None) -> Any:
+    """The web application over ``project`` (default: ``login()`` on ``settings``).
+
+    ``extra_routes`` are served before the application's own, without its guard (the load
+    benchmark's static file of a page's size, ``bench/serve_load.py``); the security headers
+    still apply to them.
+    """
     settings.check()
     if project is None:
         from fstrain.project import login
@@ -262,6 +268,6 @@ def create_app(settings: ServeSettings, project: Any | None = None) -> Any:
     async def not_allowed(request: Request, exc: Exception) -> Response:
         return error_page(ctx, request, 405, "method not allowed.")
 
-    app = Starlette(routes=_routes(ctx), exception_handlers={404: not_found, 405: not_allowed})
+    app = Starlette(routes=[*(extra_routes or []), *_routes(ctx)], exception_handlers={404: not_found, 405: not_allowed})
     app.state.ctx = ctx
     return SecurityHeaders(ProxyView(app, settings.proxy))

@@ -94,7 +94,7 @@ def version_page(model: Any, others: list[int]) -> dict[str, Any]:
         "name": model.name, "version": model.version, "framework": model.framework,
         "description": manifest.get("description"),
         "created": str(manifest.get("created") or "")[:19],
-        "status": signoff_rules.status_of(model),
+        "status": signoff_rules.status_from(history, problem),
         "problem": problem,
         "metrics": _metric_text(manifest.get("metrics") or {}) + _run_metrics(run),
         "hyperparameters": sorted((manifest.get("hyperparameters") or {}).items())[:24],

@@ -73,9 +73,14 @@ def actor_text(event: dict[str, Any]) -> str:
 def status_of(model: Any) -> dict[str, Any]:
     """The status line of a version: validation result with any policy deviation, the
     sign-off with any override, and whether its history verifies."""
+    history, _checks, problem = checked_history(model)
+    return status_from(history, problem)
+
+
+def status_from(history: list[dict[str, Any]], problem: str | None) -> dict[str, Any]:
+    """:func:`status_of` from a history already read (and what keeps it from verifying)."""
     from model_registry.history import approval_state, latest
 
-    history, _checks, problem = checked_history(model)
     if problem is not None:
         return {"text": "unverified", "tone": "bad", "detail": problem,
                 "verification": "does not verify"}
