@@ -33,8 +33,10 @@ def _versions(ctx: ServeContext, name: str) -> list[int]:
 
 def models_page(ctx: ServeContext, request: Request, identity: Identity) -> Response:
     """Every version of every model with its status."""
-    rows = ctx.read(lambda: reads.model_rows(ctx.project.get_model_registry()))
-    return ctx.render(request, "models.html", {"rows": rows}, identity=identity)
+    name = request.query_params.get("name", "").strip() or None
+    rows, lists_all = ctx.read(lambda: reads.model_rows(ctx.project.get_model_registry(), name))
+    return ctx.render(request, "models.html", {"rows": rows, "name": name or "",
+                                               "lists_all": lists_all}, identity=identity)
 
 
 def version_page(ctx: ServeContext, request: Request, identity: Identity) -> Response:

@@ -31,11 +31,19 @@ def _metric_text(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     return out[:4]
 
 
-def model_rows(registry: Any) -> list[dict[str, Any]]:
-    """Every version of every model with its status line (a version that does not verify
-    gets status ``unverified`` and the reason)."""
+def model_rows(registry: Any, name: str | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """Every version of every model (of ``name`` only, when given) with its status line (a
+    version that does not verify gets status ``unverified`` and the reason), and whether the
+    registry can list every model (the Hopsworks registry, as hsml, cannot: it needs a name)."""
+    from model_registry.naming import check_model_name
+
+    listing = getattr(registry, "list_models", None)
+    if name:
+        models = registry.get_models(check_model_name(name))
+    else:
+        models = listing() if callable(listing) else []
     rows = []
-    for model in registry.list_models():
+    for model in models:
         row: dict[str, Any] = {"name": model.name, "version": model.version,
                                "framework": model.framework,
                                "created": str(model.created or "")[:19],
@@ -44,7 +52,7 @@ def model_rows(registry: Any) -> list[dict[str, Any]]:
                                "metrics": _metric_text(model.training_metrics)}
         row["status"] = signoff_rules.status_of(model)
         rows.append(row)
-    return rows
+    return rows, callable(listing)
 
 
 def lineage(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -178,7 +178,8 @@ def test_xss_in_notes_override_reasons_and_descriptions_is_escaped(client_for, s
     "/feature-groups/..%2F..%2F/1", "/feature-groups/applicants/..%2F1",
     "/feature-views/..%2Floans/1", "/feature-views/loans/1/training-datasets/..%2F..%2F1",
     "/feature-views/loans/1/training-datasets/1%2F..",
-    "/static/..%2F..%2Fapp.py", "/static/../users.py",
+    "/static/..%2F..%2Fapp.py", "/static/../users.py", "/models?name=..%2F..%2Fetc",
+    "/models?name=credit%2F..",
 ])
 def test_path_traversal_in_every_url_parameter_is_refused(client_for, path):
     response = client_for("rita").get(path)
