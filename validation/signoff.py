@@ -42,10 +42,21 @@ def signer_text(record: Mapping[str, Any] | None) -> str:
 
 
 def _evidence(record: Mapping[str, Any]) -> str:
+    """The evidence hash the sign-off names; an unsigned record's is marked as such (it names
+    the run, but nobody signed it)."""
+    signed = signer_of(record) is not None
     for key in EVIDENCE_KEYS:
         if record.get(key):
-            return str(record[key])
-    return UNSIGNED if signer_of(record) is None else "not recorded"
+            return str(record[key]) if signed else f"{record[key]} ({UNSIGNED})"
+    return "not recorded" if signed else UNSIGNED
+
+
+def _note(record: Mapping[str, Any]) -> str:
+    note = str(record.get("note") or "")
+    if record.get("supersedes") is not None:
+        note += (f" (supersedes sign-off {record['supersedes']}: "
+                 f"{record.get('supersede_reason') or 'no reason given'})")
+    return note
 
 
 def signoff_rows(history: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -67,7 +78,7 @@ def signoff_rows(history: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         run = e.get("validation_seq")
         rows.append([SIGNOFF_KINDS[e["kind"]], "n/a" if run is None else f"run {run}", name,
                      role, fingerprint, str(e.get("created") or "")[:19].replace("T", " "),
-                     str(e.get("note") or ""), str(e.get("override_reason") or "none"),
+                     _note(e), str(e.get("override_reason") or "none"),
                      _evidence(e)])
     return rows
 

@@ -227,8 +227,9 @@ def report_command(
     root: RootOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open index.html in a browser.")] = False,
 ) -> None:
-    """Write ``index.html`` listing every model version with status, key metrics and links to
-    each version's ``scorecard.html`` (for a compliance reviewer)."""
+    """Write ``index.html`` listing every model version with status, key metrics and a link to
+    its current review page (``review-pages/<model>/<version>.html``: the latest run's
+    scorecard with every sign-off recorded since), for a compliance reviewer."""
     from validation.report_site import render_index
 
     try:
@@ -238,7 +239,8 @@ def report_command(
     if registry is None:
         _fail(InvalidArgumentError("No model registry under the store root yet: run a pipeline first."))
     try:
-        entries = [report_entry(model) for model in registry.list_models()]
+        entries = [_with_review_page(registry.root, model, report_entry(model))
+                   for model in registry.list_models()]
     except FeatureStoreError as exc:
         _fail(exc)
     index = registry.root / "index.html"
@@ -455,6 +457,20 @@ def latest_scorecard(model: Any) -> tuple[Any, str | None]:
     card = _read_scorecard(model.model_path / "scorecard.json")
     html = model.model_path / "scorecard.html"
     return card, ("scorecard.html" if html.is_file() else None)
+
+
+def _with_review_page(site: Path, model: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """Write the version's current review page into the report site; link the entry to it."""
+    from fstrain.kernel.timeutil import utc_now_iso
+    from validation.review_page import render_review_page, review_page_path
+
+    page = render_review_page(model, rendered_at=utc_now_iso("seconds"))
+    if page is None:
+        return entry
+    rel = review_page_path(model.name, model.version)
+    (site / rel).parent.mkdir(parents=True, exist_ok=True)
+    (site / rel).write_text(page, encoding="utf-8")
+    return {**entry, "href": rel}
 
 
 def report_entry(model: Any) -> dict[str, Any]:

@@ -137,6 +137,13 @@ def test_history_sign_off_and_report_in_chromium(adult, tmp_path):
     for link in dom.links:
         assert (index.parent / unquote(link)).is_file()  # no dead link
     assert "APPROVED" in dom.text and "rita" in dom.text and "run 1" in dom.text
+    review = f"review-pages/{ref.name}/{ref.version}.html"  # the run's scorecard, signed off
+    assert review in dom.links
+    current = (index.parent / review).read_text()
+    assert current.count('class="signoff-row approved-row"') == 1
+    assert "unsigned (recorded name: rita)" in current and "human review of denials" in current
+    assert 'id="signoff-pending"' not in current
+    assert "Run 1 has no sign-off yet" in Path(result.scorecard_html).read_text()  # immutable
     page = _Dom()
     page.feed(_dump(Path(result.scorecard_html), tmp_path))
     assert "Source" in page.headers and "Verdict" in page.text

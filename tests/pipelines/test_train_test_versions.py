@@ -4,6 +4,7 @@ carved from train, recorded with the model, and validation carves the same rows.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import feature_store
 from typer.testing import CliRunner
@@ -38,12 +39,51 @@ def test_train_and_validate_a_train_test_version(tmp_path):
 
     validated = _cli(root, "validate", f"{ref['name']}:{ref['version']}", "--json")
     assert validated.exit_code in (0, 3), validated.output
-    assert json.loads(validated.output)["key_metric"] == "roc_auc"
+    out = json.loads(validated.output)
+    assert out["key_metric"] == "roc_auc"
+    card = json.loads(Path(out["scorecard_html"]).with_name("scorecard.json").read_text())
+    assert card["threshold"]["detail"].endswith(
+        f"on {carve['rows']} rows carved from the train split of training dataset v{version} "
+        "(stratified 20%, seed 11), held out from fitting by the training run")
+    assert card["threshold"]["warning"] is None and "validation split" not in (
+        card["threshold"]["detail"])
+    _validate_a_notebook_model(root, project, fv, version)
 
     refused = _cli(root, "train", "adult", "-t", str(unsplit))
     assert refused.exit_code == 2
     assert "fstrain dataset" in refused.output and "Traceback" not in refused.output
     assert "get_train_validation_test_split" not in refused.output  # no Python advice
+
+
+def _validate_a_notebook_model(root, project, fv, version):
+    """A model fitted on every train row in a notebook carries no carve record: its threshold
+    rows are carved from train all the same, and the scorecard says they may have been fitted
+    on."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from model_registry import formats
+
+    X, _X_te, y, _y_te = fv.get_train_test_split(version)
+    text = [c for c in X.columns if X[c].dtype == object]
+    pipe = Pipeline([("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"),
+                                                  text)], remainder="passthrough")),
+                     ("clf", LogisticRegression(max_iter=200))]).fit(X, y.iloc[:, 0])
+    formats.save_sklearn(pipe, root.parent / "nb")
+    project.get_model_registry().sklearn.create_model(
+        "notebook_lr", feature_view=fv, training_dataset_version=version).save(
+        str(root.parent / "nb"))
+    from pipelines import model_validation
+
+    page = Path(model_validation.run(project, model_validation.ModelValidationConfig(
+        model_name="notebook_lr", shap_samples=5, bootstrap_resamples=10)).scorecard_html)
+    card = json.loads(page.with_name("scorecard.json").read_text())
+    assert "rows carved from the train split of training dataset" in card["threshold"]["detail"]
+    assert "may have been fitted on these very rows" in card["threshold"]["warning"]
+    assert 'id="threshold-rows"' in page.read_text()
+    assert "may have been fitted on" in page.with_name("model_card.md").read_text()
 
 
 def test_carve_is_reproducible_and_time_ordered(tmp_path):
