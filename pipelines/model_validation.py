@@ -164,15 +164,15 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
 def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and record the run in the registry."""
     from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
-
     from validation.model_card import load_owner_file
 
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))
-    owner = (load_owner_file(config.model_card) if config.model_card else load_owner_file(
-        Path(project.root) / "model_cards" / f"{model.name}.yaml",
-        shown_as=f"model_cards/{model.name}.yaml"))  # checked before any validation work
+    # the owner's model-card file is checked before any validation work (a named one must exist)
+    owner = (load_owner_file(config.model_card, missing_ok=False) if config.model_card
+             else load_owner_file(Path(project.root) / "model_cards" / f"{model.name}.yaml",
+                                  shown_as=f"model_cards/{model.name}.yaml"))
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
