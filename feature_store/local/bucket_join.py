@@ -42,7 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pyarrow as pa
 
-    from feature_store.local.pit import CompiledQuery, JoinPlan
+    from feature_store.local.pit import CompiledQuery
+    from feature_store.local.query_plan import JoinPlan
 
 #: event-time units by the stored type: epoch milliseconds, microseconds, days
 _UNITS = {"int64": "ms", "bigint": "ms", "timestamp[us, tz=UTC]": "us", "timestamp[us]": "us",
@@ -120,7 +121,7 @@ def plan(compiled: CompiledQuery) -> BucketPlan | None:
         return None
     p = shape.plan
     placeholders = {node.alias: ph for ph, node in compiled.scans.items()}
-    root_fg = p.root.fg
+    root_fg = p.root.group
     root_keys = keys[placeholders[p.root.alias]]
     if not root_fg.event_time or not _typed(root_fg, [*root_keys, *root_fg.upsert_key],
                                             _KEY_TYPES):
@@ -146,9 +147,9 @@ def _typed(fg: Any, columns: list[str], allowed: tuple[str, ...]) -> bool:
 def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
           columns: list[str]) -> Step | None:
     """The join as a :class:`Step`, or None when its types are not covered."""
-    from feature_store.local.pit import event_time_of, lookback_in_unit
+    from feature_store.local.query_plan import event_time_of, lookback_in_unit
 
-    lfg, rfg = jp.left.fg, jp.right.fg
+    lfg, rfg = jp.left.group, jp.right.group
     if not jp.point_in_time or not _typed(rfg, [*right_keys, *jp.tie_break], _KEY_TYPES):
         return None
     ltype = str(lfg.get_feature(event_time_of(lfg)).type)

@@ -1,4 +1,4 @@
-"""DuckDB plumbing for the local backend: connections, Delta scans, filter rendering.
+"""DuckDB plumbing for the local backend: connections and Delta scans.
 
 Scans read a Delta version's parquet files with ``read_parquet([...], union_by_name=true)`` so
 DuckDB knows their sizes (an Arrow dataset reports no row count, which makes DuckDB 2.0 pick a
@@ -14,8 +14,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-
-from feature_store.feature import Filter, FilterLike, Logic
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -141,50 +139,6 @@ def scan(
     # file_index and file_row_number are DuckDB's virtual columns of a multi-file scan
     source = f"read_parquet({_file_list(files)}, union_by_name=true)"
     return f"(SELECT {', '.join(columns)} FROM {source})"
-
-
-def render_filter(
-    expr: FilterLike, column_sql: Any, params: list[Any]
-) -> str:
-    """Render a filter tree to SQL; values go to ``params`` as positional ``?`` parameters.
-
-    ``column_sql(feature)`` maps a :class:`~feature_store.feature.Feature` to its SQL column.
-    """
-    if isinstance(expr, Logic):
-        left = render_filter(expr.left, column_sql, params)
-        right = render_filter(expr.right, column_sql, params)
-        return f"({left} {expr.op} {right})"
-    if not isinstance(expr, Filter):
-        from fstrain.kernel.errors import InvalidArgumentError
-
-        raise InvalidArgumentError(
-            f"filter must be built from features (e.g. fg.amount > 100). Got {expr!r} instead."
-        )
-    col = column_sql(expr.feature)
-    value = _param_value(expr.value, expr.feature)
-    if expr.op == "IS NULL":
-        return f"{col} IS NULL"
-    if expr.op == "IN":
-        if not value:
-            return "FALSE"
-        params.extend(value)
-        return f"{col} IN ({', '.join('?' for _ in value)})"
-    if expr.op == "CONTAINS":
-        params.append(f"%{value}%")
-        return f"{col} LIKE ?"
-    params.append(value)
-    return f"{col} {expr.op} ?"
-
-
-def _param_value(value: Any, feature: Any) -> Any:
-    """Timestamps in filters follow the UTC rule; everything else passes through."""
-    if feature.type.startswith("timestamp") and value is not None and not isinstance(value, list):
-        from fstrain.kernel.timeutil import required_utc
-
-        fg = getattr(feature, "feature_group", None)
-        of = f" of feature group '{fg.name}' v{fg.version}" if fg is not None else ""
-        return required_utc(value, what=f"filter value for '{feature.name}'{of}").to_pydatetime()
-    return value
 
 
 def fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pa.Table:

@@ -9,6 +9,7 @@ commit id is the Delta table version.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, FilterLike
@@ -131,12 +132,16 @@ class FeatureGroup(TaggedEntity):
         return key
 
     @property
+    def table_path(self) -> Path:
+        """Where the Delta table of this group version is."""
+        return Path(self._store.root) / "tables" / f"{self.name}_{self.version}"
+
+    @property
     def delta_table(self) -> DeltaFeatureTable:
-        """The Delta table holding this group version (for the query compiler and the engine)."""
+        """The Delta table holding this group version (its writes and history)."""
         from feature_store.local.delta_table import DeltaFeatureTable
 
-        return DeltaFeatureTable(self._store.root / "tables" / f"{self.name}_{self.version}",
-                                 self.owner)
+        return DeltaFeatureTable(self.table_path, self.owner)
 
     @property
     def _table(self) -> DeltaFeatureTable:

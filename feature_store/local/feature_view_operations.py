@@ -301,7 +301,7 @@ def check_prohibited(fv: Any) -> None:
 
 def _source_columns(fv: Any) -> dict[str, str]:
     """Output column name → the column of its feature group it comes from (one plan)."""
-    from feature_store.local.pit import plan
+    from feature_store.local.query_plan import plan
 
     return {column.name: column.source for column in plan(fv.query.spec()).columns}
 

@@ -91,7 +91,7 @@ def estimated_bytes(compiled: CompiledQuery) -> int:
 
     total = 0
     for node in compiled.scans.values():
-        table = node.fg.delta_table
+        table = node.group.delta_table
         schema = table.schema(node.commit)
         total += table.row_count(node.commit) * sum(_value_bytes(f.type) for f in schema)
     return total
@@ -108,7 +108,7 @@ def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     count = max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
     if count > 1 and compiled.shape is not None and bucket_join.plan(compiled) is not None:
         root = compiled.shape.plan.root
-        rows = root.fg.delta_table.row_count(root.commit)
+        rows = root.group.delta_table.row_count(root.commit)
         count = max(count, min(KERNEL_MAX_BUCKETS, math.ceil(rows / KERNEL_BUCKET_ROWS)))
     return count
 
@@ -199,7 +199,7 @@ class PartitionedQuery:
             raise ValueError("the query cannot be partitioned")
         self.con, self.compiled, self.buckets, self.folder = con, compiled, buckets, folder
         self.keys = compiled.partition_keys
-        self.scans = {ph: engine.scan(con, node.fg.delta_table, node.commit)
+        self.scans = {ph: engine.scan(con, node.group.delta_table, node.commit)
                       for ph, node in compiled.scans.items()}
         self.results: list[Path] = []
         #: rows the merge of the results reads at a time (sizes the results' batches)
@@ -277,7 +277,7 @@ class PartitionedQuery:
         types, which every group's keys share (see ``pit._partition_keys``)."""
         root = next(iter(self.compiled.scans))
         node = self.compiled.scans[root]
-        fields = node.fg.delta_table.schema(node.commit)
+        fields = node.group.delta_table.schema(node.commit)
         return [not _numpy_hashable(fields.field(k).type) for k in self.keys[root]]
 
     def _copy_group(self, placeholder: str) -> None:
@@ -298,14 +298,14 @@ class PartitionedQuery:
         from feature_store.local.row_gather import _value_bytes
 
         node = self.compiled.scans[placeholder]
-        if not node.fg.delta_table.files(node.commit):
+        if not node.group.delta_table.files(node.commit):
             return  # no rows (and its scan is a table registered on self.con alone)
         reads = self._kernel_reads()[placeholder]
         by_sql = dict(zip(self.keys[placeholder], self._sql_hashed(), strict=True))
         hashes = {k: f"{HASH}{i}" for i, k in enumerate(by_sql) if by_sql[k]}
         select = [*(q(c) for c in reads), *(f"hash({q(k)}) AS {h}" for k, h in hashes.items())]
         source, params = self._source(placeholder)
-        fields = {f.name: f.type for f in node.fg.delta_table.schema(node.commit)}
+        fields = {f.name: f.type for f in node.group.delta_table.schema(node.commit)}
         row_bytes = 8 + sum(_value_bytes(fields[c]) for c in reads if c in fields)  # + bucket
         keys = [hashes.get(k, k) for k in by_sql]  # in the root's key order
 

@@ -1,8 +1,8 @@
 """The one place where joins — point-in-time and plain — are turned into SQL.
 
-A query, frozen as a :class:`~feature_store.local.query.QuerySpec`, compiles to one DuckDB
-statement over the Delta
-scans of its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
+A query, frozen as a :class:`~feature_store.local.query_spec.QuerySpec` and planned by
+:mod:`feature_store.local.query_plan`, compiles to one DuckDB statement over the Delta scans of
+its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 
 - **Point-in-time** (both sides have an event_time): for each left row, the latest right row with
   ``right.event_time <= left.event_time`` (inclusive) on the join keys, via DuckDB's
@@ -32,68 +32,31 @@ statement with every column in the joins is kept as ``display_template``: it is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feature_store.feature import Feature, FilterLike, Logic
 from feature_store.local import engine
 from feature_store.local.engine import quote_ident as q
+from feature_store.local.query_plan import (
+    Gather,
+    JoinPlan,
+    Node,
+    Plan,
+    event_time_of,
+    is_epoch_ms,
+    lookback_in_unit,
+    plan,
+)
+from feature_store.local.query_spec import Condition, Conjunction, FilterSpec, GroupSpec
 from fstrain.kernel.errors import InvalidArgumentError
-from fstrain.kernel.timeutil import to_utc
+from fstrain.kernel.timeutil import required_utc, to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
-    from feature_store.local.feature_group import FeatureGroup
-    from feature_store.local.query import JoinSpec, QuerySpec
-
-
-@dataclass
-class Node:
-    """One feature group occurrence in the flattened query."""
-
-    alias: str
-    fg: FeatureGroup
-    selected: list[str]
-    commit: int
-
-
-@dataclass
-class JoinPlan:
-    left: Node
-    right: Node
-    join: JoinSpec
-    point_in_time: bool
-    dedupe: str | None  # QUALIFY clause for the right scan, or None
-    #: the right group's upsert-key columns beyond the join keys and event time: among rows
-    #: with equal keys and event time, the one with the smallest values wins
-    tie_break: tuple[str, ...] = ()
-
-
-@dataclass
-class OutColumn:
-    name: str
-    node: Node
-    source: str
-    feature: Feature
-
-
-@dataclass
-class Plan:
-    root: Node
-    nodes: list[Node]
-    joins: list[JoinPlan]
-    columns: list[OutColumn]
-
-
-@dataclass
-class Gather:
-    """The selected columns of a point-in-time-joined group, fetched by row id after the join."""
-
-    node: Node
-    row_column: str  # the join result's column holding the matched row id (null: no match)
-    columns: list[tuple[str, str]]  # (column of the group, output name)
+    from feature_store.local.query_spec import QuerySpec
 
 
 @dataclass
@@ -140,7 +103,7 @@ class CompiledQuery:
         """
         gathered = set() if single_statement else {g.node.alias for g in self.gathers}
         return self.bind_sources(
-            {placeholder: engine.scan(con, node.fg.delta_table, node.commit,
+            {placeholder: engine.scan(con, node.group.delta_table, node.commit,
                                       row_id=node.alias in gathered)
              for placeholder, node in self.scans.items()},
             single_statement=single_statement)
@@ -163,7 +126,7 @@ class CompiledQuery:
         """
         from feature_store.local.storage_errors import storage_boundary
 
-        groups = ", ".join(dict.fromkeys(f"'{n.fg.name}' v{n.fg.version}" for n in self.scans.values()))
+        groups = ", ".join(dict.fromkeys(f"'{n.group.name}' v{n.group.version}" for n in self.scans.values()))
         with storage_boundary(f"query over feature group(s) {groups}", "reading"):
             return self._fetch(con, single_statement=single_statement)
 
@@ -186,7 +149,7 @@ class CompiledQuery:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
         sql = self.display_template or self.template
         for placeholder, node in self.scans.items():
-            sql = sql.replace(placeholder, f"delta_scan('{node.fg.delta_table.path}', version => {node.commit})")
+            sql = sql.replace(placeholder, f"delta_scan('{node.group.delta_table.path}', version => {node.commit})")
         parts = sql.split("?")
         out = parts[0]
         for value, rest in zip(self.params, parts[1:], strict=False):
@@ -202,98 +165,6 @@ def _literal(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return f"TIMESTAMPTZ '{value.isoformat()}'"
     return str(value)
-
-
-# -- planning ------------------------------------------------------------------------------
-
-
-def plan(spec: QuerySpec) -> Plan:
-    """Flatten a frozen query into nodes, joins and output columns."""
-    counter = [0]
-
-    def new_node(sub: QuerySpec) -> Node:
-        node = Node(f"t{counter[0]}", sub.feature_group, list(sub.features), sub.commit)
-        counter[0] += 1
-        return node
-
-    root = new_node(spec)
-    nodes, joins = [root], []
-
-    def walk(sub: QuerySpec, left: Node) -> None:
-        for j in sub.joins:
-            right = new_node(j.query)
-            nodes.append(right)
-            joins.append(_plan_join(left, right, j))
-            walk(j.query, right)
-
-    walk(spec, root)
-    columns = [OutColumn(c, root, c, _feature(root.fg, c, c)) for c in root.selected]
-    taken = {c.name for c in columns}
-    for jp in joins:
-        _add_right_columns(jp, columns, taken)
-    return Plan(root, nodes, joins, columns)
-
-
-def _feature(fg: FeatureGroup, source: str, name: str) -> Feature:
-    f = fg.get_feature(source)
-    return Feature(name=name, type=f.type, description=f.description, primary=f.primary,
-                   partition=f.partition, event_time=f.event_time, feature_group=fg)
-
-
-def _plan_join(left: Node, right: Node, join: JoinSpec) -> JoinPlan:
-    lfg, rfg = left.fg, right.fg
-    pit = bool(lfg.event_time and rfg.event_time)
-    if pit and join.join_type not in ("left", "inner"):
-        raise InvalidArgumentError(
-            f"point-in-time join of '{rfg.name}' onto '{lfg.name}' must be 'left' or 'inner'. "
-            f"Got {join.join_type!r} instead."
-        )
-    if join.lookback is not None and not pit:
-        raise InvalidArgumentError(
-            f"lookback on the join of '{rfg.name}' onto '{lfg.name}' needs an event_time on both "
-            "groups (it bounds a point-in-time join)."
-        )
-    covered = set(join.right_on) | ({rfg.event_time} if pit else set())
-    rest = [k for k in rfg.upsert_key if k not in covered and k != rfg.event_time]
-    dedupe = None
-    keys = ", ".join(q(k) for k in join.right_on)
-    if pit and rest:
-        order = ", ".join(q(k) for k in rest)
-        dedupe = f"row_number() OVER (PARTITION BY {keys}, {q(event_time_of(rfg))} ORDER BY {order}) = 1"
-    elif not pit and rfg.event_time:
-        order = ", ".join([q(rfg.event_time) + " DESC"] + [q(k) for k in rest])
-        dedupe = f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
-    return JoinPlan(left, right, join, pit, dedupe, tuple(rest) if pit else ())
-
-
-def _add_right_columns(jp: JoinPlan, columns: list[OutColumn], taken: set[str]) -> None:
-    from feature_store.local.query import warn_prefix
-
-    rfg, join = jp.right.fg, jp.join
-    left_selected = set(jp.left.selected)
-    pending: list[tuple[str, str]] = []
-    for col in jp.right.selected:
-        if col == rfg.event_time and join.prefix is None and col in taken:
-            continue  # the root's (or an earlier group's) column of that name is the one kept
-        if join.prefix is None and col in join.right_on:
-            left_col = join.left_on[join.right_on.index(col)]
-            if left_col == col and col in left_selected:
-                continue
-        name = f"{join.prefix}{col}" if join.prefix else col
-        pending.append((col, name))
-    clashes = [name for _, name in pending if name in taken]
-    if clashes:
-        auto = f"{rfg.name}_"
-        warn_prefix(rfg.name, clashes, auto)
-        pending = [(src, f"{auto}{name}" if name in taken else name) for src, name in pending]
-    for src, name in pending:
-        if name in taken:
-            raise InvalidArgumentError(
-                f"column '{name}' from '{rfg.name}' clashes with a selected column even after "
-                "prefixing. Pass a distinct prefix= to join() or select fewer features."
-            )
-        taken.add(name)
-        columns.append(OutColumn(name, jp.right, src, _feature(rfg, src, name)))
 
 
 # -- compiling -----------------------------------------------------------------------------
@@ -317,7 +188,7 @@ def compile_query(
     p = plan(spec)
     params: list[Any] = []  # in placeholder order: root filter, window, post-join filter
     scans: dict[str, Node] = {}
-    root_only, post = _split_filter(spec.filter, p.root.fg)
+    root_only, post = _split_filter(spec.filter, p.root.group)
     root_conditions = _root_conditions(p.root, root_only, start_time, end_time, params)
     root_params = list(params)
     from_parts = [_root_source(p.root, root_conditions, scans)]
@@ -326,10 +197,10 @@ def compile_query(
     for jp in p.joins:
         from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes))
     if post is not None:
-        def column_sql(f: Feature) -> str:
+        def column_sql(f: Condition) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
 
-        where_parts.append(engine.render_filter(post, column_sql, params))
+        where_parts.append(render_filter(post, column_sql, params))
 
     output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
     gathers = _gathers(p, post, output)
@@ -368,7 +239,7 @@ def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
         if set(pairs) != set(root_keys):
             return None
         for lk in root_keys:
-            if str(p.root.fg.get_feature(lk).type) != str(jp.right.fg.get_feature(pairs[lk]).type):
+            if str(p.root.group.get_feature(lk).type) != str(jp.right.group.get_feature(pairs[lk]).type):
                 return None
         keys[jp.right.alias] = tuple(pairs[k] for k in root_keys)
     if root_keys is None:  # pragma: no cover - p.joins is not empty
@@ -377,13 +248,13 @@ def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
     return keys
 
 
-def _root_conditions(root: Node, root_only: FilterLike | None, start_time: Any, end_time: Any,
+def _root_conditions(root: Node, root_only: FilterSpec | None, start_time: Any, end_time: Any,
                      params: list[Any]) -> list[str]:
     """The pushed-down root filters and the event-time window, on the root's column names."""
     conditions = []
     if root_only is not None:
-        conditions.append(engine.render_filter(root_only, lambda f: q(f.name), params))
-    return conditions + _window(root.fg, start_time, end_time, params)
+        conditions.append(render_filter(root_only, lambda f: q(f.name), params))
+    return conditions + _window(root.group, start_time, end_time, params)
 
 
 def _root_source(root: Node, conditions: list[str], scans: dict[str, Node]) -> str:
@@ -399,8 +270,9 @@ def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
     """One ``JOIN ... ON ...`` clause. A point-in-time join's lookback goes to ``where_parts``
     (inner join) or to ``lookback_nodes`` (left join: the right side's columns become null)."""
     right_sql = f"(SELECT * FROM {_placeholder(jp.right, scans)}"
-    if jp.dedupe:
-        right_sql += f" QUALIFY {jp.dedupe}"
+    dedupe = _dedupe(jp)
+    if dedupe:
+        right_sql += f" QUALIFY {dedupe}"
     right_sql += f") {jp.right.alias}"
     conds = [
         f"{jp.left.alias}.{q(lk)} = {jp.right.alias}.{q(rk)}"
@@ -456,13 +328,13 @@ def _tail(root: Node, from_parts: list[str], where_parts: list[str], order_by_ro
     if where_parts:
         tail += " WHERE " + " AND ".join(where_parts)
     if order_by_root_key:
-        tail += " ORDER BY " + ", ".join(f"{root.alias}.{q(k)}" for k in root.fg.upsert_key)
+        tail += " ORDER BY " + ", ".join(f"{root.alias}.{q(k)}" for k in root.group.upsert_key)
     if limit is not None:
         tail += f" LIMIT {int(limit)}"
     return tail
 
 
-def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather]:
+def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather]:
     """The point-in-time-joined groups whose columns are fetched by row after the join.
 
     A group qualifies when nothing after its own join reads its columns in SQL: it is no other
@@ -473,7 +345,7 @@ def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather
     from feature_store.local.row_gather import GatherPolicy
 
     lefts = {jp.left.alias for jp in p.joins}
-    filtered = {_alias_by_name(p, f) for f in post.features()} if post is not None else set()
+    filtered = {_alias_by_name(p, f) for f in post.conditions()} if post is not None else set()
     taken = set(output)
     policy = GatherPolicy()
     gathers = []
@@ -483,8 +355,8 @@ def _gathers(p: Plan, post: FilterLike | None, output: list[str]) -> list[Gather
         row_column = f"{engine.ROW_ID}_{node.alias}"
         if (not jp.point_in_time or not columns or node.alias in lefts or node.alias in filtered
                 or row_column in taken
-                or engine.ROW_ID in node.fg.delta_table.schema(node.commit).names
-                or not policy.admit(node.fg.delta_table, node.commit, [src for src, _ in columns])):
+                or engine.ROW_ID in node.group.delta_table.schema(node.commit).names
+                or not policy.admit(node.group.delta_table, node.commit, [src for src, _ in columns])):
             continue
         gathers.append(Gather(node, row_column, columns))
     return gathers
@@ -496,53 +368,32 @@ def _placeholder(node: Node, scans: dict[str, Node]) -> str:
     return ph
 
 
-def event_time_of(fg: FeatureGroup) -> str:
-    """``fg``'s event-time column, for the parts of a plan that only point-in-time joins reach."""
-    if fg.event_time is None:  # pragma: no cover - callers check pit first
-        raise ValueError(f"{fg.owner} has no event_time")
-    return fg.event_time
-
-
-def _is_epoch_ms(fg: FeatureGroup) -> bool:
-    """Whether ``fg``'s event time is epoch milliseconds (a bigint column, as Hopsworks allows)."""
-    return fg.get_feature(event_time_of(fg)).type in ("int64", "bigint")
-
-
-def _as_timestamptz(fg: FeatureGroup, expr: str) -> str:
-    """``expr`` (``fg``'s event time) as a TIMESTAMPTZ (epoch milliseconds converted, UTC)."""
-    if _is_epoch_ms(fg):
+def _as_timestamptz(group: GroupSpec, expr: str) -> str:
+    """``expr`` (``group``'s event time) as a TIMESTAMPTZ (epoch milliseconds converted, UTC)."""
+    if is_epoch_ms(group):
         return f"CAST(epoch_ms({expr}) AS TIMESTAMPTZ)"
     return f"CAST({expr} AS TIMESTAMPTZ)"
 
 
 def _event_time_pair(jp: JoinPlan) -> tuple[str, str]:
-    lt = f"{jp.left.alias}.{q(event_time_of(jp.left.fg))}"
-    rt = f"{jp.right.alias}.{q(event_time_of(jp.right.fg))}"
-    ltype = jp.left.fg.get_feature(event_time_of(jp.left.fg)).type
-    rtype = jp.right.fg.get_feature(event_time_of(jp.right.fg)).type
+    lt = f"{jp.left.alias}.{q(event_time_of(jp.left.group))}"
+    rt = f"{jp.right.alias}.{q(event_time_of(jp.right.group))}"
+    ltype = jp.left.group.get_feature(event_time_of(jp.left.group)).type
+    rtype = jp.right.group.get_feature(event_time_of(jp.right.group)).type
     if ltype != rtype:
-        lt, rt = _as_timestamptz(jp.left.fg, lt), _as_timestamptz(jp.right.fg, rt)
+        lt, rt = _as_timestamptz(jp.left.group, lt), _as_timestamptz(jp.right.group, rt)
     return lt, rt
-
-
-def lookback_in_unit(jp: JoinPlan) -> int:
-    """The join's lookback in the unit its event times are compared in: milliseconds when both
-    sides are epoch milliseconds, else microseconds (both sides as timestamps)."""
-    seconds = jp.join.lookback.total_seconds()
-    if _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg):
-        return int(seconds * 1000)
-    return int(seconds * 1_000_000)
 
 
 def _lookback_condition(jp: JoinPlan, lt: str, rt: str) -> str:
     """``right.event_time >= left.event_time - lookback`` in the pair's unit."""
     amount = lookback_in_unit(jp)
-    if _is_epoch_ms(jp.left.fg) and _is_epoch_ms(jp.right.fg):
+    if is_epoch_ms(jp.left.group) and is_epoch_ms(jp.right.group):
         return f"{rt} >= {lt} - {amount}"
     return f"{rt} >= {lt} - to_microseconds({amount})"
 
 
-def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any]) -> list[str]:
+def _window(fg: GroupSpec, start_time: Any, end_time: Any, params: list[Any]) -> list[str]:
     start = to_utc(start_time, what="start_time")
     end = to_utc(end_time, what="end_time")
     if start is None and end is None:
@@ -557,7 +408,7 @@ def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any])
             f"start_time must be before end_time (the window is [start, end)). Got "
             f"{start.isoformat()} and {end.isoformat()} instead."
         )
-    epoch_ms = _is_epoch_ms(fg)
+    epoch_ms = is_epoch_ms(fg)
     col = q(fg.event_time) if epoch_ms else f"CAST({q(fg.event_time)} AS TIMESTAMPTZ)"
     conds = []
     for bound, op in ((start, ">="), (end, "<")):
@@ -567,44 +418,93 @@ def _window(fg: FeatureGroup, start_time: Any, end_time: Any, params: list[Any])
     return conds
 
 
-def _conjuncts(f: FilterLike) -> list[FilterLike]:
-    if isinstance(f, Logic) and f.op == "AND":
+def _conjuncts(f: FilterSpec) -> list[FilterSpec]:
+    if isinstance(f, Conjunction) and f.op == "AND":
         return _conjuncts(f.left) + _conjuncts(f.right)
     return [f]
 
 
-def _split_filter(f: FilterLike | None, root: FeatureGroup) -> tuple[FilterLike | None, FilterLike | None]:
+def _split_filter(f: FilterSpec | None, root: GroupSpec
+                  ) -> tuple[FilterSpec | None, FilterSpec | None]:
     """Split a filter into the conjuncts that touch only the root group and the rest."""
     if f is None:
         return None, None
-    root_parts: list[FilterLike] = []
-    other: list[FilterLike] = []
+    root_parts: list[FilterSpec] = []
+    other: list[FilterSpec] = []
     for part in _conjuncts(f):
-        same = bool(part.features()) and all(
-            feat.feature_group is not None
-            and feat.feature_group.name == root.name
-            and feat.feature_group.version == root.version
-            for feat in part.features()
-        )
+        same = bool(part.conditions()) and all(
+            c.group == (root.name, root.version) for c in part.conditions())
         (root_parts if same else other).append(part)
     return _and_all(root_parts), _and_all(other)
 
 
-def _and_all(parts: list[FilterLike]) -> FilterLike | None:
+def _and_all(parts: list[FilterSpec]) -> FilterSpec | None:
     if not parts:
         return None
     out = parts[0]
     for p in parts[1:]:
-        out = Logic("AND", out, p)
+        out = Conjunction("AND", out, p)
     return out
 
 
-def _alias_by_name(p: Plan, f: Feature) -> str:
-    fg = f.feature_group
+def _alias_by_name(p: Plan, f: Condition) -> str:
     for node in p.nodes:
-        if fg is not None and node.fg.name == fg.name and node.fg.version == fg.version:
+        if f.group is not None and (node.group.name, node.group.version) == f.group:
             return node.alias
     raise InvalidArgumentError(
         f"filter on feature '{f.name}' refers to a feature group that is not in the query."
     )
 
+
+def render_filter(expr: FilterSpec, column_sql: Callable[[Condition], str],
+                  params: list[Any]) -> str:
+    """Render a filter to SQL; values go to ``params`` as positional ``?`` parameters.
+
+    ``column_sql(condition)`` maps a condition to its SQL column.
+    """
+    if isinstance(expr, Conjunction):
+        left = render_filter(expr.left, column_sql, params)
+        right = render_filter(expr.right, column_sql, params)
+        return f"({left} {expr.op} {right})"
+    col = column_sql(expr)
+    value = _param_value(expr)
+    if expr.op == "IS NULL":
+        return f"{col} IS NULL"
+    if expr.op == "IN":
+        if not value:
+            return "FALSE"
+        params.extend(value)
+        return f"{col} IN ({', '.join('?' for _ in value)})"
+    if expr.op == "CONTAINS":
+        params.append(f"%{value}%")
+        return f"{col} LIKE ?"
+    params.append(value)
+    return f"{col} {expr.op} ?"
+
+
+def _param_value(condition: Condition) -> Any:
+    """Timestamps in filters follow the UTC rule; everything else passes through."""
+    value = condition.value
+    if (condition.type.startswith("timestamp") and value is not None
+            and not isinstance(value, list)):
+        group = condition.group
+        of = f" of feature group '{group[0]}' v{group[1]}" if group is not None else ""
+        return required_utc(value, what=f"filter value for '{condition.name}'{of}"
+                            ).to_pydatetime()
+    return value
+
+
+def _dedupe(jp: JoinPlan) -> str | None:
+    """The QUALIFY condition keeping one right row per match candidate, or None: among rows
+    with the same keys and event time the smallest remaining upsert key (point-in-time); the
+    latest row per key (a plain join of a group with an event time)."""
+    rg = jp.right.group
+    keys = ", ".join(q(k) for k in jp.join.right_on)
+    if jp.point_in_time and jp.rest:
+        order = ", ".join(q(k) for k in jp.rest)
+        return (f"row_number() OVER (PARTITION BY {keys}, {q(event_time_of(rg))} "
+                f"ORDER BY {order}) = 1")
+    if not jp.point_in_time and rg.event_time:
+        order = ", ".join([q(rg.event_time) + " DESC"] + [q(k) for k in jp.rest])
+        return f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
+    return None

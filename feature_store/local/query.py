@@ -14,13 +14,22 @@ joins against its own root.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
+from feature_store.local.query_spec import (
+    Column,
+    GroupSpec,
+    JoinSpec,
+    QuerySpec,
+    TimeTravel,
+    filter_to_dict,
+    freeze_filter,
+    value_from_json,
+)
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
-from fstrain.kernel.timeutil import required_utc, to_utc
+from fstrain.kernel.timeutil import to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -42,46 +51,6 @@ class Join:
     join_type: str
     prefix: str | None
     lookback: Any = None  # a pandas.Timedelta or None
-
-
-@dataclass
-class TimeTravel:
-    """How a query reads its groups: latest, at a time, or its root group at one commit.
-
-    A sub-query's own ``as_of`` applies to its groups; a group whose query sets none reads as
-    the nearest enclosing query says. ``as_of`` on a query also applies to the sub-queries
-    joined to it at that moment (as Hopsworks).
-    """
-
-    wallclock_ms: int | None = None
-    commit_id: int | None = None  # pins the query's root group only
-
-    def is_set(self) -> bool:
-        return self.wallclock_ms is not None or self.commit_id is not None
-
-
-@dataclass(frozen=True)
-class JoinSpec:
-    """One join of a frozen query: the sub-query, its keys and how it joins."""
-
-    query: QuerySpec
-    left_on: tuple[str, ...]
-    right_on: tuple[str, ...]
-    join_type: str
-    prefix: str | None
-    lookback: Any = None  # a pandas.Timedelta or None
-
-
-@dataclass(frozen=True)
-class QuerySpec:
-    """A query frozen for the compiler (:mod:`feature_store.local.pit`): every group with the
-    commit it is read at, its selected features and its joins; ``filter`` on the outermost."""
-
-    feature_group: FeatureGroup
-    features: tuple[str, ...]
-    commit: int
-    joins: tuple[JoinSpec, ...]
-    filter: FilterLike | None = None
 
 
 def fg_key(fg: FeatureGroup) -> str:
@@ -249,47 +218,26 @@ class Query:
         Refuses a query that reads one feature group at two different commits (a pinned
         training dataset records one commit per group).
         """
-        out: dict[str, int] = {}
-        for fg, chain in _groups_with_chain(self, []):
-            commit = self._commit_for(fg, chain)
-            key = fg_key(fg)
-            if out.get(key, commit) != commit:
-                raise InvalidArgumentError(
-                    f"{fg.owner} is read at commits {out[key]} and {commit} in one query (its "
-                    "sub-queries use different as_of). Read it at one commit."
-                )
-            out[key] = commit
-        return out
+        return self.spec().commits()
+
+    def frozen(self) -> QuerySpec:
+        """This query as values (:class:`~feature_store.local.query_spec.QuerySpec`): every
+        group with its selected features, joins and time travel, commits not yet resolved."""
+        return self._frozen(self, top=True)
+
+    def _frozen(self, node: Query, *, top: bool) -> QuerySpec:
+        joins = tuple(
+            JoinSpec(self._frozen(j.query, top=False), tuple(j.left_on), tuple(j.right_on),
+                     j.join_type, j.prefix, j.lookback)
+            for j in node.joins
+        )
+        return QuerySpec(_group_spec(node.left_feature_group), tuple(node.left_features), joins,
+                         freeze_filter(self._filter) if top else None, node.time_travel)
 
     def spec(self) -> QuerySpec:
         """This query frozen for compiling: each group's commit resolved now (pins, ``as_of``
         of the query and its sub-queries, else the latest)."""
-        return self._frozen([self])
-
-    def _frozen(self, chain: list[Query]) -> QuerySpec:
-        node = chain[-1]
-        joins = tuple(
-            JoinSpec(self._frozen([*chain, j.query]), tuple(j.left_on), tuple(j.right_on),
-                     j.join_type, j.prefix, j.lookback)
-            for j in node.joins
-        )
-        fg = node.left_feature_group
-        return QuerySpec(fg, tuple(node.left_features), self._commit_for(fg, chain), joins,
-                         self._filter if len(chain) == 1 else None)
-
-    def _commit_for(self, fg: FeatureGroup, chain: list[Query] | None = None) -> int:
-        """The commit ``fg`` is read at; ``chain`` lists the queries from this one down to the
-        sub-query whose root ``fg`` is (default: this query's root)."""
-        chain = chain or [self]
-        if self._pinned is not None and fg_key(fg) in self._pinned:
-            return self._pinned[fg_key(fg)]
-        owner = chain[-1]
-        if owner.time_travel.commit_id is not None:
-            return _existing_commit(fg, owner.time_travel.commit_id)
-        for query in reversed(chain):
-            if query.time_travel.wallclock_ms is not None:
-                return fg.delta_table.version_at(query.time_travel.wallclock_ms)
-        return fg.delta_table.version()
+        return self.frozen().resolved(self._pinned)
 
     def limit(self, n: int) -> Query:
         """Return at most ``n`` rows; mutates and returns ``self``."""
@@ -301,9 +249,13 @@ class Query:
     @property
     def features(self) -> list[Feature]:
         """The output features, named as they appear in the result."""
-        from feature_store.local.pit import plan
+        from feature_store.local.query_plan import plan
 
-        return [c.feature for c in plan(self.spec()).columns]
+        groups = {fg_key(fg): fg for fg in self.feature_groups()}
+        return [Feature(name=c.name, type=c.column.type, description=c.column.description,
+                        primary=c.column.primary, partition=c.column.partition,
+                        event_time=c.column.event_time, feature_group=groups[c.node.group.key])
+                for c in plan(self.spec()).columns]
 
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
         from feature_store.local.pit import compile_query
@@ -400,7 +352,7 @@ class Query:
                 }
                 for j in self._joins
             ],
-            "filter": None if self._filter is None else _filter_to_dict(self._filter),
+            "filter": None if self._filter is None else filter_to_dict(freeze_filter(self._filter)),
             **({"as_of": {"wallclock_ms": self._time_travel.wallclock_ms,
                           "commit_id": self._time_travel.commit_id}}
                if self._time_travel.is_set() else {}),
@@ -421,16 +373,6 @@ class Query:
         where = None if data.get("filter") is None else _filter_from_dict(store, data["filter"])
         time_travel = TimeTravel(**data["as_of"]) if data.get("as_of") else None
         return cls(fg, data["left_features"], joins=joins, where=where, time_travel=time_travel)
-
-
-def _groups_with_chain(query: Query, parents: list[Query]) -> list[tuple[FeatureGroup, list[Query]]]:
-    """Every group of ``query``, root first, with the queries from the top down to the
-    sub-query whose root it is."""
-    chain = [*parents, query]
-    out = [(query.left_feature_group, chain)]
-    for j in query.joins:
-        out += _groups_with_chain(j.query, chain)
-    return out
 
 
 def _check_prefix(prefix: Any, right_name: str) -> None:
@@ -470,17 +412,6 @@ def _check_key_types(left: FeatureGroup, right: FeatureGroup, left_keys: list[st
             )
 
 
-def _existing_commit(fg: FeatureGroup, commit_id: int) -> int:
-    """``commit_id`` if ``fg`` has it, else a NotFoundError listing the commits it has."""
-    latest = fg.delta_table.version()
-    if commit_id > latest:
-        commits = sorted(c.commit_id for c in fg.delta_table.history())
-        raise NotFoundError(
-            f"{fg.owner} has no commit {commit_id} (commits: {commits}; latest {latest})."
-        )
-    return commit_id
-
-
 def _lookback(value: Any) -> Any:
     if value is None:
         return None
@@ -504,40 +435,6 @@ def _lookback(value: Any) -> Any:
     return delta
 
 
-def _value_to_json(value: Any) -> Any:
-    import datetime as dt
-
-    import pandas as pd
-
-    if isinstance(value, list | tuple):
-        return [_value_to_json(v) for v in value]
-    if isinstance(value, dt.datetime | pd.Timestamp):
-        return {"__timestamp__": required_utc(value).isoformat()}
-    if hasattr(value, "item"):
-        return value.item()
-    return value
-
-
-def _value_from_json(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_value_from_json(v) for v in value]
-    if isinstance(value, dict) and "__timestamp__" in value:
-        return to_utc(value["__timestamp__"])
-    return value
-
-
-def _filter_to_dict(f: FilterLike) -> dict[str, Any]:
-    if isinstance(f, Logic):
-        return {"logic": f.op, "left": _filter_to_dict(f.left), "right": _filter_to_dict(f.right)}
-    fg = f.feature.feature_group
-    return {
-        "feature": f.feature.name,
-        "feature_group": None if fg is None else {"name": fg.name, "version": fg.version},
-        "op": f.op,
-        "value": _value_to_json(f.value),
-    }
-
-
 def _filter_from_dict(store: FeatureStore, data: dict[str, Any]) -> FilterLike:
     if "logic" in data:
         return Logic(data["logic"], _filter_from_dict(store, data["left"]),
@@ -546,17 +443,7 @@ def _filter_from_dict(store: FeatureStore, data: dict[str, Any]) -> FilterLike:
     if ref is None:
         raise NotFoundError(f"stored filter on '{data['feature']}' has no feature group.")
     fg = store.get_feature_group(ref["name"], ref["version"])
-    return Filter(fg.get_feature(data["feature"]), data["op"], _value_from_json(data["value"]))
-
-
-def warn_prefix(fg_name: str, columns: list[str], prefix: str) -> None:
-    """Hopsworks logs a warning when it prefixes clashing columns automatically."""
-    warnings.warn(
-        f"columns {columns} of feature group '{fg_name}' clash with columns already selected; "
-        f"they are prefixed with '{prefix}'. Pass prefix= to join() to choose the names.",
-        UserWarning,
-        stacklevel=4,
-    )
+    return Filter(fg.get_feature(data["feature"]), data["op"], value_from_json(data["value"]))
 
 
 def _epoch_ms(ts: Any) -> int:
@@ -581,3 +468,10 @@ def _shared_primary_key(left_fg: Any, right_fg: Any, left_names: list[str]) -> l
         f"(primary key {list(right_fg.primary_key)}) share none. Name the keys, e.g. "
         f"on={likely!r}, or left_on=[...] and right_on=[...]."
     )
+
+
+def _group_spec(fg: FeatureGroup) -> GroupSpec:
+    """A feature group as the values a query spec holds."""
+    return GroupSpec(fg.name, fg.version, tuple(fg.primary_key), fg.event_time,
+                     tuple(fg.partition_key), tuple(Column.of(f) for f in fg.features),
+                     str(fg.table_path))

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from types import TracebackType
 
     from feature_store.local.delta_table import DeltaFeatureTable
-    from feature_store.local.pit import Gather
+    from feature_store.local.query_plan import Gather
 
 _ROW_MASK = (1 << engine.ROW_ID_FILE_SHIFT) - 1
 
@@ -157,7 +157,7 @@ def read_source(gather: Gather) -> Source:
     import pyarrow.parquet as pq
 
     node = gather.node
-    table = node.fg.delta_table
+    table = node.group.delta_table
     names = [src for src, _ in gather.columns]
     con = engine.connect()
     try:

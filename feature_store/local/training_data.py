@@ -452,7 +452,7 @@ class TrainingDataStore:
 
     def _metadata(self, spec: SplitSpec | None, *, seed: int, materialize: bool,
                   data_format: str, description: str, extra_filter: Any) -> dict[str, Any]:
-        from feature_store.local.query import _filter_to_dict
+        from feature_store.local.query_spec import filter_to_dict, freeze_filter
 
         return {
             "version": 0,  # allocated in the catalog transaction (_commit)
@@ -465,7 +465,7 @@ class TrainingDataStore:
             "seed": seed,
             "split_spec": None if spec is None else spec.to_dict(),
             "splits": {},
-            "extra_filter": None if extra_filter is None else _filter_to_dict(extra_filter),
+            "extra_filter": None if extra_filter is None else filter_to_dict(freeze_filter(extra_filter)),
             "transformation_statistics": {},
             "created_at": utc_now().isoformat(),
             "content_hash": HASH_ALGORITHM,

@@ -275,3 +275,35 @@ def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
     got = query.read().sort_values("id").reset_index(drop=True)
     want = expected.sort_values("id").reset_index(drop=True)[got.columns]
     pd.testing.assert_frame_equal(got, want, check_dtype=False)
+
+
+def _values(value, path="spec"):
+    """Every leaf of a frozen spec with where it is; fails on a mutable or live part."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        assert type(value).__dataclass_params__.frozen, f"{path} ({type(value).__name__}) is mutable"
+        for f in dataclasses.fields(value):
+            yield from _values(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, tuple | list):
+        for i, item in enumerate(value):
+            yield from _values(item, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def test_a_query_spec_is_values_not_the_objects_it_was_made_from(groups):
+    """The compiler reads names, columns, commits and join specs, never a live feature group
+    (so it cannot depend on the objects it compiles)."""
+    labels, card = groups
+    query = (labels.select_all().join(card.select(["spend"]), on=["card"], lookback="7D")
+             .filter((labels.y == 1) & (card.spend > 1.5)))
+    spec = query.spec()
+    leaves = dict(_values(spec))
+    allowed = (str, int, float, bool, type(None), pd.Timedelta)
+    assert all(isinstance(v, allowed) for v in leaves.values()), {
+        p: type(v).__name__ for p, v in leaves.items() if not isinstance(v, allowed)}
+    assert [g.key for g in spec.groups()] == ["labels:1", "card_feats:1"]
+    assert spec.commits() == {"labels:1": 1, "card_feats:1": 1}
+    assert query.frozen().commit is None and spec.commit == 1
+    assert {f.name: f.feature_group for f in query.features}["spend"] is card  # users get groups

@@ -89,7 +89,7 @@ def test_gathered_columns_equal_the_single_statement_across_files_and_types(fs, 
     assert len(card._table.files()) >= 2
     query = labels.select_all().join(card.select_features(), on=["card"])
     compiled, gathered, single = _run_both(query)
-    assert [g.node.fg.name for g in compiled.gathers] == ["card"]
+    assert [g.node.group.name for g in compiled.gathers] == ["card"]
     _assert_same(gathered, single)
     out = gathered.to_pandas().set_index("id")
     assert out.loc[0, "seen"] == _t([1])[0]  # a@10: the row the first insert wrote at exactly 10
@@ -267,5 +267,5 @@ def test_gathering_stays_within_its_memory_share(fs, labels, monkeypatch):
                                     (merchant_size - 1, [])):
         monkeypatch.setattr(row_gather, "MEMORY_SHARE", (budget + 0.5) / memory)
         compiled, gathered, single = _run_both(query)
-        assert [g.node.fg.name for g in compiled.gathers] == gathered_groups, budget
+        assert [g.node.group.name for g in compiled.gathers] == gathered_groups, budget
         _assert_same(gathered, single)
