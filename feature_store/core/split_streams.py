@@ -1,4 +1,4 @@
-"""Stratified, group and random split assignment in bounded memory (out-of-core creation).
+"""Split assignment in bounded memory (out-of-core creation), for every strategy.
 
 Each function returns exactly the codes :func:`feature_store.core.splits.assign_split_codes`
 gives on the whole key column (one byte per row: the row's index in ``spec.splits``), with the
@@ -17,6 +17,9 @@ same refusals and the same messages, but reads the column batch by batch:
   per-class occurrence codes. The local backend passes a disk-backed ``np.memmap``; tests may
   pass ``np.empty``. Besides them, memory holds O(distinct values + one batch).
 
+The time split (:func:`time_split_codes_streamed`) reads the event-time column the same
+way: its size-based cut points are exact order statistics found in radix passes.
+
 Every refusal (a null group, a class too small to stratify, an empty split, a stream that
 changes between passes) comes before the first ``alloc``, so a refused split writes nothing.
 """
@@ -24,19 +27,23 @@ changes between passes) comes before the first ``alloc``, so a refused split wri
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from feature_store.core.splits import (
-    _TRAIN,
+from feature_store.core.order_statistics import GATHER_LIMIT, select_key_ranks
+from feature_store.core.split_assignment import (
     Alloc,
-    SplitSpec,
+    _TRAIN,
     _arange_into,
+    _check_nonempty,
     _class_quotas,
     _code,
+    _cut_sizes,
+    _event_times,
     _factorize,
     _group_splits,
     _random_assign,
@@ -44,10 +51,13 @@ from feature_store.core.splits import (
     _refuse_empty,
     _refuse_null_groups,
     _scatter,
+    _time_codes,
 )
+from feature_store.core.split_spec import SplitSpec, relative_bounds
 from fstrain.kernel.errors import InvalidArgumentError
 
-__all__ = ["group_split_codes_streamed", "random_split_codes", "stratified_split_codes_streamed"]
+__all__ = ["group_split_codes_streamed", "random_split_codes", "stratified_split_codes_streamed",
+           "time_split_codes_streamed"]
 
 #: one batch of the key column (see the module docstring)
 Batch: TypeAlias = "pd.Series | pd.DataFrame | pa.Array | pa.ChunkedArray | pa.RecordBatch | pa.Table"
@@ -327,3 +337,140 @@ def _check_rows(n: int, rows: int, which: str) -> None:
             f"A streamed split of {rows} row(s) got {n} row(s) from read()'s {which} pass. "
             "read() must give the same rows on every pass."
         )
+
+
+# --------------------------------------------------------------------------- streamed time split
+
+#: a size-based cut gathers its candidate event times once at most this many remain
+_GATHER_LIMIT = GATHER_LIMIT
+
+
+def time_split_codes_streamed(
+    read: Callable[[], Iterable[pd.DataFrame]],
+    spec: SplitSpec,
+    *,
+    event_time_column: str,
+    gather_limit: int = _GATHER_LIMIT,
+    rows: int | None = None,
+    alloc: Callable[[int, Any], np.ndarray] | None = None,
+) -> tuple[SplitSpec, np.ndarray]:
+    """:func:`assign_split_codes` of a time split from batches, without holding the event-time
+    column whole: ``read()`` yields the rows' batches (frames holding ``event_time_column``) in
+    the same order on every call. The cut times are found in a few passes (the maximum for a
+    relative spec; for a size-based one a radix selection of the order statistics that
+    :func:`resolve_time_bounds` takes, gathering a cut's candidates once at most
+    ``gather_limit`` remain), then the codes batch by batch. Returns the spec the codes used
+    (a relative one resolved to dates, as :func:`resolve_time_bounds` gives) and the codes:
+    with ``rows`` (how many ``read()`` yields) and ``alloc(n, dtype)``, written batch by batch
+    into ``alloc(rows, int8)`` (for example an array mapped from a file), else concatenated."""
+    if spec.strategy != "time":
+        raise InvalidArgumentError(
+            f"time_split_codes_streamed needs strategy='time'. Got strategy={spec.strategy!r} "
+            "instead."
+        )
+
+    def times() -> Iterator[pd.Series]:
+        for batch in read():
+            # no cache of unique values: its sampling costs each batch what it costs a column
+            yield _event_times(batch, spec, event_time_column, cache=False)
+
+    resolved, whole = spec, None
+    if not spec.has_time_bounds:
+        m, lo, hi, last, whole = _time_range(times(), gather_limit)
+        if spec.is_relative:
+            bounds: dict[str, Any] = relative_bounds(spec, last)
+            resolved = replace(spec, **bounds)
+        else:
+            kept = whole
+            resolved = _streamed_size_bounds(times if kept is None else lambda: iter([kept]),
+                                             spec, event_time_column, (m, lo, hi, last),
+                                             gather_limit)
+    out = _coded(times() if whole is None else iter([whole]), resolved, rows, alloc)
+    _check_nonempty(out, resolved if spec.is_relative else spec)  # the spec creation passes
+    return resolved, out
+
+
+def _refuse_row_count(got: str, rows: int) -> None:
+    raise InvalidArgumentError(
+        f"A streamed time split of {rows} row(s) got {got} row(s) from read()'s codes pass. "
+        "read() must give the same rows on every pass."
+    )
+
+
+def _coded(times: Iterator[pd.Series], spec: SplitSpec, rows: int | None,
+           alloc: Callable[[int, Any], np.ndarray] | None) -> np.ndarray:
+    """The codes of every batch of ``times`` under ``spec``'s explicit windows: into
+    ``alloc(rows, int8)`` when given, else concatenated."""
+    if rows is None or alloc is None:
+        parts = [_time_codes(t, spec) for t in times]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int8)
+    out = alloc(rows, np.int8)
+    offset = 0
+    for t in times:
+        if offset + len(t) > rows:
+            _refuse_row_count(f"more than {rows}", rows)
+        out[offset:offset + len(t)] = _time_codes(t, spec)
+        offset += len(t)
+    if offset != rows:
+        _refuse_row_count(str(offset), rows)
+    return out
+
+
+def _time_range(batches: Iterable[pd.Series], gather_limit: int
+                ) -> tuple[int, int, int, pd.Timestamp | None, pd.Series | None]:
+    """The count, smallest and largest (as int64) and the largest (as a timestamp) of the
+    non-null times; and every time (nulls included) when there are at most ``gather_limit``
+    (no further pass is needed), else None."""
+    m, lo, hi, last = 0, 0, 0, None
+    kept: list[pd.Series] | None = []
+    rows = 0
+    for t in batches:
+        rows += len(t)
+        if kept is not None and rows > gather_limit:
+            kept = None
+        elif kept is not None:
+            kept.append(t)
+        t = t.dropna()
+        if t.empty:
+            continue
+        v = t.array.asi8
+        top = int(v.argmax())
+        if m == 0 or int(v[top]) > hi:
+            hi, last = int(v[top]), pd.Timestamp(t.iloc[top])
+        lo = int(v.min()) if m == 0 else min(lo, int(v.min()))
+        m += len(v)
+    return m, lo, hi, last, pd.concat(kept) if kept else None
+
+
+def _streamed_size_bounds(times: Callable[[], Iterator[pd.Series]], spec: SplitSpec,
+                          event_time_column: str,
+                          span: tuple[int, int, int, pd.Timestamp | None],
+                          gather_limit: int) -> SplitSpec:
+    """:func:`resolve_time_bounds` of a size-based spec from streamed times; ``span`` is
+    :func:`_time_range`'s count, smallest and largest (as int64) and largest time."""
+    assert spec.test_size is not None
+    m, lo, hi, last = span
+    n_test, n_val = _cut_sizes(m, spec, event_time_column)
+    assert last is not None  # m > 0, or _cut_sizes refuses
+    ks = [m - n_test] + ([m - n_test - n_val] if spec.three_way else [])
+    test_start, *rest = _streamed_order_statistics(times, ks, m, lo, hi, gather_limit, last)
+    if spec.three_way:
+        (val_start,) = rest
+        return replace(
+            spec, test_size=None, validation_size=None, train_end=val_start,
+            validation_start=val_start, validation_end=test_start, test_start=test_start,
+        )
+    return replace(spec, test_size=None, validation_size=None, train_end=test_start,
+                   test_start=test_start)
+
+
+def _streamed_order_statistics(times: Callable[[], Iterator[pd.Series]], ks: list[int], m: int,
+                               lo: int, hi: int, gather_limit: int,
+                               like: pd.Timestamp) -> list[pd.Timestamp]:
+    """The ``k``-th smallest non-null time for each of ``ks``, as :func:`_order_statistic` on
+    the whole column gives: the :func:`~feature_store.core.order_statistics.select_key_ranks`
+    of the times' int64 ticks (``lo`` and ``hi`` their smallest and largest), as timestamps of
+    ``like``'s unit and zone (the times' own)."""
+    found = select_key_ranks(lambda: (t.dropna().array.asi8 for t in times()), ks, m, lo, hi,
+                             gather_limit)
+    return [pd.Timestamp(np.datetime64(found[k], like.unit)).tz_localize(like.tz) for k in ks]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feature_store.core import splits
+from feature_store.core import split_assignment
 from feature_store.core.split_streams import (
     group_split_codes_streamed,
     random_split_codes,
@@ -266,7 +266,7 @@ def test_alloc_gives_every_o_rows_array_and_a_memmap_gives_the_same_codes(
     """Each O(rows) array comes from ``alloc`` (here a disk-backed memmap, which gives the same
     codes): the other memory traced while 600k rows stream in 1,000-row batches (arrays filled
     in 4,096-value chunks) stays below what one byte per row would take."""
-    monkeypatch.setattr(splits, "_CHUNK", 1 << 12)
+    monkeypatch.setattr(split_assignment, "_CHUNK", 1 << 12)
     files: list[tuple[int, Any]] = []
 
     def on_disk(rows: int, dtype: Any) -> np.ndarray:
