@@ -16,6 +16,11 @@ EMBEDDABLE = ("scorecard.html", "model_card.html")
 _KEY_METRICS = ("roc_auc", "pr_auc", "f1", "accuracy", "log_loss", "rmse", "r2", "perplexity")
 
 
+def _when(value: Any) -> str:
+    """``2026-12-01 20:55:51`` from an ISO time (UTC, to the second)."""
+    return str(value or "")[:19].replace("T", " ")
+
+
 def parse_version(text: str, *, what: str = "version") -> int:
     """A positive version number from a URL part (anything else is a 404-worthy error)."""
     if not text.isdigit() or len(text) > 9 or int(text) < 1:
@@ -46,7 +51,7 @@ def model_rows(registry: Any, name: str | None = None) -> tuple[list[dict[str, A
     for model in models:
         row: dict[str, Any] = {"name": model.name, "version": model.version,
                                "framework": model.framework,
-                               "created": str(model.created or "")[:19],
+                               "created": _when(model.created),
                                "td_version": model.training_dataset_version,
                                "feature_view": model.feature_view_name,
                                "metrics": _metric_text(model.training_metrics)}
@@ -84,7 +89,7 @@ def _group_commit(key: str, commit: Any) -> dict[str, Any]:
 def _event_row(event: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     files = [f for f in EMBEDDABLE if f in (event.get("files") or {})]
     return {"seq": event.get("seq"), "kind": event.get("kind"),
-            "created": str(event.get("created") or "")[:19], "status": event.get("status"),
+            "created": _when(event.get("created")), "status": event.get("status"),
             "actor": signoff_rules.actor_text(event), "note": event.get("note"),
             "override": event.get("override_reason"), "supersede": event.get("supersede_reason"),
             "failing": event.get("failing_gates") or [],
@@ -101,7 +106,7 @@ def version_page(model: Any, others: list[int]) -> dict[str, Any]:
     return {
         "name": model.name, "version": model.version, "framework": model.framework,
         "description": manifest.get("description"),
-        "created": str(manifest.get("created") or "")[:19],
+        "created": _when(manifest.get("created")),
         "status": signoff_rules.status_from(history, problem),
         "problem": problem,
         "metrics": _metric_text(manifest.get("metrics") or {}) + _run_metrics(run),
@@ -127,7 +132,7 @@ def _decision(history: list[dict[str, Any]]) -> dict[str, Any] | None:
     if signoff is None or approval_state(history) == "not reviewed":
         return None
     return {"kind": signoff["kind"], "actor": signoff_rules.actor_text(dict(signoff)),
-            "created": str(signoff.get("created") or "")[:19], "note": signoff.get("note"),
+            "created": _when(signoff.get("created")), "note": signoff.get("note"),
             "override": signoff.get("override_reason"), "seq": signoff.get("seq"),
             "run": signoff.get("validation_seq")}
 
@@ -260,7 +265,7 @@ def feature_view_page(fv: Any) -> dict[str, Any]:
 
 def _td_row(td: Any) -> dict[str, Any]:
     spec = td.split_spec or {}
-    return {"version": td.version, "created": str(td.created_at or "")[:19], "state": td.state,
+    return {"version": td.version, "created": _when(td.created_at), "state": td.state,
             "split": spec.get("strategy"), "seed": td.seed,
             "rows": [(s, m.get("rows")) for s, m in td.splits.items()]}
 
