@@ -52,10 +52,16 @@ class ModelStorage(Protocol):
         """``local`` or ``hopsworks``."""
         ...
 
-    def save(self, draft: ModelDraft, source: Path, *,
-             await_registration: int = 480) -> tuple[Any, int]:
-        """Store ``source`` (a file, or a folder's content) as a new version with a manifest;
-        ``(handle, version)``. A failed save leaves no version behind."""
+    def save(self, draft: ModelDraft, source: Path, *, await_registration: int = 480,
+             sealer: Any = None) -> tuple[Any, int]:
+        """Store ``source`` (a file, or a folder's content) as a new version with a manifest
+        and its creation record (history event 0, sealed by ``sealer``, a
+        ``model_registry.history.Sealer``); ``(handle, version)``. A failed save leaves no
+        version behind."""
+        ...
+
+    def trust_store(self) -> Any:
+        """The store's trust list (a ``model_registry.audit.TrustStore``), or None."""
         ...
 
     def created(self, handle: Any) -> Any:
@@ -109,13 +115,19 @@ class ModelStorage(Protocol):
         ...
 
     def append_history(self, handle: Any, kind: str, payload: dict[str, Any],
-                       files: dict[str, bytes], status: str | None) -> dict[str, Any]:
-        """Store one immutable history event (``model_registry.history``); a validation run
-        also sets the status. The stored record."""
+                       files: dict[str, bytes], status: str | None,
+                       sealer: Any = None) -> dict[str, Any]:
+        """Store one immutable history event (``model_registry.history``), chained to the
+        newest record and sealed by ``sealer``; a validation run also sets the status. The
+        stored record."""
         ...
 
     def history(self, handle: Any) -> list[dict[str, Any]]:
         """Every history event, oldest first, integrity-checked."""
+        ...
+
+    def history_index(self, handle: Any) -> dict[int, str] | None:
+        """``seq → record sha256`` as a separate index keeps them (None: the backend has none)."""
         ...
 
     def get_tags(self, handle: Any) -> dict[str, Any]:

@@ -18,7 +18,10 @@ from fstrain.kernel.canonical_json import to_jsonable
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.api import ModelDraft, ModelStorage
 from model_registry.errors import ModelNotSavedError
-from model_registry.history import HistoryMixin
+from model_registry.audit.authorize import resolve_signer
+from model_registry.audit.identity import Signer
+from model_registry.audit.trust import TrustStore
+from model_registry.history import HistoryMixin, Sealer
 from model_registry.naming import (
     check_metrics,
     check_model_name,
@@ -72,6 +75,9 @@ class Model(HistoryMixin):
         await_registration: int = 480,
         keep_original_files: bool = True,
         upload_configuration: Mapping[str, Any] | None = None,
+        *,
+        signer: Signer | None = None,
+        key: str | os.PathLike[str] | None = None,
     ) -> Model:
         """Copy ``model_path`` (a file, or a folder's whole content) into a new version.
 
@@ -82,6 +88,14 @@ class Model(HistoryMixin):
         ``keep_original_files`` and ``upload_configuration`` are accepted for hsml
         compatibility and ignored: the original files are always kept (they are copied).
         ``await_registration`` is passed to Hopsworks; a local save is synchronous.
+
+        The version's creation record (history event 0: who trained it, from which training
+        dataset and config) is signed by ``signer`` (else the key at ``key`` or
+        ``$FSTRAIN_KEY``) in a store with a trust list, a data-scientist or validator key;
+        unsigned in a store without one.
+
+        Raises:
+            UnauthorizedError: a signed store and no enrolled key of a role that trains.
         """
         source = Path(model_path)
         if not source.exists():
@@ -89,10 +103,12 @@ class Model(HistoryMixin):
                 f"Model '{self.name}': model_path must be an existing file or folder. Got "
                 f"'{source}' instead. Write the model files first, then call model.save(path)."
             )
+        _, who = resolve_signer(self._storage.trust_store(), "creation",
+                                label=f"Model '{self.name}'", signer=signer, key=key)
         # a model saved before keeps its version: saving it again is refused as a duplicate
         draft = replace(self._draft, version=self._version)
         self._handle, self._version = self._storage.save(
-            draft, source, await_registration=await_registration)
+            draft, source, await_registration=await_registration, sealer=Sealer(who))
         return self
 
     def download(self, local_path: str | os.PathLike[str] | None = None) -> str:
@@ -209,11 +225,21 @@ class Model(HistoryMixin):
     # ------------------------------------------------------------------ history
 
     def _append_history(self, kind: str, payload: dict[str, Any], files: dict[str, bytes],
-                        status: str | None) -> dict[str, Any]:
-        return self._storage.append_history(self._saved(), kind, payload, files, status)
+                        status: str | None, sealer: Sealer) -> dict[str, Any]:
+        return self._storage.append_history(self._saved(), kind, payload, files, status, sealer)
 
     def _history_events(self) -> list[dict[str, Any]]:
         return self._storage.history(self._saved())
+
+    def history_index(self) -> dict[int, str] | None:
+        """``seq → record sha256`` of the history as the registry's index keeps them (None
+        for a backend without a separate index)."""
+        return self._storage.history_index(self._saved())
+
+    @property
+    def trust_store(self) -> TrustStore | None:
+        """The trust list of the store this version lives in."""
+        return self._storage.trust_store()
 
     # ------------------------------------------------------------------ tags
 

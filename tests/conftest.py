@@ -24,6 +24,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     """Scheduler window variables from the environment must not leak into tests."""
     monkeypatch.delenv("HOPS_START_TIME", raising=False)
     monkeypatch.delenv("HOPS_END_TIME", raising=False)
+    for signing in ("FSTRAIN_KEY", "FSTRAIN_KEY_PASSPHRASE", "FSTRAIN_TRUSTED_OWNER"):
+        monkeypatch.delenv(signing, raising=False)  # a developer's own key never signs tests
     monkeypatch.setenv("FSTRAIN_HOME", str(tmp_path_factory.mktemp("fstrain_home")))
 
 

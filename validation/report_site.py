@@ -91,8 +91,13 @@ def _history_html(e: Mapping[str, Any]) -> str:
     items = []
     for h in e["history"]:
         when = esc(str(h.get("created") or "")[:19].replace("T", " "))
-        who = esc(h.get("user") or "")
-        if h["kind"] == "validation":
+        signer = h.get("signer")
+        who = (esc(f"signed by {signer.get('person')} ({signer.get('role')}, "
+                   f"{signer.get('fingerprint')})") if signer
+               else esc(f"{h.get('user') or ''}, unsigned"))
+        if h["kind"] == "creation":
+            text = f"created (trained by {esc(h.get('trained_by') or h.get('user'))})"
+        elif h["kind"] == "validation":
             failing = h.get("failing_gates") or []
             text = (f"run {esc(h['seq'])}: {esc(str(h.get('status', '')).upper())}"
                     + (f" — failing: {esc('; '.join(failing))}" if failing else ""))

@@ -21,6 +21,7 @@ import typer
 from fstrain.cli.browse import fg_app, fv_app, td_app
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt
 from fstrain.cli.jobs import jobs_app
+from fstrain.cli.keys import keys_app
 from fstrain.cli.registry import registry_app
 from fstrain.cli.serve import serve_command, users_app
 
@@ -36,6 +37,7 @@ app.add_typer(fg_app, name="fg")
 app.add_typer(fv_app, name="fv")
 app.add_typer(td_app, name="td")
 app.add_typer(users_app, name="users")
+app.add_typer(keys_app, name="keys")
 app.command("serve")(serve_command)
 
 EXIT_VALIDATION_FAILED = 3
@@ -669,9 +671,12 @@ def demo(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
+        from fstrain.cli.audit import signing_note
+
         _summary(rows)
         typer.echo(f"store: {_project().root}   total: {time.perf_counter() - started:.0f} s   "
                    "browse: fstrain registry report")
+        typer.echo(signing_note(_project().root))
 
 
 def main() -> None:

@@ -15,6 +15,8 @@ import typer
 
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from fstrain.cli.options import JsonOpt, RootOpt
+from fstrain.cli.audit import approve_command, reject_command, signed_by, verify_command
+from fstrain.cli.registry_open import open_registry, resolve_ref
 
 registry_app = typer.Typer(
     help="Browse the model registry (list, show, report, diff) and sign off versions "
@@ -33,34 +35,40 @@ def list_command(
 ) -> None:
     """List model versions: name, version, training metrics (measured on the validation split
     at training time), validation status, approval, TD version, created."""
+    from fstrain.cli.audit import EXIT_BROKEN, checked_status
+
     try:
         registry = _open(root)
         models = [] if registry is None else registry.list_models(name)
     except FeatureStoreError as exc:
         _fail(exc)
-    rows = [
-        {
+    rows = []
+    for m in models:
+        status, approval, report = checked_status(m)
+        rows.append({
             "name": m.name,
             "version": m.version,
             "framework": m.framework,
             "metrics": m.training_metrics,
-            "validation_status": m.validation_status,
-            "approval_status": m.approval_status,
+            "validation_status": status,
+            "approval_status": approval,
+            "verification": report.state,
             "training_dataset_version": m.training_dataset_version,
             "feature_view": _fv(m.feature_view_name, m.feature_view_version),
             "created": m.created,
-        }
-        for m in models
-    ]
+        })
+    broken = [r for r in rows if r["verification"] == "broken"]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
+        if broken:
+            raise typer.Exit(EXIT_BROKEN)
         return
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="Model registry" if name is None else f"Model '{name}'")
     for column in ("name", "version", "training metrics (validation split)", "status",
-                   "approval", "TD version", "created"):
+                   "approval", "record", "TD version", "created"):
         table.add_column(column)
     for row in rows:
         table.add_row(
@@ -69,6 +77,7 @@ def list_command(
             _key_metrics(row["metrics"]),
             row["validation_status"],
             row["approval_status"],
+            row["verification"],
             "-"
             if row["training_dataset_version"] is None
             else str(row["training_dataset_version"]),
@@ -78,6 +87,11 @@ def list_command(
     console.print(table)
     if not rows:
         console.print("No model versions found.")
+    for row in broken:
+        typer.echo(f"{row['name']}:{row['version']} unverified: {row['approval_status']}",
+                   err=True)
+    if broken:
+        raise typer.Exit(EXIT_BROKEN)
 
 
 @registry_app.command("show")
@@ -95,7 +109,8 @@ def show_command(
     Without ``:VERSION`` the latest version is shown.
     """
     try:
-        model = _resolve(root, ref)
+        model = _resolve(root, ref, verify=False)
+        verification = model.require_verified()
         manifest = model.manifest
         tags = model.get_tags()
         history = model.history()
@@ -117,6 +132,7 @@ def show_command(
         "lineage": manifest.get("lineage") or {},
         "scorecard": scorecard,
         "scorecard_summary": None if scorecard is None else summarize_scorecard(scorecard),
+        "verification": verification.to_dict(),
     }
     if as_json:
         typer.echo(json.dumps(payload if full else _compact(payload), indent=2, default=str))
@@ -163,8 +179,9 @@ def _compact(payload: dict[str, Any]) -> dict[str, Any]:
         "lineage": lineage_summary(manifest),
         "code": {"fstrain_version": code.get("fstrain_version"),
                  "source_commit": manifest.get("git_commit")},
-        "history": [{k: e.get(k) for k in ("seq", "kind", "created", "status")}
-                    for e in payload["history"]],
+        "history": [{**{k: e.get(k) for k in ("seq", "kind", "created", "status")},
+                     "signed_by": signed_by(e)} for e in payload["history"]],
+        "verification": payload["verification"],
         "latest_scorecard": payload["latest_scorecard"], "path": payload["model_path"],
     }
 
@@ -196,6 +213,9 @@ def _print_compact(payload: dict[str, Any]) -> None:
         "history: " + ("; ".join(f"#{e['seq']} {e['kind']} {e['status'] or ''} "
                                  f"{(e['created'] or '')[:19]}".strip() for e in c["history"])
                        or "never validated"),
+        f"record: {c['verification']['state']} ({c['verification']['signed']} of "
+        f"{c['verification']['records']} records signed, head "
+        f"{(c['verification']['head'] or '-')[:16]})",
         f"scorecard: {c['latest_scorecard'] or '-'}",
         f"path: {c['path']}   (--full for files, the whole lineage and the scorecard summary)",
     ]
@@ -246,10 +266,17 @@ def report_command(
     index = registry.root / "index.html"
     index.write_text(render_index(entries), encoding="utf-8")
     typer.echo(str(index))
+    broken = [e for e in entries if e["status"] == "unverified"]
+    for entry in broken:
+        typer.echo(f"{entry['name']}:{entry['version']} unverified: {entry['approval']}", err=True)
     if open_browser:
         import webbrowser
 
         webbrowser.open(index.as_uri())
+    if broken:
+        from fstrain.cli.audit import EXIT_BROKEN
+
+        raise typer.Exit(EXIT_BROKEN)
 
 
 @registry_app.command("diff")
@@ -364,7 +391,7 @@ def delete_command(
             raise InvalidArgumentError(
                 f"delete needs an explicit version, NAME:VERSION. Got {ref!r} instead."
             )
-        model = _resolve(root, ref)
+        model = _resolve(root, ref, verify=False)
         approval = approval_state(model.history())
         in_use = model.validation_status == "passed" or approval == "approved"
         if in_use and not force:
@@ -379,31 +406,9 @@ def delete_command(
     typer.echo(json.dumps(payload) if as_json else f"deleted model {model.name}:{model.version}")
 
 
-@registry_app.command("approve")
-def approve_command(
-    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
-    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
-    note: Annotated[str, typer.Option("--note", help="The reviewer's note.")],
-    override: Annotated[str | None, typer.Option(
-        "--override", help="Reason to approve although the latest validation failed.")] = None,
-    root: RootOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Approve a version's latest validation run (append-only; a failed run needs --override)."""
-    _sign_off(ref, "approval", reviewer, note, override, root, as_json)
-
-
-@registry_app.command("reject")
-def reject_command(
-    ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
-    reviewer: Annotated[str, typer.Option("--reviewer", help="Who signs off.")],
-    note: Annotated[str, typer.Option("--note", help="Why the version is rejected.")],
-    root: RootOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Reject a version (appended to its history; get_best_model(require_approval=True)
-    skips it)."""
-    _sign_off(ref, "rejection", reviewer, note, None, root, as_json)
+registry_app.command("approve")(approve_command)
+registry_app.command("reject")(reject_command)
+registry_app.command("verify")(verify_command)
 
 
 @registry_app.command("export-onnx")
@@ -424,25 +429,6 @@ def export_onnx_command(
         return
     typer.echo(f"{out['model']}: {out['path']} (sha256 {out['sha256'][:12]}), max |ONNX - "
                f"native| {out['max_abs_diff']:.2g} on {out['rows']} test rows")
-
-
-def _sign_off(ref: str, decision: str, reviewer: str, note: str, override: str | None,
-              root: Path | None, as_json: bool) -> None:
-    try:
-        if ":" not in ref:
-            raise InvalidArgumentError(f"Sign off a specific version: NAME:VERSION. Got {ref!r}.")
-        model = _resolve(root, ref)
-        event = model.sign_off(decision, reviewer=reviewer, note=note, override=override)
-    except FeatureStoreError as exc:
-        _fail(exc)
-    if as_json:
-        typer.echo(json.dumps(event, indent=2))
-        return
-    word = "approved" if decision == "approval" else "rejected"
-    extra = f" (override: {event['override_reason']})" if event["override_reason"] else ""
-    typer.echo(f"{model.name}:{model.version} {word} by {event['reviewer']} as history event "
-               f"{event['seq']}, for validation run {event['validation_seq']} "
-               f"({event['validation_status'] or 'not validated'}){extra}")
 
 
 def latest_scorecard(model: Any) -> tuple[Any, str | None]:
@@ -474,20 +460,30 @@ def _with_review_page(site: Path, model: Any, entry: dict[str, Any]) -> dict[str
 
 
 def report_entry(model: Any) -> dict[str, Any]:
-    """One version's row of the report site: status, approval, latest scorecard, history."""
+    """One version's row of the report site: status, approval, latest scorecard, history; a
+    version that does not verify is a row ``unverified`` with the reason (and no links)."""
+    from fstrain.cli.audit import checked_status
     from model_registry.history import approval_state, event_dir
 
+    status, reason, report = checked_status(model)
+    if not report.ok:
+        return {"name": model.name, "version": model.version, "metrics": {}, "history": [],
+                "created_at": model.created, "status": status, "approval": reason,
+                "href": None, "verification": report.state}
     history = model.history()
     card, href = latest_scorecard(model)
     prefix = f"{model.name}/{model.version}/"
     runs = [{**{k: e.get(k) for k in ("seq", "kind", "created", "user", "status", "reviewer",
                                       "note", "override_reason", "failing_gates",
-                                      "validation_seq", "code_commit", "scorecard_sha256")},
+                                      "validation_seq", "code_commit", "scorecard_sha256",
+                                      "signer", "supersedes", "supersede_reason",
+                                      "run_record_sha256", "trained_by")},
              "href": (prefix + event_dir(e["seq"]) + "/scorecard.html"
                       if e["kind"] == "validation" else None)} for e in history]
     status = model.validation_status if card is not None else "not validated"
     base = {"history": runs, "approval": approval_state(history),
-            "href": None if href is None else prefix + href, "status": status}
+            "href": None if href is None else prefix + href, "status": status,
+            "verification": report.state}
     if isinstance(card, dict) and "metrics" in card:
         return {**card, **base}
     return {"name": model.name, "version": model.version, "metrics": {},
@@ -499,45 +495,13 @@ def report_entry(model: Any) -> dict[str, Any]:
 
 def _open(root: Path | None) -> Any:
     """The local project's registry under ``root``, or None when it holds no registry yet."""
-    from fstrain.kernel.store_root import resolve_root
-    from fstrain.project import Project
-
-    project_root = resolve_root(root)
-    if project_root.exists() and not project_root.is_dir():
-        from fstrain.kernel.errors import ConfigError
-
-        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
-                          "FSTRAIN_HOME at a folder.")
-    if not (project_root / "model_registry").is_dir():
-        return None
-    return Project(project_root).get_model_registry()
+    return open_registry(root)
 
 
-def _resolve(root: Path | None, ref: str) -> Any:
-    from model_registry.errors import ModelNotFoundError
-    from model_registry.naming import check_model_name
-
-    name, sep, version_text = ref.partition(":")
-    check_model_name(name)
-    version: int | None = None
-    if sep:
-        if not version_text.isdigit() or int(version_text) < 1:
-            raise InvalidArgumentError(
-                f"VERSION in NAME[:VERSION] must be a positive integer. Got {version_text!r} "
-                f"instead (e.g. {name}:3)."
-            )
-        version = int(version_text)
-    registry = _open(root)
-    if registry is None:
-        raise ModelNotFoundError(
-            f"No model registry under the store root; model '{name}' not found."
-        )
-    if version is None:
-        models = registry.get_models(name)
-        if not models:
-            registry.get_model(name, 1)  # raises a ModelNotFoundError with suggestions
-        return models[-1]
-    return registry.get_model(name, version)
+def _resolve(root: Path | None, ref: str, *, verify: bool = True) -> Any:
+    """The version ``ref`` names, verified (refused when it does not verify) unless
+    ``verify=False``."""
+    return resolve_ref(root, ref, verify=verify)
 
 
 def _read_scorecard(path: Path) -> Any:
@@ -581,6 +545,7 @@ def _print_show(payload: dict[str, Any]) -> None:
         "framework": manifest.get("framework"),
         "status": payload["validation_status"],
         "approval": payload["approval_status"],
+        "record": f"{payload['verification']['state']} (head {payload['verification']['head']})",
         "latest scorecard": payload["latest_scorecard"],
         "created": manifest.get("created"),
         "description": manifest.get("description"),
@@ -622,22 +587,14 @@ def _print_show(payload: dict[str, Any]) -> None:
 def _print_history(console: Any, payload: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from fstrain.cli.audit import history_row
+
     table = Table(title="History (append-only)")
-    for column in ("#", "event", "when (UTC)", "user", "result", "details"):
+    for column in ("#", "event", "when (UTC)", "signed by", "result", "details"):
         table.add_column(column)
     for e in payload["history"]:
-        if e["kind"] == "validation":
-            details = ("failing: " + "; ".join(e.get("failing_gates") or [])
-                       if e.get("failing_gates") else "all gates passed")
-            details += f"; scorecard sha256 {e.get('scorecard_sha256', '')[:12]}"
-            result = e.get("status", "")
-        else:
-            details = (f"reviewer {e['reviewer']}: {e['note']}"
-                       + (f" (override: {e['override_reason']})" if e.get("override_reason")
-                          else "") + f"; on run {e.get('validation_seq')}")
-            result = "approved" if e["kind"] == "approval" else "rejected"
-        table.add_row(str(e["seq"]), e["kind"], e["created"][:19], e.get("user") or "",
-                      result, details)
+        result, details, who = history_row(e)
+        table.add_row(str(e["seq"]), e["kind"], e["created"][:19], who, result, details)
     if payload["history"]:
         console.print(table)
     else:

@@ -3,7 +3,9 @@
 An identity is a named Ed25519 key with a role, belonging to a person (a person may have several
 keys, and a web login; all in one namespace, the four-eyes rule compares persons). A ``service``
 key (the web app's) signs for persons the owner named when enrolling it (``attests_for``, each
-``person:role``): its records say "signed by key K, acting for person P".
+``person:role``, or ``*:role`` for any person the service itself vouches for in that role, as
+the web app does for its owner-signed users): its records say "signed by key K, acting for
+person P".
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ def parse_attestation(entry: str) -> tuple[str, str]:
     person, sep, role = str(entry).partition(":")
     if not sep:
         raise InvalidArgumentError(
-            f"--attests-for entries are PERSON:ROLE (e.g. alice:reviewer). Got {entry!r} instead."
+            f"--attests-for entries are PERSON:ROLE (e.g. alice:reviewer, or *:reviewer for any "
+            f"person). Got {entry!r} instead."
         )
-    check_name(person, what="attested person")
+    if person != "*":
+        check_name(person, what="attested person")
     if check_role(role) in ("service", "owner"):
         raise InvalidArgumentError(
             f"a service key attests for data-scientist, validator or reviewer persons. Got "
@@ -102,12 +106,18 @@ class Identity:
         return identity
 
     def attested_role(self, person: str) -> str | None:
-        """The role this service key may attest for ``person``, or None."""
+        """The role this service key attests for ``person`` by name, else its only ``*:role``,
+        else None."""
         for entry in self.attests_for:
             who, _, role = entry.partition(":")
             if who == person:
                 return role
-        return None
+        wild = [e.partition(":")[2] for e in self.attests_for if e.startswith("*:")]
+        return wild[0] if len(wild) == 1 else None
+
+    def may_attest(self, person: str, role: str) -> bool:
+        """Whether this service key may sign for ``person`` acting as ``role``."""
+        return f"{person}:{role}" in self.attests_for or f"*:{role}" in self.attests_for
 
     def active_at(self, when: str) -> bool:
         """Enrolled at or before ``when`` and not revoked by then (ISO 8601 UTC times)."""
@@ -124,6 +134,7 @@ class Signer:
     key: Ed25519PrivateKey = field(repr=False)
     identity: Identity
     acting_for: str | None = None
+    acting_role: str | None = None
 
     @property
     def person(self) -> str:
@@ -135,27 +146,31 @@ class Signer:
         """The role the signature acts in: the key's, or for a service key the role it
         attests for the person it acts for."""
         if self.identity.role == "service" and self.acting_for is not None:
-            return self.identity.attested_role(self.acting_for) or "service"
+            return self.acting_role or "service"
         return self.identity.role
 
-    def acting_as(self, person: str) -> Signer:
-        """This service key acting for ``person`` (who must be in its ``attests_for``).
+    def acting_as(self, person: str, role: str | None = None) -> Signer:
+        """This service key acting for ``person`` in ``role`` (default: the role its
+        ``attests_for`` gives that person).
 
         Raises:
             UnauthorizedError: the key is not a service key, or was not enrolled to attest
-                for ``person``.
+                for ``person`` in that role.
         """
         if self.identity.role != "service":
             raise UnauthorizedError(
                 f"key {self.identity.name} ({self.identity.fingerprint}) is a "
                 f"{self.identity.role} key; only a service key signs for another person."
             )
-        if self.identity.attested_role(person) is None:
+        check_name(person, what="person")
+        chosen = role or self.identity.attested_role(person)
+        if chosen is None or not self.identity.may_attest(person, chosen):
             raise UnauthorizedError(
                 f"service key {self.identity.name} was not enrolled to attest for person "
-                f"{person!r} (it attests for: {', '.join(self.identity.attests_for) or 'nobody'})."
+                f"{person!r}" + (f" as a {role}" if role else "") + " (it attests for: "
+                f"{', '.join(self.identity.attests_for) or 'nobody'})."
             )
-        return replace(self, acting_for=person)
+        return replace(self, acting_for=person, acting_role=chosen)
 
     def block(self) -> dict[str, Any]:
         """The ``signer`` block of a record: name, role, fingerprint, person, acting_for."""

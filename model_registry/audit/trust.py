@@ -151,11 +151,12 @@ class TrustList:
 def _block_problems(block: dict[str, Any], identity: Identity, where: str) -> list[str]:
     acting = block.get("acting_for")
     person = acting if acting is not None else identity.person
-    role = identity.attested_role(acting) if acting is not None else identity.role
+    role = block.get("role") if acting is not None else identity.role
     if acting is not None and identity.role != "service":
         return [f"{where}: key {identity.name} is not a service key but acts for {acting!r}"]
-    if acting is not None and role is None:
-        return [f"{where}: service key {identity.name} was not enrolled to attest for {acting!r}"]
+    if acting is not None and not identity.may_attest(str(acting), str(role)):
+        return [f"{where}: service key {identity.name} was not enrolled to attest for "
+                f"{acting!r} as a {role}"]
     expected = {"name": identity.name, "key_role": identity.role, "person": person, "role": role}
     wrong = [k for k, v in expected.items() if block.get(k) != v]
     return [f"{where}: its signer block does not match the trust list ({', '.join(wrong)})"

@@ -39,6 +39,7 @@ from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry import history
 from model_registry.api import ModelDraft
+from model_registry.audit.trust import TRUST_DIR, TrustStore
 from model_registry.errors import ModelNotFoundError
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
@@ -92,10 +93,11 @@ class HopsworksModelStorage:
 
     # ------------------------------------------------------------------ save
 
-    def save(self, draft: ModelDraft, source: Path, *,
-             await_registration: int = 480) -> tuple[HopsworksVersion, Any]:
+    def save(self, draft: ModelDraft, source: Path, *, await_registration: int = 480,
+             sealer: history.Sealer | None = None) -> tuple[HopsworksVersion, Any]:
         """Upload ``source`` plus fstrain's manifest, then tag the version (status
-        ``pending``, manifest sha256, lineage, the draft's tags); a failed tagging deletes it."""
+        ``pending``, manifest sha256, lineage, the draft's tags) and add its creation record
+        (history event 0, sealed by ``sealer``); a failure on the way deletes the version."""
         from model_registry.manifest import model_lineage
 
         staging = self.project.root / ".staging" / f"{draft.name}-{uuid.uuid4().hex}"
@@ -117,10 +119,30 @@ class HopsworksModelStorage:
             for tag, value in {STATUS_TAG: "pending", MANIFEST_TAG: sha,
                                LINEAGE_TAG: _json(lineage), **draft.tags}.items():
                 sdk_call(handle.sdk, "Model.add_tag", tag, value, _owner=handle.label)
+            self._add_creation_record(handle, sealer or history.Sealer(None))
         except BaseException:
             sdk_call(handle.sdk, "Model.delete", _owner=handle.label)  # no half-registered version
             raise
         return handle, handle.version
+
+    def _add_creation_record(self, handle: HopsworksVersion, sealer: history.Sealer) -> None:
+        """Event 0 of a new version, written once its version number is known."""
+        from fstrain.kernel.timeutil import utc_now_iso as utc_now
+
+        manifest = self.manifest(handle)
+        record = history.creation_event(manifest, version=int(handle.version or 0),
+                                        created=utc_now(),
+                                        code_commit=manifest.get("git_commit"), sealer=sealer)
+        for rel, data in history.event_files(record, {}).items():
+            self._put(handle, rel, data, kind="history")
+
+    def trust_store(self) -> TrustStore:
+        """The trust list of the project's local store root (``<root>/trust``)."""
+        return TrustStore(self.project.root / TRUST_DIR)
+
+    def history_index(self, handle: HopsworksVersion) -> None:
+        """None: the manifest (its sha256 a model tag) is the only index of the history."""
+        return None
 
     def _upload(self, draft: ModelDraft, staging: Path, await_registration: int) -> Any:
         """``mr.<framework>.create_model(...).save(staging)``; the saved ``hsml`` model."""
@@ -251,17 +273,21 @@ class HopsworksModelStorage:
         return self._put(handle, relative_path, data)
 
     def append_history(self, handle: HopsworksVersion, kind: str, payload: dict[str, Any],
-                       files: dict[str, bytes], status: str | None) -> dict[str, Any]:
+                       files: dict[str, bytes], status: str | None,
+                       sealer: history.Sealer | None = None) -> dict[str, Any]:
         """One history event as files, its ``record.json`` last (an event without it is
-        incomplete and never listed); no existing path is ever replaced."""
+        incomplete and never listed), chained to the newest record and sealed by
+        ``sealer``; no existing path is ever replaced."""
         from fstrain.kernel.timeutil import utc_now_iso as utc_now
         from model_registry.manifest import git_commit
 
         manifest = self.manifest(handle)
-        event = history.build_event(kind, payload, files, seq=history.next_seq(manifest),
-                                    created=utc_now(), code_commit=git_commit())
+        event = history.chained_event(manifest, kind, payload, files,
+                                      seq=history.next_seq(manifest), created=utc_now(),
+                                      code_commit=git_commit(),
+                                      sealer=sealer or history.Sealer(None))
         for rel, data in history.event_files(event, files).items():
-            self._put(handle, rel, data)
+            self._put(handle, rel, data, kind="history")
         if status is not None:
             self.set_validation_status(handle, status)
         return event
@@ -272,8 +298,10 @@ class HopsworksModelStorage:
         return history.read_history(self.manifest(handle),
                                     lambda rel: (mirror / rel).read_bytes())
 
-    def _put(self, handle: HopsworksVersion, relative_path: str, source: bytes | Path) -> Path:
-        """Write a file into the mirror and its manifest, then upload both."""
+    def _put(self, handle: HopsworksVersion, relative_path: str, source: bytes | Path, *,
+             kind: str = "attachment") -> Path:
+        """Write a file into the mirror and its manifest (as ``kind``), then upload both; a
+        history file is never replaced."""
         from fstrain.kernel.timeutil import utc_now_iso as utc_now
         from model_registry.manifest import file_entry, write_manifest
 
@@ -281,6 +309,9 @@ class HopsworksModelStorage:
         mirror = self.files_path(handle)
         manifest = self._verified(handle, mirror)
         entries = {e["path"]: e for e in manifest["files"]}
+        if rel in entries and kind == "history":
+            raise InvalidArgumentError(f"{handle.label}: '{rel}' exists already; the history "
+                                       "is append-only.")
         if rel in entries and entries[rel].get("kind") != "attachment":
             raise InvalidArgumentError(
                 f"{handle.label}: '{rel}' is a model file and cannot be replaced by an "
@@ -297,7 +328,7 @@ class HopsworksModelStorage:
                 f"{handle.label}: attachment source must be bytes or an existing file. Got "
                 f"{source!r} instead."
             )
-        entries[rel] = file_entry(target, rel, "attachment")
+        entries[rel] = file_entry(target, rel, kind)
         manifest["files"] = sorted(entries.values(), key=lambda e: e["path"])
         manifest["updated"] = utc_now()
         sha = write_manifest(mirror, manifest)

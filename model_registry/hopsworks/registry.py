@@ -88,7 +88,16 @@ class HopsworksModelRegistry(ModelFactories):
             raise unknown_metric(name, metric, metric_key(metric), sorted(recorded))
         best = sdk_call(sdk_mr, "ModelRegistry.get_best_model", name, key, direction,
                         _owner=f"Model '{name}'")
-        return None if best is None else self._model(best)
+        if best is None:
+            return None
+        model = self._model(best)
+        model.require_verified()  # never hand out a version whose record does not verify
+        return model
+
+    @property
+    def trust_store(self) -> Any:
+        """The store's trust list (a :class:`~model_registry.audit.trust.TrustStore`)."""
+        return self.storage.trust_store()
 
     def _model(self, sdk_model: Any) -> Model:
         """The model of a version the SDK returned."""

@@ -59,14 +59,15 @@ def attachment_change(label: str, rel: str, folder: Path, staged: Path, backup: 
 def history_change(label: str, folder: Path, staged: Path, event: dict[str, Any], *,
                    files: dict[str, bytes], status: str | None,
                    check: Callable[[], None],
-                   make: Callable[[int], dict[str, Any]]) -> Change:
-    """Write history event ``make(seq)`` (filled into ``event``) with its files under
-    ``history/<seq>/`` and list them in the manifest. ``check`` runs first, under the lock."""
+                   make: Callable[[int, dict[str, Any]], dict[str, Any]]) -> Change:
+    """Write history event ``make(seq, manifest)`` (filled into ``event``; it follows the
+    manifest's newest record) with its files under ``history/<seq>/`` and list them in the
+    manifest. ``check`` runs first, under the lock."""
 
     def change(manifest: dict[str, Any], undo: Undo) -> None:
         seq = history.next_seq(manifest)
         check()
-        event.update(make(seq))
+        event.update(make(seq, manifest))
         event_folder = folder / history.event_dir(seq)
         if event_folder.exists():
             raise InvalidArgumentError(f"{label}: {history.event_dir(seq)} already exists.")

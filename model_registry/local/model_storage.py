@@ -32,6 +32,7 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.timeutil import utc_now_iso as utc_now
 from model_registry import history
 from model_registry.api import ModelDraft
+from model_registry.audit.trust import TRUST_DIR, TrustStore
 from model_registry.errors import ModelAlreadyExistsError, ModelNotFoundError
 from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIndex
 from model_registry.local.storage import VersionStore, copy_files, list_source_files
@@ -66,11 +67,18 @@ class LocalModelStorage:
     backend = "local"
 
     def __init__(self, root: Path, index: RegistryIndex,
-                 feature_store: Callable[[], Any] | None = None) -> None:
+                 feature_store: Callable[[], Any] | None = None,
+                 trust: TrustStore | None = None) -> None:
+        """``trust``: the store's trust list (default ``<root>/../trust``, the store root's)."""
         self.root = root
         self.index = index
         self.files = VersionStore(root)
         self.feature_store = feature_store
+        self.trust = trust if trust is not None else TrustStore(root.parent / TRUST_DIR)
+
+    def trust_store(self) -> TrustStore:
+        """The store's trust list (which may not exist yet: an unsigned store)."""
+        return self.trust
 
     def __repr__(self) -> str:
         return f"LocalModelStorage(root='{self.root}')"
@@ -78,9 +86,10 @@ class LocalModelStorage:
     # ------------------------------------------------------------------ save
 
     @typed_storage_errors("saving a new version")
-    def save(self, draft: ModelDraft, source: Path, *,
-             await_registration: int = 480) -> tuple[ModelRecord, int]:
-        """Copy ``source`` into a new version folder and index it, atomically."""
+    def save(self, draft: ModelDraft, source: Path, *, await_registration: int = 480,
+             sealer: history.Sealer | None = None) -> tuple[ModelRecord, int]:
+        """Copy ``source`` into a new version folder with its creation record (event 0,
+        sealed by ``sealer``; unsigned without one) and index it, atomically."""
         label = f"Model '{draft.name}'"
         files = list_source_files(source, owner=label)
         if draft.version is not None and self.index.get(draft.name, draft.version) is not None:
@@ -89,7 +98,7 @@ class LocalModelStorage:
         try:
             copy_files(files, staging)
             base = self._staged_manifest(draft, staging, [rel for _, rel in files])
-            record = self._commit(draft, staging, base)
+            record = self._commit(draft, staging, base, sealer or history.Sealer(None))
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -127,9 +136,10 @@ class LocalModelStorage:
             model_schema=extras[MODEL_SCHEMA_FILE], input_example=draft.input_example,
         ))
 
-    def _commit(self, draft: ModelDraft, staging: Path, base: dict[str, Any]) -> ModelRecord:
-        """Under the index's write lock: pick the version, move the folder into place and
-        insert its row and tags (a failure removes the folder again)."""
+    def _commit(self, draft: ModelDraft, staging: Path, base: dict[str, Any],
+                sealer: history.Sealer) -> ModelRecord:
+        """Under the index's write lock: pick the version, write its creation record, move the
+        folder into place and insert its rows and tags (a failure removes the folder again)."""
         name = draft.name
         final: Path | None = None
         try:
@@ -141,7 +151,9 @@ class LocalModelStorage:
                 # under the write lock a folder without an index row can only be left over by
                 # a crashed save: remove it
                 self.files.discard(target)
-                sha = write_manifest(staging, {**base, "version": version})
+                manifest, creation = _with_creation_record(staging, {**base, "version": version},
+                                                           sealer)
+                sha = write_manifest(staging, manifest)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(staging, target)
                 final = target
@@ -154,6 +166,8 @@ class LocalModelStorage:
                     training_dataset_version=draft.training_dataset_version,
                 )
                 tx.insert(record)
+                tx.add_history(name, version, 0, "creation", creation["created"], None,
+                               history.sha256_bytes(history.record_bytes(creation)))
                 for tag, value in draft.tags.items():
                     tx.set_tag(name, version, tag, value)
         except BaseException:
@@ -304,9 +318,11 @@ class LocalModelStorage:
 
     @typed_storage_errors("appending to the history")
     def append_history(self, handle: ModelRecord, kind: str, payload: dict[str, Any],
-                       files: dict[str, bytes], status: str | None) -> dict[str, Any]:
-        """Append one immutable event (record + files under ``history/<seq>/``) and its index
-        row in one transaction; a validation event also sets ``validation_status``."""
+                       files: dict[str, bytes], status: str | None,
+                       sealer: history.Sealer | None = None) -> dict[str, Any]:
+        """Append one immutable event (record + files under ``history/<seq>/``, chained to
+        the newest record and sealed by ``sealer``) and its index row in one transaction; a
+        validation event also sets ``validation_status``."""
         from model_registry.local.attachments import history_change
 
         label = _label(handle)
@@ -320,15 +336,15 @@ class LocalModelStorage:
                 raise InvalidArgumentError(f"{label}: a validation run was recorded meanwhile; "
                                            "review it and sign off again.")
 
-        def make(seq: int) -> dict[str, Any]:
-            return history.build_event(kind, payload, files, seq=seq, created=utc_now(),
-                                       code_commit=git_commit())
+        def make(seq: int, manifest: dict[str, Any]) -> dict[str, Any]:
+            return history.chained_event(manifest, kind, payload, files, seq=seq,
+                                         created=utc_now(), code_commit=git_commit(),
+                                         sealer=sealer or history.Sealer(None))
 
         def index(tx: IndexTransaction) -> None:
-            record_bytes = history.event_files(event, {})[
-                f"{history.event_dir(event['seq'])}/{history.RECORD_FILE}"]
             tx.add_history(handle.name, handle.version, event["seq"], kind, event["created"],
-                           event.get("status"), history.sha256_bytes(record_bytes))
+                           event.get("status"),
+                           history.sha256_bytes(history.record_bytes(event)))
 
         values = {} if status is None else {"validation_status": check_validation_status(
             status, owner=label)}
@@ -345,8 +361,18 @@ class LocalModelStorage:
         row = self.fresh(handle)
         folder = self.files.version_dir(row.name, row.version)
         manifest = self.manifest(row)
-        indexed = {seq: sha for seq, _, _, _, sha in self.index.history(row.name, row.version)}
-        events = history.read_history(manifest, lambda rel: (folder / rel).read_bytes())
+        indexed = self.history_index(row)
+
+        def read(rel: str) -> bytes:
+            path = folder / rel
+            if not path.is_file():
+                raise IntegrityError(
+                    f"{_label(row)}: {rel} is missing (deleted outside the registry); "
+                    f"`fstrain registry verify {row.name}:{row.version}` lists what is broken."
+                )
+            return path.read_bytes()
+
+        events = history.read_history(manifest, read)
         for event in events:
             raw = (folder / history.event_dir(event["seq"]) / history.RECORD_FILE).read_bytes()
             if indexed.get(event["seq"]) != history.sha256_bytes(raw):
@@ -354,7 +380,18 @@ class LocalModelStorage:
                     f"{_label(row)}: history event {event['seq']} does not match the registry "
                     "index (changed or added outside the registry)."
                 )
+        gone = sorted(set(indexed) - {int(e["seq"]) for e in events})
+        if gone:
+            raise IntegrityError(
+                f"{_label(row)}: history event(s) {', '.join(map(str, gone))} are in the "
+                "registry index but gone from the version (deleted outside the registry); "
+                f"`fstrain registry verify {row.name}:{row.version}` lists what is broken."
+            )
         return events
+
+    def history_index(self, handle: ModelRecord) -> dict[int, str]:
+        """``seq → record sha256`` of the version's events, as the index keeps them."""
+        return {seq: sha for seq, _, _, _, sha in self.index.history(handle.name, handle.version)}
 
     def last_run(self, handle: ModelRecord) -> int | None:
         """The sequence number of the newest validation run, or None."""
@@ -466,6 +503,21 @@ class LocalModelStorage:
             f"Model '{name}' version {version} already exists. Versions are immutable: leave "
             "version=None to get the next free version, or delete this version first."
         )
+
+
+def _with_creation_record(staging: Path, manifest: dict[str, Any],
+                          sealer: history.Sealer) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write event 0 (the creation record) into the staged folder; the manifest listing it,
+    and the record."""
+    record = history.creation_event(manifest, version=int(manifest["version"]),
+                                    created=manifest["created"],
+                                    code_commit=manifest.get("git_commit"), sealer=sealer)
+    entries = list(manifest["files"])
+    for rel, data in history.event_files(record, {}).items():
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).write_bytes(data)
+        entries.append(file_entry(staging / rel, rel, "history"))
+    return {**manifest, "files": sorted(entries, key=lambda e: e["path"])}, record
 
 
 def _download_target(local_path: str | os.PathLike[str] | None, row: ModelRecord,

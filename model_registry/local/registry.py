@@ -20,6 +20,7 @@ from fstrain.kernel.errors import (
     listing,
 )
 from model_registry.api import ModelDraft
+from model_registry.audit.trust import TrustStore
 from model_registry.errors import VersionWarning
 from model_registry.local.index import ModelRecord, RegistryIndex
 from model_registry.local.model_storage import LocalModelStorage
@@ -114,6 +115,8 @@ class LocalModelRegistry(ModelFactories):
         Raises:
             UnknownMetricError: no version of the model records ``metric`` (a typo, or a
                 metric the registry does not keep); the message lists the recorded metrics.
+            VerificationError: the best version's files, history or signatures do not verify
+                (it is refused, not skipped: a broken record needs a person's attention).
         """
         check_model_name(name)
         if not isinstance(metric, str) or not metric:
@@ -130,7 +133,11 @@ class LocalModelRegistry(ModelFactories):
             return None
         record = self._index.best(name, key, direction_norm, validated_only=validated_only,
                                   require_approval=require_approval)
-        return None if record is None else self._model(record)
+        if record is None:
+            return None
+        model = self._model(record)
+        model.require_verified()  # never hand out a version whose record does not verify
+        return model
 
     def _ranking_key(self, name: str, metric: str) -> str | None:
         """The metric key to rank ``name``'s versions by; None (with a warning naming the
@@ -152,6 +159,11 @@ class LocalModelRegistry(ModelFactories):
         if key is None:
             raise unknown_metric(name, metric, metric_key(metric), sorted(recorded))
         return key
+
+    @property
+    def trust_store(self) -> TrustStore:
+        """The store's trust list (``<store root>/trust``; absent in an unsigned store)."""
+        return self.storage.trust_store()
 
     def list_models(self, name: str | None = None) -> list[Model]:
         """Every saved version of ``name`` — or of every model — by name then version."""

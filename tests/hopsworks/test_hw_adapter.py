@@ -351,7 +351,7 @@ def test_registry_save_hashes_status_attachments_and_tamper_detection(tmp_path):
     assert model.version == 1 and model.validation_status == "pending"
     assert isinstance(sdk.kwargs["input_example"], pd.DataFrame)
     manifest = json.loads(sdk.files["manifest.json"])
-    assert [e["path"] for e in manifest["files"]] == ["model.json"]
+    assert [e["path"] for e in manifest["files"]] == ["history/0000/record.json", "model.json"]
     assert sdk.tags["fstrain_manifest_sha256"] and sdk.tags["validation_status"] == "pending"
     model.set_validation_status("passed")
     got = mr.get_model("m", 1)
@@ -396,7 +396,7 @@ def test_download_after_an_attachment_is_not_the_stale_sdk_cache(tmp_path):
     sdk_project = FakeProject(cache=tmp_path / "hsml-cache")
     model = _saved_model(tmp_path, sdk_project)
     first = Path(model.download())
-    assert sorted(p.name for p in first.iterdir()) == ["manifest.json", "model.json"]
+    assert sorted(p.name for p in first.iterdir()) == ["history", "manifest.json", "model.json"]
     model.write_attachment("scorecard.json", {"roc_auc": 0.9})
     again = Path(_registry(sdk_project, tmp_path / "client").get_model("m", 1).download())
     assert json.loads((again / "scorecard.json").read_text()) == {"roc_auc": 0.9}
@@ -411,7 +411,8 @@ def test_a_mirror_older_than_the_registry_manifest_is_downloaded_again(tmp_path)
     assert not (reader.model_path / "scorecard.json").exists()
     writer.write_attachment("scorecard.json", {"roc_auc": 0.9})
     again = _registry(sdk_project, tmp_path / "other").get_model("m", 1)
-    assert [e["path"] for e in again.manifest["files"]] == ["model.json", "scorecard.json"]
+    assert [e["path"] for e in again.manifest["files"]] == [
+        "history/0000/record.json", "model.json", "scorecard.json"]
     assert json.loads((again.model_path / "scorecard.json").read_text()) == {"roc_auc": 0.9}
 
 
@@ -487,7 +488,9 @@ def test_validation_history_is_appended_through_attachments(tmp_path):
         model.write_attachment("history/0001/scorecard.json", {"run": 3})
     model.sign_off("approval", reviewer="bob", note="ok")
     reader = _registry(sdk_project, tmp_path / "reader").get_model("m", 1)
-    assert [e["kind"] for e in reader.history()] == ["validation", "validation", "approval"]
+    assert [e["kind"] for e in reader.history()] == ["creation", "validation", "validation",
+                                                     "approval"]
+    assert reader.verify_history().state == "unsigned"  # chained, hashed, no trust list
     assert (first["seq"], second["seq"]) == (1, 2) and reader.validation_status == "passed"
     assert reader.approval_status == "approved"
     assert reader.read_history_file(1, "scorecard.json") == b'{"run": 1}'

@@ -53,8 +53,8 @@ def test_registry_round_trip_through_hsml(cluster, tmp_path):
     assert registered["metrics"] == {"roc_auc": 0.91}
     assert set(registered["tags"]) >= {"fstrain_manifest_sha256", "validation_status",
                                        "fstrain_lineage"}
-    assert sorted(p.name for p in _files(fake).iterdir()) == ["booster.ubj", "manifest.json",
-                                                              "model.json"]
+    assert sorted(p.name for p in _files(fake).iterdir()) == ["booster.ubj", "history",
+                                                              "manifest.json", "model.json"]
     got = project.get_model_registry().get_model("fraud_xgb", 1)
     assert got.validation_status == "pending" and got.hyperparameters == {"max_depth": 4}
     folder = Path(got.download(tmp_path / "dl"))

@@ -195,3 +195,17 @@ def test_a_service_key_attests_only_for_the_persons_it_was_enrolled_for(tmp_path
     with pytest.raises(InvalidArgumentError, match="PERSON:ROLE"):
         trust.enrol(owner, name="web2", role="service", public_key=keys.public_key_line(owner),
                     attests_for=["alice"])
+
+
+def test_a_service_key_may_vouch_for_any_person_in_a_role(tmp_path):
+    trust, owner, _ = _store(tmp_path)
+    _, web = _key(tmp_path, "web")
+    trust.enrol(owner, name="web", role="service", public_key=keys.public_key_line(web),
+                attests_for=["*:reviewer"])
+    listed = trust.load()
+    signer = listed.signer(web).acting_as("carol")
+    assert (signer.person, signer.role) == ("carol", "reviewer")
+    record = seal({"seq": 1, "kind": "approval", "created": "2999-01-01T00:00:00+00:00"}, signer)
+    assert listed.check_seal(record, where="r") == []
+    with pytest.raises(UnauthorizedError, match="as a data-scientist"):
+        listed.signer(web).acting_as("carol", "data-scientist")

@@ -20,7 +20,7 @@ from model_registry.exporters import Exported
 def export(model, /, *, unit="bytes"):
     if unit not in ("bytes", "kib"):
         raise ValueError(unit)
-    size = sum(f["size"] for f in model.manifest["files"])
+    size = sum(f["size"] for f in model.manifest["files"] if f["kind"] == "model")
     size = size if unit == "bytes" else size / 1024
     return Exported(files={"summary/size.json": {"size": size, "unit": unit},
                            "summary/note.txt": b"model files only"},

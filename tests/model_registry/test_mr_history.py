@@ -35,7 +35,7 @@ def test_runs_are_appended_never_overwritten(registry, model_dir, monkeypatch):
     assert json.loads((folder / "0002" / "scorecard.json").read_text())["status"] == "passed"
     fresh = registry.get_model("fraud", 1)
     assert fresh.validation_status == "passed"
-    assert [e["status"] for e in fresh.history()] == ["failed", "passed"]
+    assert [e.get("status") for e in fresh.history()] == [None, "failed", "passed"]
     assert fresh.latest_validation()["seq"] == 2
     fresh.verify()  # every history file is in the manifest with its sha256
 
@@ -72,7 +72,7 @@ def test_approval_of_a_failed_run_needs_an_override(registry, model_dir):
     model.sign_off("rejection", reviewer="carol", note="wrong population")
     assert model.approval_status == "rejected"
     assert [e["kind"] for e in model.history()] == [
-        "validation", "approval", "validation", "rejection"]
+        "creation", "validation", "approval", "validation", "rejection"]
 
 
 def test_best_model_can_require_approval(registry, model_dir):
@@ -104,7 +104,7 @@ def test_cli_approve_reject_show_and_report(tmp_path, model_dir):
     shown = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root), "--json"])
     payload = json.loads(shown.output)
     assert payload["approval_status"] == "approved"
-    assert [e["kind"] for e in payload["history"]] == ["validation", "approval"]
+    assert [e["kind"] for e in payload["history"]] == ["creation", "validation", "approval"]
     assert payload["latest_scorecard"] == "history/0001/scorecard.html"
     brief = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root)])
     assert "#1 validation failed" in brief.output and "#2 approval" in brief.output

@@ -52,7 +52,8 @@ def test_save_returns_version_1_with_files_and_manifest(registry, model_dir):
     assert created.utcoffset() == dt.timedelta(0)
     assert "git_commit" in manifest
     files = {e["path"]: e for e in manifest["files"]}
-    assert set(files) == {"weights.bin", "sub/vocab.txt"}
+    assert set(files) == {"weights.bin", "sub/vocab.txt", "history/0000/record.json"}
+    assert files["history/0000/record.json"]["kind"] == "history"  # the creation record
     data = (path / "weights.bin").read_bytes()
     assert files["weights.bin"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert files["weights.bin"]["size"] == len(data)
@@ -106,7 +107,8 @@ def test_missing_model_and_version_errors_name_what_exists(registry, model_dir):
 
 def test_save_single_file(registry, model_dir):
     model = registry.python.create_model("m").save(model_dir / "weights.bin")
-    assert [e["path"] for e in model.manifest["files"]] == ["weights.bin"]
+    assert [e["path"] for e in model.manifest["files"]] == ["history/0000/record.json",
+                                                            "weights.bin"]
 
 
 def test_saving_twice_is_refused(registry, model_dir):

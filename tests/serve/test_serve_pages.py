@@ -64,7 +64,7 @@ def test_approve_reject_with_the_rules_of_the_command_line(client_for, store):
                                    "decision": "reject", "note": "changed my mind"})
     assert again.status_code == 400 and "supersede" in again.text
     history = project.get_model_registry().get_model("rules", model.version).history()
-    assert [e["kind"] for e in history] == ["validation", "approval"]
+    assert [e["kind"] for e in history] == ["creation", "validation", "approval"]
     assert history[-1]["reviewer"] == "rita"
     assert history[-1]["override_reason"] == "business need, see ticket 12"
 
@@ -83,7 +83,7 @@ def test_a_stale_form_is_refused(client_for, store):
     response = client.post(f"/models/stale/{model.version}/signoff",
                            data={**forged, "decision": "approve", "note": "ok"})
     assert response.status_code == 409
-    assert len(project.get_model_registry().get_model("stale", model.version).history()) == 2
+    assert len(project.get_model_registry().get_model("stale", model.version).history()) == 3
 
 
 def test_live_a_new_run_shows_on_reload(client_for, store):

@@ -1,0 +1,73 @@
+"""Opening the local registry of a store root and resolving ``NAME[:VERSION]`` for the CLI.
+
+Every command that reads what a version shows resolves it through :func:`resolve_ref`, which
+verifies the version (files, chain, signatures; see :mod:`model_registry.audit.verify`) and
+refuses one that does not verify with a typed error, one line on the command line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fstrain.kernel.errors import InvalidArgumentError
+
+
+def open_registry(root: Path | None) -> Any:
+    """The local project's registry under ``root``, or None when it holds no registry yet."""
+    from fstrain.kernel.store_root import resolve_root
+    from fstrain.project import Project
+
+    project_root = resolve_root(root)
+    if project_root.exists() and not project_root.is_dir():
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
+                          "FSTRAIN_HOME at a folder.")
+    if not (project_root / "model_registry").is_dir():
+        return None
+    return Project(project_root).get_model_registry()
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME[:VERSION]`` → ``(name, version or None)`` (both checked)."""
+    from model_registry.naming import check_model_name
+
+    name, sep, version_text = ref.partition(":")
+    check_model_name(name)
+    if not sep:
+        return name, None
+    if not version_text.isdigit() or int(version_text) < 1:
+        raise InvalidArgumentError(
+            f"VERSION in NAME[:VERSION] must be a positive integer. Got {version_text!r} "
+            f"instead (e.g. {name}:3)."
+        )
+    return name, int(version_text)
+
+
+def resolve_ref(root: Path | None, ref: str, *, verify: bool = True) -> Any:
+    """The model version ``ref`` names (the latest without ``:VERSION``), verified unless
+    ``verify=False``.
+
+    Raises:
+        ModelNotFoundError: no registry, model or version.
+        VerificationError: the version does not verify (one line per problem, joined).
+    """
+    from model_registry.errors import ModelNotFoundError
+
+    name, version = parse_ref(ref)
+    registry = open_registry(root)
+    if registry is None:
+        raise ModelNotFoundError(
+            f"No model registry under the store root; model '{name}' not found."
+        )
+    if version is None:
+        models = registry.get_models(name)
+        if not models:
+            registry.get_model(name, 1)  # raises a ModelNotFoundError with suggestions
+        model = models[-1]
+    else:
+        model = registry.get_model(name, version)
+    if verify:
+        model.require_verified()
+    return model
