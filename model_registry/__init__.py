@@ -2,7 +2,7 @@
 
 ``project.get_model_registry()`` returns a
 :class:`~model_registry.local.registry.LocalModelRegistry`. Model files are stored in safe
-formats (:mod:`model_registry.formats`: XGBoost JSON/UBJ, safetensors, skops), each file with a
+formats (:mod:`fstrain.trainers.formats`: XGBoost JSON/UBJ, safetensors, skops), each file with a
 sha256 in the version's ``manifest.json``, checked on download and load.
 
 Names are exported lazily, so ``import model_registry`` stays cheap.

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Model", "ModelDraft", "ModelFramework", "ModelRegistry", "ModelStorage"]
+__all__ = ["Exported", "Model", "ModelDraft", "ModelExporter", "ModelFramework", "ModelRegistry",
+           "ModelStorage"]
 
 
 @dataclass(frozen=True)
@@ -234,3 +235,22 @@ class ModelRegistry(Protocol):
     def get_best_model(self, name: str, metric: str, direction: str = "max") -> Any:
         """The best version by a training metric, or None."""
         ...
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an exporter produced.
+
+    ``files``: relative path in the version → content, attached in order (``bytes`` as they
+    are; a dict is written as canonical JSON), each hashed in the manifest. ``record``: what
+    ``model.export`` returns (e.g. the check the export passed).
+    """
+
+    files: Mapping[str, bytes | Mapping[str, Any]]
+    record: Mapping[str, Any]
+
+
+class ModelExporter(Protocol):
+    """``exporter(model, **options) -> Exported``; raises and writes nothing when it fails."""
+
+    def __call__(self, model: Any, /, **options: Any) -> Exported: ...

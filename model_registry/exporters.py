@@ -21,35 +21,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Protocol
+from typing import Any
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
+from model_registry.api import Exported, ModelExporter
 
 __all__ = ["ENTRY_POINT_GROUP", "Exported", "ModelExporter", "get_exporter", "known_formats",
            "run_exporter"]
 
 ENTRY_POINT_GROUP = "fstrain.model_exporters"
-
-
-@dataclass(frozen=True)
-class Exported:
-    """What an exporter produced.
-
-    ``files``: relative path in the version → content, attached in order (``bytes`` as they
-    are; a dict is written as canonical JSON), each hashed in the manifest. ``record``: what
-    ``model.export`` returns (e.g. the check the export passed).
-    """
-
-    files: Mapping[str, bytes | Mapping[str, Any]]
-    record: Mapping[str, Any]
-
-
-class ModelExporter(Protocol):
-    """``exporter(model, **options) -> Exported``; raises and writes nothing when it fails."""
-
-    def __call__(self, model: Any, /, **options: Any) -> Exported: ...
 
 
 def _entry_points(name: str | None = None) -> list[metadata.EntryPoint]:

@@ -12,8 +12,10 @@ Also: :func:`smoke_check` (overfit one batch first), :func:`cross_validate` (k f
 whole trainer refitted per fold), :func:`tune` (Ray Tune, ASHA + Optuna),
 :func:`train_distributed` (Ray Train data-parallel), :func:`deepspeed_config`.
 
-This package never imports another pipeline, the feature store's storage, or the registry's
-index; it only uses ``fstrain.kernel.errors`` and ``model_registry.formats``.
+Every flavour's model files are saved and loaded here (:mod:`fstrain.trainers.formats`), so the
+registry imports the trainers, not the other way round: this package never imports a pipeline, a
+backend or the registry's model module, only the kernel and the backend-neutral modules below
+them (``feature_store.core``, ``model_registry.manifest``, ``validation.metrics``).
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ class CatBoostPredictor(_Base):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """``model/model.cbm`` (CatBoost's format) + ``predictor.json``."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -218,7 +218,7 @@ class CatBoostPredictor(_Base):
 
 def load_catboost_predictor(directory: Path, info: dict[str, Any]) -> CatBoostPredictor:
     """Rebuild a :class:`CatBoostPredictor` from ``predictor.json`` ``info`` and its files."""
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     import_catboost()
     if "features" not in info:

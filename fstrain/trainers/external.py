@@ -2,7 +2,7 @@
 
 A data scientist trains in a notebook on ``fv.get_train_validation_test_split(v)`` and registers
 with ``mr.<flavor>.create_model(..., feature_view=fv, training_dataset_version=v)`` and
-``model.save(dir)``, ``dir`` written by ``model_registry.formats.save_*``. The registry's
+``model.save(dir)``, ``dir`` written by ``fstrain.trainers.formats.save_*``. The registry's
 load-and-predict record (:mod:`model_registry.predictor_record`) says which loader reads the
 files; :func:`load_registered_predictor` rebuilds the model and wraps it so the
 model-validation pipeline can score it on the view's raw feature columns.
@@ -145,13 +145,13 @@ def load_registered_predictor(directory: Path, record: Mapping[str, Any] | None,
         ConfigError: no record (no known format among the files), a pickle, or a torch
             ``config.json`` that does not say how to rebuild the module.
     """
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     directory = Path(directory)
     if record is None:
         raise ConfigError(
             f"The model in {str(directory)!r} holds no file format fstrain can load (predictor.json, "
-            "or files written by model_registry.formats.save_xgboost, save_lightgbm, save_sklearn "
+            "or files written by fstrain.trainers.formats.save_xgboost, save_lightgbm, save_sklearn "
             "or save_torch). Save it with one of those before model.save(dir)."
         )
     loader, folder = record["loader"], directory / record.get("path", ".")
@@ -161,7 +161,7 @@ def load_registered_predictor(directory: Path, record: Mapping[str, Any] | None,
         raise ConfigError(
             f"The model is a pickle file ({record.get('path')}); fstrain validate does not "
             "unpickle (it can run code from the file). Re-register it in a safe format: "
-            "model_registry.formats.save_xgboost, save_lightgbm, save_sklearn or save_torch."
+            "fstrain.trainers.formats.save_xgboost, save_lightgbm, save_sklearn or save_torch."
         )
     if loader == "xgboost":
         model = formats.load_xgboost(folder)

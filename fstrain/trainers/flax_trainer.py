@@ -372,7 +372,7 @@ class FlaxPredictor(MatrixPredictor):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """skops preprocessor + ``model/flax_params.safetensors`` + predictor.json."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         files = self._save_common(directory)
@@ -383,7 +383,7 @@ class FlaxPredictor(MatrixPredictor):
 
 def load_flax_predictor(directory: Path, info: dict[str, Any]) -> FlaxPredictor:
     """Rebuild a :class:`FlaxPredictor` from safetensors parameters."""
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     import_jax()
     schema, preprocessor, labels = load_common(directory, info)

@@ -54,7 +54,7 @@ CUSTOM_CLASS = "ExplicitStepMLP"
 def import_keras() -> Any:
     """``keras`` (torch backend by default), or a ConfigError naming the extra."""
     from fstrain.kernel.errors import InvalidArgumentError
-    from model_registry.formats import import_keras as _import
+    from fstrain.trainers.formats import import_keras as _import
 
     try:
         return _import()
@@ -235,7 +235,7 @@ class KerasPredictor(MatrixPredictor):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """skops preprocessor + ``model/model.keras`` + predictor.json."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         files = self._save_common(directory)
@@ -247,7 +247,7 @@ class KerasPredictor(MatrixPredictor):
 
 def load_keras_predictor(directory: Path, info: dict[str, Any]) -> KerasPredictor:
     """Rebuild a :class:`KerasPredictor` (``.keras`` loaded in safe mode)."""
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     schema, preprocessor, labels = load_common(directory, info)
     custom = {f"fstrain>{CUSTOM_CLASS}": explicit_step_class()}

@@ -156,7 +156,7 @@ class MatrixPredictor(_Base):
                              classes=self.labels.classes)
 
     def _save_common(self, directory: Path) -> list[Path]:
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory.mkdir(parents=True, exist_ok=True)
         return list(formats.save_sklearn(self.preprocessor, directory / "preprocessor"))
@@ -174,7 +174,7 @@ class _ProbaModel:
 
 def load_common(directory: Path, info: dict[str, Any]) -> tuple[FeatureSchema, Any, LabelInfo]:
     """Schema, preprocessor and labels of a saved matrix predictor."""
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     if "features" not in info or not (Path(directory) / "preprocessor").is_dir():
         raise InvalidArgumentError(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.errors import ConfigError, IntegrityError, InvalidArgumentError
-from model_registry.exporters import Exported
+from model_registry.api import Exported
 
 ONNX_PATH = "onnx/model.onnx"
 CHECK_PATH = "onnx/check.json"

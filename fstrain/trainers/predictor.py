@@ -198,7 +198,7 @@ class TabularPredictor(_Base):
     def save(self, directory: Path) -> dict[str, Any]:
         """skops preprocessor + XGBoost JSON / LightGBM text booster (or skops estimator) +
         predictor.json."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -290,7 +290,7 @@ class TorchPredictor(_Base):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """safetensors weights + JSON arch (+ skops preprocessor for ``mlp``) + predictor.json."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -335,7 +335,7 @@ def load_predictor(
 
 def _load_model(directory: Path, info: dict[str, Any], *,
                 image_loader: Callable[[str], np.ndarray] | None, device: str) -> Predictor:
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     kind = info["kind"]
     if kind in FRAMEWORK_LOADERS:
@@ -380,7 +380,7 @@ def _load_model(directory: Path, info: dict[str, Any], *,
 def _load_torch(directory: Path, info: dict[str, Any], kind: str, labels: LabelInfo,
                 schema: FeatureSchema | None, preprocessor: Any,
                 image_loader: Callable[[str], np.ndarray] | None, device: str) -> Predictor:
-    from model_registry import formats
+    from fstrain.trainers import formats
     from fstrain.trainers.nets import build_net
 
     state, arch = formats.load_torch_state(directory / "model")

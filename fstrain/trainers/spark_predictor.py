@@ -2,7 +2,7 @@
 
 MLlib writes each stage as JSON metadata plus Parquet data (imputer surrogates, string-indexer
 labels, one-hot category sizes, GBT tree nodes and weights, logistic-regression coefficients).
-:class:`SparkPredictor` reads those files (:func:`model_registry.formats.load_spark_ml`) and
+:class:`SparkPredictor` reads those files (:func:`fstrain.trainers.formats.load_spark_ml`) and
 applies the same arithmetic in numpy, so model validation (metrics, slices, SHAP) needs neither
 a JVM nor a Spark session; a test checks the probabilities against Spark's own ``transform``.
 
@@ -230,7 +230,7 @@ class SparkPredictor(_Base):
     def from_mllib(cls, kind: str, saved: Path, *, schema: FeatureSchema, labels: LabelInfo,
                    params: dict[str, Any]) -> SparkPredictor:
         """Read a ``PipelineModel`` folder written by MLlib's writer."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         return cls(kind=kind, stages=formats.load_spark_ml(saved), saved=saved, schema=schema,
                    labels=labels, params=params)
@@ -254,7 +254,7 @@ class SparkPredictor(_Base):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """MLlib's saved folder under ``model/`` + predictor.json."""
-        from model_registry import formats
+        from fstrain.trainers import formats
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 import xgboost as xgb
 
 from fstrain.kernel.errors import IntegrityError
-from model_registry.formats import load_xgboost, save_xgboost
+from fstrain.trainers.formats import load_xgboost, save_xgboost
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from model_registry import formats
+from fstrain.trainers import formats
 from fstrain.cli.app import app
 
 

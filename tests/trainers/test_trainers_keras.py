@@ -74,7 +74,7 @@ def test_saved_as_keras_and_reloaded_in_safe_mode(runs, binary_data, tmp_path, s
 def test_safe_mode_refuses_a_lambda_layer(tmp_path):
     import keras
 
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Lambda(lambda t: t * 2)])
     formats.save_keras(model, tmp_path / "m")

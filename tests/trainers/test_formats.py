@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
+from typing import Any
 
 import joblib
 import numpy as np
@@ -16,7 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from fstrain.kernel.errors import InvalidArgumentError, UnsafeFormatError
-from model_registry.formats import (
+from fstrain.trainers.formats import (
     LIGHTGBM_META,
     load_lightgbm,
     load_model,
@@ -29,6 +30,14 @@ from model_registry.formats import (
     save_torch,
     save_xgboost,
 )
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Any:
+    """An empty local registry (the formats' round trips through a registered version)."""
+    from model_registry.local.registry import LocalModelRegistry
+
+    return LocalModelRegistry(tmp_path / "model_registry")
 
 
 @pytest.fixture(scope="module")
