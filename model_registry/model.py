@@ -195,9 +195,9 @@ class Model(HistoryMixin):
 
     # ------------------------------------------------------------------ export
 
-    def export(self, format: str, **options: Any) -> dict[str, Any]:
-        """Convert this version to ``format``, attach the result to it and return the
-        exporter's record (fstrain extension).
+    def export(self, format: Any, **options: Any) -> dict[str, Any]:
+        """Convert this version to ``format`` (a format name, or an exporter itself), attach the
+        result to it and return the exporter's record (fstrain extension).
 
         ``model.export("onnx")`` (extra ``fstrain[onnx]``) converts an fstrain-trained tabular
         predictor (preprocessing + model) to one ONNX graph, checks ONNX Runtime's
@@ -207,9 +207,10 @@ class Model(HistoryMixin):
         check record (rows, ``max_abs_diff``, ``sha256``, the graph's input contract, ``path``).
         A failed check raises :class:`IntegrityError` and attaches nothing.
 
-        Formats are plugins (:mod:`model_registry.exporters`, entry-point group
-        ``fstrain.model_exporters``). An unknown format raises :class:`ConfigError` naming the
-        known ones; an option the exporter does not take raises :class:`InvalidArgumentError`.
+        Another converter is passed itself: ``model.export(to_tflite, **options)`` (a callable
+        ``exporter(model, **options) -> Exported``, :mod:`model_registry.exporters`). An unknown
+        format raises :class:`ConfigError` naming the known ones; an option the exporter does
+        not take raises :class:`InvalidArgumentError`.
         """
         from model_registry.exporters import run_exporter
 

@@ -1,7 +1,7 @@
 """The ``onnx`` model exporter: ``model.export("onnx")`` (and ``fstrain registry export-onnx``).
 
-Declared in ``pyproject.toml`` as the entry point ``onnx`` of group ``fstrain.model_exporters``
-(:mod:`model_registry.exporters`), so the registry finds it without importing the pipelines.
+fstrain's own format: the registry imports it directly (:data:`model_registry.exporters.BUILT_IN`;
+no entry point is looked up for it).
 
 The version's predictor (preprocessing + model, see :mod:`fstrain.trainers.onnx_export`) is
 converted to one ONNX graph and run in ONNX Runtime on the test split of the training-dataset

@@ -1,5 +1,5 @@
-"""``model.export(format)``: exporters are plugins found by format name (entry points), and
-``model.export("onnx")`` attaches a graph that ONNX Runtime runs to the native model's
+"""``model.export(format)``: ``onnx`` is fstrain's own format (the trainers' exporter, no entry
+point), and ``model.export("onnx")`` attaches a graph that ONNX Runtime runs to the native model's
 probabilities on the version's test split, through the registry's public API only."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import ConfigError, IntegrityError, InvalidArgumentError
-from model_registry.exporters import ENTRY_POINT_GROUP, known_formats
+from model_registry.exporters import known_formats
 
 KINDS = {
     "sklearn_logreg": {},
@@ -82,9 +82,17 @@ def _onnx_equals_native(model, check: dict) -> None:
     assert check["rows"] == len(X_test) and check["split"] == "test"
 
 
-def test_onnx_is_a_declared_format():
-    assert "onnx" in known_formats(), (
-        f"no 'onnx' entry point in group {ENTRY_POINT_GROUP}: reinstall fstrain (pip install -e .)")
+def test_onnx_is_fstrains_own_format_without_any_entry_point(monkeypatch):
+    """Regression: the registry found its own exporter only through install metadata, so a
+    source tree without ``pip install -e .`` (or a stale install) could not export."""
+    from importlib import metadata
+
+    from fstrain.trainers import onnx_exporter
+    from model_registry import exporters
+
+    monkeypatch.setattr(metadata, "entry_points", lambda **_: [])
+    assert "onnx" in known_formats()
+    assert exporters.get_exporter("onnx") is onnx_exporter.export
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
