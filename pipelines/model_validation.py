@@ -163,6 +163,7 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
 
 def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and record the run in the registry."""
+    from model_registry.audit.authorize import resolve_signer
     from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
     from validation.model_card import load_owner_file
 
@@ -173,6 +174,10 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     owner = (load_owner_file(config.model_card, missing_ok=False) if config.model_card
              else load_owner_file(Path(project.root) / "model_cards" / f"{model.name}.yaml",
                                   shown_as=f"model_cards/{model.name}.yaml"))
+    # who signs the run (and so vouches for the owner's texts on its model card); a signed
+    # store without an enrolled validating key is refused here, before any work
+    _, signer = resolve_signer(model.trust_store, "validation",
+                               label=f"model {model.name}:{model.version}")
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
@@ -200,7 +205,7 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
 
         result.card.learning_curves = scorecard_summary(curves)
         result.images["learning_curves"] = learning_curves_png(curves)
-    event = _record(model, result, predictor, owner)
+    event = _record(model, result, predictor, owner, signer)
     return _ref(model, result.card, event)
 
 
@@ -210,17 +215,21 @@ def _intersections(use_case: Any, columns: Any) -> tuple[tuple[str, str], ...]:
     return tuple(p for p in pairs if set(p) <= set(columns))
 
 
-def _record(model: Any, result: Any, predictor: Any, owner: Any) -> dict[str, Any]:
-    """Write the run's files and record through the registry (append-only)."""
+def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) -> dict[str, Any]:
+    """Write the run's files and record through the registry (append-only), signed by
+    ``signer`` (None: unsigned), whom the model card names as the signer of the owner's texts."""
     from validation.gates import failing_gates
     from validation.model_card import build_model_card, model_facts
+    from validation.signoff import signer_text
 
     card = result.card
     if card.status == "no gates":
         card.notes.append("No acceptance gate was configured: the version is marked failed "
                           "until gates are defined.")
     status = "passed" if card.status == "passed" else "failed"
-    model_card = build_model_card(card, model_facts(model.manifest, predictor), owner)
+    model_card = build_model_card(
+        card, model_facts(model.manifest, predictor), owner,
+        signed_by=None if signer is None else signer_text({"signer": signer.block()}))
     history = model.history()  # this run's page lists the sign-offs so far
     seq = max((int(e["seq"]) for e in history), default=0) + 1
     scorecard_json = card.to_json().encode()
@@ -242,7 +251,7 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any) -> dict[str, An
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and "[" not in k},
         "evaluation": card.evaluation,
     }
-    return model.record_validation(status, payload, files)
+    return model.record_validation(status, payload, files, signer=signer)
 
 
 def _json_bytes(data: dict[str, Any]) -> bytes:

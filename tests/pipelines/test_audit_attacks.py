@@ -358,3 +358,27 @@ def test_an_unsigned_store_verifies_as_unsigned(adult_store):
     out = _verify(adult_store.root)
     assert out.exit_code == 0, out.output
     assert "unsigned store" in out.output and ": unsigned (" in out.output
+
+
+def test_model_card_and_review_page_name_the_signers(signed, store):
+    """The owner's texts are signed by whoever validated with them: the run's signer; the
+    review page's sign-off block names a signed approval's person, role, fingerprint and the
+    hash of the run record it signed."""
+    from fstrain.project import Project
+
+    model = Project(store).get_model_registry().get_model(signed.name, signed.version)
+    run = model.latest_validation()
+    vic = run["signer"]
+    card_md = model.read_history_file(run["seq"], "model_card.md").decode()
+    assert f"signed by: vic ({vic['role']}, {vic['fingerprint']})" in card_md
+    assert _approve(signed, store, "rita").exit_code == 0
+    approval = model.history()[-1]
+    report = cli(["registry", "report"], store)
+    assert report.exit_code == 0, report.output
+    page = (Path(report.output.strip()).parent / "review-pages" / signed.name
+            / f"{signed.version}.html").read_text()
+    row = page.split('class="signoff-row approved-row"')[1].split("</tr>")[0]
+    for cell in ("rita", "reviewer", approval["signer"]["fingerprint"],
+                 approval["run_record_sha256"], f"run {run['seq']}"):
+        assert f">{cell}<" in row, (cell, row)
+    assert "unsigned" not in row

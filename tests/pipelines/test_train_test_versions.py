@@ -64,7 +64,7 @@ def _validate_a_notebook_model(root, project, fv, version):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    from model_registry import formats
+    from fstrain.trainers import formats
 
     X, _X_te, y, _y_te = fv.get_train_test_split(version)
     text = [c for c in X.columns if X[c].dtype == object]
