@@ -236,6 +236,18 @@ class HistoryMixin:
         """``seq → record sha256`` as the registry's index keeps them (None: no index)."""
         raise NotImplementedError
 
+    def signer_for(self, action: str, *, signer: Signer | None = None,
+                   key: str | os.PathLike[str] | None = None) -> Signer | None:
+        """The signer of ``action`` on this version (``validation``, ``approval``, …), checked
+        against the trust list now: the key at ``key`` or ``$FSTRAIN_KEY`` (or ``signer``); None
+        in a store without a trust list. Call it before long work to fail fast.
+
+        Raises:
+            UnauthorizedError: a signed store and no key, an unknown, revoked or wrong-role key.
+        """
+        return resolve_signer(self.trust_store, action, label=self._label(), signer=signer,
+                              key=key)[1]
+
     def record_validation(self, status: str, payload: Mapping[str, Any],
                           files: Mapping[str, bytes], *, signer: Signer | None = None,
                           key: str | os.PathLike[str] | None = None) -> dict[str, Any]:

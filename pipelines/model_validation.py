@@ -163,7 +163,6 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
 
 def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     """Validate one model version and record the run in the registry."""
-    from model_registry.audit.authorize import resolve_signer
     from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
     from validation.model_card import load_owner_file
 
@@ -175,9 +174,10 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
              else load_owner_file(Path(project.root) / "model_cards" / f"{model.name}.yaml",
                                   shown_as=f"model_cards/{model.name}.yaml"))
     # who signs the run (and so vouches for the owner's texts on its model card); a signed
-    # store without an enrolled validating key is refused here, before any work
-    _, signer = resolve_signer(model.trust_store, "validation",
-                               label=f"model {model.name}:{model.version}")
+    # store without an enrolled validating key is refused here, before any work, and a
+    # version whose record does not verify is not validated (a run would be chained onto it)
+    signer = model.signer_for("validation")
+    model.require_verified()
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)

@@ -182,6 +182,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     issues: Any = None
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
+    signer = _signer(project, name)
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     if config.resume:
         _check_resume_version(workdir, name, int(config.training_dataset_version))
@@ -224,7 +225,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
         # a train/test version: the validation rows carved from train (feature_store.core.carve)
         "validation_split": carved or None,
         "label_issues": issues.to_dict() if issues is not None else None,
-    }, reports=(issues,) if issues is not None else ())
+    }, reports=(issues,) if issues is not None else (), signer=signer)
     if config.track == "mlflow":
         _track(project, config, name, version, fitted)
     if workdir.exists() and fitted.cfg.model not in RESUMABLE_MODELS:
@@ -419,11 +420,21 @@ def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any,
     return _Fitted(cfg, result, registry_metrics({tuned.metric: tuned.best_metric}), tuning)
 
 
+def _signer(project: Project, name: str) -> Any:
+    """Who signs the model's creation record, settled before any training: in a store with a
+    trust list a missing, unknown, revoked or wrong-role key ($FSTRAIN_KEY) is refused now."""
+    from model_registry.audit.authorize import resolve_signer
+
+    registry = project.get_model_registry()
+    return resolve_signer(registry.trust_store, "creation", label=f"Model '{name}'")[1]
+
+
 def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConfig,
               fitted: _Fitted, X_train: Any, extra_config: dict[str, Any],
-              reports: tuple[Any, ...] = ()) -> Any:
-    """Save the trained model into the registry (status ``pending``); its version.
-    ``reports`` (objects with ``write(directory)``) are saved next to the model files."""
+              reports: tuple[Any, ...] = (), signer: Any = None) -> Any:
+    """Save the trained model into the registry (status ``pending``), its creation record
+    signed by ``signer``; its version. ``reports`` (objects with ``write(directory)``) are saved
+    next to the model files."""
     cfg, result = fitted.cfg, fitted.result
     with tempfile.TemporaryDirectory(prefix="fstrain-model-") as tmp:
         model_dir = Path(tmp) / "model"
@@ -460,7 +471,7 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
                 **extra_config,
             },
         )
-        model.save(str(model_dir))
+        model.save(str(model_dir), signer=signer)
     return model.version
 
 

@@ -382,3 +382,12 @@ def test_model_card_and_review_page_name_the_signers(signed, store):
                  approval["run_record_sha256"], f"run {run['seq']}"):
         assert f">{cell}<" in row, (cell, row)
     assert "unsigned" not in row
+
+
+def test_training_and_validating_are_signed_or_refused_before_any_work(signed, store):
+    no_key = cli(["validate", signed.ref], store)
+    _one_line_error(no_key, "trust list", "FSTRAIN_KEY")
+    as_reviewer = cli(["validate", signed.ref], store, key=signed.key("rita"))
+    _one_line_error(as_reviewer, "validation is signed by a data-scientist or validator key")
+    train = cli(["train", "adult", "-t", "1"], store, key=signed.key("rita"))
+    _one_line_error(train, "creation is signed by a data-scientist or validator key")
