@@ -115,6 +115,8 @@ class ServerState:
         session_id = secrets.token_urlsafe(32)
         now = time.time()
         with self._db() as db:
+            db.execute("DELETE FROM sessions WHERE last_seen < ? OR created < ?",
+                       (now - IDLE_TIMEOUT_S, now - MAX_AGE_S))  # ended ones never linger
             db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
                        (_id_hash(session_id), user, secrets.token_urlsafe(32), now, now, address))
         return session_id

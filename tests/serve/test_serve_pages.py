@@ -185,3 +185,21 @@ def test_trusted_header_mode(store):
     # a session made for one header user is not reused for another
     rita.headers["X-Remote-User"] = "vic"
     assert "/signoff" not in rita.get("/models/credit/2").text
+
+
+def test_sessions_end_after_the_idle_timeout_and_are_purged(tmp_path, monkeypatch):
+    import time as clock
+
+    from fstrain.serve import state as state_module
+
+    state = state_module.ServerState(tmp_path)
+    sid = state.create_session("vic", "127.0.0.1")
+    assert state.session(sid) is not None
+    now = clock.time()
+    monkeypatch.setattr(state_module.time, "time", lambda: now + state_module.IDLE_TIMEOUT_S + 1)
+    assert state.session(sid) is None
+    old = state.create_session("vic", "127.0.0.1")
+    monkeypatch.setattr(state_module.time, "time",
+                        lambda: now + 2 * state_module.IDLE_TIMEOUT_S + 2)
+    state.create_session("rita", "127.0.0.1")
+    assert state.session_count("vic") == 0 and old
