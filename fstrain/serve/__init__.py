@@ -11,6 +11,7 @@ hashes (:mod:`fstrain.serve.users`), server-side sessions and CSRF tokens
 
 from __future__ import annotations
 
-from fstrain.serve.app import ServeSettings, create_app
+from fstrain.serve.app import create_app
+from fstrain.serve.context import ServeSettings
 
 __all__ = ["ServeSettings", "create_app"]

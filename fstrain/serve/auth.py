@@ -14,45 +14,18 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from fstrain.kernel.errors import FeatureStoreError
+from fstrain.serve.access import Identity, Refused
 from fstrain.serve.security import LOGIN_COOKIE, SESSION_COOKIE, is_loopback, same_token
-from fstrain.serve.users import User, check_password
+from fstrain.serve.users import check_password
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fstrain.serve.app import ServeContext
-
-#: what each role may do in the web application
-PERMISSIONS = {"read": ("viewer", "data-scientist", "reviewer", "owner"),
-               "sign_off": ("reviewer",)}
-
-
-class Refused(Exception):
-    """A request that must stop with ``status`` and a one-line reason."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The signed-in user of a request and the session's CSRF token."""
-
-    user: User
-    session_id: str
-    csrf: str
-
-    def may(self, permission: str) -> bool:
-        """Whether the user's role grants ``permission``."""
-        return self.user.role in PERMISSIONS[permission]
-
+    from fstrain.serve.context import ServeContext
 
 def client_address(request: Request) -> str:
     """The client's address as the server sees it (the proxy's forwarded one behind a proxy)."""

@@ -11,11 +11,11 @@ from starlette.routing import BaseRoute, Route
 
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.serve import reads, signoff_rules
-from fstrain.serve.auth import Identity, Refused
+from fstrain.serve.access import Identity, Refused
 from fstrain.serve.security import EMBED_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fstrain.serve.app import ServeContext
+    from fstrain.serve.context import ServeContext
 
 MAX_TEXT = 4000
 

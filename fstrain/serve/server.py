@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fstrain.serve.app import ServeSettings, create_app
+from fstrain.serve.app import create_app
+from fstrain.serve.context import ServeSettings
 
 
 def serve(settings: ServeSettings) -> None:

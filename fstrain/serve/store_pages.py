@@ -10,10 +10,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from fstrain.serve import reads
-from fstrain.serve.auth import Identity
+from fstrain.serve.access import Identity
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from fstrain.serve.app import ServeContext
+    from fstrain.serve.context import ServeContext
 
 
 def _ref(request: Request, what: str) -> tuple[str, int]:
