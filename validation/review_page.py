@@ -22,6 +22,10 @@ from validation.scorecard import scorecard_html
 REVIEW_DIR = "review-pages"
 
 
+#: what every scorecard fstrain's model validation writes holds (validation.scorecard)
+SCORECARD_KEYS = frozenset({"model_name", "model_version", "task", "status"})
+
+
 def review_page_path(name: str, version: int | str) -> str:
     """``review-pages/<name>/<version>.html``, relative to the report site's index."""
     return f"{REVIEW_DIR}/{name}/{version}.html"
@@ -29,13 +33,17 @@ def review_page_path(name: str, version: int | str) -> str:
 
 def render_review_page(model: Any, *, rendered_at: str) -> str | None:
     """The current review page of ``model`` (a registry model version), or None when it was
-    never validated. Every file is read through ``model.read_history_file`` (hash-checked)."""
+    never validated or its latest run's ``scorecard.json`` is not one fstrain's validation
+    wrote (a run recorded through the API with a scorecard of its own: the report links that
+    run's own page). Every file is read through ``model.read_history_file`` (hash-checked)."""
     run = model.latest_validation()
-    if run is None:
+    if run is None or "scorecard.json" not in (run.get("files") or {}):
         return None
     seq = int(run["seq"])
     raw = model.read_history_file(seq, "scorecard.json")
     card = json.loads(raw)
+    if not isinstance(card, dict) or not SCORECARD_KEYS <= card.keys():
+        return None
     images = {name[len("images/"):-len(".png")]: model.read_history_file(seq, name)
               for name in sorted(run.get("files") or {})
               if name.startswith("images/") and name.endswith(".png")}
