@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError, UnauthorizedError
 from fstrain.serve import reads, signoff_rules
 from fstrain.serve.access import Identity, Refused
 from fstrain.serve.security import EMBED_PREFIX
@@ -101,12 +101,13 @@ def signoff_form(form: Any) -> signoff_rules.SignOffForm:
     if decision is None:
         raise InvalidArgumentError(f"decision must be approve or reject. Got "
                                    f"{form.get('decision')!r} instead.")
-    evidence = form.get("evidence")
-    if not isinstance(evidence, str) or len(evidence) > 128:
-        raise InvalidArgumentError("the form's evidence hash is missing.")
+    evidence, head = form.get("evidence"), form.get("head")
+    for value in (evidence, head):
+        if not isinstance(value, str) or len(value) > 128:
+            raise InvalidArgumentError("the form's evidence or head hash is missing.")
     return signoff_rules.SignOffForm(
         decision=decision, note=_text(form, "note", required=True) or "",
-        run=_number(form, "run"), evidence=evidence, head=_number(form, "head"),
+        run=_number(form, "run"), evidence=str(evidence), head=str(head),
         override=_text(form, "override") if decision == "approval" else None,
         supersede=_text(form, "supersede"))
 
@@ -119,10 +120,10 @@ def sign_off(ctx: ServeContext, request: Request, identity: Identity, form: Any)
     def write() -> None:
         model = _model(ctx, name, version)
         try:
-            signoff_rules.sign_off(model, identity.user.name, signed)
+            signoff_rules.sign_off(model, identity.user.name, signed, ctx.service)
         except signoff_rules.StaleFormError as exc:
             raise Refused(409, str(exc)) from exc
-        except signoff_rules.FourEyesError as exc:
+        except (signoff_rules.FourEyesError, UnauthorizedError) as exc:
             raise Refused(403, str(exc)) from exc
 
     ctx.read(write)

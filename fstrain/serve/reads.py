@@ -86,7 +86,8 @@ def _group_commit(key: str, commit: Any) -> dict[str, Any]:
     return {"label": key, "commit": commit, "href": link}
 
 
-def _event_row(event: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
+def _event_row(event: dict[str, Any], check: dict[str, Any],
+               hashes: dict[int, str]) -> dict[str, Any]:
     files = [f for f in EMBEDDABLE if f in (event.get("files") or {})]
     return {"seq": event.get("seq"), "kind": event.get("kind"),
             "created": _when(event.get("created")), "status": event.get("status"),
@@ -94,31 +95,44 @@ def _event_row(event: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
             "override": event.get("override_reason"), "supersede": event.get("supersede_reason"),
             "failing": event.get("failing_gates") or [],
             "deviation": signoff_rules.deviation_text(event),
-            "run": event.get("validation_seq"), "evidence": signoff_rules.evidence_of(event),
-            "files": files, "check": check}
+            "run": event.get("validation_seq"), "evidence": signoff_rules.evidence_of(event, hashes),
+            "signer": _signer_text(event), "files": files, "check": check}
+
+
+def _signer_text(event: dict[str, Any]) -> str | None:
+    """``key web (service) acting for rita as reviewer``, or None for an unsigned record."""
+    block = event.get("signer") or {}
+    if not event.get("signature") or not block:
+        return None
+    text = f"key {block.get('name')} ({block.get('key_role')})"
+    if block.get("acting_for"):
+        text += f" acting for {block['acting_for']} as {block.get('role')}"
+    return text
 
 
 def version_page(model: Any, others: list[int]) -> dict[str, Any]:
     """Everything the version page shows."""
     manifest = model.manifest
-    history, checks, problem = signoff_rules.checked_history(model)
+    checked = signoff_rules.check(model)
+    history = checked.history
     run = next((e for e in reversed(history) if e.get("kind") == "validation"), None)
     return {
         "name": model.name, "version": model.version, "framework": model.framework,
         "description": manifest.get("description"),
         "created": _when(manifest.get("created")),
-        "status": signoff_rules.status_from(history, problem),
-        "problem": problem,
+        "status": signoff_rules.status_from(checked),
+        "problem": checked.problem,
         "metrics": _metric_text(manifest.get("metrics") or {}) + _run_metrics(run),
         "hyperparameters": sorted((manifest.get("hyperparameters") or {}).items())[:24],
         "lineage": lineage(manifest),
-        "history": [_event_row(e, checks.get(e.get("seq"), {})) for e in reversed(history)],
+        "history": [_event_row(e, checked.checks.get(int(e["seq"]), {}), checked.hashes)
+                    for e in reversed(history)],
         "latest_run": None if run is None else {
             "seq": run["seq"], "status": run.get("status"),
-            "evidence": signoff_rules.evidence_of(run),
+            "evidence": signoff_rules.evidence_of(run, checked.hashes),
             "files": [f for f in EMBEDDABLE if f in (run.get("files") or {})]},
         "decision": _decision(history),
-        "head": history[-1]["seq"] if history else 0,
+        "head": checked.head,
         "others": [v for v in others if v != model.version],
         "code_commit": manifest.get("git_commit"),
     }

@@ -20,8 +20,21 @@ PRODUCT_HASHER = _users._hasher  # before the cheap one below replaces it
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
-def add_model_version(project, tmp: Path, *, name: str = "credit", metrics=None) -> object:
-    """Register a tiny version of ``name`` on the store's feature view / TD v1."""
+def add_model_version(project, tmp: Path, *, name: str = "credit", metrics=None,
+                      trainer: str | None = None) -> object:
+    """Register a tiny version of ``name`` on the store's feature view / TD v1 (its creation
+    record names ``trainer`` as the user, in this unsigned store)."""
+    import os
+
+    if trainer is not None:
+        old, os.environ["FSTRAIN_USER"] = os.environ.get("FSTRAIN_USER"), trainer
+        try:
+            return add_model_version(project, tmp, name=name, metrics=metrics)
+        finally:
+            if old is None:
+                os.environ.pop("FSTRAIN_USER", None)
+            else:
+                os.environ["FSTRAIN_USER"] = old
     fs = project.get_feature_store()
     fv = fs.get_feature_view("loans", 1)
     src = tmp / f"src_{name}_{len(list(tmp.iterdir()))}"
@@ -35,7 +48,7 @@ def add_model_version(project, tmp: Path, *, name: str = "credit", metrics=None)
 
 
 def record_run(model, *, status: str = "passed", user: str = "dana", card_text: str = "",
-               replaced: bool = False, monkeypatch=None) -> dict:
+               replaced: bool = False, signer=None) -> dict:
     """A validation run with a scorecard and a model card (``card_text`` inside both)."""
     import os
 
@@ -54,7 +67,8 @@ def record_run(model, *, status: str = "passed", user: str = "dana", card_text: 
         return model.record_validation(status, {
             "scorecard_sha256": sha256_bytes(files["scorecard.json"]),
             "failing_gates": [] if status == "passed" else ["roc_auc >= 0.9 (0.8)"],
-            "replaced_default_gates": replaced, "metrics": {"roc_auc": 0.8}}, files)
+            "replaced_default_gates": replaced, "metrics": {"roc_auc": 0.8}}, files,
+            **({} if signer is None else {"signer": signer}))
     finally:
         if old is None:
             os.environ.pop("FSTRAIN_USER", None)

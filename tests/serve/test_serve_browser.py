@@ -162,6 +162,10 @@ def test_a_reviewer_reads_the_scorecard_and_approves_with_an_override(server, br
     assert [e["seq"] for e in payload["history"]] == [
         int(s) for s in reversed(page.locator("ol.timeline li").evaluate_all(
             "els => els.map(e => e.dataset.seq)"))]
+    verified = _cli("registry", "verify", f"{name}:{version}", "--root", str(root), "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    state = json.loads(verified.stdout)["versions"][0]["state"]
+    assert f"history: {state}" in page.locator("#verification").inner_text()
     assert not [e for e in errors if "Content Security Policy" in e], errors
     context.close()
 

@@ -201,6 +201,24 @@ def test_a_reviewer_cannot_approve_a_version_they_validated(client_for, store):
     assert _events(store, "own_model", model.version) == before
 
 
+def test_a_reviewer_cannot_approve_a_version_they_trained(client_for, store):
+    _, project, tmp = store
+    model = add_model_version(project, tmp, name="trained_model", trainer="rhea")
+    assert model.history()[0]["kind"] == "creation" and model.history()[0]["user"] == "rhea"
+    record_run(model, user="dana")
+    client = client_for("rhea")
+    fields = _signoff_form(client, "trained_model", model.version)
+    response = client.post(f"/models/trained_model/{model.version}/signoff",
+                           data={**fields, "decision": "approve", "note": "mine"})
+    assert response.status_code == 403 and "four eyes" in response.text
+    assert _events(store, "trained_model", model.version) == 2
+    other = client_for("rita")  # another reviewer may
+    response = other.post(f"/models/trained_model/{model.version}/signoff", data={
+        **_signoff_form(other, "trained_model", model.version), "decision": "approve",
+        "note": "checked"})
+    assert response.status_code == 200
+
+
 def test_five_failures_lock_the_user_at_that_address_for_fifteen_minutes(app, store):
     def client(port: int, host: str = "127.0.0.1") -> TestClient:
         return TestClient(app, base_url="http://127.0.0.1:8765", client=(host, port))
