@@ -81,3 +81,12 @@ def adult_copy(adult_store: AdultStore, tmp_path: Path) -> Path:
     target = tmp_path / "adult_store"
     shutil.copytree(adult_store.root, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def signed_adult_store(adult_store: AdultStore, tmp_path_factory: pytest.TempPathFactory):
+    """The session's adult store with a trust list, and version 2 trained and validated with
+    enrolled keys (:mod:`tests.signed_store`). Never change it: copy it first."""
+    from tests.signed_store import build_signed
+
+    return build_signed(adult_store, tmp_path_factory.mktemp("signed"))

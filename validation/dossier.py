@@ -7,7 +7,7 @@
     manifest.json         the version's manifest as stored
     history/<seq>/record.json   every history record, byte for byte (to verify offline)
     runs/<seq>/...        each validation run's scorecard, model card and figures, byte for byte
-    trust/allowed_signers the store's trust list, when it has one
+    trust/                the store's trust list (signed log, allowed_signers), when it has one
     SHA256SUMS            the sha256 of every other file, as ``sha256sum -c`` reads it
 
 The page shows the model card, every scorecard, the history with who signed each record and
@@ -43,14 +43,14 @@ _SAFE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*
 
 
 def collect_dossier(model: Any, verification: Mapping[str, Any], *,
-                    versions: Sequence[Any] = (), trust_list: Path | None = None,
+                    versions: Sequence[Any] = (), trust_dir: Path | None = None,
                     generated_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The dossier of ``model`` (a registry model version) as a JSON-able dict, with the files
     to copy under ``"_copies"`` (dossier path → bytes).
 
     ``verification`` is the verify report to show (``ok``, ``problems``, ``head``, ...);
-    ``versions`` the model's versions for the inventory; ``trust_list`` the store's
-    ``allowed_signers`` file, copied when given.
+    ``versions`` the model's versions for the inventory; ``trust_dir`` the store's trust-list
+    folder, whose signed log and ``allowed_signers`` are copied when there.
     """
     from validation.audit_map import framework_rows
 
@@ -65,8 +65,13 @@ def collect_dossier(model: Any, verification: Mapping[str, Any], *,
         event, cards = _event(folder, seq, copies)
         history.append(event)
         scorecards += cards
-    if trust_list is not None and trust_list.is_file():
-        copies["trust/allowed_signers"] = trust_list.read_bytes()
+    for name in ("log.jsonl", "allowed_signers"):
+        if trust_dir is not None and (Path(trust_dir) / name).is_file():
+            copies[f"trust/{name}"] = (Path(trust_dir) / name).read_bytes()
+    problems = [str(p) for p in verification.get("problems") or []]
+    for event in history:
+        where = f"history/{event['seq']:04d}/"
+        event["verification"] = [p for p in problems if p.startswith(where)]
     dossier: dict[str, Any] = {
         "dossier_version": DOSSIER_VERSION, "generated": utc_now_iso(),
         "generated_by": dict(generated_by or {}),

@@ -81,7 +81,9 @@ def _verification(d: Mapping[str, Any]) -> str:
     lines = "".join(f"<li>{esc(p)}</li>" for p in v["problems"])
     facts = [["Result", "intact" if v["ok"] else "DOES NOT VERIFY"],
              ["Chain head (pin it: registry verify --head)", v.get("head") or "-"],
-             ["Trusted owner", v.get("trusted_owner") or "none pinned"],
+             ["Trusted owner (pinned)", v.get("trusted_owner") or "none pinned"],
+             ["Trust list rooted at", v.get("trust_owner") or "no trust list"],
+             ["Records", f"{v.get('records', '-')} ({v.get('signed_records', '-')} signed)"],
              ["Signed", "yes" if v.get("signed", False) else "no (unsigned records)"],
              ["Checked", v.get("checked_at") or d.get("generated")]]
     extra = "".join(f"<p>{esc(n)}</p>" for n in v.get("notes") or [])
@@ -168,16 +170,20 @@ def _signer(e: Mapping[str, Any]) -> list[str]:
 
 
 def _history(d: Mapping[str, Any]) -> str:
+    ok = d["verification"]["ok"]
     rows = []
     for e in d["history"]:
         detail = "; ".join(str(x) for x in (
             e.get("note"), e.get("override_reason") and f"override: {e['override_reason']}",
             e.get("problem"), e.get("failing_gates") and "failing: "
             + "; ".join(e["failing_gates"])) if x)
+        checked = "; ".join(e.get("verification") or []) or ("verifies" if ok else "-")
         rows.append([e["seq"], e.get("kind"), e.get("created"), *_signer(e), e.get("status"),
-                     detail, (e.get("record_sha256") or "")[:16], (e.get("prev") or "-")[:16]])
+                     detail, (e.get("record_sha256") or "")[:16], (e.get("prev") or "-")[:16],
+                     checked])
     table = html_table(["#", "Event", "When (UTC)", "Signed by", "Role", "Key fingerprint",
-                        "Person", "Result", "Note", "Record sha256", "Previous"], rows)
+                        "Person", "Result", "Note", "Record sha256", "Previous",
+                        "Verification"], rows)
     files = "".join(
         f"<li>run {esc(e['seq'])}: {esc(ev['path'])}: {esc(ev['state'])}</li>"
         for e in d["history"] for ev in e.get("evidence", [])

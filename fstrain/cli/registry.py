@@ -16,10 +16,11 @@ import typer
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.audit import approve_command, reject_command, signed_by, verify_command
+from fstrain.cli.dossier import dossier_command
 from fstrain.cli.registry_open import open_registry, resolve_ref
 
 registry_app = typer.Typer(
-    help="Browse the model registry (list, show, report, diff) and sign off versions "
+    help="Browse the model registry (list, show, report, diff, dossier) and sign off versions "
     "(approve, reject).",
     no_args_is_help=True,
 )
@@ -409,6 +410,7 @@ def delete_command(
 registry_app.command("approve")(approve_command)
 registry_app.command("reject")(reject_command)
 registry_app.command("verify")(verify_command)
+registry_app.command("dossier")(dossier_command)
 
 
 @registry_app.command("export-onnx")

@@ -13,66 +13,16 @@ import json
 import shutil
 import sqlite3
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from fstrain.cli.app import app
-
-KEYS = (("dana", "data-scientist", "dana"), ("vic", "validator", "vic"),
-        ("rita", "reviewer", "rita"), ("rob", "reviewer", "rob"),
-        ("dana-rev", "reviewer", "dana"))
-
-
-@dataclass(frozen=True)
-class Signed:
-    root: Path
-    keys: Path
-    name: str
-    version: int
-    owner: str  # the owner's fingerprint
-    status: str  # of the validation run (run 1)
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}:{self.version}"
-
-    def key(self, name: str) -> str:
-        return str(self.keys / name)
-
-
-def cli(args: list[str], root: Path, *, key: str | None = None, **env: str):
-    environ = {"FSTRAIN_KEY": key or "", **env}
-    return CliRunner().invoke(app, [*args, "--root", str(root)], env=environ)
+from tests.signed_store import Signed, cli
 
 
 @pytest.fixture(scope="module")
-def signed(adult_store, tmp_path_factory) -> Signed:
-    import feature_store
-    from pipelines import model_validation, training
-
-    base = tmp_path_factory.mktemp("signed")
-    root, keys = base / "store", base / "keys"
-    shutil.copytree(adult_store.root, root)
-    made = cli(["keys", "new", "olga", "--role", "owner", "--out", str(keys / "olga")], root)
-    assert made.exit_code == 0, made.output
-    owner = made.output.split("FSTRAIN_TRUSTED_OWNER=")[1].split()[0]
-    for name, role, person in KEYS:
-        out = cli(["keys", "new", name, "--role", role, "--person", person, "--out",
-                   str(keys / name)], root, key=str(keys / "olga"))
-        assert out.exit_code == 0, out.output
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FSTRAIN_KEY", str(keys / "dana"))
-        project = feature_store.login(backend="local", root=root)
-        ref = training.run(project, training.TrainingPipelineConfig(
-            use_case="adult", training_dataset_version=adult_store.training_dataset_version,
-            model={"params": {"n_estimators": 20}}))
-        env.setenv("FSTRAIN_KEY", str(keys / "vic"))
-        result = model_validation.run(project, model_validation.ModelValidationConfig(
-            model_name=ref.name, version=ref.version, bootstrap_resamples=10, shap_samples=10))
-    return Signed(root, keys, ref.name, ref.version, owner, result.status)
+def signed(signed_adult_store) -> Signed:
+    return signed_adult_store
 
 
 @pytest.fixture
