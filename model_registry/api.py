@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["Exported", "Model", "ModelDraft", "ModelExporter", "ModelFramework", "ModelRegistry",
-           "ModelStorage"]
+           "ModelStorage", "PolicyStore"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class ModelStorage(Protocol):
         ...
 
     def validation_status(self, handle: Any) -> str:
-        """``pending``, ``passed`` or ``failed``."""
+        """``pending``, ``passed`` or ``failed`` (a run status may add ``(policy deviation)``)."""
         ...
 
     def set_validation_status(self, handle: Any, status: str) -> Any:
@@ -205,6 +205,21 @@ class ModelFramework(Protocol):
     ) -> Any: ...
 
 
+class PolicyStore(Protocol):
+    """Where a registry keeps each model's gate-policy files (immutable, numbered versions;
+    :mod:`model_registry.policy_records`)."""
+
+    def versions(self, name: str, trust: Any = None) -> list[tuple[dict[str, Any], bytes]]:
+        """Every version of ``name``'s policy, oldest first, as ``(record, file bytes)``,
+        checked (seals against the ``trust`` list); empty when none was set."""
+        ...
+
+    def append(self, name: str, document: bytes, *, policy_sha256: str, created: str,
+               user: str, signer: Any = None, trust: Any = None) -> dict[str, Any]:
+        """Store ``document`` as the next version (signed by ``signer`` when given)."""
+        ...
+
+
 @runtime_checkable
 class ModelRegistry(Protocol):
     """What pipelines may use of a model registry (a subset of ``hsml.ModelRegistry``)."""
@@ -224,6 +239,11 @@ class ModelRegistry(Protocol):
         """``create_model`` for PyTorch models."""
         ...
 
+    @property
+    def policies(self) -> PolicyStore:
+        """Each model's gate-policy files."""
+        ...
+
     def get_model(self, name: str, version: int | None = None) -> Any:
         """A saved version (``None`` → version 1, with a warning)."""
         ...
@@ -232,8 +252,11 @@ class ModelRegistry(Protocol):
         """Every saved version of ``name``."""
         ...
 
-    def get_best_model(self, name: str, metric: str, direction: str = "max") -> Any:
-        """The best version by a training metric, or None."""
+    def get_best_model(self, name: str, metric: str, direction: str = "max", *,
+                       require_approval: bool = False, allow_overrides: bool = False) -> Any:
+        """The best version by a training metric, or None. ``require_approval``: only versions
+        approved after their latest validation run, without ``--override`` unless
+        ``allow_overrides``."""
         ...
 
 

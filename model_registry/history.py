@@ -17,6 +17,10 @@ This module is backend-neutral: it builds the records and reads them back from a
 manifest; each backend stores the files its own way (the local registry in one index
 transaction, the Hopsworks registry through attachments) and seals a record with the
 :class:`Sealer` it is given once it knows the record's ``seq`` and ``prev``.
+
+Validation runs are ``passed`` or ``failed``, either marked ``(policy deviation)`` when the run
+loosened its gate policy (:mod:`model_registry.statuses`); an approval given with an override
+reads ``approved (override)``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from fstrain.kernel.errors import InvalidArgumentError, VerificationError
+from model_registry import statuses
 from model_registry.audit.authorize import SIGNOFF_KINDS, resolve_signer, signoff_payload
 from model_registry.audit.identity import Signer
 from model_registry.audit.layout import (
@@ -192,13 +197,13 @@ def latest(history: Sequence[Mapping[str, Any]], kinds: tuple[str, ...]) -> Mapp
 
 
 def approval_state(history: Sequence[Mapping[str, Any]]) -> str:
-    """``approved``, ``rejected`` or ``not reviewed``: the newest sign-off, if it was given on
-    the newest validation run (a later run needs a new sign-off)."""
+    """``approved``, ``approved (override)``, ``rejected`` or ``not reviewed``: the newest
+    sign-off, if it was given on the newest validation run (a later run needs a new sign-off)."""
     signoff = latest(history, SIGNOFF_KINDS)
     run = latest(history, ("validation",))
     if signoff is None or (run is not None and run["seq"] > signoff["seq"]):
-        return "not reviewed"
-    return "approved" if signoff["kind"] == "approval" else "rejected"
+        return statuses.NOT_REVIEWED
+    return statuses.approval_word(signoff)
 
 
 class HistoryMixin:
@@ -263,9 +268,10 @@ class HistoryMixin:
             UnauthorizedError: a signed store and no enrolled key of a role that validates.
             VerificationError: the version's history does not verify (nothing is appended).
         """
-        if status not in ("passed", "failed"):
+        if status not in statuses.RUN_STATUSES:
             raise InvalidArgumentError(
-                f"{self._label()}: a validation run is 'passed' or 'failed'. Got {status!r}."
+                f"{self._label()}: a validation run's status must be one of "
+                f"{', '.join(statuses.RUN_STATUSES)}. Got {status!r} instead."
             )
         _, signer = resolve_signer(self.trust_store, "validation", label=self._label(),
                                    signer=signer, key=key)
@@ -332,7 +338,8 @@ class HistoryMixin:
 
     @property
     def approval_status(self) -> str:
-        """``approved``, ``rejected`` or ``not reviewed`` (a later validation run resets it)."""
+        """``approved``, ``approved (override)``, ``rejected`` or ``not reviewed`` (a later
+        validation run resets it)."""
         return approval_state(self.history())
 
     def latest_validation(self) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import PurePath, PurePosixPath
 
 from fstrain.kernel.errors import InvalidArgumentError, InvalidNameError
+from model_registry.statuses import MODEL_STATUSES
 
 MODEL_NAME_PATTERN = r"[A-Za-z0-9_]+"
 _MODEL_NAME = re.compile(MODEL_NAME_PATTERN)
@@ -28,7 +29,7 @@ INPUT_EXAMPLE_FILE = "input_example.json"
 MODEL_SCHEMA_FILE = "model_schema.json"
 RESERVED_FILES = frozenset({MANIFEST_FILE, INPUT_EXAMPLE_FILE, MODEL_SCHEMA_FILE})
 
-VALIDATION_STATUSES = ("pending", "passed", "failed")
+VALIDATION_STATUSES = ("pending", "passed", "failed")  # what set_validation_status accepts
 
 
 def check_model_name(name: object) -> str:
@@ -121,11 +122,13 @@ def check_metrics(metrics: object, *, name: str) -> dict[str, float]:
     return out
 
 
-def check_validation_status(status: object, *, owner: str) -> str:
-    """Return ``status`` if it is one of ``pending``, ``passed``, ``failed``."""
-    if status not in VALIDATION_STATUSES:
+def check_validation_status(status: object, *, owner: str, recorded: bool = False) -> str:
+    """Return ``status`` if it is one of :data:`VALIDATION_STATUSES`; with ``recorded`` (a
+    validation run's status, set through the history) also one marked ``(policy deviation)``."""
+    allowed = MODEL_STATUSES if recorded else VALIDATION_STATUSES
+    if status not in allowed:
         raise InvalidArgumentError(
-            f"{owner}: validation status must be one of {', '.join(VALIDATION_STATUSES)}. "
+            f"{owner}: validation status must be one of {', '.join(allowed)}. "
             f"Got {status!r} instead."
         )
     return str(status)

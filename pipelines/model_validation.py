@@ -7,6 +7,11 @@ the training helper columns, which never reach the model), calls
 (:meth:`Model.record_validation`): the scorecard, model card and figures go into an immutable
 ``history/<seq>/`` folder of the version with a record of who ran it, when, with which code and
 which gates (and where each gate came from). Nothing earlier is overwritten.
+
+The gates come from the model's gate policy (:mod:`validation.policy`: the use case's defaults
+or an owner's policy file in the registry). Extra gates may only tighten it; a run that loosens,
+removes or replaces a policy gate, or chooses its threshold another way, is recorded as a
+policy deviation (each change, before → after) and its status says so.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ class ModelValidationConfig(PipelineConfig):
 
     model_name: str
     version: int | None = Field(default=None, ge=1)  # None: the latest version
-    gates: list[str] | None = None  # added to the use case's and fstrain's standard gates
+    gates: list[str] | None = None  # added to (or tightening) the model's gate policy
     gate_source: Literal["config file", "command line"] = "config file"
-    replace_gates: bool = False  # True: `gates` replace the defaults (shown on the scorecard)
-    threshold_strategy: str = "f1"
+    replace_gates: bool = False  # True: `gates` replace the policy's (a policy deviation)
+    threshold_strategy: str | float | None = None  # None: the policy's (f1 by default)
     min_slice_size: int = Field(default=30, ge=1)
     min_slice_positives: int = Field(default=10, ge=0)
     min_slice_negatives: int = Field(default=10, ge=0)
@@ -64,7 +69,7 @@ def _previous_best(registry: Any, model: Any) -> tuple[dict[str, Any], str] | No
     best, best_key = None, None
     for other in registry.get_models(model.name):
         run = None if other.version == model.version else other.latest_validation()
-        if not run or run.get("status") != "passed":
+        if not run or run.get("status") != "passed":  # a policy deviation does not count
             continue
         metrics = run.get("metrics") or {}
         key = metrics.get("roc_auc", metrics.get("accuracy"))
@@ -162,10 +167,17 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
 
 
 def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
-    """Validate one model version and record the run in the registry."""
-    from validation.evaluate import EvaluationSettings, evaluate, select_gates, task_of
-    from validation.model_card import load_owner_file
+    """Validate one model version and record the run in the registry.
 
+    Raises:
+        ConfigError: an extra gate is malformed or names an unknown metric (before any work).
+        IntegrityError: the model's stored policy file does not verify.
+    """
+    from validation.evaluate import EvaluationSettings, evaluate, task_of
+    from validation.model_card import load_owner_file
+    from validation.policy import check_extra_gates, current_policy, plan_gates
+
+    check_extra_gates(config.gates, replace=config.replace_gates)
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))
@@ -181,16 +193,18 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
+    use_case = _use_case_for(fv.name)
+    policy = current_policy(registry, model.name, list(use_case.gates if use_case else []),
+                            trust=_trust_list(model))
     carve = (model.manifest.get("training_config") or {}).get("validation_split")
-    keys = tuple(getattr(_use_case_for(fv.name), "group_keys", ()))
+    keys = tuple(getattr(use_case, "group_keys", ()))
     data = _load_data(fv, model.training_dataset_version, carve, group_keys=keys)
     predictor, curves = _load_model(model, data.y_train)
-    use_case = _use_case_for(fv.name)
-    gates = select_gates(list(use_case.gates if use_case else []), config.gates,
-                         task=task_of(predictor, data.y_train), source=config.gate_source,
-                         replace=config.replace_gates)
+    plan = plan_gates(policy, config.gates, task=task_of(predictor, data.y_train),
+                      source=config.gate_source, replace=config.replace_gates,
+                      threshold_strategy=config.threshold_strategy)
     settings = EvaluationSettings(
-        threshold_strategy=config.threshold_strategy, min_slice_size=config.min_slice_size,
+        threshold_strategy=plan.threshold_strategy, min_slice_size=config.min_slice_size,
         min_slice_positives=config.min_slice_positives,
         min_slice_negatives=config.min_slice_negatives, shap_samples=config.shap_samples,
         bootstrap_resamples=config.bootstrap_resamples, seed=config.seed,
@@ -198,8 +212,10 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
         intersections=_intersections(use_case, data.helpers.columns),
         naive_forecast=use_case.naive_forecast if use_case else None,
     )
-    result = evaluate(predictor, data, _new_card(model, fv, data), gates, settings,
+    result = evaluate(predictor, data, _new_card(model, fv, data), list(plan.gates), settings,
                       previous=_previous_best(registry, model))
+    result.card.policy = plan.to_record()
+    result.card.gate_selection["replaced_defaults"] = plan.replaced
     if curves is not None:
         from validation.learning_curves import learning_curves_png, scorecard_summary
 
@@ -207,6 +223,13 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
         result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(model, result, predictor, owner, signer)
     return _ref(model, result.card, event)
+
+
+def _trust_list(model: Any) -> Any:
+    """The store's verified trust list, or None when it keeps none: a stored policy file is
+    checked against it (an owner's signature; unsigned only from before it began)."""
+    store = model.trust_store
+    return None if store is None else store.load()
 
 
 def _intersections(use_case: Any, columns: Any) -> tuple[tuple[str, str], ...]:
@@ -226,7 +249,11 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) ->
     if card.status == "no gates":
         card.notes.append("No acceptance gate was configured: the version is marked failed "
                           "until gates are defined.")
-    status = "passed" if card.status == "passed" else "failed"
+    from model_registry.statuses import run_status, verdict_of
+
+    policy = card.policy or {}
+    status = run_status("passed" if verdict_of(card.status) == "passed" else "failed",
+                        deviation=bool(policy.get("deviation")))
     model_card = build_model_card(
         card, model_facts(model.manifest, predictor), owner,
         signed_by=None if signer is None else signer_text({"signer": signer.block()}))
@@ -246,6 +273,9 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) ->
         "scorecard_sha256": sha256_bytes(scorecard_json),
         "gates": (card.gates or {}).get("results", []),
         "replaced_default_gates": card.gate_selection.get("replaced_defaults", False),
+        "policy": {k: policy.get(k) for k in ("source", "label", "version", "sha256",
+                                              "file_sha256", "signed_by")},
+        "policy_deviation": list(policy.get("deviations") or []),
         "failing_gates": failing_gates(card.gates),
         "metrics": {k: v for k, v in card.gate_metrics().items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and "[" not in k},
@@ -278,4 +308,5 @@ def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:
     return ValidationRef(ModelRef(model.name, model.version), event["status"], key,
                          None if value is None else float(value),
                          str(Path(model.model_path) / event_dir(event["seq"]) / "scorecard.html"),
-                         failing_gates=tuple(event["failing_gates"]), run=event["seq"])
+                         failing_gates=tuple(event["failing_gates"]), run=event["seq"],
+                         deviations=tuple(event.get("policy_deviation") or ()))

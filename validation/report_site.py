@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fstrain.kernel.errors import InvalidArgumentError
+from model_registry.statuses import approval_word
 from validation.metrics import METRIC_DIRECTIONS
 from validation.scorecard import (
     badge,
@@ -99,12 +100,14 @@ def _history_html(e: Mapping[str, Any]) -> str:
             text = f"created (trained by {esc(h.get('trained_by') or h.get('user'))})"
         elif h["kind"] == "validation":
             failing = h.get("failing_gates") or []
+            deviation = h.get("policy_deviation") or []
             text = (f"run {esc(h['seq'])}: {esc(str(h.get('status', '')).upper())}"
-                    + (f" — failing: {esc('; '.join(failing))}" if failing else ""))
+                    + (f" — failing: {esc('; '.join(failing))}" if failing else "")
+                    + (f" — policy deviation: {esc('; '.join(deviation))}" if deviation else ""))
             if h.get("href"):
                 text = f'<a href="{esc(h["href"])}">{text}</a>'
         else:
-            word = "approved" if h["kind"] == "approval" else "rejected"
+            word = approval_word(h)
             text = (f"{esc(word)} by {esc(h.get('reviewer'))} (run {esc(h.get('validation_seq'))})"
                     f": {esc(h.get('note'))}")
             if h.get("override_reason"):
@@ -133,8 +136,9 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
         by_name.setdefault(e["name"], []).append(e)
     out = [f"<h1>{esc(title)}</h1>",
            f"<p>{len(by_name)} models, {len(entries)} versions. Status comes from each "
-           "version's latest validation run (its acceptance gates); approval from the newest "
-           "reviewer sign-off given on that run. Metrics are measured on the held-out test "
+           "version's latest validation run (its acceptance gates; a run that loosened its gate "
+           "policy reads POLICY DEVIATION); approval from the newest reviewer sign-off given on "
+           "that run (APPROVED (OVERRIDE) when given with --override). Metrics are measured on the held-out test "
            "split. Every run and sign-off is kept in the version's append-only history.</p>"]
     if not entries:
         out.append("<p>No model versions are registered yet.</p>")

@@ -104,6 +104,8 @@ class Scorecard:
         gates: :meth:`~validation.gates.GateReport.to_dict` output (each result with its
             ``source``), or ``None``.
         gate_selection: ``{"replaced_defaults": bool, "gates": [{"gate", "source"}]}``.
+        policy: the gate policy the run was judged under and how the run differed from it
+            (:meth:`validation.policy.GatePlan.to_record`); a deviation marks the status.
         explanation_error: why the explanation failed, or ``None``.
         calibration: :func:`~validation.calibration.calibration_report` output, or ``None``.
         learning_curves: :func:`~validation.learning_curves.scorecard_summary` of the curves
@@ -126,6 +128,7 @@ class Scorecard:
     explanation: dict[str, Any] | None = None
     gates: dict[str, Any] | None = None
     gate_selection: dict[str, Any] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
     explanation_error: str | None = None
     calibration: dict[str, Any] | None = None
     learning_curves: dict[str, Any] | None = None
@@ -144,14 +147,15 @@ class Scorecard:
 
     @property
     def status(self) -> str:
-        """``"passed"``, ``"failed"``, or ``"no gates"`` when no gate was evaluated."""
-        if not self.gates:
-            return "no gates"
-        results = self.gates.get("results", [])
+        """``"passed"``, ``"failed"``, or ``"no gates"`` when no gate was evaluated; marked
+        ``(policy deviation)`` when the run loosened its gate policy (:attr:`policy`)."""
+        from model_registry.statuses import run_status
+
+        results = (self.gates or {}).get("results", [])
         judged = [r for r in results if r.get("passed") is not None]
-        if not judged:
-            return "no gates"
-        return "passed" if all(r["passed"] for r in judged) else "failed"
+        word = ("no gates" if not judged
+                else "passed" if all(r["passed"] for r in judged) else "failed")
+        return run_status(word, deviation=bool(self.policy.get("deviation")))
 
     def baseline_differences(self) -> dict[str, dict[str, dict[str, Any]]]:
         """Baseline name → metric → ``{"model", "baseline", "delta", "better"}``."""
@@ -258,6 +262,7 @@ th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-alig
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:.2rem .7rem;border-radius:1rem;font-weight:600;color:#fff}
 .passed,.approved{background:#1a7f37}.failed,.rejected{background:#cf222e}
+.passed-policy-deviation,.failed-policy-deviation,.approved-override{background:#9a6700}
 .skipped,.no-gates,.not-reviewed,.not-validated{background:#6e7781}
 .warning{background:#ffebe9;border-left:4px solid #cf222e;padding:.3rem .6rem}
 tr.not-judged td{color:#6e7781;font-style:italic}
@@ -272,8 +277,9 @@ code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
 
 
 def badge(status: str) -> str:
-    """A coloured status badge."""
-    cls = status.replace(" ", "-")
+    """A coloured status badge (``passed (policy deviation)`` → class
+    ``passed-policy-deviation``)."""
+    cls = "-".join("".join(c if c.isalnum() else " " for c in status.lower()).split())
     return f'<span class="badge {esc(cls)}">{esc(status.upper())}</span>'
 
 
@@ -337,13 +343,22 @@ def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
 
 
 def verdict(card: Mapping[str, Any]) -> str:
-    """``PASSED`` or ``FAILED: <every failing gate with its value and threshold>``."""
+    """``PASSED`` or ``FAILED: <every failing gate with its value and threshold>``, followed
+    by the policy deviation when there was one."""
+    from model_registry.statuses import passed_gates
     from validation.gates import failing_gates
 
-    if card.get("status") == "passed":
-        return "PASSED: every acceptance gate that applies passed"
+    deviation = policy_text(card)
+    if passed_gates(card.get("status")):
+        return ("PASSED: every acceptance gate that applies passed"
+                + ("" if deviation is None else f", but only under a {deviation}"))
     failing = failing_gates(card.get("gates"))
     return "FAILED: " + ("; ".join(failing) if failing else "no acceptance gate was evaluated")
+
+
+def policy_text(card: Mapping[str, Any]) -> str | None:
+    """The policy-deviation warning of a run that loosened its gate policy, else None."""
+    return (card.get("policy") or {}).get("warning") or None
 
 
 def replaced_gates_text(card: Mapping[str, Any]) -> str | None:
@@ -382,6 +397,8 @@ def explanation_table(ex: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]
 def _summary_rows(card: Mapping[str, Any]) -> list[list[str]]:
     rows = [["Model", card["model_name"]], ["Version", str(card["model_version"])],
             ["Task", card["task"]], ["Status", card["status"]], ["Verdict", verdict(card)]]
+    if (card.get("policy") or {}).get("summary"):
+        rows.append(["Gate policy", card["policy"]["summary"]])
     gates = (card.get("gates") or {}).get("results", [])
     if gates:
         counts = {s: sum(1 for r in gates if r["status"] == s)
@@ -434,14 +451,23 @@ def figures_html(images: Mapping[str, bytes]) -> str:
     return "\n".join(parts)
 
 
+def header_html(card: Mapping[str, Any]) -> str:
+    """The page's header: title, the status badge (a policy deviation in the status itself,
+    with its changes), and the summary table."""
+    title = f"Scorecard: {card['model_name']} v{card['model_version']}"
+    out = [f"<header><h1>{esc(title)}</h1><p>{badge(card['status'])}</p>"]
+    if policy_text(card):
+        out.append(f'<p class="warning" id="policy-deviation">{esc(policy_text(card))}</p>')
+    return "\n".join([*out, html_table(["Item", "Value"], _summary_rows(card)), "</header>"])
+
+
 def scorecard_html(card: Mapping[str, Any], images: Mapping[str, bytes],
                    history: Sequence[Mapping[str, Any]] | None = None,
                    run_seq: int | None = None) -> str:
     """Render a scorecard dict (:meth:`Scorecard.to_dict`) as one self-contained HTML page;
     with ``history`` (the version's records) it carries the sign-off block."""
     title = f"Scorecard: {card['model_name']} v{card['model_version']}"
-    out = [f"<header><h1>{esc(title)}</h1><p>{badge(card['status'])}</p>",
-           html_table(["Item", "Value"], _summary_rows(card)), "</header>"]
+    out = [header_html(card)]
     if history is not None:
         out.append(signoff_html(history, run_seq))
 
@@ -547,6 +573,7 @@ def scorecard_markdown(card: Mapping[str, Any],
     """Render a scorecard dict (:meth:`Scorecard.to_dict`) as Markdown."""
     out = [f"# Scorecard: {card['model_name']} v{card['model_version']}", "",
            f"**Status: {card['status'].upper()}**", "",
+           *([f"**WARNING:** {policy_text(card)}", ""] if policy_text(card) else []),
            md_table(["Item", "Value"], _summary_rows(card))]
     if history is not None:
         out += signoff_markdown(history, run_seq)

@@ -2,7 +2,8 @@
 
 Every command takes ``--root`` (default ``$FSTRAIN_HOME``, else ``./.fstrain``), ``--backend``
 (``local`` or ``hopsworks``), ``--json`` and ``--debug``. User errors print one clean message
-and exit 2; ``fstrain validate`` exits 0 when the model passed its gates and 3 when it failed.
+and exit 2; ``fstrain validate`` exits 0 when the model passed its gates, 3 when it failed and 4
+when it passed only under a policy deviation (gates loosened, removed or replaced).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ app.add_typer(keys_app, name="keys")
 app.command("serve")(serve_command)
 
 EXIT_VALIDATION_FAILED = 3
+EXIT_POLICY_DEVIATION = 4
 
 
 @dataclass
@@ -461,12 +463,13 @@ def _smoke(project: Any, cfg: Any) -> None:
 @app.command()
 def validate(
     model_ref: Annotated[str, typer.Argument(metavar="NAME[:VERSION]", help="Model (latest version if none).")],
-    gate: Annotated[list[str] | None, typer.Option(help="Extra acceptance gate, e.g. 'roc_auc >= 0.9' (repeatable); added to the use case's and fstrain's standard gates.")] = None,
-    replace_gates: Annotated[bool, typer.Option("--replace-gates", help="Use only the --gate gates instead of the defaults (recorded on the scorecard).")] = False,
-    threshold_strategy: Annotated[str, typer.Option(help="f1, youden or a fixed number.")] = "f1",
+    gate: Annotated[list[str] | None, typer.Option(help="Extra acceptance gate, e.g. 'roc_auc >= 0.9' (repeatable): adds a gate to the model's gate policy, or replaces the policy's gate on the same metric and bound; a looser one is a policy deviation.")] = None,
+    replace_gates: Annotated[bool, typer.Option("--replace-gates", help="Use only the --gate gates instead of the gate policy's: always a policy deviation (recorded, exit 4 when it passes, approval needs --override).")] = False,
+    threshold_strategy: Annotated[str | None, typer.Option(help="f1, youden or a fixed number (default: the gate policy's, f1); another than the policy's is a policy deviation.")] = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """Model-validation pipeline: scorecard + model card; exit 0 passed, 3 failed."""
+    """Model-validation pipeline: scorecard + model card; exit 0 passed, 3 failed, 4 passed
+    under a policy deviation."""
     _set(root, backend, as_json, debug)
 
     def body() -> Any:
@@ -485,6 +488,8 @@ def validate(
         return ref
 
     ref = _guard(body)
+    if ref.deviation and ref.gates_passed:
+        raise typer.Exit(EXIT_POLICY_DEVIATION)
     if not ref.passed:
         raise typer.Exit(EXIT_VALIDATION_FAILED)
 

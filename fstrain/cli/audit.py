@@ -96,7 +96,8 @@ def approve_command(
     ref: Annotated[str, typer.Argument(metavar="NAME:VERSION")],
     note: NoteOpt,
     override: Annotated[str | None, typer.Option(
-        "--override", help="Reason to approve although the run did not pass.")] = None,
+        "--override", help="Reason to approve although the run did not pass, or passed only "
+        "under a policy deviation (reads 'approved (override)').")] = None,
     supersede: SupersedeOpt = None,
     run: RunOpt = None,
     key: KeyOpt = None,
@@ -200,6 +201,8 @@ def history_row(event: dict[str, Any]) -> tuple[str, str, str]:
     if kind == "validation":
         details = ("failing: " + "; ".join(event.get("failing_gates") or [])
                    if event.get("failing_gates") else "all gates passed")
+        if event.get("policy_deviation"):
+            details += "; policy deviation: " + "; ".join(event["policy_deviation"])
         details += f"; scorecard sha256 {str(event.get('scorecard_sha256') or '')[:12]}"
         return str(event.get("status") or ""), details, signed_by(event)
     details = (f"reviewer {event.get('reviewer')}: {event.get('note')}"
@@ -208,7 +211,9 @@ def history_row(event: dict[str, Any]) -> tuple[str, str, str]:
                + (f" (supersedes event {event['supersedes']}: {event.get('supersede_reason')})"
                   if event.get("supersedes") is not None else "")
                + f"; on run {event.get('validation_seq')}")
-    return ("approved" if kind == "approval" else "rejected"), details, signed_by(event)
+    from model_registry.statuses import approval_word
+
+    return approval_word(event), details, signed_by(event)
 
 
 def signing_note(store_root: Path) -> str:

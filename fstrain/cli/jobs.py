@@ -28,7 +28,8 @@ e.g. ``"0 0 * ? * * *"``; ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yea
 job runs the validation right after training, in the same job run, on the exact ``NAME:VERSION``
 the training registered (the arguments read ``train ... --then validate {model} ...``; ``{model}``
 is filled from the training's result). So validation never picks "the latest model by clock",
-and a failed validation (exit 3) fails the train job's execution. The ``validate`` job is still
+and a failed validation (exit 3), or one that passed only under a policy deviation (exit 4),
+fails the train job's execution. The ``validate`` job is still
 created, unscheduled, to re-validate a given version by hand
 (``fstrain jobs run <prefix>_validate --args "validate NAME:VERSION ..."``); without a version it
 refuses to run. ``training_dataset_version: latest`` is resolved when the job runs to the newest

@@ -18,12 +18,14 @@ from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.audit import approve_command, reject_command, signed_by, verify_command
 from fstrain.cli.dossier import dossier_command
 from fstrain.cli.registry_open import open_registry, resolve_ref
+from fstrain.cli.policy import policy_app
 
 registry_app = typer.Typer(
-    help="Browse the model registry (list, show, report, diff, dossier) and sign off versions "
-    "(approve, reject).",
+    help="Browse the model registry (list, show, report, diff, dossier), sign off versions "
+    "(approve, reject) and set each model's gate policy (policy).",
     no_args_is_help=True,
 )
+registry_app.add_typer(policy_app, name="policy")
 
 _KEY_METRICS = 3
 
@@ -386,6 +388,7 @@ def delete_command(
     """Delete one model version; one that passed validation or was approved (a deployment
     candidate) is refused unless ``--force``."""
     from model_registry.history import approval_state
+    from model_registry.statuses import is_approved, passed_gates
 
     try:
         if ":" not in ref:
@@ -394,7 +397,7 @@ def delete_command(
             )
         model = _resolve(root, ref, verify=False)
         approval = approval_state(model.history())
-        in_use = model.validation_status == "passed" or approval == "approved"
+        in_use = passed_gates(model.validation_status) or is_approved(approval)
         if in_use and not force:
             raise InvalidArgumentError(
                 f"model {model.name}:{model.version} is a deployment candidate (validation "
@@ -477,9 +480,9 @@ def report_entry(model: Any) -> dict[str, Any]:
     prefix = f"{model.name}/{model.version}/"
     runs = [{**{k: e.get(k) for k in ("seq", "kind", "created", "user", "status", "reviewer",
                                       "note", "override_reason", "failing_gates",
-                                      "validation_seq", "code_commit", "scorecard_sha256",
-                                      "signer", "supersedes", "supersede_reason",
-                                      "run_record_sha256", "trained_by")},
+                                      "policy_deviation", "validation_seq", "code_commit",
+                                      "scorecard_sha256", "signer", "supersedes",
+                                      "supersede_reason", "run_record_sha256", "trained_by")},
              "href": (prefix + event_dir(e["seq"]) + "/scorecard.html"
                       if e["kind"] == "validation" else None)} for e in history]
     status = model.validation_status if card is not None else "not validated"

@@ -89,24 +89,40 @@ class ValidationRef:
     """The outcome of validating one model version."""
 
     model: ModelRef
-    status: str  # "passed" or "failed"
+    status: str  # "passed", "failed", or either marked "(policy deviation)"
     key_metric: str
     key_value: float | None
     scorecard_html: str
     failing_gates: tuple[str, ...] = ()  # "gate (value v, required op t)" per failing gate
     run: int | None = None  # the validation run's number in the version's history
+    deviations: tuple[str, ...] = ()  # each change against the gate policy that loosened it
 
     @property
     def verdict(self) -> str:
-        """``PASSED (key = v)`` or ``FAILED: <every failing gate with value and threshold>``."""
-        if self.passed:
+        """``PASSED (key = v)`` or ``FAILED: <every failing gate with value and threshold>``,
+        followed by the policy deviation when there was one."""
+        deviation = ("" if not self.deviations
+                     else " under a POLICY DEVIATION: " + "; ".join(self.deviations))
+        if self.gates_passed:
             value = "n/a" if self.key_value is None else f"{self.key_value:.4f}"
-            return f"PASSED ({self.key_metric} = {value})"
-        return "FAILED: " + ("; ".join(self.failing_gates) or "no acceptance gate was evaluated")
+            return f"PASSED ({self.key_metric} = {value}){deviation}"
+        return ("FAILED: " + ("; ".join(self.failing_gates) or "no acceptance gate was evaluated")
+                + deviation)
 
     @property
     def passed(self) -> bool:
+        """True only for a plain pass: every gate passed under the model's gate policy."""
         return self.status == "passed"
+
+    @property
+    def gates_passed(self) -> bool:
+        """True when the run's gates passed, with or without a policy deviation."""
+        return self.status.split(" (", 1)[0] == "passed"
+
+    @property
+    def deviation(self) -> bool:
+        """True when the run did not keep to the model's gate policy."""
+        return self.status.endswith("(policy deviation)")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -101,10 +101,16 @@ def _record_check(event: dict[str, Any], problems: list[str]) -> dict[str, Any]:
 
 
 def deviation_text(event: dict[str, Any]) -> str | None:
-    """How a validation run departed from its policy, or None."""
+    """How a validation run departed from its gate policy (each change, before → after), or
+    None."""
+    from model_registry.statuses import is_deviation
+
     if event.get("kind") != "validation":
         return None
-    if event.get("replaced_default_gates"):
+    if is_deviation(event.get("status")) or event.get("policy_deviation"):
+        return "policy deviation: " + ("; ".join(event.get("policy_deviation") or [])
+                                       or "gates changed")
+    if event.get("replaced_default_gates"):  # a run recorded before gate policies
         return "policy deviation: default gates replaced"
     return None
 
@@ -138,20 +144,18 @@ def status_of(model: Any) -> dict[str, Any]:
 def status_from(checked: Checked) -> dict[str, Any]:
     """:func:`status_of` from a history already checked."""
     from model_registry.history import approval_state, latest
+    from model_registry.statuses import is_deviation
 
     history = checked.history
     if checked.state == "broken":
         return {"text": "unverified", "tone": "bad", "detail": checked.problem,
                 "verification": "does not verify"}
     run = latest(history, ("validation",))
-    signoff = latest(history, ("approval", "rejection"))
     validation = "not validated" if run is None else str(run.get("status"))
     deviation = None if run is None else deviation_text(dict(run))
-    if deviation and "deviation" not in validation:
+    if deviation and not is_deviation(validation):  # a run recorded before gate policies
         validation += " (policy deviation)"
-    approval = approval_state(history)
-    if approval == "approved" and signoff is not None and signoff.get("override_reason"):
-        approval = "approved (override)"
+    approval = approval_state(history)  # "approved (override)" when given with --override
     tone = ("good" if validation == "passed" and approval == "approved"
             else "bad" if validation.startswith("failed") or approval == "rejected" else "warn")
     return {"text": f"{validation} · {approval}", "tone": tone, "detail": None,

@@ -166,10 +166,8 @@ def signoff_payload(history: Sequence[Mapping[str, Any]], decision: str, *,
     target = _target_run(history, run, label)
     status = None if target is None else target.get("status")
     if decision == "approval" and status != "passed" and override is None:
-        why = ("was never validated" if target is None
-               else f"failed its latest validation (run {target['seq']}: "
-                    + (", ".join(target.get("failing_gates") or []) or "failed") + ")")
-        raise InvalidArgumentError(f"{label} {why}; approving it needs --override with a reason.")
+        raise InvalidArgumentError(f"{label} {_why_not_passed(target)}; approving it needs "
+                                   "--override with a reason.")
     prior = _prior_signoff(history, target)
     _check_supersede(prior, decision, supersede, label)
     if signer is not None:
@@ -183,6 +181,19 @@ def signoff_payload(history: Sequence[Mapping[str, Any]], decision: str, *,
             "run_record_sha256": None if seq is None else hashes.get(seq),
             "supersedes": None if prior is None else prior["seq"],
             "supersede_reason": None if supersede is None else supersede.strip()}
+
+
+def _why_not_passed(target: Mapping[str, Any] | None) -> str:
+    """Why a run is not a plain pass: never validated, failed, or passed only under a policy
+    deviation (``passed (policy deviation)``, :mod:`model_registry.statuses`)."""
+    if target is None:
+        return "was never validated"
+    if str(target.get("status")).startswith("passed"):
+        changes = "; ".join(target.get("policy_deviation") or []) or "gates changed"
+        return (f"passed its latest validation (run {target['seq']}) only under a policy "
+                f"deviation ({changes})")
+    return (f"failed its latest validation (run {target['seq']}: "
+            + (", ".join(target.get("failing_gates") or []) or "failed") + ")")
 
 
 def _reviewer(signer: Signer | None, reviewer: str | None, label: str) -> str:

@@ -15,6 +15,7 @@ from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.api import ModelDraft
 from model_registry.errors import ModelNotFoundError
 from model_registry.hopsworks.model_storage import HopsworksModelStorage
+from model_registry.hopsworks.policies import HopsworksPolicyStore
 from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name
 
@@ -32,6 +33,13 @@ class HopsworksModelRegistry(ModelFactories):
     def __init__(self, sdk_mr: Any, project: HopsworksProject) -> None:
         self.storage = HopsworksModelStorage(sdk_mr, project)
         self.project = project
+        self._policies = HopsworksPolicyStore()
+
+    @property
+    def policies(self) -> HopsworksPolicyStore:
+        """Each model's gate-policy files (not kept on Hopsworks yet: the use-case defaults
+        apply)."""
+        return self._policies
 
     def __repr__(self) -> str:
         return "HopsworksModelRegistry()"
@@ -55,11 +63,17 @@ class HopsworksModelRegistry(ModelFactories):
                           _owner=f"Model '{name}'") or []
         return sorted((self._model(m) for m in models), key=lambda m: m.version or 0)
 
-    def get_best_model(self, name: str, metric: str, direction: str = "max") -> Model | None:
+    def get_best_model(self, name: str, metric: str, direction: str = "max", *,
+                       require_approval: bool = False,
+                       allow_overrides: bool = False) -> Model | None:
         """The version with the best training metric. A bare metric (``roc_auc``, ``auc``)
-        means its validation value (:mod:`model_registry.metric_names`).
+        means its validation value (:mod:`model_registry.metric_names`). The positional
+        parameters are hsml's; with ``require_approval=True`` only versions a reviewer approved
+        after their latest validation run count, and of those only approvals given without
+        ``--override`` unless ``allow_overrides=True`` (ranked here: hsml knows no approvals).
 
-        Returns None when the model has no version (as hsml, with a warning).
+        Returns None when the model has no version (as hsml, with a warning) or when no
+        version passes those filters.
 
         Raises:
             UnknownMetricError: no version records ``metric``; the message lists the recorded
@@ -86,6 +100,8 @@ class HopsworksModelRegistry(ModelFactories):
         key = recorded_key(metric, recorded)
         if key is None:
             raise unknown_metric(name, metric, metric_key(metric), sorted(recorded))
+        if require_approval:
+            return self._best_approved(versions, key, direction, allow_overrides)
         best = sdk_call(sdk_mr, "ModelRegistry.get_best_model", name, key, direction,
                         _owner=f"Model '{name}'")
         if best is None:
@@ -98,6 +114,26 @@ class HopsworksModelRegistry(ModelFactories):
     def trust_store(self) -> Any:
         """The store's trust list (a :class:`~model_registry.audit.trust.TrustStore`)."""
         return self.storage.trust_store()
+
+    def _best_approved(self, versions: list[Any], key: str, direction: str,
+                       allow_overrides: bool) -> Model | None:
+        """The best approved version by training metric ``key`` (ties: the newest)."""
+        from model_registry.statuses import APPROVED, is_approved
+
+        scored = []
+        for sdk_model in versions:
+            value = (getattr(sdk_model, "training_metrics", None) or {}).get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                scored.append((float(value), sdk_attr(sdk_model, "Model", "version") or 0,
+                               sdk_model))
+        scored.sort(key=lambda t: (t[0] if direction == "max" else -t[0], t[1]), reverse=True)
+        for _, _, sdk_model in scored:
+            model = self._model(sdk_model)
+            model.require_verified()
+            approval = model.approval_status
+            if approval == APPROVED or (allow_overrides and is_approved(approval)):
+                return model
+        return None
 
     def _model(self, sdk_model: Any) -> Model:
         """The model of a version the SDK returned."""

@@ -266,6 +266,16 @@ class RegistryIndex:
         """The version with the highest (``max``) or lowest (``min``) ``metric``; ties go to the
         newest version. Versions without the metric are ignored. ``require_approval`` keeps
         only versions whose newest history event is an approval."""
+        ranked = self.ranked(name, metric, direction, validated_only=validated_only,
+                             require_approval=require_approval, limit=1)
+        return ranked[0] if ranked else None
+
+    def ranked(
+        self, name: str, metric: str, direction: str, *, validated_only: bool,
+        require_approval: bool = False, limit: int | None = None,
+    ) -> builtins.list[ModelRecord]:
+        """The versions :meth:`best` chooses from, best first (at most ``limit``).
+        ``validated_only`` keeps a plain ``passed`` status only (not a policy deviation)."""
         order = "DESC" if direction == "max" else "ASC"
         status = "AND validation_status = 'passed'" if validated_only else ""
         if require_approval:
@@ -273,14 +283,15 @@ class RegistryIndex:
                        " AND h.version = model_versions.version ORDER BY h.seq DESC LIMIT 1)"
                        " = 'approval'")
         path = "$." + json.dumps(metric)
+        bound = "" if limit is None else f" LIMIT {int(limit)}"
         with self._read() as conn:
-            row = conn.execute(
+            rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM model_versions WHERE name = ? {status} "
                 "AND json_type(metrics, ?) IN ('integer', 'real') "
-                f"ORDER BY json_extract(metrics, ?) {order}, version DESC LIMIT 1",
+                f"ORDER BY json_extract(metrics, ?) {order}, version DESC{bound}",
                 (name, path, path),
-            ).fetchone()
-        return None if row is None else _record(row)
+            ).fetchall()
+        return [_record(row) for row in rows]
 
     def history(self, name: str, version: int
                 ) -> builtins.list[tuple[int, str, str, str | None, str]]:

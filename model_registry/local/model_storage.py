@@ -347,7 +347,7 @@ class LocalModelStorage:
                            history.sha256_bytes(history.record_bytes(event)))
 
         values = {} if status is None else {"validation_status": check_validation_status(
-            status, owner=label)}
+            status, owner=label, recorded=True)}
         try:
             change = history_change(label, folder, staged, event, files=files, status=status,
                                     check=check, make=make)

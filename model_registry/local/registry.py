@@ -24,6 +24,7 @@ from model_registry.audit.trust import TrustStore
 from model_registry.errors import VersionWarning
 from model_registry.local.index import ModelRecord, RegistryIndex
 from model_registry.local.model_storage import LocalModelStorage
+from model_registry.local.policies import LocalPolicyStore
 from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name, check_version
 
@@ -59,6 +60,12 @@ class LocalModelRegistry(ModelFactories):
                 f"{reason}): {hint}."
             ) from exc
         self.storage = LocalModelStorage(self.root, self._index, feature_store)
+        self._policies = LocalPolicyStore(self.root, self.storage.files.new_staging_dir)
+
+    @property
+    def policies(self) -> LocalPolicyStore:
+        """Each model's gate-policy files (``<root>/gate-policies/<model>/``)."""
+        return self._policies
 
     def __repr__(self) -> str:
         return f"LocalModelRegistry(root='{self.root}')"
@@ -99,15 +106,16 @@ class LocalModelRegistry(ModelFactories):
 
     def get_best_model(
         self, name: str, metric: str, direction: str = "max", validated_only: bool = False,
-        *, require_approval: bool = False,
+        *, require_approval: bool = False, allow_overrides: bool = False,
     ) -> Model | None:
         """The version of ``name`` with the highest (``"max"``) or lowest (``"min"``) training
         metric ``metric``; ties go to the newest version. ``metric`` is a registered key
         (``validation_roc_auc``) or a bare name meaning its validation value (``roc_auc``,
         ``auc``; see :mod:`model_registry.metric_names`). Versions without that metric are
-        skipped. With ``validated_only=True`` only versions whose validation status is
-        ``passed`` count; with ``require_approval=True`` only versions a reviewer approved
-        after their latest validation run.
+        skipped. With ``validated_only=True`` only versions whose validation status is a plain
+        ``passed`` count (not ``passed (policy deviation)``); with ``require_approval=True``
+        only versions a reviewer approved after their latest validation run, and of those
+        only approvals given without ``--override`` unless ``allow_overrides=True``.
 
         Returns None when the model has no version (as hsml; a warning names the models that
         exist) or when no version passes those filters.
@@ -131,13 +139,23 @@ class LocalModelRegistry(ModelFactories):
         key = self._ranking_key(name, metric)
         if key is None:
             return None
-        record = self._index.best(name, key, direction_norm, validated_only=validated_only,
-                                  require_approval=require_approval)
-        if record is None:
-            return None
-        model = self._model(record)
-        model.require_verified()  # never hand out a version whose record does not verify
-        return model
+        if not (require_approval and not allow_overrides):
+            record = self._index.best(name, key, direction_norm, validated_only=validated_only,
+                                      require_approval=require_approval)
+            if record is None:
+                return None
+            model = self._model(record)
+            model.require_verified()  # never hand out a version whose record does not verify
+            return model
+        from model_registry.statuses import APPROVED
+
+        for record in self._index.ranked(name, key, direction_norm,
+                                         validated_only=validated_only, require_approval=True):
+            model = self._model(record)
+            model.require_verified()
+            if model.approval_status == APPROVED:  # read from the verified history records
+                return model
+        return None
 
     def _ranking_key(self, name: str, metric: str) -> str | None:
         """The metric key to rank ``name``'s versions by; None (with a warning naming the

@@ -66,7 +66,7 @@ def test_approval_of_a_failed_run_needs_an_override(registry, model_dir):
                            override="disparity explained by the base rates; mitigated downstream")
     assert event["kind"] == "approval" and event["validation_seq"] == 1
     assert event["validation_status"] == "failed" and event["override_reason"].startswith("disp")
-    assert model.approval_status == "approved"
+    assert model.approval_status == "approved (override)"
     _run(model, "passed", 0.9)  # a new run needs a new sign-off
     assert model.approval_status == "not reviewed"
     model.sign_off("rejection", reviewer="carol", note="wrong population")
@@ -103,7 +103,7 @@ def test_cli_approve_reject_show_and_report(tmp_path, model_dir):
     assert ok.exit_code == 0 and "approved by bob" in ok.output and "override" in ok.output
     shown = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root), "--json"])
     payload = json.loads(shown.output)
-    assert payload["approval_status"] == "approved"
+    assert payload["approval_status"] == "approved (override)"
     assert [e["kind"] for e in payload["history"]] == ["creation", "validation", "approval"]
     assert payload["latest_scorecard"] == "history/0001/scorecard.html"
     brief = runner.invoke(registry_app, ["show", "fraud:1", "--root", str(root)])

@@ -48,7 +48,7 @@ def _train_and_validate(root: Path, model: str, *params: str) -> tuple[dict, dic
 
 def test_catboost_from_the_cli_validated_with_its_own_shap(adult_root):
     card, manifest = _train_and_validate(adult_root, "catboost", "n_estimators=200")
-    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert card["status"] == "passed (policy deviation)" and card["metrics"]["roc_auc"] > 0.75
     assert card["explanation"]["method"].startswith("catboost ShapValues")
     features = {f["feature"] for f in card["explanation"]["global_importance"]}
     assert "occupation" in features  # a categorical column explained whole, not one-hot
@@ -62,7 +62,7 @@ def test_catboost_from_the_cli_validated_with_its_own_shap(adult_root):
 def test_keras_from_the_cli_validated_with_gradients(adult_root, step):
     card, manifest = _train_and_validate(adult_root, "keras_mlp", "epochs=4", "batch_size=128",
                                          f"train_step={step}")
-    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert card["status"] == "passed (policy deviation)" and card["metrics"]["roc_auc"] > 0.75
     assert "integrated gradients" in card["explanation"]["method"]
     assert card["explanation"]["by_column"] and card["bias"]
     assert "model/model.keras" in {f["path"] for f in manifest["files"]}
@@ -71,7 +71,7 @@ def test_keras_from_the_cli_validated_with_gradients(adult_root, step):
 
 def test_flax_from_the_cli_validated_with_kernel_shap(adult_root):
     card, manifest = _train_and_validate(adult_root, "flax_mlp", "epochs=3", "batch_size=128")
-    assert card["status"] == "passed" and card["metrics"]["roc_auc"] > 0.75
+    assert card["status"] == "passed (policy deviation)" and card["metrics"]["roc_auc"] > 0.75
     assert card["explanation"]["method"].startswith("shap.KernelExplainer")
     assert card["explanation"]["by_column"] and card["bias"]
     assert "model/flax_params.safetensors" in {f["path"] for f in manifest["files"]}

@@ -185,7 +185,7 @@ def test_two_workers_register_the_single_process_model_format(adult, ray_cluster
     result = model_validation.run(project, model_validation.ModelValidationConfig(
         model_name=two.name, version=two.version, gates=["roc_auc >= 0.6"],
         replace_gates=True, bootstrap_resamples=20, shap_samples=30))
-    assert result.status == "passed"
+    assert result.status == "passed (policy deviation)"
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from validation.scorecard import Scorecard, png_data_uri
 SECTIONS = {"model_name", "model_version", "task", "evaluation", "lineage", "library_versions",
             "metrics", "confidence_intervals", "threshold", "baselines", "bias", "explanation",
             "gates", "notes", "created_at", "schema_version", "status", "baseline_differences",
-            "gate_selection", "explanation_error", "calibration", "learning_curves"}
+            "gate_selection", "policy", "explanation_error", "calibration", "learning_curves"}
 
 
 class _Collect(HTMLParser):
