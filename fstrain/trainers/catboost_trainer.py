@@ -25,7 +25,7 @@ from fstrain.trainers.curves import from_history
 from fstrain.trainers.data import FeatureSchema, LabelInfo, label_info
 from fstrain.trainers.imbalance import plan_imbalance
 from fstrain.trainers.metrics import classification_metrics, resolve_metric
-from fstrain.trainers.predictor import ExplainTarget, _Base, _jsonable
+from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase, jsonable_params
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Reporter
 
@@ -164,7 +164,7 @@ def train_catboost(
                "weights when imbalance applies them, the validation values are unweighted"])
     return TrainResult(
         model=predictor, metrics=classification_metrics(y_va, proba, labels.n_classes),
-        history=history.rows, params=_jsonable(final), imbalance=plan.record,
+        history=history.rows, params=jsonable_params(final), imbalance=plan.record,
         nondeterminism=["CatBoost on CPU: the same model for a fixed random_seed, data and "
                         "thread_count"],
         config=config, metric=metric, mode=mode,
@@ -174,7 +174,7 @@ def train_catboost(
     )
 
 
-class CatBoostPredictor(_Base):
+class CatBoostPredictor(PredictorBase):
     """A ``CatBoostClassifier`` over the raw feature columns (categoricals passed natively)."""
 
     framework = "catboost"
@@ -212,7 +212,7 @@ class CatBoostPredictor(_Base):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         files = formats.save_catboost(self.model, directory / "model")
-        body = {"features": self.schema.to_json(), "params": _jsonable(self.params)}
+        body = {"features": self.schema.to_json(), "params": jsonable_params(self.params)}
         return self._write_manifest(directory, body, files)
 
 

@@ -41,6 +41,7 @@ import pandas as pd
 
 from fstrain.trainers.config import TrainConfig, load_config
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.torch_predictor import TorchPredictor
 
 RANKS_FILE = "rank_metrics.json"
 TEMPLATE = Path(__file__).with_name("templates") / "deepspeed_zero2.json"
@@ -254,7 +255,6 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
     """The :class:`TrainResult` of a finished run: the best epoch's weights from rank 0's
     checkpoints, its validation metrics, and every rank's synced metrics."""
     from fstrain.trainers.loop import effective_lr
-    from fstrain.trainers.predictor import TorchPredictor
     from fstrain.trainers.torch_models import torch_curves
 
     lr, lr_note = effective_lr(cfg.torch, num_workers)

@@ -43,7 +43,7 @@ from fstrain.trainers.nn_common import (
     softmax,
     train_eval_rows,
 )
-from fstrain.trainers.predictor import ExplainTarget
+from fstrain.trainers.predictor_base import ExplainTarget
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Prepared, Reporter
 

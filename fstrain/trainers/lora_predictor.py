@@ -18,7 +18,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.trainers.data import LabelInfo
-from fstrain.trainers.predictor import ExplainTarget, _Base
+from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
 
 TEMPLATE = "### Instruction:\n{prompt}\n### Response:\n"
 PROMPT_COLUMN = "prompt"
@@ -73,7 +73,7 @@ def token_nll(model: Any, batch: dict[str, Any]) -> tuple[float, int]:
     return float(loss), int((shift_labels != -100).sum())
 
 
-class LoraPredictor(_Base):
+class LoraPredictor(PredictorBase):
     """A PEFT model (base + LoRA adapter) and its tokenizer; answers prompts."""
 
     framework = "torch"

@@ -14,7 +14,7 @@ from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.data import FeatureSchema, LabelInfo
 from fstrain.trainers.metrics import classification_metrics
-from fstrain.trainers.predictor import ExplainTarget, _Base
+from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def improved(value: float, best: float | None, mode: str) -> bool:
     return best is None or (value > best if mode == "max" else value < best)
 
 
-class MatrixPredictor(_Base):
+class MatrixPredictor(PredictorBase):
     """Base of predictors whose model takes the preprocessed float32 matrix and outputs logits.
 
     Subclasses set ``kind``/``framework`` and implement :meth:`logits` and :meth:`save`.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fstrain.trainers.config import TrainConfig
     from fstrain.trainers.curves import LearningCurves
-    from fstrain.trainers.predictor import Predictor
+    from fstrain.trainers.predictor_base import Predictor
 
 
 @dataclass
@@ -17,7 +17,7 @@ class TrainResult:
     """The outcome of :func:`fstrain.trainers.train`.
 
     Attributes:
-        model: the fitted :class:`~fstrain.trainers.predictor.Predictor`.
+        model: the fitted :class:`~fstrain.trainers.predictor_base.Predictor`.
         metrics: validation metrics of the returned model (``auc``, ``logloss``, ``accuracy``,
             ``pr_auc`` for binary, ``n``), keyed without a ``val_`` prefix.
         history: one dict per boosting round / epoch (``val_<metric>``, ``train_loss``, ``lr``...).

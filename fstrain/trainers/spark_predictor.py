@@ -21,7 +21,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 from fstrain.trainers.data import FeatureSchema, LabelInfo
-from fstrain.trainers.predictor import ExplainTarget, _Base
+from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
 
 SPARK_MODELS = ("spark_gbt", "spark_lr")
 
@@ -212,7 +212,7 @@ class _AssembledModel:
         return self.pipeline.predict_proba(np.asarray(X, dtype=np.float64))
 
 
-class SparkPredictor(_Base):
+class SparkPredictor(PredictorBase):
     """A Spark MLlib pipeline (``spark_gbt``/``spark_lr``) scored from its saved files."""
 
     framework = "spark"

@@ -28,6 +28,7 @@ from fstrain.trainers.metrics import (
 )
 from fstrain.trainers.preprocessing import fit_transform, transform
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.tabular_predictor import TabularPredictor
 
 Reporter = Callable[[dict[str, Any]], None]
 
@@ -312,8 +313,6 @@ def finish_booster(
 
     ``timings`` are the ``perf_counter`` values at start, after preprocessing and after boosting.
     """
-    from fstrain.trainers.predictor import TabularPredictor
-
     t0, t_prep, t_fit = timings
     k = data.labels.n_classes
     predictor = TabularPredictor(
@@ -383,8 +382,6 @@ def train_sklearn(
 ) -> TrainResult:
     """Fit preprocessing + logistic regression or a random forest (class weights as sample
     weights, so every imbalance strategy works the same way)."""
-    from fstrain.trainers.predictor import TabularPredictor
-
     t0 = time.perf_counter()
     data = Prepared(config, X_train, y_train, X_val, y_val, framework="sklearn")
     k = data.labels.n_classes

@@ -20,6 +20,7 @@ from fstrain.trainers.data import FeatureSchema, LabelInfo, label_info
 from fstrain.trainers.imbalance import ImbalancePlan, plan_imbalance
 from fstrain.trainers.metrics import resolve_metric
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.torch_predictor import TorchPredictor
 
 
 @dataclass
@@ -177,7 +178,6 @@ def _train_torch_data(config: TrainConfig, data: TorchData, X_val: Any, y_val: n
 
     from fstrain.trainers.loop import LoopSpec, fit
     from fstrain.trainers.nets import build_net
-    from fstrain.trainers.predictor import TorchPredictor
     from fstrain.trainers.seeding import deterministic_mode, seed_everything
 
     metric, mode = resolve_metric(config, data.labels.n_classes)
