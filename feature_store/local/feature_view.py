@@ -23,9 +23,6 @@ from feature_store.local.tags import TaggedEntity
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterator
-    from pathlib import Path
-
     import pandas as pd
     import pyarrow as pa
 
@@ -37,8 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.training_data import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
-#: rows per batch when fitting transformations on a written train split
-FIT_BATCH_ROWS = 1 << 16
 _SPLIT_NAMES_3 = ("train", "validation", "test")
 
 
@@ -139,50 +134,7 @@ class FeatureView(TaggedEntity):
     def root_feature_group(self) -> Any:
         return self._query.left_feature_group
 
-    def training_query(self, extra_filter: Any) -> Query:
-        """A fresh copy of the view's query with ``extra_filter`` (a filter or ``None``) added;
-        what training data is read from."""
-        query = self.query
-        if extra_filter is not None:
-            query.filter(extra_filter)
-        return query
-
-    def filter_from_dict(self, data: dict[str, Any] | None) -> Any:
-        """A filter stored in a training dataset's metadata, rebuilt against this store."""
-        from feature_store.local.query import _filter_from_dict
-
-        return None if data is None else _filter_from_dict(self._store, data)
-
     # -- transformations ---------------------------------------------------------------------
-
-    def fit_transformations(self, train: pa.Table) -> dict[str, Any]:
-        """The statistics the view's transformation functions need, fitted on ``train``."""
-        if not self.transformation_functions:
-            return {}
-        from feature_store.core.transformations import fit_transformations
-
-        inputs = list(dict.fromkeys(c for tf in self.transformation_functions for c in tf.inputs))
-        return fit_transformations(self.transformation_functions, train.select(inputs).to_pandas())
-
-    def fit_transformations_from_file(self, path: Path) -> dict[str, Any]:
-        """:meth:`fit_transformations` of the train split written at ``path`` (Parquet), read
-        a batch at a time: ``==`` statistics, in memory bounded by a batch plus the distinct
-        values of encoded features (see :mod:`feature_store.core.transformation_fit`)."""
-        if not self.transformation_functions:
-            return {}
-        import pyarrow as pa
-
-        from feature_store.core.transformation_fit import fit_transformations_streamed
-        from feature_store.local.training_data_stream import open_parquet
-
-        inputs = list(dict.fromkeys(c for tf in self.transformation_functions for c in tf.inputs))
-        schema = open_parquet(path).schema_arrow
-
-        def batches() -> Iterator[pa.RecordBatch]:
-            yield from open_parquet(path).iter_batches(batch_size=FIT_BATCH_ROWS, columns=inputs)
-
-        return fit_transformations_streamed(
-            self.transformation_functions, pa.schema([schema.field(c) for c in inputs]), batches)
 
     def _transform(self, frame: pd.DataFrame, stats: dict[str, Any]) -> pd.DataFrame:
         if not self.transformation_functions:
@@ -242,11 +194,17 @@ class FeatureView(TaggedEntity):
 
     # -- training data -----------------------------------------------------------------------
 
-    @cached_property
+    @property
     def _td(self) -> TrainingDataStore:
+        """The store of this view's training datasets, built from the view as values (its
+        query read afresh, as every training read does)."""
         from feature_store.local.training_data import TrainingDataStore
+        from feature_store.local.view_data import ViewData
 
-        return TrainingDataStore(self)
+        data = ViewData(self.name, self.version, self.id, self.query.frozen(),
+                        tuple(self.labels), dict(self.label_fill_values),
+                        tuple(self.transformation_functions))
+        return TrainingDataStore(data, self._store.catalog, self._store.root)
 
     def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
         if three_way is None:
@@ -488,7 +446,8 @@ class FeatureView(TaggedEntity):
     def _get(self, version: int, expected: tuple[str, ...], call: str, **flags: Any) -> tuple[Any, ...]:
         self.require_saved()
         self._check_read_guarantees()
-        td = self._td.get(version)
+        store = self._td
+        td = store.get(version)
         if tuple(td.splits) != expected:
             kinds = {("train",): "get_training_data", _SPLIT_NAMES_2: "get_train_test_split",
                      _SPLIT_NAMES_3: "get_train_validation_test_split"}
@@ -498,14 +457,15 @@ class FeatureView(TaggedEntity):
             )
         if flags["dataframe_type"] in STREAMING_TYPES:
             flags.pop("verify", None)  # streamed files are always checked against their sha256
-            result = self._stream(td, **flags)
+            result = self._stream(store, td, **flags)
         else:
-            td, splits = self._td.read_splits(version, verify=flags.pop("verify", False))
+            td, splits = store.read_splits(version, verify=flags.pop("verify", False))
             result = self._result(td, splits, **flags)
         self._last_accessed_td = int(version)
         return result
 
-    def _stream(self, td: TrainingDataset, *, dataframe_type: str, **flags: Any) -> tuple[Any, ...]:
+    def _stream(self, store: TrainingDataStore, td: TrainingDataset, *, dataframe_type: str,
+                **flags: Any) -> tuple[Any, ...]:
         """Streaming forms of a materialized version's splits (see ``split_stream``)."""
         from functools import partial
 
@@ -515,12 +475,12 @@ class FeatureView(TaggedEntity):
         text = td.data_format != "parquet"  # csv, jsonl
         make: Any
         if text and dataframe_type in ("ray", "torch"):  # row-aligned pieces, indexed as verified
-            sources: dict[str, Any] = self._td.text_pieces(td.version)
+            sources: dict[str, Any] = store.text_pieces(td.version)
             if dataframe_type == "torch":
                 return tuple(split_stream.torch_text_dataset(sources[n], shaper) for n in td.splits)
             make = split_stream.ray_text_dataset
         else:
-            sources = self._td.verified_files(td.version, text=True)
+            sources = store.verified_files(td.version, text=True)
             if dataframe_type == "torch":
                 return tuple(split_stream.torch_dataset(sources[n], shaper) for n in td.splits)
             make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
@@ -529,7 +489,7 @@ class FeatureView(TaggedEntity):
                 from feature_store.local.training_data import stored_format
 
                 make = partial(TextSplitBatches, data_format=stored_format(td),
-                               schema=self._td.arrow_schema(td))
+                               schema=store.arrow_schema(td))
         xs = [make(sources[n], shaper, "X") for n in td.splits]
         ys = [make(sources[n], shaper, "y") if self.labels else None for n in td.splits]
         return tuple(xs + ys)
@@ -634,8 +594,9 @@ class FeatureView(TaggedEntity):
 
     def delete_all_training_datasets(self) -> None:
         """Delete every version of the view."""
-        for version in self._td.versions():
-            self._td.delete(version)
+        store = self._td
+        for version in store.versions():
+            store.delete(version)
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -716,7 +677,8 @@ class FeatureView(TaggedEntity):
     def _batch_statistics(self, training_dataset_version: int | None) -> dict[str, Any]:
         """Transformation statistics for batch data: the given version, else the one of
         :meth:`init_batch_scoring`, else the latest version of the view."""
-        versions = self._td.versions()
+        store = self._td
+        versions = store.versions()
         version = (training_dataset_version or self._batch_scoring_version
                    or (versions[-1] if versions else None))
         if version is None:
@@ -724,7 +686,7 @@ class FeatureView(TaggedEntity):
                 f"{self.owner} has transformation functions but no training dataset whose "
                 "statistics they could use. Create a training dataset first."
             )
-        return self._td.get(version).transformation_statistics
+        return store.get(version).transformation_statistics
 
     @property
     def _batch_scoring_server(self) -> Any:

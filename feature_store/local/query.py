@@ -64,8 +64,7 @@ class Query:
     def __init__(
         self, left_feature_group: FeatureGroup, left_features: list[str], *,
         joins: list[Join] | None = None, where: FilterLike | None = None,
-        time_travel: TimeTravel | None = None, pinned: dict[str, int] | None = None,
-        limit: int | None = None,
+        time_travel: TimeTravel | None = None, limit: int | None = None,
     ) -> None:
         """A query of ``left_features`` of ``left_feature_group``; the keyword arguments
         rebuild a saved or copied query (users compose with ``join``/``filter``/``as_of``)."""
@@ -74,7 +73,6 @@ class Query:
         self._joins: list[Join] = list(joins or [])
         self._filter: FilterLike | None = where
         self._time_travel = time_travel or TimeTravel()
-        self._pinned = pinned  # training data: every group at a commit
         self._limit: int | None = limit
 
     def __repr__(self) -> str:
@@ -206,12 +204,6 @@ class Query:
             raise InvalidArgumentError("as_of() needs wallclock_time or commit_id.")
         return self
 
-    def pin_commits(self, pins: dict[str, int]) -> Query:
-        """A copy of the query reading each feature group (``"name:version"``) at a commit."""
-        return Query(self._left_feature_group, self._left_features, joins=self._joins,
-                     where=self._filter, time_travel=self._time_travel, pinned=dict(pins),
-                     limit=self._limit)
-
     def resolve_commits(self) -> dict[str, int]:
         """The commit each feature group would be read at now (used to pin training data).
 
@@ -237,7 +229,7 @@ class Query:
     def spec(self) -> QuerySpec:
         """This query frozen for compiling: each group's commit resolved now (pins, ``as_of``
         of the query and its sub-queries, else the latest)."""
-        return self.frozen().resolved(self._pinned)
+        return self.frozen().resolved()
 
     def limit(self, n: int) -> Query:
         """Return at most ``n`` rows; mutates and returns ``self``."""

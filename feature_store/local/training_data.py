@@ -18,7 +18,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any
 from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
+from feature_store.local.query_spec import (
+    Condition,
+    Conjunction,
+    FilterSpec,
+    filter_from_dict,
+    filter_to_dict,
+    freeze_filter,
+)
 from feature_store.local.storage_errors import changed_split
+from feature_store.local.transformation_stats import fit_on_file, fit_on_table
+from feature_store.local.view_data import ViewData
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
@@ -40,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from feature_store.core.splits import SplitSpec
-    from feature_store.local.feature_view import FeatureView
+    from feature_store.local.catalog import Catalog
     from feature_store.local.training_data_stream import Assign, SplitFile, StreamOptions
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
@@ -93,29 +103,34 @@ def _file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions
 
 
 class TrainingDataStore:
-    """Creates, lists, reads and deletes the training-dataset versions of one feature view."""
+    """Creates, lists, reads and deletes the training-dataset versions of one feature view.
 
-    def __init__(self, fv: FeatureView) -> None:
-        self.fv = fv
-        self.catalog = fv.feature_store.catalog
-        self.root = fv.feature_store.root / "training_datasets" / f"{fv.name}_{fv.version}"
+    Built from the view as values (:class:`~feature_store.local.view_data.ViewData`: its
+    identity, its query and the roles of its columns), the catalog and the store root.
+    """
+
+    def __init__(self, view: ViewData, catalog: Catalog, store_root: Path) -> None:
+        self.view = view
+        self.catalog = catalog
+        self.store_root = Path(store_root)
+        self.root = self.store_root / "training_datasets" / f"{view.name}_{view.version}"
 
     # -- metadata ----------------------------------------------------------------------------
 
     def versions(self) -> list[int]:
-        return self.catalog.training_dataset_versions(self.fv.id)
+        return self.catalog.training_dataset_versions(self.view.id)
 
     def get(self, version: int) -> TrainingDataset:
-        row = self.catalog.training_dataset(self.fv.id, version)
+        row = self.catalog.training_dataset(self.view.id, version)
         if row is None:
             raise NotFoundError(
-                f"feature view '{self.fv.name}' v{self.fv.version} has no training dataset "
+                f"feature view '{self.view.name}' v{self.view.version} has no training dataset "
                 f"version {version!r} (versions: {listing(self.versions())})."
             )
         td = TrainingDataset.from_dict(row[0])
         td.state = row[1]
         if td.location and not Path(td.location).is_absolute():
-            td.location = str(self.fv.feature_store.root / td.location)  # stored relative to the store
+            td.location = str(self.store_root / td.location)  # stored relative to the store
         return td
 
     def all(self) -> list[TrainingDataset]:
@@ -128,15 +143,16 @@ class TrainingDataStore:
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
         keys and event time are in its output."""
         from feature_store.local.pit import compile_query
+        from feature_store.local.query_plan import plan
 
-        query = self.fv.training_query(extra_filter)
-        pins = pins or query.resolve_commits()
-        pinned = query.pin_commits(pins)
-        output = {f.name for f in pinned.features}
-        root_selected = set(query.left_features)
+        query = self.view.query.filtered(_filter_spec(extra_filter))
+        pinned = query.resolved(pins)
+        pins = pins or pinned.commits()
+        output = {c.name for c in plan(pinned).columns}
+        root_selected = set(query.features)
         extra_cols = []
         root_columns: dict[str, str] = {}
-        for col in query.left_feature_group.upsert_key:
+        for col in query.group.upsert_key:
             if col in root_selected:
                 root_columns[col] = col
                 continue
@@ -144,17 +160,21 @@ class TrainingDataStore:
             extra_cols.append((col, name))
             root_columns[col] = name
         compiled = compile_query(
-            pinned.spec(), start_time=start_time, end_time=end_time, order_by_root_key=True,
+            pinned, start_time=start_time, end_time=end_time, order_by_root_key=True,
             extra_columns=extra_cols,
         )
         return compiled, pins, root_columns
 
+    def _stored_filter(self, data: dict[str, Any] | None) -> FilterSpec | None:
+        """A version's recorded extra filter over the view's query."""
+        return None if data is None else filter_from_dict(data, self.view.query)
+
     def _key_columns(self, spec: SplitSpec, root_columns: dict[str, str],
                      column_names: list[str]) -> tuple[list[str], str | None, str | None]:
         """The columns the split strategy reads, the event-time and the label column."""
-        root = self.fv.root_feature_group
+        root = self.view.root
         et = root_columns.get(root.event_time) if root.event_time else None
-        label = self.fv.labels[0] if self.fv.labels else None
+        label = self.view.labels[0] if self.view.labels else None
         # only what the strategy reads (a random split reads none: out of core, the other
         # columns would be held for every row)
         reads = {"random": [], "time": [et], "group": [spec.group_column],
@@ -297,7 +317,7 @@ class TrainingDataStore:
             table = compiled.fetch(con)
         finally:
             con.close()
-        table = _fill_labels(table, self.fv.label_fill_values)
+        table = _fill_labels(table, self.view.label_fill_values)
         resolved: list[SplitSpec] = []
         if spec is None:
             splits = {"train": table}
@@ -331,9 +351,9 @@ class TrainingDataStore:
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         resolved: list[SplitSpec] = []
-        fill = self.fv.label_fill_values
+        fill = self.view.label_fill_values
         try:
-            with storage_boundary(f"query of feature view '{self.fv.name}' v{self.fv.version}",
+            with storage_boundary(f"query of feature view '{self.view.name}' v{self.view.version}",
                                   "reading"):
                 buckets = options.buckets(compiled)
                 if buckets > 1:
@@ -384,13 +404,13 @@ class TrainingDataStore:
             results = run.run()
         finally:
             own.close()
-        schema = _fill_labels(raw.empty_table(), self.fv.label_fill_values).schema
-        order = [root_columns[k] for k in self.fv.root_feature_group.upsert_key]
+        schema = _fill_labels(raw.empty_table(), self.view.label_fill_values).schema
+        order = [root_columns[k] for k in self.view.root.upsert_key]
 
         def prepare(table: pa.Table) -> pa.RecordBatch:
             names = table.column_names
             table = table.cast(pa.schema([raw.field(n) for n in names]))
-            fill = {k: v for k, v in self.fv.label_fill_values.items() if k in names}
+            fill = {k: v for k, v in self.view.label_fill_values.items() if k in names}
             table = _fill_labels(table, fill).combine_chunks()
             target = pa.schema([schema.field(n) for n in names])
             return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
@@ -404,7 +424,7 @@ class TrainingDataStore:
         of the version is left behind."""
         from feature_store.local.storage_errors import storage_boundary
 
-        with storage_boundary(f"feature view '{self.fv.name}' v{self.fv.version}",
+        with storage_boundary(f"feature view '{self.view.name}' v{self.view.version}",
                               "creating a training dataset version"):
             return self._create(spec, **options)
 
@@ -452,12 +472,11 @@ class TrainingDataStore:
 
     def _metadata(self, spec: SplitSpec | None, *, seed: int, materialize: bool,
                   data_format: str, description: str, extra_filter: Any) -> dict[str, Any]:
-        from feature_store.local.query_spec import filter_to_dict, freeze_filter
 
         return {
             "version": 0,  # allocated in the catalog transaction (_commit)
-            "feature_view_name": self.fv.name,
-            "feature_view_version": self.fv.version,
+            "feature_view_name": self.view.name,
+            "feature_view_version": self.view.version,
             "type": "MATERIALIZED" if materialize else "IN_MEMORY",
             "data_format": data_format if materialize else None,
             "state": "ok",
@@ -465,7 +484,7 @@ class TrainingDataStore:
             "seed": seed,
             "split_spec": None if spec is None else spec.to_dict(),
             "splits": {},
-            "extra_filter": None if extra_filter is None else filter_to_dict(freeze_filter(extra_filter)),
+            "extra_filter": _stored_form(_filter_spec(extra_filter)),
             "transformation_statistics": {},
             "created_at": utc_now().isoformat(),
             "content_hash": HASH_ALGORITHM,
@@ -476,7 +495,7 @@ class TrainingDataStore:
         for name, count in rows.items():
             if count == 0:
                 raise InvalidArgumentError(
-                    f"feature view '{self.fv.name}' v{self.fv.version}: split '{name}' came out "
+                    f"feature view '{self.view.name}' v{self.view.version}: split '{name}' came out "
                     f"empty (split spec {None if spec is None else spec.to_dict()}, window "
                     f"[{facts['event_start_time']}, {facts['event_end_time']})). Widen the window "
                     "or change the sizes. No training dataset was created."
@@ -492,7 +511,7 @@ class TrainingDataStore:
 
         splits, facts = self.compute(spec, **window)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
-        metadata["transformation_statistics"] = self.fv.fit_transformations(splits["train"])
+        metadata["transformation_statistics"] = fit_on_table(self.view.transformations, splits["train"])
         metadata.update(facts)
         metadata["splits"] = {name: {} for name in splits}
         data_format = metadata["data_format"]
@@ -505,7 +524,7 @@ class TrainingDataStore:
                 metadata["splits"][name] = {
                     "rows": int(part.num_rows),
                     "sha256": None,
-                    "label_distribution": ld.table_label_distribution(part, self.fv.labels),
+                    "label_distribution": ld.table_label_distribution(part, list(self.view.labels)),
                     "statistics": _split_statistics(part) if stats else None,
                 }
             staging = self._stage(splits, data_format) if materialize else None
@@ -532,15 +551,15 @@ class TrainingDataStore:
         try:
             files, facts, schema = self.stream(spec, staging, options, **window)
             self._check_not_empty(spec, {n: f.rows for n, f in files.items()}, facts)
-            metadata["transformation_statistics"] = self.fv.fit_transformations_from_file(
-                files["train"].path)
+            metadata["transformation_statistics"] = fit_on_file(self.view.transformations,
+                                                                   files["train"].path)
             metadata.update(facts)
             for name, split_file in files.items():
                 metadata["splits"][name] = {
                     "rows": split_file.rows,
                     "sha256": split_file.sha256,
                     "label_distribution": ld.file_label_distribution(split_file.path,
-                                                                     self.fv.labels),
+                                                                     list(self.view.labels)),
                     "statistics": (_file_statistics(split_file, schema, options, staging)
                                    if stats else None),
                     "file_sha256": ((split_file.file_sha256 or ts.file_sha256(split_file.path))
@@ -564,16 +583,16 @@ class TrainingDataStore:
                 if final.exists():  # orphan of a create killed after its rename
                     shutil.rmtree(final)
                 staging.rename(final)
-                metadata["location"] = str(final.relative_to(self.fv.feature_store.root))
+                metadata["location"] = str(final.relative_to(self.store_root))
             return metadata
 
         try:
-            version = self.catalog.insert_training_dataset(self.fv.id, place)
+            version = self.catalog.insert_training_dataset(self.view.id, place)
         except BaseException:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
                 if "location" in metadata:
-                    shutil.rmtree(self.fv.feature_store.root / metadata["location"], ignore_errors=True)
+                    shutil.rmtree(self.store_root / metadata["location"], ignore_errors=True)
             raise
         return version
 
@@ -605,8 +624,8 @@ class TrainingDataStore:
         if td.type == "MATERIALIZED":
             if td.state == "purged":
                 raise NotFoundError(
-                    f"training dataset version {version} of feature view '{self.fv.name}' "
-                    f"v{self.fv.version} was purged. Call fv.recreate_training_dataset({version})."
+                    f"training dataset version {version} of feature view '{self.view.name}' "
+                    f"v{self.view.version} was purged. Call fv.recreate_training_dataset({version})."
                 )
             splits = {
                 name: _read_split(split_path(td, name), stored_format(td),
@@ -619,7 +638,7 @@ class TrainingDataStore:
             verify = verify or any(not m.get("file_sha256") for m in td.splits.values())
         else:
             spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
-            extra = self.fv.filter_from_dict(td.extra_filter)
+            extra = self._stored_filter(td.extra_filter)
             splits, _ = self.compute(
                 spec, start_time=td.event_start_time, end_time=td.event_end_time,
                 extra_filter=extra, pins=td.feature_group_commits,
@@ -720,8 +739,8 @@ class TrainingDataStore:
         return _arrow_schema(td.columns)
 
     def _owner(self, version: int) -> str:
-        return (f"training dataset version {version} of feature view '{self.fv.name}' "
-                f"v{self.fv.version}")
+        return (f"training dataset version {version} of feature view '{self.view.name}' "
+                f"v{self.view.version}")
 
     def verify(self, td: TrainingDataset, splits: dict[str, pa.Table]) -> None:
         """Raise :class:`IntegrityError` if any split differs from its recorded hash."""
@@ -731,16 +750,16 @@ class TrainingDataStore:
         """Raise :class:`IntegrityError` if a split's content hash is not the recorded one."""
         if td.content_hash != HASH_ALGORITHM:
             raise IntegrityError(
-                f"training dataset version {td.version} of feature view '{self.fv.name}' "
-                f"v{self.fv.version} recorded its split hashes with {td.content_hash or 'the v1 algorithm'!r}, "
+                f"training dataset version {td.version} of feature view '{self.view.name}' "
+                f"v{self.view.version} recorded its split hashes with {td.content_hash or 'the v1 algorithm'!r}, "
                 f"which this fstrain (content hash {HASH_ALGORITHM!r}) cannot check. Create a new "
                 "version from the same feature-group commits to get verifiable hashes."
             )
         for name, digest in digests.items():
             if digest != td.splits[name]["sha256"]:
                 raise IntegrityError(
-                    f"training dataset version {td.version} of feature view '{self.fv.name}' "
-                    f"v{self.fv.version}: split '{name}' no longer matches its recorded sha256 "
+                    f"training dataset version {td.version} of feature view '{self.view.name}' "
+                    f"v{self.view.version}: split '{name}' no longer matches its recorded sha256 "
                     f"({digest[:12]}… != {td.splits[name]['sha256'][:12]}…). Its files or the "
                     "pinned feature-group commits were changed or removed."
                 )
@@ -751,7 +770,7 @@ class TrainingDataStore:
         td = self.get(version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
-        self.catalog.set_training_dataset_state(self.fv.id, version, "purged")
+        self.catalog.set_training_dataset_state(self.view.id, version, "purged")
 
     def recreate(self, version: int, stream: StreamOptions | None = None) -> None:
         """Re-materialize a purged version from its pinned commits; the hashes must match.
@@ -762,9 +781,10 @@ class TrainingDataStore:
 
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
-        window = {"start_time": td.event_start_time, "end_time": td.event_end_time,
-                  "extra_filter": self.fv.filter_from_dict(td.extra_filter),
-                  "pins": td.feature_group_commits}
+        window: dict[str, Any] = {
+            "start_time": td.event_start_time, "end_time": td.event_end_time,
+            "extra_filter": self._stored_filter(td.extra_filter),
+            "pins": td.feature_group_commits}
         if td.type == "MATERIALIZED":
             staging = self._new_staging()
             try:
@@ -797,16 +817,27 @@ class TrainingDataStore:
             for name, digest in file_hashes.items():  # the values were verified above
                 metadata["splits"][name]["file_sha256"] = digest
 
-        self.catalog.update_training_dataset(self.fv.id, td.version, record_file_hashes, state="ok")
+        self.catalog.update_training_dataset(self.view.id, td.version, record_file_hashes, state="ok")
 
     def delete(self, version: int) -> None:
         td = self.get(version)
-        self.catalog.delete_training_dataset(self.fv.id, version)
+        self.catalog.delete_training_dataset(self.view.id, version)
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
 
 
-def _drained(reader: pa.RecordBatchReader, con: Any, fill: dict[str, Any],
+def _filter_spec(extra_filter: Any) -> FilterSpec | None:
+    """An extra filter as values (a filter built from features, or one already frozen)."""
+    if extra_filter is None or isinstance(extra_filter, Condition | Conjunction):
+        return extra_filter
+    return freeze_filter(extra_filter)
+
+
+def _stored_form(extra_filter: FilterSpec | None) -> dict[str, Any] | None:
+    return None if extra_filter is None else filter_to_dict(extra_filter)
+
+
+def _drained(reader: pa.RecordBatchReader, con: Any, fill: Mapping[str, Any],
              schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The statement's batches, labels filled; once the last is read (or the reading stops),
     the reader and its connection are closed: DuckDB's buffers (the ASOF join's and the ORDER
@@ -820,7 +851,7 @@ def _drained(reader: pa.RecordBatchReader, con: Any, fill: dict[str, Any],
         con.close()
 
 
-def _fill_labels_batch(batch: pa.RecordBatch, fill_values: dict[str, Any],
+def _fill_labels_batch(batch: pa.RecordBatch, fill_values: Mapping[str, Any],
                       schema: pa.Schema) -> pa.RecordBatch:
     """:func:`_fill_labels` of one record batch (``schema``: the filled schema)."""
     if not fill_values:
@@ -831,7 +862,7 @@ def _fill_labels_batch(batch: pa.RecordBatch, fill_values: dict[str, Any],
     return pa.RecordBatch.from_arrays([c.combine_chunks() for c in filled.columns], schema=schema)
 
 
-def _fill_labels(table: pa.Table, fill_values: dict[str, Any]) -> pa.Table:
+def _fill_labels(table: pa.Table, fill_values: Mapping[str, Any]) -> pa.Table:
     """Fill missing labels (LEFT JOIN on a positives-only label group), keeping the column type."""
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -162,9 +162,7 @@ def test_a_moved_store_still_reads_its_versions(tmp_path):
 
 
 def test_stale_staging_folders_are_cleaned_by_the_next_create(view):
-    from feature_store.local.training_data import TrainingDataStore
-
-    root = TrainingDataStore(view).root
+    root = view._td.root
     root.mkdir(parents=True, exist_ok=True)
     dead = root / ".staging-999999999-abc"  # no such process
     dead.mkdir()

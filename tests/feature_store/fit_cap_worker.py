@@ -36,7 +36,7 @@ def main() -> int:
         robust_scaler,
         standard_scaler,
     )
-    from feature_store.local.feature_view import FIT_BATCH_ROWS
+    from feature_store.local.transformation_stats import FIT_BATCH_ROWS
     from feature_store.local.training_data_stream import open_parquet
 
     pa.set_cpu_count(1)

@@ -24,7 +24,7 @@ from feature_store.core.transformations import (
     robust_scaler,
     standard_scaler,
 )
-from feature_store.local import feature_view as fv_module
+from feature_store.local import transformation_stats
 from feature_store.local.training_data_stream import StreamOptions
 from fstrain.kernel.errors import InvalidArgumentError
 
@@ -166,7 +166,7 @@ def test_streamed_versions_record_the_in_memory_fit(view, monkeypatch):
     """Streamed creates in every format (the fit reading the written train split 16 rows at a
     time, the robust quartiles selected in passes) record the fit of the in-memory create; a
     ``@udf`` with statistics gets them from its gathered column, one without none."""
-    monkeypatch.setattr(fv_module, "FIT_BATCH_ROWS", 16)
+    monkeypatch.setattr(transformation_stats, "FIT_BATCH_ROWS", 16)
     monkeypatch.setattr(order_statistics, "GATHER_LIMIT", 8)
     spec = view._make_spec(False, 5, "random", test_size=0.25)
     fitted = {}

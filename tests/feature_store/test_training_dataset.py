@@ -375,3 +375,25 @@ def test_a_version_from_before_file_hashes_is_read_and_checked_by_its_values(fs,
                  fv.verify_training_dataset):
         with pytest.raises(IntegrityError, match="split 'test'"):
             read(version)
+
+
+def test_training_data_is_made_from_values_not_from_the_view(fs, fv):
+    """The training-data store is built from the view as values (identity, frozen query,
+    column roles), the catalog and the root: no view, and versions of both kinds re-read
+    equal through it after a backfill."""
+    from feature_store.local.training_data import TrainingDataStore
+    from feature_store.local.view_data import ViewData
+
+    materialized, _ = fv.create_train_test_split(test_size=0.3, seed=5)
+    fv.train_test_split(test_size=0.3, seed=5)
+    in_memory = fv.get_last_accessed_training_dataset()
+    before = {v: fv._td.read_splits(v)[1] for v in (materialized, in_memory)}
+    _backfill(fs)
+    data = ViewData(fv.name, fv.version, fv.id, fv.query.frozen(), tuple(fv.labels))
+    store = TrainingDataStore(data, fs.catalog, fs.root)
+    assert not any(type(value).__name__ == "FeatureView" for value in vars(store).values())
+    for version, splits in before.items():
+        td, again = store.read_splits(version)
+        assert td.feature_group_commits == {"tx:1": 1, "card_agg:1": 1}
+        assert list(again) == list(splits)
+        assert all(again[n].equals(splits[n]) for n in splits)
