@@ -80,6 +80,15 @@ def _hopsworks_project(root: str | os.PathLike[str] | None, options: dict[str, A
     return project
 
 
+def _split_readers() -> Any:
+    """The trainers' torch and Ray readers of a version's split files, for the embedded store's
+    streamed ``"torch"`` and ``"ray"`` reads (imported on the first one: the trainers take half
+    a second to import, and a store that never streams to a framework never needs them)."""
+    from fstrain.trainers import readers
+
+    return readers
+
+
 class Project:
     """A local project: one store root holding the feature store and the model registry.
 
@@ -103,7 +112,7 @@ class Project:
         from fstrain import sdk_objects
 
         return FeatureStore(self.root / "feature_store", project_name=self.name,
-                            sdk_objects=sdk_objects)
+                            sdk_objects=sdk_objects, split_readers=_split_readers)
 
     @cached_property
     def _model_registry(self) -> LocalModelRegistry:

@@ -87,3 +87,28 @@ def test_the_catalog_sql_check_catches_each_kind_of_leak():
              'sql = "SELECT * FROM read_parquet(?)"')
     assert catalog_sql_offenders(clean, "clean") == []
 
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top, inside functions or for type checking."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_local_readers_know_none_of_their_consumers():
+    """The local backend hands out files, pieces and record batches; the torch Dataset and the
+    Ray datasource that consume them live with the trainers (``fstrain/trainers/readers/``),
+    wired in by the composition root."""
+    frameworks = ("torch", "ray", "fstrain.trainers")
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((FEATURE_STORE / "local").rglob("*.py"))
+        for name in _imported_modules(path)
+        if any(name == f or name.startswith(f + ".") for f in frameworks)
+    ]
+    assert offenders == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,10 +35,13 @@ if TYPE_CHECKING:  # pragma: no cover
 class FeatureStore(FeatureViewOperations):
     """Feature groups, feature views and training datasets of one local project."""
 
-    def __init__(self, root: Path, project_name: str = "fstrain", sdk_objects: Any = None) -> None:
+    def __init__(self, root: Path, project_name: str = "fstrain", sdk_objects: Any = None,
+                 split_readers: Callable[[], Any] | None = None) -> None:
         self.root = root
         # the Hopsworks SDK's object factories (fstrain.sdk_objects), wired in by login()
         self.sdk_objects = sdk_objects
+        # loads the trainers' torch and Ray readers of split files, wired in by login()
+        self.split_readers = split_readers
         self.project_name = project_name
         self.name = f"{project_name}_featurestore"
         # the catalog repository (package-internal: entities of this backend use its methods)

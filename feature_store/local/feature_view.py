@@ -20,7 +20,7 @@ from feature_store.feature import Feature
 from feature_store.local.options import check_options
 from feature_store.local.split_stream import STREAMING_TYPES
 from feature_store.local.tags import TaggedEntity
-from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -466,24 +466,29 @@ class FeatureView(TaggedEntity):
 
     def _stream(self, store: TrainingDataStore, td: TrainingDataset, *, dataframe_type: str,
                 **flags: Any) -> tuple[Any, ...]:
-        """Streaming forms of a materialized version's splits (see ``split_stream``)."""
+        """Streaming forms of a materialized version's splits (see ``split_stream``): record
+        batches here, torch and Ray datasets from the plain files or pieces through the
+        trainers' readers the composition root wired in."""
         from functools import partial
 
-        from feature_store.local import split_stream
+        from feature_store.local.split_stream import SplitBatches
 
         shaper = self._shaper(td, **flags)
         text = td.data_format != "parquet"  # csv, jsonl
         make: Any
         if text and dataframe_type in ("ray", "torch"):  # row-aligned pieces, indexed as verified
             sources: dict[str, Any] = store.text_pieces(td.version)
+            readers = self._split_readers()
             if dataframe_type == "torch":
-                return tuple(split_stream.torch_text_dataset(sources[n], shaper) for n in td.splits)
-            make = split_stream.ray_text_dataset
+                return tuple(readers.torch_text_dataset(sources[n], shaper) for n in td.splits)
+            make = readers.ray_text_dataset
         else:
             sources = store.verified_files(td.version, text=True)
             if dataframe_type == "torch":
-                return tuple(split_stream.torch_dataset(sources[n], shaper) for n in td.splits)
-            make = split_stream.ray_dataset if dataframe_type == "ray" else split_stream.SplitBatches
+                readers = self._split_readers()
+                return tuple(readers.torch_dataset(sources[n], shaper) for n in td.splits)
+            make = (self._split_readers().ray_dataset if dataframe_type == "ray"
+                    else SplitBatches)
             if text:  # arrow_batches: parsed a block at a time
                 from feature_store.local.text_split_writer import TextSplitBatches
                 from feature_store.local.training_data import stored_format
@@ -493,6 +498,18 @@ class FeatureView(TaggedEntity):
         xs = [make(sources[n], shaper, "X") for n in td.splits]
         ys = [make(sources[n], shaper, "y") if self.labels else None for n in td.splits]
         return tuple(xs + ys)
+
+    def _split_readers(self) -> Any:
+        """The torch and Ray readers of split files (``fstrain.trainers.readers``), as the
+        composition root wired them into the store."""
+        load = self._store.split_readers
+        if load is None:
+            raise ConfigError(
+                f"{self.owner}: torch and Ray datasets are made by the trainers' readers; open "
+                "the store with fstrain.login() so they are wired in, or read "
+                "dataframe_type='arrow_batches'."
+            )
+        return load()
 
     def get_last_accessed_training_dataset(self) -> int | None:
         """The training-dataset version this view object last created or read (as the SDK;

@@ -7,13 +7,12 @@ when handed out) a piece at a time:
 - ``"arrow_batches"``: per split, a re-iterable :class:`SplitBatches` of ``pyarrow.RecordBatch``
   (``X`` and ``y`` separately, same row order, as the frames would be); csv and jsonl versions
   parsed a block at a time (``text_split_writer.TextSplitBatches``);
-- ``"ray"``: per split, a ``ray.data.Dataset`` (``read_parquet`` over the split file, or a
-  datasource over a csv or jsonl file's row-aligned pieces, ``text_pieces``; shaped in
-  ``map_batches``), ``X`` and ``y`` separately;
-- ``"torch"``: per split, one ``torch_split.SplitDataset`` (a ``torch`` ``IterableDataset`` of
-  ``(x, y)`` pairs) that reads row groups (Parquet) or row-aligned pieces (csv, jsonl), deals
-  them to ranks and DataLoader workers, and shuffles through a seeded buffer. The result is one
-  dataset per split (train, [validation,] test), not X/y pairs.
+- ``"ray"`` and ``"torch"``: the readers here hand out only plain things — the verified Parquet
+  file, or the row-aligned pieces of a csv or jsonl file (``text_pieces``) — with the view's
+  :class:`SplitShaper`; the trainers' adapters (``fstrain.trainers.readers``, wired in by the
+  composition root) make a ``ray.data.Dataset`` per split (``X`` and ``y`` separately) or one
+  torch ``IterableDataset`` of ``(x, y)`` per split from them. This package knows none of its
+  consumers.
 
 A csv or jsonl file is indexed into pieces by one pass over its bytes that also takes its sha256
 (checked against the recorded one before any row is handed out), and every piece read checks the
@@ -25,13 +24,12 @@ version's train split, exactly as the in-memory read does (the same :class:`Spli
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -84,6 +82,19 @@ class SplitShaper:
         return (pa.Table.from_pandas(X, preserve_index=False),
                 None if y is None else pa.Table.from_pandas(y, preserve_index=False))
 
+    def part_of(self, batch: pa.RecordBatch | pa.Table, part: str) -> pa.Table:
+        """The ``X`` or the ``y`` part of ``batch``, shaped."""
+        import pyarrow as pa
+
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        X, y = self.shape_arrow(table)
+        if part == "X":
+            return X
+        if y is None:
+            raise InvalidArgumentError(
+                "the feature view has no labels, so there is no y to stream.")
+        return y
+
 
 class SplitBatches:
     """The ``X`` or ``y`` part of one split as record batches, re-iterable (each iteration reads
@@ -95,7 +106,7 @@ class SplitBatches:
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         for batch in self._rows():
-            yield from _part(batch, self.shaper, self.part).to_batches()
+            yield from self.shaper.part_of(batch, self.part).to_batches()
 
     def _rows(self) -> Iterator[pa.RecordBatch]:
         """The file's batches, only the columns the shaper reads."""
@@ -112,65 +123,3 @@ class SplitBatches:
 
     def __repr__(self) -> str:
         return f"SplitBatches({self.path.name}, {self.part})"
-
-
-def _part(batch: Any, shaper: SplitShaper, part: str) -> pa.Table:
-    import pyarrow as pa
-
-    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-    X, y = shaper.shape_arrow(table)
-    if part == "X":
-        return X
-    if y is None:
-        raise InvalidArgumentError("the feature view has no labels, so there is no y to stream.")
-    return y
-
-
-def ray_dataset(path: Path, shaper: SplitShaper, part: str) -> Any:
-    """A Ray Dataset of one split's ``X`` or ``y`` (lazy: Ray reads and shapes in its workers)."""
-    ray_data = import_optional("ray.data", "scale", "ray")
-    dataset = ray_data.read_parquet([str(path)], columns=shaper.columns())
-    return dataset.map_batches(functools.partial(_part, shaper=shaper, part=part),
-                               batch_format="pyarrow")
-
-
-def ray_text_dataset(index: Any, shaper: SplitShaper, part: str) -> Any:
-    """A Ray Dataset of one csv or jsonl split's ``X`` or ``y`` (``index``: its
-    :class:`~feature_store.local.text_pieces.TextIndex`), read a piece per block in Ray's
-    workers and shaped there."""
-    ray_data = import_optional("ray.data", "scale", "ray")
-    from feature_store.local.ray_text_source import TextPiecesDatasource
-
-    dataset = ray_data.read_datasource(TextPiecesDatasource(index, shaper.columns()))
-    return dataset.map_batches(functools.partial(_part, shaper=shaper, part=part),
-                               batch_format="pyarrow")
-
-
-def import_optional(module: str, extra: str, package: str) -> Any:
-    """Import an optional framework, or raise a :class:`FeatureStoreError` naming the extra."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise FeatureStoreError(
-            f"this needs {package}, which is not installed. Install the '{extra}' extra "
-            f"(pip install 'fstrain[{extra}]')."
-        ) from exc
-
-
-def torch_dataset(path: Path, shaper: SplitShaper, **options: Any) -> Any:
-    """A :class:`ParquetSplitDataset` of one split (imports torch)."""
-    import_optional("torch", "frameworks", "torch")
-    from feature_store.local.torch_split import ParquetSplitDataset
-
-    return ParquetSplitDataset(path, shaper, **options)
-
-
-def torch_text_dataset(index: Any, shaper: SplitShaper, **options: Any) -> Any:
-    """A :class:`TextSplitDataset` of one csv or jsonl split (``index``: its
-    :class:`~feature_store.local.text_pieces.TextIndex`; imports torch)."""
-    import_optional("torch", "frameworks", "torch")
-    from feature_store.local.torch_split import TextSplitDataset
-
-    return TextSplitDataset(index, shaper, **options)

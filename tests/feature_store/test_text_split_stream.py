@@ -107,7 +107,7 @@ def _rows(dataset):
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_torch_text_dataset_equals_the_parquet_one_and_shuffles_by_piece(numeric_fv, data_format,
                                                                          small_pieces):
-    from feature_store.local.torch_split import TextSplitDataset
+    from fstrain.trainers.readers.torch_split import TextSplitDataset
 
     fv = numeric_fv
     text, _ = fv.create_train_test_split(test_size=0.25, seed=3, data_format=data_format)

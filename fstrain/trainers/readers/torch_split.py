@@ -3,7 +3,8 @@
 Imported only when a caller asks for ``dataframe_type="torch"`` (it imports torch).
 
 The file is read a unit at a time: a row group of a Parquet file, a row-aligned piece of about
-1 MiB of a csv or jsonl file (:mod:`feature_store.local.text_pieces`). Units are dealt
+1 MiB of a csv or jsonl file (the pieces the feature store hands out, each read checking the
+file is still the verified one). Units are dealt
 round-robin to ``world_size`` ranks times the DataLoader's workers (after a seeded shuffle of
 their order when shuffling), so every row is read by exactly one shard per epoch. With fewer
 units than shards, every unit is cut into one contiguous slice per shard instead. Rows pass
@@ -22,7 +23,6 @@ from typing import Any, Self
 import numpy as np
 import torch
 
-from feature_store.local.split_stream import SplitShaper
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 
 
@@ -33,13 +33,14 @@ class SplitDataset(torch.utils.data.IterableDataset):
     Args:
         source: the split file, or what locates its units (verified when the version handed it
             out).
-        shaper: the view's selection and train-fitted transformations.
+        shaper: the view's selection and train-fitted transformations (``columns()`` and
+            ``shape(table) -> (X, y)``).
         shuffle_buffer: rows held for shuffling (0: file order).
         seed: shuffle seed.
         rank, world_size: this process's shard among data-parallel processes.
     """
 
-    def __init__(self, source: Any, shaper: SplitShaper, *, shuffle_buffer: int = 0,
+    def __init__(self, source: Any, shaper: Any, *, shuffle_buffer: int = 0,
                  seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
         super().__init__()
         if shuffle_buffer < 0 or world_size < 1 or not 0 <= rank < world_size:
@@ -136,10 +137,9 @@ class ParquetSplitDataset(SplitDataset):
 
 
 class TextSplitDataset(SplitDataset):
-    """A :class:`SplitDataset` of a csv or jsonl split file (``source``: its
-    :class:`~feature_store.local.text_pieces.TextIndex`): a unit is a row-aligned piece of
-    about ``text_pieces.PIECE_BYTES`` of text, checked against the verified file as it is
-    read."""
+    """A :class:`SplitDataset` of a csv or jsonl split file (``source``: the index of its
+    row-aligned pieces, with ``pieces``, ``path`` and ``read(piece, columns)``): a unit is a
+    piece of about 1 MiB of text, checked against the verified file as it is read."""
 
     @property
     def path(self) -> Path:
@@ -147,9 +147,7 @@ class TextSplitDataset(SplitDataset):
         return Path(self.source.path)
 
     def _units(self) -> tuple[int, Callable[[int, list[str]], Any]]:
-        from feature_store.local.text_pieces import read_piece
-
-        return self.source.pieces, lambda p, columns: read_piece(self.source, p, columns)
+        return self.source.pieces, lambda p, columns: self.source.read(p, columns)
 
 
 def _numeric(frame: Any, what: str) -> np.ndarray:
