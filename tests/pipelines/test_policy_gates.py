@@ -181,3 +181,44 @@ def test_with_a_trust_list_only_an_owner_key_sets_the_policy(adult, monkeypatch,
     monkeypatch.setenv(keys.ENV_KEY, str(tmp_path / "vic"))  # a validator signs the run
     edited = runner.invoke(app, ["validate", f"{ref.name}:{ref.version}", "--root", str(root)])
     assert edited.exit_code == 2 and "policy.yaml was edited" in edited.output
+
+
+def test_in_a_signed_store_a_deviation_is_signed_marked_and_needs_an_override(
+        signed_adult_store, tmp_path):
+    import shutil
+
+    from tests.signed_store import cli
+
+    signed = signed_adult_store
+    root = tmp_path / "store"
+    shutil.copytree(signed.root, root)
+    loose = cli(["validate", signed.ref, "--gate", "roc_auc >= 0.5", "--replace-gates",
+                 "--json"], root, key=signed.key("vic"))
+    assert loose.exit_code == 4, loose.output
+    refused = cli(["registry", "approve", signed.ref, "--note", "fine"], root,
+                  key=signed.key("rita"))
+    assert refused.exit_code == 2 and "only under a policy deviation" in refused.output
+    ok = cli(["registry", "approve", signed.ref, "--note", "fine", "--override",
+              "board decision 12"], root, key=signed.key("rita"))
+    assert ok.exit_code == 0, ok.output
+    listed = json.loads(cli(["registry", "list", "--json"], root).output)
+    row = next(r for r in listed if r["version"] == signed.version)
+    assert (row["validation_status"], row["approval_status"]) == (
+        "passed (policy deviation)", "approved (override)")
+    verified = cli(["registry", "verify", signed.ref], root, FSTRAIN_TRUSTED_OWNER=signed.owner)
+    assert verified.exit_code == 0, verified.output
+    registry = feature_store.login(backend="local", root=root).get_model_registry()
+    assert registry.get_best_model(signed.name, "auc", require_approval=True) is None
+
+    policy = tmp_path / "gates.yaml"
+    policy.write_text("gates: ['roc_auc >= 0.5']\nstandard_gates: false\n")
+    assert cli(["registry", "policy", "set", signed.name, "--file", str(policy)], root,
+               key=signed.key("vic")).exit_code == 2  # a validator may not set the policy
+    owner = cli(["registry", "policy", "set", signed.name, "--file", str(policy)], root,
+                key=signed.key("olga"))
+    assert owner.exit_code == 0 and "signed by olga (owner" in owner.output
+    clean = cli(["validate", signed.ref, "--json"], root, key=signed.key("vic"))
+    assert clean.exit_code == 0, clean.output  # a plain pass under the owner's policy
+    run = registry.get_model(signed.name, signed.version).latest_validation()
+    assert run["policy"]["label"] == "policy file v1"
+    assert run["policy"]["signed_by"]["name"] == "olga"
