@@ -203,3 +203,23 @@ def test_sessions_end_after_the_idle_timeout_and_are_purged(tmp_path, monkeypatc
                         lambda: now + 2 * state_module.IDLE_TIMEOUT_S + 2)
     state.create_session("rita", "127.0.0.1")
     assert state.session_count("vic") == 0 and old
+
+
+def test_a_policy_deviation_is_in_the_status_and_on_the_timeline(client_for, store):
+    _, project, tmp = store
+    model = add_model_version(project, tmp, name="deviant")
+    record_run(model, status="passed (policy deviation)",
+               deviation=["roc_auc >= 0.85 -> roc_auc >= 0.5"])
+    client = client_for("vic")
+    listing = client.get("/models?name=deviant").text
+    assert "passed (policy deviation) · not reviewed" in listing
+    page = client.get(f"/models/deviant/{model.version}").text
+    assert "policy deviation: roc_auc &gt;= 0.85 -&gt; roc_auc &gt;= 0.5" in page
+    rita = client_for("rita")
+    url = f"/models/deviant/{model.version}/signoff"
+    refused = rita.post(url, data={**_signoff_form(rita, "deviant", model.version),
+                                   "decision": "approve", "note": "fine"})
+    assert refused.status_code == 400 and "--override" in refused.text
+    done = rita.post(url, data={**_signoff_form(rita, "deviant", model.version),
+                                "decision": "approve", "note": "fine", "override": "pilot only"})
+    assert done.status_code == 200 and "approved (override)" in done.text
