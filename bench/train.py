@@ -172,7 +172,7 @@ def bench_streamed(X: np.ndarray, y: np.ndarray, epochs: int, batch: int,
 def _streamed_shares(workdir: Path, frames: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
                      epochs: int, batch: int, workers: int) -> dict[str, tuple[float, float]]:
     from fstrain.trainers.distributed import train_distributed
-    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.stream.source import StreamSource
     from fstrain.trainers.torch_models import train_torch_streamed
 
     source = StreamSource.from_frames(workdir / "input", frames)

@@ -249,7 +249,7 @@ class TorchOptions(_Strict):
     streaming: bool = Field(
         default=False, description="mlp: read the version's files a row group (Parquet) or a "
         "piece of text (csv, jsonl) at a time (data larger than memory; "
-        "fstrain.trainers.streaming)")
+        "fstrain.trainers.stream)")
     shuffle_buffer: int | None = Field(
         default=None, ge=0, description="streamed input (streaming or --workers): rows shuffled "
         "per window; default 16384, 0 = file order")

@@ -3,7 +3,7 @@
 :func:`train_distributed` runs :func:`fstrain.trainers.loop.fit` in ``num_workers`` Ray Train
 workers (``TorchTrainer``): gloo on CPU, nccl on GPUs. Each worker wraps the net in DDP
 (``ray.train.torch.prepare_model``) and reads its own shard of every epoch
-through Ray Data (an ``mlp``: :mod:`fstrain.trainers.ray_input`, every train row once per
+through Ray Data (an ``mlp``: :mod:`fstrain.trainers.stream.ray_feed`, every train row once per
 epoch, shuffled through a buffer seeded by seed, epoch and rank) or in ``DistributedSampler``
 order seeded by ``seed`` + epoch (a ``cnn``'s image paths); the global batch is
 ``batch_size × num_workers × grad_accum_steps``. Validation predictions are gathered from all
@@ -119,7 +119,7 @@ def _worker(loop_config: dict[str, Any]) -> None:
 
     train_set, val_set = loop_config["train_set"], loop_config["val_set"]
     if getattr(train_set, "streamed", False):  # mlp: this rank's blocks from the feeder
-        from fstrain.trainers.ray_input import RankFeed, RayShardStream
+        from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream
 
         train_set = RayShardStream(RankFeed(loop_config["feeder"], rank), train_set,
                                    epochs=cfg.torch.epochs, start_now=not loop_config["resume"])
@@ -163,8 +163,8 @@ def train_distributed(
 ) -> TrainResult:
     """Data-parallel training of an ``mlp``/``cnn`` on Ray Train (see the module docstring).
 
-    An ``mlp`` reads its train shards through Ray Data (:mod:`fstrain.trainers.ray_input`):
-    from ``source`` (a :class:`~fstrain.trainers.streaming.StreamSource` over a version's
+    An ``mlp`` reads its train shards through Ray Data (:mod:`fstrain.trainers.stream.ray_feed`):
+    from ``source`` (a :class:`~fstrain.trainers.stream.source.StreamSource` over a version's
     split files) or, given frames, from Parquet files they are written to once under
     ``workdir``. A ``cnn`` ships its image paths and labels. ``use_gpu=None`` uses GPUs when
     torch sees one. Returns the same :class:`TrainResult` as :func:`fstrain.trainers.train`,
@@ -228,7 +228,7 @@ def _inputs(cfg: TrainConfig, X_train: Any, y_train: Any, X_val: Any, y_val: Any
     """The run's datasets and the encoded validation labels: streamed splits for an ``mlp``
     (frames are written to Parquet once), in-memory path datasets for a ``cnn``."""
     from fstrain.kernel.errors import ConfigError
-    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.stream.source import StreamSource
     from fstrain.trainers.torch_models import prepare_torch_data, stream_torch_data
 
     if cfg.model == "cnn":
@@ -320,19 +320,19 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
                 use_gpu: bool) -> Any:
     """Run :func:`_worker` on ``num_workers`` Ray Train workers (gloo on CPU, nccl on GPU).
 
-    A streamed train set (``mlp``) is read by a :class:`~fstrain.trainers.ray_input.ShardFeeder`
+    A streamed train set (``mlp``) is read by a :class:`~fstrain.trainers.stream.ray_feed.ShardFeeder`
     created first, which starts a fresh run's first epoch while Ray Train starts its workers."""
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from fstrain.trainers import ray_input
+    from fstrain.trainers.stream import ray_feed
 
     streamed = getattr(loop_config["train_set"], "streamed", False)
     feeder = None
     if streamed:
         epochs = load_config(loop_config["config"]).torch.epochs
-        feeder = ray_input.start_feeder(loop_config["train_set"], num_workers, epochs,
+        feeder = ray_feed.start_feeder(loop_config["train_set"], num_workers, epochs,
                                         start_epoch=None if loop_config["resume"] else 0)
         loop_config = {**loop_config, "feeder": feeder}
     share = max(1, num_cpus // num_workers)
@@ -343,7 +343,7 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
         scaling_config=ScalingConfig(
             num_workers=num_workers, use_gpu=use_gpu,
             # Ray Data's read tasks need a slice of each worker's CPU share
-            resources_per_worker={"CPU": share - (ray_input.READ_TASK_CPUS if streamed else 0)}
+            resources_per_worker={"CPU": share - (ray_feed.READ_TASK_CPUS if streamed else 0)}
             if not use_gpu else None,
         ),
         run_config=RunConfig(name="ddp", storage_path=str(workdir / "ray_results")),

@@ -122,8 +122,8 @@ def epoch_indices(
 
 class StreamedSplit(Protocol):
     """A train split that deals its own shards and batches (``streamed = True``:
-    :class:`fstrain.trainers.streaming.SplitStream`, or a Ray Data shard of
-    :mod:`fstrain.trainers.ray_input`): the loop asks it for batches, not rows."""
+    :class:`fstrain.trainers.stream.split.SplitStream`, or a Ray Data shard of
+    :mod:`fstrain.trainers.stream.ray_feed`): the loop asks it for batches, not rows."""
 
     def __len__(self) -> int: ...
 
@@ -529,7 +529,7 @@ class _Run:
         self.lr, self.lr_note = effective_lr(opts, dist.world_size)
         self.optimizer = make_optimizer(self.raw_model, opts, self.lr)
         self.n_train = _rows(spec.train_set, "train")
-        # a streamed split (fstrain.trainers.streaming) deals its own shards and batches
+        # a streamed split (fstrain.trainers.stream) deals its own shards and batches
         self.stream = spec.train_set if _streamed_train(spec.train_set) else None
         self.streamed = self.stream is not None
         if self.streamed and opts.num_workers:
@@ -584,7 +584,7 @@ class _Run:
         train = (None if _streamed_train(train_set) else
                  torch.utils.data.DataLoader(train_set, sampler=self.sampler, **loader_kwargs))
         if _streamed_val(val_set):
-            from fstrain.trainers.streaming import Reiterable
+            from fstrain.trainers.stream.pieces import Reiterable
 
             streamed_val = val_set
             return train, Reiterable(lambda: streamed_val.batches(

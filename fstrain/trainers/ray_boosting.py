@@ -7,7 +7,7 @@
 
 - the driver fits what a single-process run fits on the train split — label encoding, the
   preprocessor and the imbalance weights — by one streamed pass over the train file
-  (:class:`StreamedFit`, :func:`~fstrain.trainers.stream_fit.fit_streamed`, equal to the
+  (:class:`StreamedFit`, :func:`~fstrain.trainers.stream.prep.fit_streamed`, equal to the
   in-memory :class:`~fstrain.trainers.tabular.Prepared`), so the saved predictor has the same
   files and the same ``predictor.json`` and the driver never holds a split: data larger than
   the driver's memory trains as long as the workers' shards fit theirs;
@@ -15,11 +15,11 @@
   pieces of text, and the view's shaper a streamed read hands out, checked against their
   sha256; the view's model-dependent transformations
   apply as in memory) and applies that train-fitted preprocessor and label encoding per piece
-  (the torch workers' :class:`~fstrain.trainers.streaming.StreamPrep` and
-  :func:`~fstrain.trainers.ray_input.pieces_dataset`); the worker weighs its train rows with
+  (the torch workers' :class:`~fstrain.trainers.stream.prep.StreamPrep` and
+  :func:`~fstrain.trainers.stream.ray_feed.pieces_dataset`); the worker weighs its train rows with
   the train-fitted class weights (:meth:`~fstrain.trainers.imbalance.ImbalancePlan.sample_weight`).
   Each rank gets one dataset over its contiguous share of the
-  train rows (pieces of row groups, :func:`fstrain.trainers.streaming.rank_pieces`, the same
+  train rows (pieces of row groups, :func:`fstrain.trainers.stream.pieces.rank_pieces`, the same
   dealing the torch workers use), so each row is in exactly one shard and in the same shard
   every run (Ray Train's ``streaming_split(equal=True)`` drops up to ``num_workers - 1`` rows,
   and its blocks go to whichever worker asks first). Every worker records its shard's row
@@ -110,7 +110,7 @@ def refuse_unsupported(cfg: TrainConfig, *, tune: bool = False,
 
 def version_source(fv: Any, version: int) -> Any:
     """The version's train and validation files as a
-    :class:`~fstrain.trainers.streaming.StreamSource`: the paths the view hands out for a
+    :class:`~fstrain.trainers.stream.source.StreamSource`: the paths the view hands out for a
     streamed read (checked against their recorded sha256) and the view's shaper (feature
     selection and model-dependent transformations with train-fitted statistics).
 
@@ -155,7 +155,7 @@ def shard_weights(plan: Any, y: np.ndarray) -> np.ndarray:
 class StreamedFit:
     """The driver's side of distributed boosting, fitted by streamed passes over ``source``
     (a row group at a time; no split is held): the train-fitted
-    :class:`~fstrain.trainers.streaming.StreamPrep` (schema, preprocessor, label encoding),
+    :class:`~fstrain.trainers.stream.prep.StreamPrep` (schema, preprocessor, label encoding),
     the imbalance plan from the train and validation class counts, and the validation scoring
     :func:`~fstrain.trainers.tabular.finish_booster` asks for
     (:class:`~fstrain.trainers.tabular.BoosterInputs`). Equal to
@@ -164,7 +164,7 @@ class StreamedFit:
     def __init__(self, config: TrainConfig, source: Any, *, framework: str) -> None:
         from fstrain.trainers.imbalance import ImbalancePlan, plan_from_counts
         from fstrain.trainers.preprocessing import feature_names_out
-        from fstrain.trainers.stream_fit import fit_streamed
+        from fstrain.trainers.stream.prep import fit_streamed
 
         self.source = source
         self.prep, counts = fit_streamed(source, config)
@@ -196,7 +196,8 @@ class StreamedFit:
 
     def _pieces(self, split: str) -> Any:
         """``(x, y)`` of every piece of ``split`` in file order, preprocessed and encoded."""
-        from fstrain.trainers.streaming import SplitStream, rank_pieces
+        from fstrain.trainers.stream.pieces import rank_pieces
+        from fstrain.trainers.stream.split import SplitStream
 
         stream = SplitStream(self.source, split, self.prep)
         return map(stream.piece_arrays, rank_pieces(self.source.group_rows[split], 0, 1))
@@ -300,7 +301,7 @@ def _worker(spec: dict[str, Any]) -> None:
     report the shard's row count and fingerprint (rank 0 also the model and its history)."""
     import ray.train
 
-    from fstrain.trainers.ray_input import dataset_name
+    from fstrain.trainers.stream.ray_feed import dataset_name
 
     rank = ray.train.get_context().get_world_rank()
     t0 = time.perf_counter()
@@ -328,8 +329,8 @@ def _datasets(source: Any, data: Any, num_workers: int) -> dict[str, Any]:
     """One Ray Dataset per rank over its contiguous share of the train rows (pieces of row
     groups in file order: every row in exactly one shard, the same shard every run), and one
     over the whole validation split; each reads and preprocesses its pieces in Ray Data tasks."""
-    from fstrain.trainers.ray_input import dataset_name, pieces_dataset
-    from fstrain.trainers.streaming import SplitStream
+    from fstrain.trainers.stream.ray_feed import dataset_name, pieces_dataset
+    from fstrain.trainers.stream.split import SplitStream
 
     train, validation = (SplitStream(source, split, data.prep)
                          for split in ("train", "validation"))
@@ -345,7 +346,7 @@ def _run_trainer(spec: dict[str, Any], datasets: dict[str, Any], workdir: Path,
     ``cpus`` is each worker's logical CPU share (Ray Data's read tasks need the rest)."""
     from ray.train import RunConfig, ScalingConfig
 
-    from fstrain.trainers.ray_input import data_config
+    from fstrain.trainers.stream.ray_feed import data_config
 
     if spec["kind"] == "xgboost":
         from ray.train.xgboost import XGBoostTrainer as Trainer

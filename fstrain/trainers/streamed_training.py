@@ -1,11 +1,11 @@
 """Training an ``mlp`` from a version's split files, a row group (Parquet) or a row-aligned
 piece of text (csv, jsonl) at a time.
 
-Two ways in, one input path (:mod:`fstrain.trainers.streaming`):
+Two ways in, one input path (:mod:`fstrain.trainers.stream`):
 
 - ``torch.streaming: true``: one process streams the train split (data larger than memory);
 - ``--workers N``: every Ray Train worker reads its shard through Ray Data
-  (:mod:`fstrain.trainers.ray_input`).
+  (:mod:`fstrain.trainers.stream.ray_feed`).
 
 The files are the ones the feature view hands out for a streamed read of the version (each
 checked against its recorded sha256 first) and the view's transformations are applied with the
@@ -50,10 +50,10 @@ def check_streaming_options(cfg: Any, config: Any) -> None:
 
 
 def stream_source(fv: Any, version: int, *, required: bool) -> Any:
-    """The :class:`~fstrain.trainers.streaming.StreamSource` of a materialized
+    """The :class:`~fstrain.trainers.stream.source.StreamSource` of a materialized
     train/validation/test version (Parquet: its row groups; csv or jsonl: row-aligned pieces of
     its text), or None (``required=False``) when it cannot be streamed."""
-    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.stream.source import StreamSource
 
     td = fv.get_training_dataset(version)
     if (td.type != "MATERIALIZED" or td.data_format not in STREAMED_FORMATS

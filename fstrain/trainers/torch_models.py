@@ -113,13 +113,13 @@ def train_torch(
 
 
 def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
-    """The streamed datasets of an ``mlp`` (:mod:`fstrain.trainers.streaming`): the
+    """The streamed datasets of an ``mlp`` (:mod:`fstrain.trainers.stream`): the
     preprocessing fitted on the train split by one streamed pass, the train split shuffled
     through ``torch.shuffle_buffer`` rows, the validation split in file order."""
     from fstrain.trainers.nets import mlp_arch
     from fstrain.trainers.preprocessing import feature_names_out
-    from fstrain.trainers.stream_fit import fit_streamed
-    from fstrain.trainers.streaming import DEFAULT_SHUFFLE_BUFFER, SplitStream
+    from fstrain.trainers.stream.prep import fit_streamed
+    from fstrain.trainers.stream.split import DEFAULT_SHUFFLE_BUFFER, SplitStream
 
     if config.model != "mlp" or config.imbalance in ("oversample", "undersample"):
         raise InvalidArgumentError(
@@ -145,7 +145,7 @@ def train_torch_streamed(config: TrainConfig | dict[str, Any], source: Any, *, w
                          lineage: dict[str, Any] | None = None, resume: bool | None = None,
                          report: Callable[[dict[str, Any]], None] | None = None,
                          on_step: Callable[[int], None] | None = None) -> TrainResult:
-    """Train an ``mlp`` in this process from a :class:`~fstrain.trainers.streaming.StreamSource`
+    """Train an ``mlp`` in this process from a :class:`~fstrain.trainers.stream.source.StreamSource`
     (a version's split files), never holding a split in memory.
 
     A resumed run (``resume``) continues from the last checkpoint, mid-epoch ones

@@ -49,7 +49,7 @@ def _warm_up(out_dir: Path) -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.stream.source import StreamSource
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -62,8 +62,8 @@ def _warm_up(out_dir: Path) -> None:
 
     from fstrain.trainers import train
     from fstrain.trainers.ray_boosting import StreamedFit
-    from fstrain.trainers.ray_input import pieces_dataset
-    from fstrain.trainers.streaming import SplitStream
+    from fstrain.trainers.stream.ray_feed import pieces_dataset
+    from fstrain.trainers.stream.split import SplitStream
 
     fitted = StreamedFit(load_config(CONFIG), source, framework="xgboost")
     fitted.fingerprint()

@@ -40,7 +40,7 @@ def _warm_up(out_dir: Path) -> None:
     import torch
 
     from fstrain.trainers.config import load_config
-    from fstrain.trainers.streaming import StreamSource
+    from fstrain.trainers.stream.source import StreamSource
     from fstrain.trainers.torch_models import train_torch_streamed
 
     pa.set_cpu_count(1)

@@ -6,7 +6,7 @@ import pytest
 from fstrain.trainers.config import load_config
 from fstrain.trainers.distributed import ddp_record
 from fstrain.trainers.distributed_record import distributed_record, pieces_each_row_once
-from fstrain.trainers.streaming import StreamSource
+from fstrain.trainers.stream.source import StreamSource
 from fstrain.trainers.torch_models import stream_torch_data
 
 

@@ -240,8 +240,9 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     version's shards are pieces of its text."""
     from feature_store.local import text_pieces
     from fstrain.trainers.ray_boosting import StreamedFit, shard_weights, version_source
-    from fstrain.trainers.ray_input import _read_pieces
-    from fstrain.trainers.streaming import SplitStream, rank_pieces
+    from fstrain.trainers.stream.ray_feed import _read_pieces
+    from fstrain.trainers.stream.pieces import rank_pieces
+    from fstrain.trainers.stream.split import SplitStream
 
     monkeypatch.setattr(text_pieces, "PIECE_BYTES", 1000)
     fv, version = _tx_version(fs, data_format=data_format)

@@ -83,9 +83,9 @@ def cluster():
 def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path):
     import ray
 
-    import fstrain.trainers.streaming as streaming
+    from fstrain.trainers.stream import source as streaming
     from fstrain.trainers.config import load_config
-    from fstrain.trainers.ray_input import (
+    from fstrain.trainers.stream.ray_feed import (
         FEED_AHEAD,
         RankFeed,
         RayShardStream,
@@ -244,7 +244,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
     from feature_store.local import text_pieces
     from fstrain.trainers.streamed_training import stream_source
     from fstrain.trainers.config import load_config
-    from fstrain.trainers.ray_input import RankFeed, RayShardStream, start_feeder
+    from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream, start_feeder
     from fstrain.trainers.torch_models import stream_torch_data
 
     monkeypatch.setattr(text_pieces, "PIECE_BYTES", 600)

@@ -20,15 +20,10 @@ import torch
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import load_config
 from fstrain.trainers.loop import DistContext
-from fstrain.trainers.stream_fit import fit_streamed
-from fstrain.trainers.streaming import (
-    SplitStream,
-    StreamSource,
-    batch_sizes,
-    regroup,
-    resume_rows,
-    seek_pieces,
-)
+from fstrain.trainers.stream.prep import fit_streamed
+from fstrain.trainers.stream.pieces import batch_sizes, regroup, resume_rows, seek_pieces
+from fstrain.trainers.stream.source import StreamSource
+from fstrain.trainers.stream.split import SplitStream
 from fstrain.trainers.torch_models import train_torch_streamed
 from tests.trainers.conftest import make_binary
 
@@ -43,7 +38,7 @@ CONFIG = {"model": "mlp", "seed": 7, "params": {"hidden_sizes": [16], "dropout":
 
 def write_source(directory: Path, rows: int = ROWS, group_rows: int = 97) -> StreamSource:
     """Train/validation Parquet files in many uneven row groups, ``rid`` identifying a row."""
-    from fstrain.trainers import streaming
+    from fstrain.trainers.stream import source as streaming
 
     X, y = make_binary(rows, seed=3)
     X["rid"] = np.arange(rows, dtype=np.float64)
@@ -194,7 +189,7 @@ class EpochStream(SplitStream):
 def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers(source, tmp_path):
     from pipelines import training
     from fstrain.trainers.streamed_training import check_streaming_options
-    from fstrain.trainers.ray_input import RayShardStream
+    from fstrain.trainers.stream.ray_feed import RayShardStream
     from fstrain.trainers.torch_models import stream_torch_data
 
     assert RayShardStream.resumes_mid_epoch
@@ -262,7 +257,7 @@ class PieceFeed:
                          [(2, 0, 43, 200), (2, 1, 64, 0), (3, 2, 50, 150)])
 def test_a_ray_shard_started_at_any_batch_reads_only_the_rest_of_its_epoch(source, world, rank,
                                                                            batch, buffer):
-    from fstrain.trainers.ray_input import RayShardStream
+    from fstrain.trainers.stream.ray_feed import RayShardStream
 
     prep, _ = fit_streamed(source, load_config({"model": "mlp"}))
     stream = SplitStream(source, "train", prep, shuffle_buffer=buffer, seed=11)

@@ -13,13 +13,10 @@ from fstrain.trainers import train
 from fstrain.trainers.config import load_config
 from fstrain.trainers.data import FeatureSchema
 from fstrain.trainers.preprocessing import fit_transform, transform
-from fstrain.trainers.stream_fit import fit_streamed
-from fstrain.trainers.streaming import (
-    SplitStream,
-    StreamSource,
-    exact_batches,
-    rank_pieces,
-)
+from fstrain.trainers.stream.prep import fit_streamed
+from fstrain.trainers.stream.pieces import exact_batches, rank_pieces
+from fstrain.trainers.stream.source import StreamSource
+from fstrain.trainers.stream.split import SplitStream
 from tests.trainers.conftest import make_binary
 
 
@@ -34,7 +31,7 @@ def _frames(n, seed=0):
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    import fstrain.trainers.streaming as streaming
+    from fstrain.trainers.stream import source as streaming
 
     old, streaming.ROW_GROUP_ROWS = streaming.ROW_GROUP_ROWS, 97  # many uneven row groups
     try:

@@ -18,8 +18,8 @@ from feature_store.local import text_pieces as tp
 from fstrain.kernel.errors import ConfigError, IntegrityError
 from fstrain.trainers.streamed_training import stream_source
 from fstrain.trainers.config import load_config
-from fstrain.trainers.stream_fit import fit_streamed
-from fstrain.trainers.streaming import SplitStream
+from fstrain.trainers.stream.prep import fit_streamed
+from fstrain.trainers.stream.split import SplitStream
 from fstrain.trainers.torch_models import train_torch_streamed
 
 ROWS = 400

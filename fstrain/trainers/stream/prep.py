@@ -1,4 +1,5 @@
-"""Fit the MLP's preprocessing on a train split too large for memory, in one streamed pass.
+"""The train-fitted preprocessing of a streamed run: :class:`StreamPrep` applies it to every piece,
+and :func:`fit_streamed` fits it on a train split too large for memory, in one streamed pass.
 
 The preprocessor is the same scikit-learn ``ColumnTransformer`` as the in-memory path
 (:mod:`fstrain.trainers.preprocessing`), so the registered model is unchanged in format. What
@@ -21,15 +22,32 @@ transformed values equal the in-memory fit's to float rounding (tested).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fstrain.trainers.data import FeatureSchema, label_info, label_series
-from fstrain.trainers.streaming import StreamPrep, StreamSource, rank_pieces
+from fstrain.trainers.data import FeatureSchema, LabelInfo, label_info, label_series
+from fstrain.trainers.stream.pieces import rank_pieces
+from fstrain.trainers.stream.source import StreamSource
 
 MISSING = "__missing__"
+
+
+@dataclass(frozen=True)
+class StreamPrep:
+    """The train-fitted preprocessing applied to every piece (picklable)."""
+
+    schema: FeatureSchema
+    preprocessor: Any
+    labels: LabelInfo
+
+    def arrays(self, X: pd.DataFrame, y: pd.DataFrame, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """Float32 feature matrix and encoded labels of one piece."""
+        from fstrain.trainers.preprocessing import transform
+
+        return transform(self.preprocessor, self.schema, X), self.labels.encode(y, split=split)
 
 
 class _Moments:

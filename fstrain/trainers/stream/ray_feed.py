@@ -1,9 +1,9 @@
 """Ray Data input of the Ray Train workers (``--workers N``): each rank's shard of the train
 split is read, preprocessed and batched by Ray Data, not shipped as a frame.
 
-Per rank, one Ray Dataset: its pieces (:func:`fstrain.trainers.streaming.rank_pieces`, dealt
+Per rank, one Ray Dataset: its pieces (:func:`fstrain.trainers.stream.pieces.rank_pieces`, dealt
 once per run from the seed) → ``map_batches`` reading each piece's rows from the split's Parquet
-file (or, for a csv or jsonl version, its row-aligned pieces of text) and applying the train-fitted preprocessing (:class:`~fstrain.trainers.streaming.StreamPrep`,
+file (or, for a csv or jsonl version, its row-aligned pieces of text) and applying the train-fitted preprocessing (:class:`~fstrain.trainers.stream.prep.StreamPrep`,
 fitted once on the driver), run by the :class:`ShardFeeder` actor → in the worker, the rank's
 blocks (whole pieces, numpy) → a shuffle window seeded by ``(seed, epoch, rank)`` and batches,
 as in one process.
@@ -42,7 +42,18 @@ from typing import Any
 import numpy as np
 
 from fstrain.kernel.errors import InvalidArgumentError
-from fstrain.trainers.streaming import Piece, SplitStream, exact_batches, seek_pieces
+from fstrain.trainers.stream.pieces import (
+    batch_sizes,
+    drop_rows,
+    exact_batches,
+    rebatch,
+    regroup,
+    resume_rows,
+    seek_pieces,
+    window_shuffle,
+)
+from fstrain.trainers.stream.source import Piece
+from fstrain.trainers.stream.split import SplitStream
 
 #: CPUs a Ray Data read task asks for (the train workers leave this much of their share free)
 READ_TASK_CPUS = 0.25
@@ -179,7 +190,7 @@ class ShardFeeder:
 
         ``seek`` > 0 (a run resumed mid-epoch) starts the epoch after its first ``seek`` rows:
         the rank's pieces before them are not read, the piece the cut falls in is read from
-        the cut (:func:`~fstrain.trainers.streaming.seek_pieces`)."""
+        the cut (:func:`~fstrain.trainers.stream.pieces.seek_pieces`)."""
         if not 0 <= rank < len(self._datasets) or not 0 <= epoch < self._epochs:
             raise ValueError(f"no epoch {epoch} of rank {rank}: the feeder serves ranks "
                              f"0..{len(self._datasets) - 1}, epochs 0..{self._epochs - 1}")
@@ -311,17 +322,7 @@ class RayShardStream:
         ``start > 0`` gives exactly the batches an uninterrupted epoch goes on with: the rows
         of the batches before it are not read where whole pieces or (without shuffling) part of
         a piece cover them; only the shuffle window the cut falls in is read again
-        (:func:`~fstrain.trainers.streaming.resume_rows`)."""
-        from fstrain.trainers.streaming import (
-            batch_sizes,
-            drop_rows,
-            rebatch,
-            regroup,
-            resume_rows,
-            seek_pieces,
-            window_shuffle,
-        )
-
+        (:func:`~fstrain.trainers.stream.pieces.resume_rows`)."""
         steps, buffer = self.steps(world_size, batch_size), self.stream.shuffle_buffer
         if not 0 <= start < steps:
             raise InvalidArgumentError(f"batch {start} of an epoch of {steps} batches "
