@@ -131,6 +131,18 @@ class ModelStorage(Protocol):
         """``seq → record sha256`` as a separate index keeps them (None: the backend has none)."""
         ...
 
+    def stored_path(self, handle: Any) -> Path:
+        """A local folder with the version's files as the backend holds them now, unchecked
+        (the version folder; on Hopsworks a fresh download of the Files folder, so an edit made
+        on the cluster shows even where a verified mirror is still current): what verification
+        and the dossier read and report on."""
+        ...
+
+    def stored_manifest(self, handle: Any, folder: Path) -> dict[str, Any]:
+        """The manifest in :meth:`stored_path`'s ``folder``, checked against the hash the
+        backend keeps (raises ``IntegrityError``)."""
+        ...
+
     def get_tags(self, handle: Any) -> dict[str, Any]:
         """All tags of the version."""
         ...

@@ -241,6 +241,11 @@ class HistoryMixin:
         """``seq → record sha256`` as the registry's index keeps them (None: no index)."""
         raise NotImplementedError
 
+    def stored_view(self) -> Any:  # pragma: no cover - abstract
+        """The version as its backend holds it now, unchecked (name, version, manifest,
+        model_path, trust_store, history_index): what verification reads."""
+        raise NotImplementedError
+
     def signer_for(self, action: str, *, signer: Signer | None = None,
                    key: str | os.PathLike[str] | None = None) -> Signer | None:
         """The signer of ``action`` on this version (``validation``, ``approval``, …), checked
@@ -312,7 +317,7 @@ class HistoryMixin:
     def verify_history(self, *, head: str | None = None) -> VerificationReport:
         """Verify this version's files, history chain, signatures and rules (never raises
         for what it finds: see the report's ``problems``)."""
-        return verify_version(self, head=head)  # type: ignore[arg-type]
+        return verify_version(self.stored_view(), head=head)
 
     def require_verified(self, *, head: str | None = None) -> VerificationReport:
         """:meth:`verify_history`, raising when anything is broken.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,32 @@ from model_registry.naming import (
 from model_registry.schema import ModelSchema, coerce_model_schema, encode_input_example
 
 FRAMEWORKS = ("python", "sklearn", "torch")
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """A version's files as its backend holds them (:meth:`Model.stored_view`), in the shape
+    :func:`model_registry.audit.verify.verify_version` reads."""
+
+    name: str
+    version: int | None
+    storage: ModelStorage
+    handle: Any
+    model_path: Path
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The stored manifest, checked against the hash the registry keeps."""
+        return self.storage.stored_manifest(self.handle, self.model_path)
+
+    @property
+    def trust_store(self) -> Any:
+        """The store's trust list."""
+        return self.storage.trust_store()
+
+    def history_index(self) -> dict[int, str] | None:
+        """The registry's own index of the history records (None: the backend has none)."""
+        return self.storage.history_index(self.handle)
 
 
 class Model(HistoryMixin):
@@ -241,6 +267,15 @@ class Model(HistoryMixin):
     def trust_store(self) -> TrustStore | None:
         """The trust list of the store this version lives in."""
         return self._storage.trust_store()
+
+    def stored_view(self) -> StoredVersion:
+        """The version as its backend holds it now, unchecked: a local registry's version
+        folder, a fresh download of a Hopsworks version's Files folder. Verification
+        (:meth:`verify_history`) and the dossier read this, so an edit made where the version
+        lives shows, whatever a client's verified mirror still holds."""
+        handle = self._saved()
+        return StoredVersion(self.name, self.version, self._storage, handle,
+                             self._storage.stored_path(handle))
 
     # ------------------------------------------------------------------ tags
 

@@ -68,7 +68,10 @@ def write_version_dossier(root: Path | None, ref: str, out: Path, *, force: bool
     registry = open_registry(root)
     project_root = resolve_root(root)
     check_out_folder(out, store_roots=[project_root], force=force)  # before any work
-    report = model.verify_history(head=head)
+    from model_registry.audit.verify import verify_version
+
+    view = model.stored_view()  # what the backend holds now; verified and shown as is
+    report = verify_version(view, head=head)
     store = model.trust_store
     trust = store.read() if store is not None else None
     shown = {**report.to_dict(), "reason": report.reason(),
@@ -77,7 +80,7 @@ def write_version_dossier(root: Path | None, ref: str, out: Path, *, force: bool
              "trust_owner": (None if trust is None or trust.trust is None
                              else trust.trust.root.fingerprint)}
     dossier = collect_dossier(
-        model, shown, versions=registry.get_models(model.name),
+        view, shown, versions=registry.get_models(model.name),
         trust_dir=None if store is None else store.directory,
         generated_by=dict(source_info()))
     return write_dossier(dossier, out, store_roots=[project_root], force=force), shown

@@ -39,8 +39,10 @@ from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry import history
 from model_registry.api import ModelDraft
-from model_registry.audit.trust import TRUST_DIR, TrustStore
+from model_registry.audit.trust import TrustStore
 from model_registry.errors import ModelNotFoundError
+from model_registry.hopsworks.remote_files import replace_remote
+from model_registry.hopsworks.trust import HopsworksTrustStore
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
     MANIFEST_FILE,
@@ -137,8 +139,10 @@ class HopsworksModelStorage:
             self._put(handle, rel, data, kind="history")
 
     def trust_store(self) -> TrustStore:
-        """The trust list of the project's local store root (``<root>/trust``)."""
-        return TrustStore(self.project.root / TRUST_DIR)
+        """The project's trust list, kept in the project itself
+        (:class:`~model_registry.hopsworks.trust.HopsworksTrustStore`), so every client and
+        every job checks signatures against the same list."""
+        return HopsworksTrustStore(self.project)
 
     def history_index(self, handle: HopsworksVersion) -> None:
         """None: the manifest (its sha256 a model tag) is the only index of the history."""
@@ -207,6 +211,30 @@ class HopsworksModelStorage:
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
         return mirror
+
+    def stored_path(self, handle: HopsworksVersion) -> Path:
+        """A fresh, unchecked download of the version's Files folder
+        (``<project root>/stored/<name>/<version>``, replaced on every call): what the cluster
+        holds now, for verification to report on file by file. The verified mirror
+        (:meth:`files_path`) is downloaded again only when the manifest changes, so it would
+        not show an edit of another file made on the cluster."""
+        target = self.project.root / "stored" / handle.name / str(handle.version)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".dl-", dir=target.parent))
+        try:
+            sdk_call(handle.sdk, "Model.download", local_path=str(scratch), _owner=handle.label)
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(scratch, target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return target
+
+    def stored_manifest(self, handle: HopsworksVersion, folder: Path) -> dict[str, Any]:
+        """The downloaded manifest, checked against the tag ``fstrain_manifest_sha256``."""
+        from model_registry.manifest import read_manifest
+
+        return read_manifest(folder, expected_sha256=self.get_tags(handle).get(MANIFEST_TAG),
+                             label=handle.label)
 
     def remote_path(self, handle: HopsworksVersion) -> str:
         """The version's files folder in Hopsworks (``/Projects/<p>/Models/<name>/<v>/Files``)."""
@@ -341,19 +369,9 @@ class HopsworksModelStorage:
 
     def _replace_remote(self, handle: HopsworksVersion, local: Path, remote_dir: str) -> None:
         """Put ``local`` into ``remote_dir`` under its name, replacing any file there only once
-        the new bytes are uploaded: the upload goes to a temporary name beside it, then is moved
-        over the old file (``DatasetApi.upload(overwrite=True)`` would delete the old file
-        first, and lose it if the upload then failed)."""
-        datasets = self.project.get_dataset_api()
-        if not sdk_call(datasets, "DatasetApi.exists", remote_dir, _owner=handle.label):
-            sdk_call(datasets, "DatasetApi.mkdir", remote_dir, _owner=handle.label)
-        with tempfile.TemporaryDirectory(dir=self.project.root) as scratch:
-            part = Path(scratch) / f".{local.name}.{uuid.uuid4().hex}.part"
-            shutil.copyfile(local, part)
-            sdk_call(datasets, "DatasetApi.upload", str(part), remote_dir, overwrite=False,
-                     _owner=handle.label)
-        sdk_call(datasets, "DatasetApi.move", f"{remote_dir}/{part.name}",
-                 f"{remote_dir}/{local.name}", overwrite=True, _owner=handle.label)
+        the new bytes are uploaded (``remote_files.replace_remote``)."""
+        replace_remote(self.project, local, remote_dir, owner=handle.label,
+                       scratch=self.project.root)
 
     # ------------------------------------------------------------------ tags
 

@@ -19,14 +19,15 @@ from feature_store.hopsworks.sdk_calls import sdk_call
 
 def replace_remote(project: Any, local: Path, remote_dir: str, *, owner: str,
                    scratch: Path) -> None:
-    """Upload ``local`` into ``remote_dir`` (its missing folders below the dataset created) as
+    """Upload ``local`` into ``remote_dir`` (its missing folders created, outermost first) as
     ``local.name``; ``scratch`` is a local folder for the temporary copy."""
     datasets = project.get_dataset_api()
-    parts = remote_dir.split("/")
-    for depth in range(2, len(parts) + 1):  # below the dataset (Resources, Models) itself
-        folder = "/".join(parts[:depth])
-        if not sdk_call(datasets, "DatasetApi.exists", folder, _owner=owner):
-            sdk_call(datasets, "DatasetApi.mkdir", folder, _owner=owner)
+    missing, folder = [], remote_dir
+    while folder and not sdk_call(datasets, "DatasetApi.exists", folder, _owner=owner):
+        missing.append(folder)
+        folder = folder.rsplit("/", 1)[0] if "/" in folder.strip("/") else ""
+    for folder in reversed(missing):
+        sdk_call(datasets, "DatasetApi.mkdir", folder, _owner=owner)
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         part = Path(tmp) / f".{local.name}.{uuid.uuid4().hex}.part"
         shutil.copyfile(local, part)

@@ -389,6 +389,14 @@ class LocalModelStorage:
             )
         return events
 
+    def stored_path(self, handle: ModelRecord) -> Path:
+        """The version folder (what the registry holds is on this disk)."""
+        return self.files_path(handle)
+
+    def stored_manifest(self, handle: ModelRecord, folder: Path) -> dict[str, Any]:
+        """The manifest, checked against the index."""
+        return self.manifest(handle)
+
     def history_index(self, handle: ModelRecord) -> dict[int, str]:
         """``seq → record sha256`` of the version's events, as the index keeps them."""
         return {seq: sha for seq, _, _, _, sha in self.index.history(handle.name, handle.version)}

@@ -299,7 +299,7 @@ class FakeDatasets:
         return int(parts[5]), "/".join(parts[7:])
 
     def exists(self, path: str) -> bool:
-        return True
+        return not path.startswith("Resources/")  # the project's trust list: none here
 
     def upload(self, local_path: str, upload_path: str, overwrite: bool = False) -> str:
         self.uploads.append((Path(local_path).name, upload_path))
