@@ -67,6 +67,13 @@ def test_approve_reject_with_the_rules_of_the_command_line(client_for, store):
     assert [e["kind"] for e in history] == ["creation", "validation", "approval"]
     assert history[-1]["reviewer"] == "rita"
     assert history[-1]["override_reason"] == "business need, see ticket 12"
+    superseded = client.post(url, data={**_signoff_form(client, "rules", model.version),
+                                        "decision": "reject", "note": "changed my mind",
+                                        "supersede": "the ticket was withdrawn"})
+    assert superseded.status_code == 200 and "failed · rejected" in superseded.text
+    assert "supersedes: the ticket was withdrawn" in superseded.text
+    last = project.get_model_registry().get_model("rules", model.version).history()[-1]
+    assert last["kind"] == "rejection" and last["supersedes"] == history[-1]["seq"]
 
 
 def test_a_stale_form_is_refused(client_for, store):
