@@ -4,7 +4,8 @@ A store's first key is an ``owner``, enrolled by itself (``keys new NAME --role 
 prints the fingerprint to pin as ``FSTRAIN_TRUSTED_OWNER``); after that only an owner's key
 (``--key`` or ``$FSTRAIN_KEY``) enrols or revokes. ``keys add`` enrols an existing OpenSSH
 Ed25519 public key (one ``ssh-keygen -t ed25519`` made). The trust list lives in
-``<root>/trust/`` (see :mod:`model_registry.audit.trust`).
+``<root>/trust/`` (see :mod:`model_registry.audit.trust`); with ``--backend hopsworks`` in the
+project itself (:mod:`model_registry.hopsworks.trust`), so every client and job shares it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fstrain.cli.options import JsonOpt, RootOpt
+from fstrain.cli.options import BackendOpt, JsonOpt, RootOpt
 from fstrain.kernel.errors import FeatureStoreError
 
 keys_app = typer.Typer(
@@ -35,10 +36,16 @@ KeyOpt = Annotated[Path | None, typer.Option(
     "needed for a store's first key.")]
 
 
-def _store(root: Path | None) -> Any:
+def _store(root: Path | None, backend: str = "local") -> Any:
+    """The trust list of the store: ``<root>/trust``, or on Hopsworks the project's own
+    (``Resources/fstrain/trust``, through the SDK; login from the environment)."""
     from fstrain.kernel.store_root import resolve_root
     from model_registry.audit.trust import TRUST_DIR, TrustStore
 
+    if backend != "local":
+        import feature_store
+
+        return feature_store.login(backend=backend).get_model_registry().trust_store
     return TrustStore(resolve_root(root) / TRUST_DIR)
 
 
@@ -91,13 +98,14 @@ def new_command(
         "$FSTRAIN_KEY_PASSPHRASE without a terminal).")] = False,
     key: KeyOpt = None,
     root: RootOpt = None,
+    backend: BackendOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Make an Ed25519 key (OpenSSH format) and enrol it in the store's trust list."""
     from model_registry.audit import keys
 
     try:
-        store = _store(root)
+        store = _store(root, backend)
         signer_key = _owner_key(store, key) if store.exists() else None
         secret = _new_passphrase(protect)
         line = keys.generate_key(out, comment=name, passphrase=secret)
@@ -124,6 +132,7 @@ def add_command(
     attests_for: AttestsOpt = None,
     key: KeyOpt = None,
     root: RootOpt = None,
+    backend: BackendOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Enrol an existing Ed25519 public key (e.g. one ``ssh-keygen -t ed25519`` made); a store's
@@ -132,7 +141,7 @@ def add_command(
     from model_registry.audit import keys
 
     try:
-        store = _store(root)
+        store = _store(root, backend)
         try:
             line = public_key.read_text(encoding="utf-8")
         except OSError as exc:
@@ -147,13 +156,17 @@ def add_command(
     _report(identity, store, as_json, private=None)
 
 
+def _where(store: Any) -> str:
+    """Where the trust list lives (a Hopsworks project's folder, else the local file)."""
+    return str(getattr(store, "location", None) or store.signers_path)
+
+
 def _report(identity: Any, store: Any, as_json: bool, *, private: Path | None) -> None:
     if as_json:
-        typer.echo(json.dumps({**identity.to_dict(), "trust_list": str(store.signers_path)},
-                              indent=2))
+        typer.echo(json.dumps({**identity.to_dict(), "trust_list": _where(store)}, indent=2))
         return
     typer.echo(f"enrolled {identity.name} (person {identity.person}, role {identity.role}) "
-               f"{identity.fingerprint} in {store.signers_path}")
+               f"{identity.fingerprint} in {_where(store)}")
     if private is not None:
         typer.echo(f"private key {private} (keep it secret), public key {private}.pub")
     if identity.role == "owner":
@@ -162,10 +175,11 @@ def _report(identity: Any, store: Any, as_json: bool, *, private: Path | None) -
 
 
 @keys_app.command("list")
-def list_command(root: RootOpt = None, as_json: JsonOpt = False) -> None:
+def list_command(root: RootOpt = None, backend: BackendOpt = "local",
+                 as_json: JsonOpt = False) -> None:
     """List the enrolled keys (revoked ones too) and which owner roots the trust list."""
     try:
-        store = _store(root)
+        store = _store(root, backend)
         report = store.read()
         trust = store.load()
     except FeatureStoreError as exc:
@@ -194,11 +208,12 @@ def revoke_command(
     reason: Annotated[str, typer.Option("--reason", help="Why (recorded, signed).")],
     key: KeyOpt = None,
     root: RootOpt = None,
+    backend: BackendOpt = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a key: it signs nothing from now on (its earlier records still verify)."""
     try:
-        store = _store(root)
+        store = _store(root, backend)
         identity = store.revoke(_owner_key(store, key), target, reason=reason)
     except FeatureStoreError as exc:
         _fail(exc)

@@ -43,6 +43,11 @@ class HopsworksTrustStore(TrustStore):
     def __repr__(self) -> str:
         return f"HopsworksTrustStore('{REMOTE_DIR}')"
 
+    @property
+    def location(self) -> str:
+        """``hopsworks:<project>/Resources/fstrain/trust/allowed_signers``."""
+        return f"hopsworks:{getattr(self.project, 'name', '?')}/{REMOTE_DIR}/{ALLOWED_SIGNERS}"
+
     def exists(self) -> bool:
         """Whether the project has a trust list (either file)."""
         self.pull()

@@ -107,3 +107,21 @@ def test_two_owners_changing_it_at_once_cannot_lose_a_change(clients, tmp_path, 
     monkeypatch.undo()
     names = {i.name for i in HopsworksTrustStore(two).read().trust.identities.values()}
     assert names == {"olga", "rita"}  # rita kept, vic not half-written
+
+
+def test_fstrain_keys_with_backend_hopsworks_writes_the_projects_list(clients, tmp_path):
+    from typer.testing import CliRunner
+
+    from fstrain.cli.app import app
+
+    fake, one, two = clients
+    env = {"HOPSWORKS_HOST": fake.server.host, "HOPSWORKS_PORT": str(fake.server.port),
+           "HOPSWORKS_PROJECT": PROJECT, "HOPSWORKS_API_KEY": fake.api_key, "FSTRAIN_KEY": ""}
+    made = CliRunner().invoke(app, ["keys", "new", "olga", "--role", "owner", "--out",
+                                    str(tmp_path / "olga"), "--backend", "hopsworks",
+                                    "--root", str(tmp_path / "three")], env=env)
+    assert made.exit_code == 0, made.output
+    assert f"hopsworks:{PROJECT}/{REMOTE_DIR}/allowed_signers" in made.output
+    assert (_remote(fake) / "log.jsonl").is_file()
+    names = {i.name for i in HopsworksTrustStore(two).read().trust.identities.values()}
+    assert names == {"olga"}
