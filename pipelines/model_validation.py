@@ -16,6 +16,7 @@ policy deviation (each change, before → after) and its status says so.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -166,8 +167,10 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
                      library_versions=library_versions())
 
 
-def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
-    """Validate one model version and record the run in the registry.
+def run(project: Project, config: ModelValidationConfig, *,
+        key: str | os.PathLike[str] | None = None) -> ValidationRef:
+    """Validate one model version and record the run in the registry, signed in a store with
+    a trust list by the key at ``key`` (else ``$FSTRAIN_KEY``).
 
     Raises:
         ConfigError: an extra gate is malformed or names an unknown metric (before any work).
@@ -188,7 +191,7 @@ def run(project: Project, config: ModelValidationConfig) -> ValidationRef:
     # who signs the run (and so vouches for the owner's texts on its model card); a signed
     # store without an enrolled validating key is refused here, before any work, and a
     # version whose record does not verify is not validated (a run would be chained onto it)
-    signer = model.signer_for("validation")
+    signer = model.signer_for("validation", key=key)
     model.require_verified()
     _require_lineage(model)
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,

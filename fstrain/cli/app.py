@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from fstrain.cli.browse import fg_app, fv_app, td_app
-from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt
+from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, KeyOpt, RootOpt
 from fstrain.cli.jobs import jobs_app
 from fstrain.cli.keys import keys_app
 from fstrain.cli.registry import registry_app
@@ -175,6 +175,16 @@ def _read_yaml_config(path: Path) -> dict[str, Any]:
     return data
 
 
+def _require_key_file(key: Path | None) -> None:
+    """``--key`` (which overrides ``$FSTRAIN_KEY``) must name an existing file; checked before
+    any work."""
+    from fstrain.kernel.errors import ConfigError
+
+    if key is not None and not key.expanduser().is_file():
+        raise ConfigError(f"--key {key}: no such file. Point --key at your enrolled OpenSSH "
+                          "private key (or leave it out to use $FSTRAIN_KEY).")
+
+
 def _model_ref(ref: str) -> tuple[str, int | None]:
     """``NAME``, ``NAME:latest`` or ``NAME:VERSION`` (a positive integer), else a ConfigError."""
     from fstrain.kernel.errors import ConfigError
@@ -325,6 +335,7 @@ def train(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
     base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder to fine-tune (default: a generated tiny Llama).")] = None,
+    key: KeyOpt = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Training pipeline: a training-dataset version → a model version (status pending)."""
@@ -334,6 +345,7 @@ def train(
         from pipelines import training
         from fstrain.kernel.versions import parse_version
 
+        _require_key_file(key)
         version = parse_version(training_dataset_version, "--training-dataset-version")
         _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume, nested=nested,
                            track=track is not None,
@@ -352,7 +364,7 @@ def train(
             _smoke(project, cfg)
             return
         with _step(f"training pipeline: {use_case} on training dataset {training_dataset_version}"):
-            ref = training.run(project, cfg)
+            ref = training.run(project, cfg, key=key)
         human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
         if track is not None:
@@ -466,6 +478,7 @@ def validate(
     gate: Annotated[list[str] | None, typer.Option(help="Extra acceptance gate, e.g. 'roc_auc >= 0.9' (repeatable): adds a gate to the model's gate policy, or replaces the policy's gate on the same metric and bound; a looser one is a policy deviation.")] = None,
     replace_gates: Annotated[bool, typer.Option("--replace-gates", help="Use only the --gate gates instead of the gate policy's: always a policy deviation (recorded, exit 4 when it passes, approval needs --override).")] = False,
     threshold_strategy: Annotated[str | None, typer.Option(help="f1, youden or a fixed number (default: the gate policy's, f1); another than the policy's is a policy deviation.")] = None,
+    key: KeyOpt = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Model-validation pipeline: scorecard + model card; exit 0 passed, 3 failed, 4 passed
@@ -475,6 +488,7 @@ def validate(
     def body() -> Any:
         from pipelines import model_validation
 
+        _require_key_file(key)
         name, version = _model_ref(model_ref)
         config = model_validation.ModelValidationConfig(
             model_name=name, version=version, gates=gate,
@@ -482,7 +496,7 @@ def validate(
             threshold_strategy=threshold_strategy,
         )
         with _step(f"model-validation pipeline: {model_ref}"):
-            ref = model_validation.run(_project(), config)
+            ref = model_validation.run(_project(), config, key=key)
         _emit({**ref.to_dict(), "verdict": ref.verdict},
               f"model {ref.model}: {ref.verdict}\nscorecard (run {ref.run}): {ref.scorecard_html}")
         return ref

@@ -12,6 +12,9 @@ RootOpt = Annotated[Path | None, typer.Option("--root", envvar="FSTRAIN_HOME",
 BackendOpt = Annotated[str, typer.Option("--backend", envvar="FSTRAIN_BACKEND",
                                          help="local (embedded store) or hopsworks.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+KeyOpt = Annotated[Path | None, typer.Option(
+    "--key", help="Private key that signs (default $FSTRAIN_KEY); needed once the store has a "
+    "trust list.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
 
-__all__ = ["BackendOpt", "DebugOpt", "JsonOpt", "RootOpt"]
+__all__ = ["BackendOpt", "DebugOpt", "JsonOpt", "KeyOpt", "RootOpt"]

@@ -10,6 +10,7 @@ lineage (feature view + training-dataset version → feature-group commits). The
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -162,8 +163,11 @@ def read_splits(project: Any, use_case: Any, version: int | str,
     return fv, (X_tr, X_va, y_tr, y_va)
 
 
-def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
-    """Train on a training-dataset version and register the model (status ``pending``)."""
+def run(project: Project, config: TrainingPipelineConfig, *,
+        key: str | os.PathLike[str] | None = None) -> ModelRef:
+    """Train on a training-dataset version and register the model (status ``pending``); in a
+    store with a trust list its creation record is signed by the key at ``key`` (else
+    ``$FSTRAIN_KEY``)."""
     from feature_views import get_use_case
 
     use_case = get_use_case(config.use_case)
@@ -182,7 +186,7 @@ def run(project: Project, config: TrainingPipelineConfig) -> ModelRef:
     issues: Any = None
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
-    signer = _signer(project, name)
+    signer = _signer(project, name, key)
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     if config.resume:
         _check_resume_version(workdir, name, int(config.training_dataset_version))
@@ -420,13 +424,14 @@ def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any,
     return _Fitted(cfg, result, registry_metrics({tuned.metric: tuned.best_metric}), tuning)
 
 
-def _signer(project: Project, name: str) -> Any:
+def _signer(project: Project, name: str, key: str | os.PathLike[str] | None = None) -> Any:
     """Who signs the model's creation record, settled before any training: in a store with a
-    trust list a missing, unknown, revoked or wrong-role key ($FSTRAIN_KEY) is refused now."""
+    trust list a missing, unknown, revoked or wrong-role key (``key``, else $FSTRAIN_KEY) is
+    refused now."""
     from model_registry.audit.authorize import resolve_signer
 
     registry = project.get_model_registry()
-    return resolve_signer(registry.trust_store, "creation", label=f"Model '{name}'")[1]
+    return resolve_signer(registry.trust_store, "creation", label=f"Model '{name}'", key=key)[1]
 
 
 def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConfig,

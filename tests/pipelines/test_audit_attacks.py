@@ -341,3 +341,21 @@ def test_training_and_validating_are_signed_or_refused_before_any_work(signed, s
     _one_line_error(as_reviewer, "validation is signed by a data-scientist or validator key")
     train = cli(["train", "adult", "-t", "1"], store, key=signed.key("rita"))
     _one_line_error(train, "creation is signed by a data-scientist or validator key")
+
+
+def test_key_option_chooses_the_identity_over_fstrain_key(signed, store):
+    # FSTRAIN_KEY names a key that may validate/train; --key names a reviewer's, and wins
+    as_reviewer = cli(["validate", signed.ref, "--key", signed.key("rita")], store,
+                      key=signed.key("vic"))
+    _one_line_error(as_reviewer, "validation is signed by a data-scientist or validator key")
+    train = cli(["train", "adult", "-t", "1", "--key", signed.key("rita")], store,
+                key=signed.key("dana"))
+    _one_line_error(train, "creation is signed by a data-scientist or validator key")
+
+
+def test_key_option_naming_a_missing_file_is_refused_before_any_work(tmp_path):
+    missing = str(tmp_path / "no-such-key")
+    for args in (["validate", "adult_income"], ["train", "adult", "-t", "1"]):
+        result = cli([*args, "--key", missing], tmp_path / "store")
+        _one_line_error(result, "--key", missing)
+    assert not (tmp_path / "store").exists()
