@@ -69,6 +69,30 @@ def build_record(name: str, version: int, document: bytes, *, policy_sha256: str
     }, signer)
 
 
+def parse_stored(name: str, folder: str, raw: bytes | None,
+                 document: bytes | None) -> dict[str, Any]:
+    """The record of one stored version folder ``folder`` (``0003``), from its record and
+    policy file bytes (``None``: the file is missing).
+
+    Raises:
+        IntegrityError: not a version folder, a missing file, a record that is not JSON or
+            names another version (naming the folder).
+    """
+    where = f"policy of model '{name}' folder {folder}"
+    if not folder.isdigit():
+        raise IntegrityError(f"{where}: not a policy version (added outside fstrain).")
+    for file, data in ((RECORD_FILE, raw), (POLICY_FILE, document)):
+        if data is None:
+            raise IntegrityError(f"{where}: {file} is missing.")
+    try:
+        record = json.loads(raw or b"")
+    except ValueError:
+        raise IntegrityError(f"{where}: {RECORD_FILE} is not valid JSON.") from None
+    if not isinstance(record, dict) or record.get("version") != int(folder):
+        raise IntegrityError(f"{where}: {RECORD_FILE} names another version.")
+    return record
+
+
 def check_chain(name: str, versions: Sequence[tuple[Mapping[str, Any], bytes, bytes]],
                 trust: TrustList | None = None) -> None:
     """Check every stored policy version of ``name``, oldest first: ``(record, record file

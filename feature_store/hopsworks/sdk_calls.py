@@ -253,6 +253,7 @@ SDK_CALLS: dict[str, SdkCall] = {
     ),
     "DatasetApi.mkdir": SdkCall(f"{_DS}.mkdir", args=("path",)),
     "DatasetApi.exists": SdkCall(f"{_DS}.exists", args=("path",)),
+    "DatasetApi.list": SdkCall(f"{_DS}.list", args=("path",)),
     "DatasetApi.download": SdkCall(f"{_DS}.download", args=("path",),
                                    kwargs=("local_path", "overwrite")),
     "DatasetApi.move": SdkCall(

@@ -33,12 +33,12 @@ class HopsworksModelRegistry(ModelFactories):
     def __init__(self, sdk_mr: Any, project: HopsworksProject) -> None:
         self.storage = HopsworksModelStorage(sdk_mr, project)
         self.project = project
-        self._policies = HopsworksPolicyStore()
+        self._policies = HopsworksPolicyStore(project)
 
     @property
     def policies(self) -> HopsworksPolicyStore:
-        """Each model's gate-policy files (not kept on Hopsworks yet: the use-case defaults
-        apply)."""
+        """Each model's gate-policy files (``Resources/fstrain/gate-policies`` of the
+        project)."""
         return self._policies
 
     def __repr__(self) -> str:

@@ -53,21 +53,12 @@ class LocalPolicyStore:
             return []
         stored = []
         for entry in sorted(folder.iterdir(), key=lambda p: p.name):
-            where = f"policy of model '{name}' folder {entry.name}"
-            if not (entry.name.isdigit() and entry.is_dir()):
-                raise IntegrityError(f"{where}: not a policy version (added outside fstrain).")
-            try:
-                raw = (entry / records.RECORD_FILE).read_bytes()
-                document = (entry / records.POLICY_FILE).read_bytes()
-                record = json.loads(raw)
-            except FileNotFoundError as exc:
-                raise IntegrityError(f"{where}: {Path(exc.filename or '').name} is missing."
-                                     ) from None
-            except ValueError:
-                raise IntegrityError(f"{where}: {records.RECORD_FILE} is not valid JSON."
-                                     ) from None
-            if not isinstance(record, dict) or record.get("version") != int(entry.name):
-                raise IntegrityError(f"{where}: {records.RECORD_FILE} names another version.")
+            if not entry.is_dir():
+                raise IntegrityError(f"policy of model '{name}': {entry.name} is not a policy "
+                                     "version folder (added outside fstrain).")
+            raw, document = _read(entry / records.RECORD_FILE), _read(entry / records.POLICY_FILE)
+            record = records.parse_stored(name, entry.name, raw, document)
+            assert raw is not None and document is not None  # parse_stored refused a missing one
             stored.append((record, raw, document))
         records.check_chain(name, stored, trust)
         return [(record, document) for record, _, document in stored]
@@ -105,3 +96,11 @@ class LocalPolicyStore:
             finally:
                 shutil.rmtree(staged, ignore_errors=True)
         raise BackendError(f"policy of model '{name}': too many concurrent writers; try again.")
+
+
+def _read(path: Path) -> bytes | None:
+    """A file's bytes, or None when it is missing."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
