@@ -68,7 +68,8 @@ def verify_command(
         typer.echo(json.dumps({"ok": result.ok, "trust": {
             "problems": result.trust.problems, "notes": result.trust.notes,
             "owner": None if result.trust.trust is None else result.trust.trust.root.fingerprint},
-            "versions": [v.to_dict() for v in result.versions]}, indent=2))
+            "versions": [v.to_dict() for v in result.versions],
+            "policies": result.policies}, indent=2))
     else:
         _print_verification(result)
     if not result.ok:

@@ -350,24 +350,27 @@ def _check_head(report: VerificationReport, records: list[_Record], head: str | 
 
 @dataclass
 class RegistryVerification:
-    """The result of verifying a registry (or some of its versions): the trust list once, and
-    one report per version."""
+    """The result of verifying a registry (or some of its versions): the trust list once, one
+    report per version, and the problems of the models' gate-policy files (one line each)."""
 
     trust: TrustReport
     versions: list[VerificationReport]
+    policies: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """True when the trust list and every version verify."""
-        return not self.trust.problems and all(v.ok for v in self.versions)
+        """True when the trust list, every version and every policy file verify."""
+        return (not self.trust.problems and all(v.ok for v in self.versions)
+                and not self.policies)
 
     def problem_lines(self) -> list[str]:
-        """One line per broken item: ``trust list: …`` or ``NAME:VERSION FILE: what``."""
+        """One line per broken item: ``trust list: …``, ``NAME:VERSION FILE: what`` or
+        ``policy of model 'NAME' version N: what``."""
         lines = [f"trust list: {p}" for p in self.trust.problems]
         for report in self.versions:
             lines += [f"{report.ref} {p}" for p in report.problems
                       if not p.startswith("trust list: ")]
-        return lines
+        return lines + self.policies
 
 
 class _Registry(Protocol):
@@ -377,6 +380,9 @@ class _Registry(Protocol):
     def list_models(self, name: str | None = None) -> list[Any]: ...
 
     def get_model(self, name: str, version: int | None = None) -> Any: ...
+
+    @property
+    def policies(self) -> Any: ...
 
 
 def verify_registry(registry: _Registry, *, name: str | None = None, version: int | None = None,
@@ -392,4 +398,21 @@ def verify_registry(registry: _Registry, *, name: str | None = None, version: in
 
         raise InvalidArgumentError("--head checks one version's chain: name it as NAME:VERSION.")
     return RegistryVerification(trust_report, [
-        verify_version(m, head=head, trust_report=trust_report) for m in models])
+        verify_version(m, head=head, trust_report=trust_report) for m in models],
+        _policy_problems(registry, [name] if name is not None else
+                         sorted({m.name for m in models}), trust_report))
+
+
+def _policy_problems(registry: _Registry, names: list[str], trust: TrustReport) -> list[str]:
+    """What is wrong with each model's stored gate-policy files (hashes, chain, seals)."""
+    from fstrain.kernel.errors import VerificationError
+
+    problems: list[str] = []
+    for name in names:
+        try:
+            registry.policies.versions(name, trust.trust)
+        except VerificationError as exc:
+            problems += exc.problems or [str(exc)]
+        except FeatureStoreError as exc:
+            problems.append(str(exc))
+    return problems

@@ -181,6 +181,8 @@ def test_with_a_trust_list_only_an_owner_key_sets_the_policy(adult, monkeypatch,
     monkeypatch.setenv(keys.ENV_KEY, str(tmp_path / "vic"))  # a validator signs the run
     edited = runner.invoke(app, ["validate", f"{ref.name}:{ref.version}", "--root", str(root)])
     assert edited.exit_code == 2 and "policy.yaml was edited" in edited.output
+    verify = runner.invoke(app, ["registry", "verify", ref.name, "--root", str(root)])
+    assert verify.exit_code == 1 and "version 1: policy.yaml was edited" in verify.output
 
 
 def test_in_a_signed_store_a_deviation_is_signed_marked_and_needs_an_override(
