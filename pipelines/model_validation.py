@@ -173,14 +173,22 @@ def run(project: Project, config: ModelValidationConfig, *,
     a trust list by the key at ``key`` (else ``$FSTRAIN_KEY``).
 
     Raises:
-        ConfigError: an extra gate is malformed or names an unknown metric (before any work).
+        ConfigError: an extra gate is malformed or names an unknown metric, or the threshold
+            strategy is not f1, youden or a number (before any work).
         IntegrityError: the model's stored policy file does not verify.
     """
     from validation.evaluate import EvaluationSettings, evaluate, task_of
     from validation.model_card import load_owner_file
-    from validation.policy import check_extra_gates, current_policy, plan_gates
+    from validation.policy import (
+        check_extra_gates,
+        current_policy,
+        normalize_strategy,
+        plan_gates,
+    )
 
     check_extra_gates(config.gates, replace=config.replace_gates)
+    if config.threshold_strategy is not None:
+        normalize_strategy(config.threshold_strategy)  # refused before any work
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))

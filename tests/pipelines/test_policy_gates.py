@@ -139,6 +139,8 @@ def test_validate_exits_4_under_a_deviation_0_clean_3_failed(adult):
     assert validate("--threshold-strategy", "youden").exit_code == 3  # deviates, still failing
     bad = validate("--gate", "roc_aucc >= 0.9")
     assert bad.exit_code == 2 and "unknown metric 'roc_aucc'" in bad.output
+    bad = validate("--threshold-strategy", "best")
+    assert bad.exit_code == 2 and "'f1', 'youden' or a number" in bad.output
     policy = root / "gates.yaml"
     policy.write_text("gates: ['roc_auc >= 0.7']\n")
     set_ = runner.invoke(app, ["registry", "policy", "set", ref.name, "--file", str(policy),
