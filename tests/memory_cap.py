@@ -20,9 +20,12 @@ def vm(key: str = "VmData") -> int:
 
 def out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` says the process ran out of memory (DuckDB, Arrow and the store wrap
-    MemoryError in messages of their own)."""
+    MemoryError in messages of their own; a thread pool that cannot map a new thread's stack
+    under the cap — anonymous mappings count towards RLIMIT_DATA — says "can't start new
+    thread", which happens first when the machine runs the read slowly)."""
     text = f"{type(exc).__name__}: {exc}".lower()
-    return isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
+    return (isinstance(exc, MemoryError) or "out of memory" in text or "memoryerror" in text
+            or (isinstance(exc, RuntimeError) and "can't start new thread" in text))
 
 
 def create_in_memory(fv: Any, data_format: str = "parquet") -> int:
