@@ -138,7 +138,9 @@ def test_ray_data_shards_cover_every_train_row_once_per_epoch(cluster, tmp_path)
         for rank, start in ((0, 1), (2, per_rank - 1)):
             assert rids(shard(rank, 1)[:start]) + rids(shard(rank, 1, start)) == second[rank]
         # without shuffling the piece the cut falls in is sliced (its rows before it not read)
-        plain = streaming.SplitStream(source, "train", data.train_set.prep, seed=7)
+        from fstrain.trainers.stream.split import SplitStream
+
+        plain = SplitStream(source, "train", data.train_set.prep, seed=7)
         feed = start_feeder(plain, 2, epochs=1, start_epoch=None)
         whole = shard(1, 0, feed=feed, stream=plain)
         assert sorted(rids(whole)) == list(range(len(X) // 2, len(X)))
