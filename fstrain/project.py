@@ -16,7 +16,7 @@ from fstrain.kernel.errors import ConfigError
 from fstrain.kernel.store_root import DEFAULT_ROOT, DEFAULT_ROOT_ENV, resolve_root
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.objects.feature_store import FeatureStore
     from model_registry.local.registry import LocalModelRegistry
 
 __all__ = ["BACKENDS", "DEFAULT_ROOT", "DEFAULT_ROOT_ENV", "Project", "login", "resolve_root"]
@@ -108,7 +108,7 @@ class Project:
 
     @cached_property
     def _feature_store(self) -> FeatureStore:
-        from feature_store.local.feature_store import FeatureStore
+        from feature_store.local.objects.feature_store import FeatureStore
         from fstrain import sdk_objects
 
         return FeatureStore(self.root / "feature_store", project_name=self.name,

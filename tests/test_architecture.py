@@ -84,7 +84,7 @@ def test_point_in_time_join_is_written_once():
         for path in (ROOT / package).rglob("*.py")
         if re.search(r"ASOF (LEFT )?JOIN", path.read_text())
     ]
-    assert [str(h) for h in hits] == ["feature_store/local/pit.py"]
+    assert [str(h) for h in hits] == ["feature_store/local/query/pit.py"]
 
 
 def test_import_contracts_hold():

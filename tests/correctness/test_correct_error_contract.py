@@ -140,7 +140,7 @@ def test_first_insert_of_an_unstorable_type_creates_nothing(fs, column, values, 
 
 
 def _forget():
-    from feature_store.local.delta_table import forget_snapshots
+    from feature_store.local.storage.delta_table import forget_snapshots
 
     forget_snapshots()
 

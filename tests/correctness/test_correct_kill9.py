@@ -47,7 +47,7 @@ def test_kill_between_delta_folder_and_catalog_row(tmp_path):
 
     root = tmp_path / "store"
     _killed_child(root, """
-        from feature_store.local.delta_table import DeltaFeatureTable
+        from feature_store.local.storage.delta_table import DeltaFeatureTable
         kill_after(DeltaFeatureTable, "create")
         fs = project.get_feature_store()
         fg = fs.create_feature_group("g", version=1, primary_key=["id"])
@@ -72,7 +72,7 @@ def test_kill_after_staging_a_training_dataset(tmp_path):
     fg.insert(pd.DataFrame({"id": list(range(10)), "v": [float(i) for i in range(10)]}))
     fs.create_feature_view("g_fv", version=1, query=fg.select_all())
     _killed_child(root, """
-        from feature_store.local.training_data import TrainingDataStore
+        from feature_store.local.training_data.store import TrainingDataStore
         kill_after(TrainingDataStore, "_create_streamed")  # files staged, no version yet
         fv = project.get_feature_store().get_feature_view("g_fv", version=1)
         fv.create_training_data(seed=1)

@@ -151,7 +151,7 @@ def test_a_moved_store_still_reads_its_versions(tmp_path):
     version, _ = fv.create_training_data(seed=1)
     moved = tmp_path / "moved"
     shutil.move(str(root), str(moved))
-    from feature_store.local.delta_table import forget_snapshots
+    from feature_store.local.storage.delta_table import forget_snapshots
 
     forget_snapshots()
     fs2 = feature_store.login(root=moved).get_feature_store()

@@ -41,7 +41,7 @@ def test_nan_and_null_floats_are_still_accepted(fs):
 def test_statistics_survive_stored_infinity():
     import duckdb
 
-    from feature_store.local.statistics import compute_statistics
+    from feature_store.local.storage.statistics import compute_statistics
 
     con = duckdb.connect()
     table = pa.table({"x": [1.0, math.inf]})

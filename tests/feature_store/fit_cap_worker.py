@@ -36,8 +36,8 @@ def main() -> int:
         robust_scaler,
         standard_scaler,
     )
-    from feature_store.local.transformation_stats import FIT_BATCH_ROWS
-    from feature_store.local.training_data_stream import open_parquet
+    from feature_store.local.training_data.transformation_stats import FIT_BATCH_ROWS
+    from feature_store.local.training_data.training_data_stream import open_parquet
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)

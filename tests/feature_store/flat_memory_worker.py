@@ -49,7 +49,7 @@ class _Peak:
 def _measure_assignments() -> list[int]:
     """The peak growth of the data segment while each out-of-core split assignment runs (the
     dispatch's ``assign``, measured from its start), appended as each ends."""
-    from feature_store.local.training_data import TrainingDataStore
+    from feature_store.local.training_data.store import TrainingDataStore
 
     grown: list[int] = []
     make = TrainingDataStore._streamed_assigner
@@ -78,7 +78,7 @@ def main() -> int:
     import pyarrow as pa
 
     import feature_store
-    from feature_store.local import partitioned_join as pj
+    from feature_store.local.query import partitioned_join as pj
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)

@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from feature_store.local import bucket_join as bj
-from feature_store.local import engine
-from feature_store.local import partitioned_join as pj
-from feature_store.local import training_data_stream as ts
+from feature_store.local.query import bucket_join as bj
+from feature_store.local.storage import engine
+from feature_store.local.query import partitioned_join as pj
+from feature_store.local.training_data import training_data_stream as ts
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 MS0 = int(T0.value // 1_000_000)

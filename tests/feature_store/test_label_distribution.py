@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from feature_store.local import label_distribution as ld
-from feature_store.local.label_distribution import (
+from feature_store.local.training_data import label_distribution as ld
+from feature_store.local.training_data.label_distribution import (
     file_label_distribution,
     label_distribution,
     table_label_distribution,

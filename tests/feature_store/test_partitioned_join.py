@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from feature_store.local import partitioned_join as pj
-from feature_store.local.training_data_stream import StreamOptions
+from feature_store.local.query import partitioned_join as pj
+from feature_store.local.training_data.training_data_stream import StreamOptions
 from fstrain.kernel.errors import InvalidArgumentError
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
@@ -201,7 +201,7 @@ def test_partition_batches_follow_the_memory_limit(fs, monkeypatch):
     """The kernel's partitioning reads batches of at most PARTITION_SHARE of DuckDB's memory
     limit (a batch of 1M wide rows in each of two groups overran a 256 MB limit several times);
     the version is the same whatever the batch size."""
-    from feature_store.local import bucket_join
+    from feature_store.local.query import bucket_join
 
     assert pj.partition_batch_rows(136, 256 * 10**6) == 256 * 10**6 // 32 // 136
     assert pj.partition_batch_rows(8, 64 * 10**9) == pj.PARTITION_BATCH
@@ -361,7 +361,7 @@ def test_split_statistics_are_identical_for_any_bucket_count_and_batch_rows(fs, 
     are a function of its rows and their order only: two partitioned creates of the same version
     with other bucket counts and batch sizes (other merge windows fed to the split writers)
     record them bit for bit alike. Blocks of 8 values make every batching break blocks."""
-    from feature_store.local import statistics
+    from feature_store.local.storage import statistics
 
     monkeypatch.setattr(statistics, "BLOCK", 8)
     monkeypatch.setattr(pj, "MERGE_MIN_READ", 1)  # windows of batch_rows / buckets rows

@@ -224,7 +224,7 @@ def test_arrow_output_and_as_of_across_joins(groups):
 
 
 def test_query_round_trips_through_dict(fs, groups):
-    from feature_store.local.query import Query
+    from feature_store.local.objects.query import Query
 
     labels, card = groups
     q = labels.select_all().join(card.select(["spend"]), on=["card"], lookback="2D").filter(labels.y == 1)
@@ -236,7 +236,7 @@ def test_query_round_trips_through_dict(fs, groups):
 @given(data=st.data())
 def test_pit_join_matches_merge_asof(tmp_path_factory, monkeypatch, data):
     import feature_store
-    from feature_store.local import pit, row_gather
+    from feature_store.local.query import pit, row_gather
 
     monkeypatch.setattr(row_gather, "MIN_ROWS_PER_FILE", 0)  # joined columns taken by row id
     monkeypatch.setattr(row_gather, "MIN_COLUMNS", 1)

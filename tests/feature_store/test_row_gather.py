@@ -16,8 +16,9 @@ import pyarrow as pa
 import pytest
 
 from feature_store.feature import Feature
-from feature_store.local import engine, row_gather
-from feature_store.local.pit import compile_query
+from feature_store.local.storage import engine
+from feature_store.local.query import row_gather
+from feature_store.local.query.pit import compile_query
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 

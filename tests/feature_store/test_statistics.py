@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from feature_store.local import engine
-from feature_store.local import statistics as st
+from feature_store.local.storage import engine
+from feature_store.local.storage import statistics as st
 
 
 def _table(n: int, seed: int = 0) -> pa.Table:

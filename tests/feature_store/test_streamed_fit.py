@@ -24,8 +24,8 @@ from feature_store.core.transformations import (
     robust_scaler,
     standard_scaler,
 )
-from feature_store.local import transformation_stats
-from feature_store.local.training_data_stream import StreamOptions
+from feature_store.local.training_data import transformation_stats
+from feature_store.local.training_data.training_data_stream import StreamOptions
 from fstrain.kernel.errors import InvalidArgumentError
 
 BATCHINGS = (1, 7, 64, 10_000)  # rows per batch

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from feature_store.core.content_hash import table_sha256
-from feature_store.local import text_split_writer as tw
+from feature_store.local.training_data import text_split_writer as tw
 
 HERE = Path(__file__).parent
 # Arrow allocates through malloc (counted by RLIMIT_DATA); a fixed mmap threshold returns freed

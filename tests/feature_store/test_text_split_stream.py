@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from feature_store.local import text_pieces as tp
+from feature_store.local.readers import text_pieces as tp
 from fstrain.kernel.errors import IntegrityError
 from tests.feature_store.text_groups import quoting_groups
 

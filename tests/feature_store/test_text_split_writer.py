@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-from feature_store.local import text_split_writer as tw
-from feature_store.local.training_data_stream import StreamOptions
+from feature_store.local.training_data import text_split_writer as tw
+from feature_store.local.training_data.training_data_stream import StreamOptions
 from fstrain.kernel.errors import IntegrityError
 from tests.feature_store.text_groups import quoting_groups
 
@@ -88,7 +88,7 @@ def test_csv_batches_keep_the_header_once_and_quote_by_type():
 @pytest.mark.parametrize("data_format", ["csv", "jsonl"])
 def test_block_by_block_hash_equals_the_whole_file_parse(fv, data_format, monkeypatch):
     td = _create(fv, data_format, StreamOptions(batch_rows=9), False, "random", test_size=0.25)
-    from feature_store.local.training_data import _arrow_schema
+    from feature_store.local.training_data.store import _arrow_schema
 
     path = Path(td.location) / f"train.{data_format}"
     schema = _arrow_schema(td.columns)

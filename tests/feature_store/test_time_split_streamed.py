@@ -218,7 +218,7 @@ def test_out_of_core_creation_streams_the_time_split(fs, monkeypatch, kind: str)
     import pyarrow.parquet as pq
 
     from feature_store.core import splits
-    from feature_store.local.training_data_stream import StreamOptions
+    from feature_store.local.training_data.training_data_stream import StreamOptions
 
     rng = np.random.default_rng(4)
     n, unit = 150, "D" if kind == "date" else "h"

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from feature_store.core.content_hash import StreamingTableHash, table_sha256
-from feature_store.local.training_data_stream import StreamOptions
+from feature_store.local.training_data.training_data_stream import StreamOptions
 from feature_store.transformations import label_encoder, standard_scaler
 from fstrain.kernel.errors import InvalidArgumentError
 
@@ -63,7 +63,7 @@ CASES = [
 def mapped(monkeypatch):
     """Every array the split assignment allocates (path, dtype, rows, mapped from a file), and
     whether its scratch folder was gone after each create."""
-    from feature_store.local import training_data_stream as ts
+    from feature_store.local.training_data import training_data_stream as ts
 
     seen: list[tuple[Path, str, int, bool]] = []
     real = ts.ScratchArrays.__call__
@@ -83,7 +83,7 @@ def test_streamed_version_is_bit_identical_to_in_memory(fv, mapped, monkeypatch,
     """On both out-of-core paths (one statement; hash partitions), every strategy's codes held
     in a file mapping that is gone once the version is created; the key columns' batches cut
     again into pieces of other sizes."""
-    from feature_store.local import training_data
+    from feature_store.local.training_data import store as training_data
 
     in_memory = _create(fv, None, three_way, split, **kwargs)
     a = fv.get_training_dataset(in_memory)
@@ -127,7 +127,7 @@ def _same_version(fv, a, b):
 
 
 def test_scratch_arrays_are_file_mappings_deleted_also_on_failure(tmp_path):
-    from feature_store.local.training_data_stream import ScratchArrays
+    from feature_store.local.training_data.training_data_stream import ScratchArrays
 
     folder = tmp_path / ".split-scratch"
     with pytest.raises(RuntimeError, match="boom"), ScratchArrays(folder) as alloc:
@@ -194,7 +194,7 @@ def test_streaming_verify_catches_changed_and_missing_files(fv):
 def test_verified_split_file_is_not_rehashed_but_a_rewrite_is_caught(fv, monkeypatch):
     import os
 
-    import feature_store.local.training_data as td_module
+    import feature_store.local.training_data.store as td_module
     from fstrain.kernel.errors import IntegrityError
 
     monkeypatch.setattr(td_module, "_RACY_NS", -10**18)  # remember files however new
@@ -244,8 +244,8 @@ def test_one_statement_hands_duckdb_back_before_the_split_is_assigned(fv, monkey
     is assigned and dealt (at 2M rows they held ~240 MiB resident through both passes)."""
     import duckdb
 
-    from feature_store.local import training_data_stream as ts
-    from feature_store.local.training_data import TrainingDataStore
+    from feature_store.local.training_data import training_data_stream as ts
+    from feature_store.local.training_data.store import TrainingDataStore
 
     opened: list[duckdb.DuckDBPyConnection] = []
     connect, make = ts.connect, TrainingDataStore._streamed_assigner

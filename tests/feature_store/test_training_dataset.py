@@ -223,7 +223,7 @@ def test_deterministic_across_processes_and_hash_seeds(tmp_path, fs, fv):
 KILLED_CREATE = textwrap.dedent(
     """
     import sys, feature_store
-    import feature_store.local.training_data as td
+    import feature_store.local.training_data.store as td
     def slow(self, metadata, staging):  # the split files are staged, the version not recorded
         assert any(staging.iterdir())
         print("wrote", flush=True)
@@ -381,8 +381,8 @@ def test_training_data_is_made_from_values_not_from_the_view(fs, fv):
     """The training-data store is built from the view as values (identity, frozen query,
     column roles), the catalog and the root: no view, and versions of both kinds re-read
     equal through it after a backfill."""
-    from feature_store.local.training_data import TrainingDataStore
-    from feature_store.local.view_data import ViewData
+    from feature_store.local.training_data.store import TrainingDataStore
+    from feature_store.local.training_data.view_data import ViewData
 
     materialized, _ = fv.create_train_test_split(test_size=0.3, seed=5)
     fv.train_test_split(test_size=0.3, seed=5)

@@ -18,8 +18,8 @@ from feature_store.core.splits import (
     assign_splits,
     make_split_spec,
 )
-from feature_store.local import partitioned_join as pj
-from feature_store.local.training_data_stream import StreamOptions
+from feature_store.local.query import partitioned_join as pj
+from feature_store.local.training_data.training_data_stream import StreamOptions
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
 N = 400
@@ -172,8 +172,8 @@ def test_split_codes_assign_the_rows_as_before(case):
 def test_streaming_statistics_equal_duckdb_for_any_batching():
     """Numbers, NaN and ±inf (left to DuckDB), timestamps of every unit, dates, strings,
     booleans, decimals, all-null and single-value columns."""
-    from feature_store.local import engine
-    from feature_store.local.statistics import StreamingStatistics, compute_statistics
+    from feature_store.local.storage import engine
+    from feature_store.local.storage.statistics import StreamingStatistics, compute_statistics
 
     rng = np.random.default_rng(0)
     n = 300
@@ -213,7 +213,7 @@ def test_verify_reports_changed_bytes_before_an_unreadable_file(tmp_path):
     """The file's sha256 runs beside the parse: a damaged file whose bytes changed is reported
     as changed; an unreadable file without a recorded hash as unreadable."""
     from feature_store.core.content_hash import table_sha256
-    from feature_store.local.training_data_stream import (
+    from feature_store.local.training_data.training_data_stream import (
         file_sha256,
         verified_content_hash,
     )
@@ -236,7 +236,7 @@ def test_pipelined_split_writers_keep_order_and_surface_a_failed_write(tmp_path,
     and sink threads: each file holds its rows in order in full row groups, its recorded sha256
     is the file's and its content hash the rows'; a failing write raises from the ``with``."""
     from feature_store.core.content_hash import table_sha256
-    from feature_store.local import training_data_stream as ts
+    from feature_store.local.training_data import training_data_stream as ts
 
     monkeypatch.setattr(ts, "SINK_BUFFER", 64)  # many sink writes, queued on the sink thread
     table = pa.table({"id": np.arange(1000, dtype="int64"), "x": np.linspace(0, 1, 1000)})

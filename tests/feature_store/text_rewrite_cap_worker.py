@@ -28,7 +28,7 @@ def _stream(source: Path, data_format: str, keep: bool) -> dict[str, str]:
 
     import pyarrow.parquet as pq
 
-    from feature_store.local import text_split_writer as tw
+    from feature_store.local.training_data import text_split_writer as tw
 
     copy = source.with_name(f"{source.stem}.copy.parquet")
     shutil.copyfile(source, copy)  # the rewrite consumes its input
@@ -46,7 +46,7 @@ def main() -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from feature_store.local import text_split_writer as tw
+    from feature_store.local.training_data import text_split_writer as tw
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)

@@ -238,7 +238,7 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     applied with train statistics, then the train-fitted preprocessor) is the single-process
     train matrix, row for row, each row in exactly one of three shards; a csv or jsonl
     version's shards are pieces of its text."""
-    from feature_store.local import text_pieces
+    from feature_store.local.readers import text_pieces
     from fstrain.trainers.ray_boosting import StreamedFit, shard_weights, version_source
     from fstrain.trainers.stream.ray_feed import _read_pieces
     from fstrain.trainers.stream.pieces import rank_pieces

@@ -243,7 +243,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
     import pandas as pd
     import ray
 
-    from feature_store.local import text_pieces
+    from feature_store.local.readers import text_pieces
     from fstrain.trainers.streamed_training import stream_source
     from fstrain.trainers.config import load_config
     from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream, start_feeder

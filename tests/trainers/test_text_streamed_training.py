@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from feature_store.local import text_pieces as tp
+from feature_store.local.readers import text_pieces as tp
 from fstrain.kernel.errors import ConfigError, IntegrityError
 from fstrain.trainers.streamed_training import stream_source
 from fstrain.trainers.config import load_config

@@ -14,10 +14,10 @@ from feature_store.hopsworks.feature_store import (
 )
 from feature_store.hopsworks.feature_view import HopsworksFeatureView
 from feature_store.hopsworks.project import HopsworksProject
-from feature_store.local.feature_group import FeatureGroup
-from feature_store.local.feature_store import FeatureStore
-from feature_store.local.feature_view import FeatureView
-from feature_store.local.query import Query
+from feature_store.local.objects.feature_group import FeatureGroup
+from feature_store.local.objects.feature_store import FeatureStore
+from feature_store.local.objects.feature_view import FeatureView
+from feature_store.local.objects.query import Query
 from fstrain.project import Project
 from model_registry import api as mr_api
 from model_registry.hopsworks.model_storage import HopsworksModelStorage

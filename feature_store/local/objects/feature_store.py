@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
 from feature_store.local.catalog import loads, open_catalog
-from feature_store.local.feature_group import FeatureGroup, warn_default_version
-from feature_store.local.feature_view_operations import (
+from feature_store.local.objects.feature_group import FeatureGroup, warn_default_version
+from feature_store.local.objects.feature_view_operations import (
     FeatureViewOperations,
     refuse_unsupported,
 )
@@ -29,7 +29,7 @@ from fstrain.kernel.names import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.writer import FeatureGroupWriter
+    from feature_store.local.storage.writer import FeatureGroupWriter
 
 
 class FeatureStore(FeatureViewOperations):
@@ -54,7 +54,7 @@ class FeatureStore(FeatureViewOperations):
     def writer(self) -> FeatureGroupWriter:
         """The write path of this store's feature groups (package-internal: used by
         :class:`FeatureGroup`; users call ``fg.insert``)."""
-        from feature_store.local.writer import FeatureGroupWriter
+        from feature_store.local.storage.writer import FeatureGroupWriter
 
         return FeatureGroupWriter(self)
 

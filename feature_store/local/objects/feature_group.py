@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, FilterLike
-from feature_store.local import group_storage
-from feature_store.local.tags import TaggedEntity
+from feature_store.local.storage import group_storage
+from feature_store.local.objects.tags import TaggedEntity
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from feature_store.core.expectations import ValidationReport
-    from feature_store.local.delta_table import DeltaFeatureTable
-    from feature_store.local.feature_store import FeatureStore
-    from feature_store.local.query import Query
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
+    from feature_store.local.objects.feature_store import FeatureStore
+    from feature_store.local.objects.query import Query
 
 _DATAFRAME_TYPES = ("default", "pandas", "pyarrow", "arrow", "numpy", "python", "polars")
 
@@ -139,7 +139,7 @@ class FeatureGroup(TaggedEntity):
     @property
     def delta_table(self) -> DeltaFeatureTable:
         """The Delta table holding this group version (its writes and history)."""
-        from feature_store.local.delta_table import DeltaFeatureTable
+        from feature_store.local.storage.delta_table import DeltaFeatureTable
 
         return DeltaFeatureTable(self.table_path, self.owner)
 
@@ -201,9 +201,9 @@ class FeatureGroup(TaggedEntity):
         :class:`~fstrain.kernel.errors.FeatureStoreError` subclass and writes nothing.
         ``wait`` and ``write_options={"wait_for_job": ...}`` are honoured by construction (the
         commit has finished when the call returns); any other ``write_options`` key is refused
-        by name (see :mod:`feature_store.local.options`).
+        by name (see :mod:`feature_store.local.storage.options`).
         """
-        from feature_store.local.options import check_write_options
+        from feature_store.local.storage.options import check_write_options
 
         check_write_options(self.owner, write_options)
         return self._store.writer.insert(
@@ -224,7 +224,7 @@ class FeatureGroup(TaggedEntity):
 
         Returns the commit id of the delete. ``write_options`` as for :meth:`insert`.
         """
-        from feature_store.local.options import check_write_options
+        from feature_store.local.storage.options import check_write_options
 
         check_write_options(self.owner, write_options)
         return self._store.writer.remove_rows(self, delete_df)
@@ -289,7 +289,7 @@ class FeatureGroup(TaggedEntity):
         include_event_time: bool = True,
     ) -> Query:
         """A query selecting every feature (keys and event time included unless excluded)."""
-        from feature_store.local.query import Query
+        from feature_store.local.objects.query import Query
 
         self.require_saved()
         names = []
@@ -311,7 +311,7 @@ class FeatureGroup(TaggedEntity):
 
     def select(self, features: list[str | Feature]) -> Query:
         """A query selecting the given features (names or :class:`Feature` objects)."""
-        from feature_store.local.query import Query
+        from feature_store.local.objects.query import Query
 
         self.require_saved()
         names = [f.name if isinstance(f, Feature) else f for f in features]
@@ -352,7 +352,7 @@ class FeatureGroup(TaggedEntity):
                 f"{self.owner}: read(online=True) needs an online store; the local backend has "
                 "only the offline store. Use online=False."
             )
-        from feature_store.local.options import check_options
+        from feature_store.local.storage.options import check_options
 
         check_options(self.owner, "read_options", read_options, {})
         query = self.select_all()

@@ -19,7 +19,7 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.objects.feature_store import FeatureStore
 
 
 class LocalTransformationFunction:

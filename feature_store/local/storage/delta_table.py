@@ -43,7 +43,7 @@ class Commit:
 
 def forget_snapshots() -> None:
     """Drop cached snapshots (a dropped table's path may be reused by a new table)."""
-    from feature_store.local import snapshots
+    from feature_store.local.storage import snapshots
 
     snapshots.forget()
 
@@ -121,7 +121,7 @@ class DeltaFeatureTable:
         """The table at ``version`` (a committed version never changes, so it is cached)."""
         if version is None:
             return DeltaTable(str(self.path))
-        from feature_store.local.snapshots import snapshot
+        from feature_store.local.storage.snapshots import snapshot
 
         return snapshot(str(self.path), int(version)).table
 

@@ -2,7 +2,7 @@
 
 A query selects features from a root feature group and joins other groups to it. ``join`` and
 ``filter`` mutate the query and return it, as in Hopsworks. Every query compiles to one DuckDB
-SQL statement (see :mod:`feature_store.local.pit` — the only place where joins are written);
+SQL statement (see :mod:`feature_store.local.query.pit` — the only place where joins are written);
 point-in-time-joined groups' columns are fetched by row after it runs.
 
 Join keys: ``on``, else ``left_on``/``right_on``, else — Hopsworks' rule — the primary-key names
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
-from feature_store.local.query_spec import (
+from feature_store.local.query.query_spec import (
     Column,
     GroupSpec,
     JoinSpec,
@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-    from feature_store.local.feature_group import FeatureGroup
-    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.objects.feature_group import FeatureGroup
+    from feature_store.local.objects.feature_store import FeatureStore
 
 JOIN_TYPES = ("left", "inner", "right", "outer", "full")
 
@@ -213,7 +213,7 @@ class Query:
         return self.spec().commits()
 
     def frozen(self) -> QuerySpec:
-        """This query as values (:class:`~feature_store.local.query_spec.QuerySpec`): every
+        """This query as values (:class:`~feature_store.local.query.query_spec.QuerySpec`): every
         group with its selected features, joins and time travel, commits not yet resolved."""
         return self._frozen(self, top=True)
 
@@ -241,7 +241,7 @@ class Query:
     @property
     def features(self) -> list[Feature]:
         """The output features, named as they appear in the result."""
-        from feature_store.local.query_plan import plan
+        from feature_store.local.query.query_plan import plan
 
         groups = {fg_key(fg): fg for fg in self.feature_groups()}
         return [Feature(name=c.name, type=c.column.type, description=c.column.description,
@@ -250,8 +250,8 @@ class Query:
                 for c in plan(self.spec()).columns]
 
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
-        from feature_store.local.pit import compile_query
-        from feature_store.local.storage_errors import storage_boundary
+        from feature_store.local.query.pit import compile_query
+        from feature_store.local.storage.storage_errors import storage_boundary
 
         with storage_boundary(self._owner(), "planning"):
             return compile_query(self.spec(), start_time=start_time, end_time=end_time,
@@ -275,7 +275,7 @@ class Query:
 
         Rows come in the root group's primary-key (+ event time) order, so two identical reads
         return the same rows in the same order (as training data does)."""
-        from feature_store.local.feature_group import convert_result
+        from feature_store.local.objects.feature_group import convert_result
         from fstrain.kernel.window import scheduler_bounds
 
         if online:
@@ -283,7 +283,7 @@ class Query:
                 "read(online=True) needs an online store; the local backend has only the "
                 "offline store. Use online=False."
             )
-        from feature_store.local.options import check_options
+        from feature_store.local.storage.options import check_options
 
         check_options(self._owner(), "read_options", read_options, {})
         start_time, end_time = scheduler_bounds(start_time, end_time)
@@ -291,7 +291,7 @@ class Query:
 
     def to_arrow(self, start_time: Any = None, end_time: Any = None) -> pa.Table:
         """Run the query and return an Arrow table (no pandas conversion)."""
-        from feature_store.local import engine
+        from feature_store.local.storage import engine
 
         compiled = self._compile(start_time, end_time)
         con = engine.connect()
@@ -302,7 +302,7 @@ class Query:
 
     def show(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows as pandas."""
-        from feature_store.local import engine
+        from feature_store.local.storage import engine
 
         compiled = self._compile(limit=n)
         con = engine.connect()

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from feature_store.feature import Feature
-from feature_store.local import schema as schema_rules
-from feature_store.local.storage_errors import storage_boundary
+from feature_store.local.storage import schema as schema_rules
+from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import (
     DataValidationError,
     InvalidArgumentError,
@@ -24,8 +24,8 @@ from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.core.expectations import ValidationReport
-    from feature_store.local.feature_group import FeatureGroup
-    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.objects.feature_group import FeatureGroup
+    from feature_store.local.objects.feature_store import FeatureStore
 
 _OPERATIONS = ("upsert", "insert")
 

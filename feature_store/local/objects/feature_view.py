@@ -17,9 +17,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
-from feature_store.local.options import check_options
-from feature_store.local.split_stream import STREAMING_TYPES
-from feature_store.local.tags import TaggedEntity
+from feature_store.local.storage.options import check_options
+from feature_store.local.readers.split_stream import STREAMING_TYPES
+from feature_store.local.objects.tags import TaggedEntity
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,10 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.api import TrainingDataset
     from feature_store.core.transformations import TransformationFunction
-    from feature_store.local.feature_store import FeatureStore
-    from feature_store.local.query import Query
-    from feature_store.local.split_stream import SplitShaper
-    from feature_store.local.training_data import TrainingDataStore
+    from feature_store.local.objects.feature_store import FeatureStore
+    from feature_store.local.objects.query import Query
+    from feature_store.local.readers.split_stream import SplitShaper
+    from feature_store.local.training_data.store import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
@@ -97,7 +97,7 @@ class FeatureView(TaggedEntity):
     @property
     def query(self) -> Query:
         """A fresh copy of the view's query (mutating it does not change the view)."""
-        from feature_store.local.query import Query
+        from feature_store.local.objects.query import Query
 
         return Query.from_dict(self._store, self._query_dict)
 
@@ -180,7 +180,7 @@ class FeatureView(TaggedEntity):
     def _shaper(self, td: TrainingDataset, *, primary_key: bool, event_time: bool,
                 training_helper_columns: bool) -> SplitShaper:
         """What :meth:`_shape` does, as a picklable value (streamed reads shape with it)."""
-        from feature_store.local.split_stream import SplitShaper
+        from feature_store.local.readers.split_stream import SplitShaper
 
         keep = self._key_columns(td.root_columns, primary_key, event_time)
         keep += [c for c in self.feature_names if c not in keep]
@@ -198,8 +198,8 @@ class FeatureView(TaggedEntity):
     def _td(self) -> TrainingDataStore:
         """The store of this view's training datasets, built from the view as values (its
         query read afresh, as every training read does)."""
-        from feature_store.local.training_data import TrainingDataStore
-        from feature_store.local.view_data import ViewData
+        from feature_store.local.training_data.store import TrainingDataStore
+        from feature_store.local.training_data.view_data import ViewData
 
         data = ViewData(self.name, self.version, self.id, self.query.frozen(),
                         tuple(self.labels), dict(self.label_fill_values),
@@ -250,7 +250,7 @@ class FeatureView(TaggedEntity):
         **split_kwargs: Any,
     ) -> tuple[int, Any]:
         from feature_store.core.seeds import draw_seed
-        from feature_store.local.training_data_stream import StreamOptions
+        from feature_store.local.training_data.training_data_stream import StreamOptions
 
         self.require_saved()
         self._check_read_guarantees()
@@ -426,7 +426,7 @@ class FeatureView(TaggedEntity):
         self, td: TrainingDataset, splits: dict[str, pa.Table], *, primary_key: bool,
         event_time: bool, training_helper_columns: bool, dataframe_type: str,
     ) -> tuple[Any, ...]:
-        from feature_store.local.feature_group import convert_result
+        from feature_store.local.objects.feature_group import convert_result
 
         def conv(frame: Any) -> Any:
             if frame is None or dataframe_type in ("default", "pandas"):
@@ -471,7 +471,7 @@ class FeatureView(TaggedEntity):
         trainers' readers the composition root wired in."""
         from functools import partial
 
-        from feature_store.local.split_stream import SplitBatches
+        from feature_store.local.readers.split_stream import SplitBatches
 
         shaper = self._shaper(td, **flags)
         text = td.data_format != "parquet"  # csv, jsonl
@@ -490,8 +490,8 @@ class FeatureView(TaggedEntity):
             make = (self._split_readers().ray_dataset if dataframe_type == "ray"
                     else SplitBatches)
             if text:  # arrow_batches: parsed a block at a time
-                from feature_store.local.text_split_writer import TextSplitBatches
-                from feature_store.local.training_data import stored_format
+                from feature_store.local.training_data.text_split_writer import TextSplitBatches
+                from feature_store.local.training_data.store import stored_format
 
                 make = partial(TextSplitBatches, data_format=stored_format(td),
                                schema=store.arrow_schema(td))
@@ -637,7 +637,7 @@ class FeatureView(TaggedEntity):
         Transformations use the statistics of ``training_dataset_version`` (default: the one
         given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
-        from feature_store.local.feature_group import convert_result
+        from feature_store.local.objects.feature_group import convert_result
         from fstrain.kernel.window import scheduler_bounds
 
         self.require_saved()
@@ -667,9 +667,9 @@ class FeatureView(TaggedEntity):
         """The view's query over the window, with the root primary key and event time carried
         even when the query does not select them (as the training-data calls do). Returns the
         frame and a map root column -> output name."""
-        from feature_store.local import engine
-        from feature_store.local.pit import compile_query
-        from feature_store.local.training_data import ROOT_PREFIX
+        from feature_store.local.storage import engine
+        from feature_store.local.query.pit import compile_query
+        from feature_store.local.training_data.store import ROOT_PREFIX
 
         query = self.query
         output = {f.name for f in query.features}
@@ -748,7 +748,7 @@ class FeatureView(TaggedEntity):
         frame = self.query.read(start_time=start_time, end_time=end_time)
         return frame[self.inference_helper_columns]
 
-    # -- feature logging (feature_store/local/feature_logging.py) ----------------------
+    # -- feature logging (feature_store/local/objects/feature_logging.py) ----------------------
 
     @property
     def logging_enabled(self) -> bool:
@@ -763,7 +763,7 @@ class FeatureView(TaggedEntity):
 
     @cached_property
     def _logger(self) -> Any:
-        from feature_store.local.feature_logging import FeatureLogger
+        from feature_store.local.objects.feature_logging import FeatureLogger
 
         return FeatureLogger(self)
 
@@ -790,7 +790,7 @@ class FeatureView(TaggedEntity):
         training_dataset_version: int | None = None, model: Any = None,
         model_name: str | None = None, model_version: int | None = None,
     ) -> None:
-        """Log features and predictions (see :mod:`feature_store.local.feature_logging`).
+        """Log features and predictions (see :mod:`feature_store.local.objects.feature_logging`).
 
         Enables logging on first use (as Hopsworks, which warns). The training-dataset version
         recorded is ``training_dataset_version``, else the model's, else the one of
@@ -864,7 +864,7 @@ class FeatureView(TaggedEntity):
         """Tags can be added after the view exists: prohibited tags are checked at every read,
         not only at creation, so a feature tagged e.g. ``pii`` later never reaches the data."""
         if self.prohibited_tags:
-            from feature_store.local.feature_view_operations import check_prohibited
+            from feature_store.local.objects.feature_view_operations import check_prohibited
 
             check_prohibited(self)
 

@@ -1,7 +1,7 @@
 """The one place where joins — point-in-time and plain — are turned into SQL.
 
-A query, frozen as a :class:`~feature_store.local.query_spec.QuerySpec` and planned by
-:mod:`feature_store.local.query_plan`, compiles to one DuckDB statement over the Delta scans of
+A query, frozen as a :class:`~feature_store.local.query.query_spec.QuerySpec` and planned by
+:mod:`feature_store.local.query.query_plan`, compiles to one DuckDB statement over the Delta scans of
 its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 
 - **Point-in-time** (both sides have an event_time): for each left row, the latest right row with
@@ -25,7 +25,7 @@ its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
 other join's left side and no post-join filter names it) carries only its keys, event time and
 row id through the ASOF join — DuckDB sorts each side with every column it carries — and its
-selected columns are taken by row afterwards (:mod:`feature_store.local.row_gather`). The
+selected columns are taken by row afterwards (:mod:`feature_store.local.query.row_gather`). The
 statement with every column in the joins is kept as ``display_template``: it is what
 ``Query.to_string()`` shows and what ``fetch(single_statement=True)`` runs to check the two.
 """
@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feature_store.local import engine
-from feature_store.local.engine import quote_ident as q
-from feature_store.local.query_plan import (
+from feature_store.local.storage import engine
+from feature_store.local.storage.engine import quote_ident as q
+from feature_store.local.query.query_plan import (
     Gather,
     JoinPlan,
     Node,
@@ -48,7 +48,7 @@ from feature_store.local.query_plan import (
     lookback_in_unit,
     plan,
 )
-from feature_store.local.query_spec import Condition, Conjunction, FilterSpec, GroupSpec
+from feature_store.local.query.query_spec import Condition, Conjunction, FilterSpec, GroupSpec
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import required_utc, to_utc
 
@@ -56,14 +56,14 @@ if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import pyarrow as pa
 
-    from feature_store.local.query_spec import QuerySpec
+    from feature_store.local.query.query_spec import QuerySpec
 
 
 @dataclass
 class PartitionShape:
     """What a partitioned run needs beside the SQL: the plan, and the root-only conditions
     (filters and the event-time window) on the root group's own column names, so they can be
-    applied while the root rows are partitioned (:mod:`~feature_store.local.partitioned_join`)."""
+    applied while the root rows are partitioned (:mod:`~feature_store.local.query.partitioned_join`)."""
 
     plan: Plan
     extra_columns: list[tuple[str, str]]
@@ -78,7 +78,7 @@ class CompiledQuery:
 
     ``template`` is what runs: point-in-time-joined groups in ``gathers`` carry only their keys,
     event time and row id through the joins, and their columns are fetched by row afterwards
-    (:mod:`feature_store.local.row_gather`). ``display_template`` is the equivalent single
+    (:mod:`feature_store.local.query.row_gather`). ``display_template`` is the equivalent single
     statement, with every column in the join, that :meth:`display_sql` shows.
     """
 
@@ -89,7 +89,7 @@ class CompiledQuery:
     gathers: list[Gather] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     #: scan placeholder -> the columns its rows can be hash-partitioned on so that every root row
-    #: meets all its matches in the same partition (:mod:`~feature_store.local.partitioned_join`);
+    #: meets all its matches in the same partition (:mod:`~feature_store.local.query.partitioned_join`);
     #: None when the query's shape does not allow it
     partition_keys: dict[str, tuple[str, ...]] | None = None
     #: set when ``partition_keys`` is
@@ -124,7 +124,7 @@ class CompiledQuery:
         ``single_statement`` runs the equivalent single statement instead (same result; used
         to check the two against each other).
         """
-        from feature_store.local.storage_errors import storage_boundary
+        from feature_store.local.storage.storage_errors import storage_boundary
 
         groups = ", ".join(dict.fromkeys(f"'{n.group.name}' v{n.group.version}" for n in self.scans.values()))
         with storage_boundary(f"query over feature group(s) {groups}", "reading"):
@@ -133,7 +133,7 @@ class CompiledQuery:
     def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool) -> pa.Table:
         import pyarrow as pa
 
-        from feature_store.local import row_gather
+        from feature_store.local.query import row_gather
 
         if single_statement or not self.gathers:
             sql = self.bind(con, single_statement=single_statement)
@@ -340,9 +340,9 @@ def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather
     A group qualifies when nothing after its own join reads its columns in SQL: it is no other
     join's left side and no post-join filter names it; when neither its columns nor the output
     already use the row-id names; and when gathering pays and fits in memory
-    (:class:`~feature_store.local.row_gather.GatherPolicy`).
+    (:class:`~feature_store.local.query.row_gather.GatherPolicy`).
     """
-    from feature_store.local.row_gather import GatherPolicy
+    from feature_store.local.query.row_gather import GatherPolicy
 
     lefts = {jp.left.alias for jp in p.joins}
     filtered = {_alias_by_name(p, f) for f in post.conditions()} if post is not None else set()

@@ -32,8 +32,8 @@ from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.feature_group import FeatureGroup
-    from feature_store.local.feature_view import FeatureView
+    from feature_store.local.objects.feature_group import FeatureGroup
+    from feature_store.local.objects.feature_view import FeatureView
 
 META_COLUMNS = ["log_id", "log_time", "td_version", "model_name", "model_version", "request_id"]
 _KINDS = {False: "log", True: "transformed_log"}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from feature_store.core import moments as _moments
-from feature_store.local.engine import quote_ident
+from feature_store.local.storage.engine import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb

@@ -1,6 +1,6 @@
 """Feature-view operations of the local feature store: create, get, validate, delete.
 
-Kept apart from :mod:`feature_store.local.feature_store` so each module has one job; the
+Kept apart from :mod:`feature_store.local.objects.feature_store` so each module has one job; the
 ``FeatureStore`` class inherits these methods.
 """
 
@@ -15,7 +15,7 @@ from feature_store.core.view_rules import (
     check_not_prohibited,
 )
 from feature_store.local.catalog import Catalog, loads
-from feature_store.local.feature_group import warn_default_version
+from feature_store.local.objects.feature_group import warn_default_version
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -29,7 +29,7 @@ from fstrain.kernel.names import check_entity_name, check_version
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.feature_store import FeatureStore
+    from feature_store.local.objects.feature_store import FeatureStore
 
 
 class FeatureViewOperations:
@@ -66,8 +66,8 @@ class FeatureViewOperations:
         be both a label and a helper, transformation inputs must exist, and no selected feature
         may come from a group or feature tagged with one of ``prohibited_tags``.
         """
-        from feature_store.local.feature_view import FeatureView
-        from feature_store.local.query import Query
+        from feature_store.local.objects.feature_view import FeatureView
+        from feature_store.local.objects.query import Query
 
         refuse_unsupported(unsupported, "create_feature_view")
         check_entity_name(name, "feature view")
@@ -150,7 +150,7 @@ class FeatureViewOperations:
     def create_transformation_function(self, transformation_function: Any,
                                        version: int | None = None) -> Any:
         """A named, versioned ``@udf`` (persisted by its ``save()``), as the SDK's method."""
-        from feature_store.local.transformation_functions import (
+        from feature_store.local.objects.transformation_functions import (
             LocalTransformationFunction,
         )
 
@@ -159,7 +159,7 @@ class FeatureViewOperations:
     def get_transformation_functions(self) -> list[Any]:
         """The SDK's built-in transformation functions (its ``TransformationFunction``
         objects, version 1) and every saved ``@udf`` (:meth:`create_transformation_function`)."""
-        from feature_store.local.transformation_functions import saved
+        from feature_store.local.objects.transformation_functions import saved
 
         return self.builtin_transformation_functions() + saved(self._host)
 
@@ -171,7 +171,7 @@ class FeatureViewOperations:
         Raises:
             NotFoundError: no such function or version (the message lists what exists).
         """
-        from feature_store.local.transformation_functions import load, versions
+        from feature_store.local.objects.transformation_functions import load, versions
 
         builtins = {tf.hopsworks_udf.function_name: tf
                     for tf in self.builtin_transformation_functions()}
@@ -196,8 +196,8 @@ class FeatureViewOperations:
 
     def _fv_from_row(self, row: Any) -> Any:
         from feature_store.core.transformations import transformation_from_dict
-        from feature_store.local.feature_view import FeatureView
-        from feature_store.local.query import Query
+        from feature_store.local.objects.feature_view import FeatureView
+        from feature_store.local.objects.query import Query
 
         spec = loads(row["spec"])
         return FeatureView(
@@ -301,7 +301,7 @@ def check_prohibited(fv: Any) -> None:
 
 def _source_columns(fv: Any) -> dict[str, str]:
     """Output column name → the column of its feature group it comes from (one plan)."""
-    from feature_store.local.query_plan import plan
+    from feature_store.local.query.query_plan import plan
 
     return {column.name: column.source for column in plan(fv.query.spec()).columns}
 

@@ -1,6 +1,6 @@
 """Persistence of one local feature group: its catalog row, features, statistics, deletion.
 
-:class:`~feature_store.local.feature_group.FeatureGroup` calls these functions and keeps the
+:class:`~feature_store.local.objects.feature_group.FeatureGroup` calls these functions and keeps the
 results in its own state; they read the group only through its public attributes and write
 through the catalog repository (:mod:`feature_store.local.catalog`).
 """
@@ -18,8 +18,8 @@ from fstrain.kernel.timeutil import utc_now
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-    from feature_store.local.delta_table import DeltaFeatureTable
-    from feature_store.local.feature_group import FeatureGroup
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
+    from feature_store.local.objects.feature_group import FeatureGroup
 
 
 def features_from_schema(
@@ -88,7 +88,7 @@ def drop(fg: FeatureGroup, *, force: bool) -> None:
         )
     fg.feature_store.catalog.delete_feature_group(fg_id)
     shutil.rmtree(fg.delta_table.path, ignore_errors=True)
-    from feature_store.local.delta_table import forget_snapshots
+    from feature_store.local.storage.delta_table import forget_snapshots
 
     forget_snapshots()
 
@@ -107,9 +107,9 @@ def pinned_commits(fg: FeatureGroup) -> list[int]:
 def statistics(fg: FeatureGroup, commit_id: int | None, *, recompute: bool) -> dict[str, Any]:
     """The group's statistics at ``commit_id`` (default: latest): the stored ones unless
     ``recompute``, else computed now and stored."""
-    from feature_store.local import engine
-    from feature_store.local.statistics import compute_statistics
-    from feature_store.local.storage_errors import storage_boundary
+    from feature_store.local.storage import engine
+    from feature_store.local.storage.statistics import compute_statistics
+    from feature_store.local.storage.storage_errors import storage_boundary
 
     catalog = fg.feature_store.catalog
     fg_id = fg.require_saved()
@@ -136,6 +136,6 @@ def _clear_orphan_table(table: DeltaFeatureTable) -> None:
     other process is creating the same group at this moment."""
     if table.path.exists():
         shutil.rmtree(table.path)
-        from feature_store.local.delta_table import forget_snapshots
+        from feature_store.local.storage.delta_table import forget_snapshots
 
         forget_snapshots()

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.local.training_data_stream import open_parquet
+from feature_store.local.training_data.training_data_stream import open_parquet
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa

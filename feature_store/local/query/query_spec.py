@@ -1,11 +1,11 @@
 """A query frozen into values: what the SQL compiler reads, and nothing live.
 
-:class:`QuerySpec` is what a :class:`~feature_store.local.query.Query` becomes before it is
+:class:`QuerySpec` is what a :class:`~feature_store.local.objects.query.Query` becomes before it is
 compiled: each feature group as a :class:`GroupSpec` (its name, version, keys, columns and table
 location), the features selected from it, its joins and time travel, the filter as
 :class:`Condition`/:class:`Conjunction` values, and — once :meth:`QuerySpec.resolved` — the
 commit every group is read at. A spec holds no feature group, feature store or view, so the
-compiler (:mod:`feature_store.local.pit`) depends only on these values, and a training dataset
+compiler (:mod:`feature_store.local.query.pit`) depends only on these values, and a training dataset
 can be re-read from its stored query without the objects that made it.
 
 Commit resolution (a pinned commit, else the sub-query's ``as_of(commit_id=...)`` on its own
@@ -25,7 +25,7 @@ from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_m
 from fstrain.kernel.timeutil import required_utc, to_utc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.delta_table import DeltaFeatureTable
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class GroupSpec:
     @property
     def delta_table(self) -> DeltaFeatureTable:
         """The group's Delta table (imports delta-rs)."""
-        from feature_store.local.delta_table import DeltaFeatureTable
+        from feature_store.local.storage.delta_table import DeltaFeatureTable
 
         return DeltaFeatureTable(Path(self.table_path), self.owner)
 
@@ -156,7 +156,7 @@ class JoinSpec:
 
 @dataclass(frozen=True)
 class QuerySpec:
-    """A query as values for the compiler (:mod:`feature_store.local.pit`): every group with its
+    """A query as values for the compiler (:mod:`feature_store.local.query.pit`): every group with its
     selected features, joins and time travel; ``filter`` on the outermost only; ``commit`` set
     once :meth:`resolved`."""
 

@@ -1,10 +1,10 @@
 """Planning a frozen query: its groups as nodes, its joins, and the names of its columns.
 
-:func:`plan` flattens a :class:`~feature_store.local.query_spec.QuerySpec` (nested sub-queries
+:func:`plan` flattens a :class:`~feature_store.local.query.query_spec.QuerySpec` (nested sub-queries
 join onto their own root) and decides, per join, whether it is point-in-time (both sides have an
 event time), which right columns it brings and under which names (see
-:mod:`feature_store.local.pit` for the rules), and which upsert-key columns break ties. The SQL
-is written from the plan by :mod:`feature_store.local.pit`.
+:mod:`feature_store.local.query.pit` for the rules), and which upsert-key columns break ties. The SQL
+is written from the plan by :mod:`feature_store.local.query.pit`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from feature_store.local.query_spec import Column, GroupSpec, JoinSpec, QuerySpec
+from feature_store.local.query.query_spec import Column, GroupSpec, JoinSpec, QuerySpec
 from fstrain.kernel.errors import InvalidArgumentError
 
 

@@ -1,7 +1,7 @@
 """Grace-hash partitioned execution of a point-in-time query, for out-of-core creation.
 
 A query whose joins are all point-in-time joins of the root group on the same key columns
-(:attr:`~feature_store.local.pit.CompiledQuery.partition_keys`) is run in ``K`` parts instead of
+(:attr:`~feature_store.local.query.pit.CompiledQuery.partition_keys`) is run in ``K`` parts instead of
 one statement that DuckDB would have to spill:
 
 1. every group's pinned rows (the root's filtered by its root-only conditions) are written
@@ -12,7 +12,7 @@ one statement that DuckDB would have to spill:
 2. each bucket in turn — the bucket's root rows with the same bucket of every joined group,
    small enough to join in memory — is joined, and its result, ordered by the root key like the
    whole query's, is written to one file per bucket: an Arrow IPC file by the numpy kernel of
-   :mod:`~feature_store.local.bucket_join` where it covers the query's shape, else a Parquet
+   :mod:`~feature_store.local.query.bucket_join` where it covers the query's shape, else a Parquet
    file by the query's own statement run on the bucket;
 3. the ``K`` ordered results are merged by the root key (:func:`merge_ordered`), in windows of
    rows, into the order the single statement produces.
@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pyarrow as pa
 
-    from feature_store.local.bucket_join import BucketPlan
-    from feature_store.local.pit import CompiledQuery
+    from feature_store.local.query.bucket_join import BucketPlan
+    from feature_store.local.query.pit import CompiledQuery
 
 BUCKET = "__fstrain_bucket"
 #: prefix of the columns holding DuckDB's hash of a string key while partitioning
@@ -87,7 +87,7 @@ def size_bytes(text: str) -> int:
 
 def estimated_bytes(compiled: CompiledQuery) -> int:
     """Rows x value bytes of every scanned group at its pinned commit (the data the joins hold)."""
-    from feature_store.local.row_gather import _value_bytes
+    from feature_store.local.query.row_gather import _value_bytes
 
     total = 0
     for node in compiled.scans.values():
@@ -102,7 +102,7 @@ def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     (1: the whole query fits, run it as one statement); when there are several and the numpy
     kernel joins them, at least one per :data:`KERNEL_BUCKET_ROWS` root rows, up to
     :data:`KERNEL_MAX_BUCKETS`."""
-    from feature_store.local import bucket_join
+    from feature_store.local.query import bucket_join
 
     budget = max(1, int(size_bytes(memory_limit) * BUCKET_SHARE))
     count = max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
@@ -179,7 +179,7 @@ def result_batch_rows(buckets: int, merge_rows: int = MERGE_READ_ROWS) -> int:
     """Rows per batch (or row group) of a bucket's result file when there are ``buckets`` and
     the merge reads ``merge_rows`` rows at a time: those rows shared by the buckets, between
     :data:`MERGE_MIN_READ` and ``RESULT_ROW_GROUP``; it never changes the merged rows."""
-    from feature_store.local.bucket_join import RESULT_ROW_GROUP
+    from feature_store.local.query.bucket_join import RESULT_ROW_GROUP
 
     return max(MERGE_MIN_READ, min(RESULT_ROW_GROUP, merge_rows // max(1, buckets)))
 
@@ -193,7 +193,8 @@ class PartitionedQuery:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
                  folder: Path, merge_rows: int = MERGE_READ_ROWS) -> None:
-        from feature_store.local import bucket_join, engine
+        from feature_store.local.query import bucket_join
+        from feature_store.local.storage import engine
 
         if compiled.partition_keys is None or buckets < 1:
             raise ValueError("the query cannot be partitioned")
@@ -255,7 +256,7 @@ class PartitionedQuery:
     def _selection(self, placeholder: str) -> tuple[str, list[Any] | None]:
         """``FROM`` the group's scan ``WHERE`` the root-only conditions (for the root), with
         the bucket number as :data:`BUCKET`: the SQL tail and its parameters."""
-        from feature_store.local.engine import quote_ident as q
+        from feature_store.local.storage.engine import quote_ident as q
 
         hashed = ", ".join(q(k) for k in self.keys[placeholder])
         source, params = self._source(placeholder)
@@ -293,9 +294,9 @@ class PartitionedQuery:
         connection of its own (a cursor) in the caller's time zone, in batches sized to the
         memory limit (:func:`partition_batch_rows`), numbered by :func:`bucket_numbers` (DuckDB
         hashes only string keys: its hash and its export cost more CPU than numpy's hash)."""
-        from feature_store.local import bucket_join
-        from feature_store.local.engine import quote_ident as q
-        from feature_store.local.row_gather import _value_bytes
+        from feature_store.local.query import bucket_join
+        from feature_store.local.storage.engine import quote_ident as q
+        from feature_store.local.query.row_gather import _value_bytes
 
         node = self.compiled.scans[placeholder]
         if not node.group.delta_table.files(node.commit):
@@ -366,7 +367,7 @@ class PartitionedQuery:
                      schema: pa.Schema) -> Path:
         """One bucket joined by the numpy kernel; returns its result file (its inputs are
         left for the caller to remove)."""
-        from feature_store.local import bucket_join
+        from feature_store.local.query import bucket_join
 
         tables = {}
         for ph, columns in self._kernel_reads().items():

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from feature_store.api import TrainingDataset
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
-from feature_store.local.query_spec import (
+from feature_store.local.query.query_spec import (
     Condition,
     Conjunction,
     FilterSpec,
@@ -34,9 +34,9 @@ from feature_store.local.query_spec import (
     filter_to_dict,
     freeze_filter,
 )
-from feature_store.local.storage_errors import changed_split
-from feature_store.local.transformation_stats import fit_on_file, fit_on_table
-from feature_store.local.view_data import ViewData
+from feature_store.local.storage.storage_errors import changed_split
+from feature_store.local.training_data.transformation_stats import fit_on_file, fit_on_table
+from feature_store.local.training_data.view_data import ViewData
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
@@ -51,7 +51,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.core.splits import SplitSpec
     from feature_store.local.catalog import Catalog
-    from feature_store.local.training_data_stream import Assign, SplitFile, StreamOptions
+    from feature_store.local.training_data.training_data_stream import (
+        Assign,
+        SplitFile,
+        StreamOptions,
+    )
 
 DATA_FORMATS = ("parquet", "csv", "jsonl")
 ROOT_PREFIX = "__root_"
@@ -66,8 +70,8 @@ def clean_stale_staging(folder: Path) -> list[Path]:
 
 
 def _split_statistics(table: pa.Table) -> dict[str, Any]:
-    from feature_store.local import engine
-    from feature_store.local.statistics import compute_statistics
+    from feature_store.local.storage import engine
+    from feature_store.local.storage.statistics import compute_statistics
 
     con = engine.connect()
     try:
@@ -88,8 +92,8 @@ def _file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions
     """:func:`_split_statistics` of a written split: those accumulated while it was written,
     finished (or, without them, computed) by DuckDB over the file, in bounded memory, spilling
     under ``staging``."""
-    from feature_store.local import training_data_stream as ts
-    from feature_store.local.statistics import compute_statistics
+    from feature_store.local.training_data import training_data_stream as ts
+    from feature_store.local.storage.statistics import compute_statistics
 
     con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
     try:
@@ -105,7 +109,7 @@ def _file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions
 class TrainingDataStore:
     """Creates, lists, reads and deletes the training-dataset versions of one feature view.
 
-    Built from the view as values (:class:`~feature_store.local.view_data.ViewData`: its
+    Built from the view as values (:class:`~feature_store.local.training_data.view_data.ViewData`: its
     identity, its query and the roles of its columns), the catalog and the store root.
     """
 
@@ -142,8 +146,8 @@ class TrainingDataStore:
                  pins: dict[str, int] | None) -> tuple[Any, dict[str, int], dict[str, str]]:
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
         keys and event time are in its output."""
-        from feature_store.local.pit import compile_query
-        from feature_store.local.query_plan import plan
+        from feature_store.local.query.pit import compile_query
+        from feature_store.local.query.query_plan import plan
 
         query = self.view.query.filtered(_filter_spec(extra_filter))
         pinned = query.resolved(pins)
@@ -211,7 +215,7 @@ class TrainingDataStore:
                            needed: list[str], schema: pa.Schema,
                            resolved: list[SplitSpec]) -> Assign:
         """The one split dispatch of out-of-core creation: ``assign(read, rows, alloc)`` (see
-        :data:`~feature_store.local.training_data_stream.Assign`), the same codes, refusals and
+        :data:`~feature_store.local.training_data.training_data_stream.Assign`), the same codes, refusals and
         recorded spec as :meth:`_assigner` on the gathered columns, reading the key column's
         batches one at a time (a random split reads none). Gathered still: a time split on an
         event time of another type than timestamps, epoch milliseconds or dates (a feature
@@ -309,7 +313,7 @@ class TrainingDataStore:
         reproducibility facts."""
         import pyarrow as pa
 
-        from feature_store.local import engine
+        from feature_store.local.storage import engine
 
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = engine.connect()
@@ -345,8 +349,8 @@ class TrainingDataStore:
     ) -> tuple[dict[str, SplitFile], dict[str, Any], pa.Schema]:
         """Run the (pinned) query out of core and write each split's Parquet file to
         ``staging``; the split files equal :meth:`compute`'s tables row for row."""
-        from feature_store.local import training_data_stream as ts
-        from feature_store.local.storage_errors import storage_boundary
+        from feature_store.local.training_data import training_data_stream as ts
+        from feature_store.local.storage.storage_errors import storage_boundary
 
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
@@ -393,8 +397,8 @@ class TrainingDataStore:
         results into the query's order on every call."""
         import pyarrow as pa
 
-        from feature_store.local import partitioned_join as pj
-        from feature_store.local import training_data_stream as ts
+        from feature_store.local.query import partitioned_join as pj
+        from feature_store.local.training_data import training_data_stream as ts
 
         own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes
@@ -422,7 +426,7 @@ class TrainingDataStore:
         """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store
         or a library error while doing so is a typed error naming the feature view, and nothing
         of the version is left behind."""
-        from feature_store.local.storage_errors import storage_boundary
+        from feature_store.local.storage.storage_errors import storage_boundary
 
         with storage_boundary(f"feature view '{self.view.name}' v{self.view.version}",
                               "creating a training dataset version"):
@@ -507,7 +511,7 @@ class TrainingDataStore:
                           ) -> tuple[Path | None, Any]:
         """Build the splits in memory, fill ``metadata``, stage the files of a materialized
         version; returns the staging folder and what ``convert`` returned."""
-        from feature_store.local import label_distribution as ld
+        from feature_store.local.training_data import label_distribution as ld
 
         splits, facts = self.compute(spec, **window)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
@@ -544,8 +548,8 @@ class TrainingDataStore:
     def _create_streamed(self, spec: SplitSpec | None, metadata: dict[str, Any],
                          options: StreamOptions, stats: bool, window: dict[str, Any]) -> Path:
         """Stream the splits into a staging folder and fill ``metadata`` from the files."""
-        from feature_store.local import label_distribution as ld
-        from feature_store.local import training_data_stream as ts
+        from feature_store.local.training_data import label_distribution as ld
+        from feature_store.local.training_data import training_data_stream as ts
 
         staging = self._new_staging()
         try:
@@ -651,7 +655,7 @@ class TrainingDataStore:
     def verify_version(self, version: int) -> None:
         """Check a version against its recorded hashes. A materialized version is checked file
         by file and batch by batch (bounded memory); an in-memory one is re-computed."""
-        from feature_store.local import training_data_stream as ts
+        from feature_store.local.training_data import training_data_stream as ts
 
         td = self.get(version)
         if td.type != "MATERIALIZED" or td.state == "purged":
@@ -683,7 +687,7 @@ class TrainingDataStore:
         """The split files of a materialized csv or jsonl version, each indexed into row-aligned
         pieces (:mod:`text_pieces`) by one pass that also checks its bytes against the recorded
         file sha256, for streamed ``"ray"`` and ``"torch"`` reads."""
-        from feature_store.local.text_pieces import index_file
+        from feature_store.local.readers.text_pieces import index_file
 
         td = self._streamable(version, text=True)
         if td.data_format == "parquet":
@@ -727,7 +731,7 @@ class TrainingDataStore:
 
     def _check_values(self, td: TrainingDataset, name: str, path: Path) -> None:
         """Check a split file of a version recorded without file hashes by its values."""
-        from feature_store.local import training_data_stream as ts
+        from feature_store.local.training_data import training_data_stream as ts
 
         owner = self._owner(td.version)
         self.check_digests(td, {name: ts.verified_content_hash(path, owner, name, None)
@@ -777,7 +781,7 @@ class TrainingDataStore:
 
         A materialized version is re-created out of core (``stream``, default options)."""
         from feature_store.core.splits import SplitSpec
-        from feature_store.local import training_data_stream as ts
+        from feature_store.local.training_data import training_data_stream as ts
 
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
@@ -885,7 +889,7 @@ def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
     if data_format == "parquet":
         pq.write_table(table, path)
     else:  # csv, jsonl: the same text as a streamed create writes batch by batch
-        from feature_store.local.text_split_writer import encode
+        from feature_store.local.training_data.text_split_writer import encode
 
         with open(path, "wb") as out:
             out.write(encode(table, data_format, header=True))
@@ -894,7 +898,7 @@ def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
 def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str, str]:
     """Rewrite streamed Parquet split files as csv or jsonl beside them (batch by batch, see
     :mod:`text_split_writer`); returns each split's file sha256."""
-    from feature_store.local.text_split_writer import rewrite_from_parquet
+    from feature_store.local.training_data.text_split_writer import rewrite_from_parquet
 
     return {name: rewrite_from_parquet(f.path, f.path.with_suffix(f".{data_format}"), data_format)
             for name, f in files.items()}
@@ -903,7 +907,7 @@ def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str,
 def _verified_text_hash(path: Path, td: TrainingDataset, owner: str, split: str) -> str:
     """The content hash of a csv or jsonl split file, parsed a block at a time, after its bytes
     are checked against the recorded file sha256 (when recorded)."""
-    from feature_store.local.text_split_writer import content_hash
+    from feature_store.local.training_data.text_split_writer import content_hash
 
     if not path.exists():
         raise IntegrityError(f"{owner}: file {path} is missing.")
@@ -941,7 +945,7 @@ def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], own
     recorded hash in this process is not hashed again."""
     import pyarrow as pa
 
-    from feature_store.local.storage_errors import unreadable_split
+    from feature_store.local.storage.storage_errors import unreadable_split
 
     try:
         identity = _file_identity(os.stat(path))
@@ -1048,7 +1052,7 @@ def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from feature_store.local import text_split_writer as tw
+    from feature_store.local.training_data import text_split_writer as tw
 
     if data_format == "parquet":
         return pq.read_table(pa.BufferReader(data))

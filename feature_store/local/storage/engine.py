@@ -18,7 +18,7 @@ import pyarrow as pa
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
-    from feature_store.local.delta_table import DeltaFeatureTable
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
 
 _counter = itertools.count()
 
@@ -75,7 +75,7 @@ def _file_columns(
     con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int, files: list[str]
 ) -> tuple[str, ...]:
     """The columns ``version``'s files hold (cached with the version's snapshot)."""
-    from feature_store.local.snapshots import snapshot
+    from feature_store.local.storage.snapshots import snapshot
 
     snap = snapshot(str(table.path), version)
     if snap.file_columns is None:
@@ -87,7 +87,7 @@ def _file_columns(
 def scan_schema(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int) -> pa.Schema:
     """The Arrow schema of :func:`scan` results for ``version`` (planned, not run; cached with the
     version's snapshot)."""
-    from feature_store.local.snapshots import snapshot
+    from feature_store.local.storage.snapshots import snapshot
 
     snap = snapshot(str(table.path), version)
     if snap.scan_schema is None:

@@ -12,7 +12,7 @@ folder inside the version's staging folder, and its result is consumed as Arrow 
 3. the scratch file is read back batch by batch, each batch's rows go to their split's Parquet
    writer (on a thread of its own, the file's sha256 taken from the bytes as they are written),
    and each split's content hash (:class:`~feature_store.core.content_hash.StreamingTableHash`)
-   and statistics (:class:`~feature_store.local.statistics.StreamingStatistics`) are fed on
+   and statistics (:class:`~feature_store.local.storage.statistics.StreamingStatistics`) are fed on
    another thread while the next batch is made.
 
 An unsplit version skips the scratch file. Only one batch (and the assignment's O(distinct
@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from feature_store.local.statistics import StreamingStatistics
+    from feature_store.local.storage.statistics import StreamingStatistics
 
 #: Rows per record batch read from DuckDB and written per Parquet write.
 DEFAULT_BATCH_ROWS = 1_000_000
@@ -72,7 +72,7 @@ class StreamOptions:
         values and keys
         the local backend has no meaning for are refused, never ignored (``wait_for_job`` is
         honoured by construction)."""
-        from feature_store.local.options import SYNCHRONOUS, check_options
+        from feature_store.local.storage.options import SYNCHRONOUS, check_options
 
         understood = {**SYNCHRONOUS, "batch_rows": "rows per streamed batch",
                       "memory_limit": "DuckDB's memory limit while streaming",
@@ -99,7 +99,7 @@ class StreamOptions:
     def buckets(self, compiled: Any) -> int:
         """How many hash partitions ``compiled`` (a ``CompiledQuery``) runs in: 1 when its shape
         cannot be partitioned (it runs as one statement, DuckDB spilling)."""
-        from feature_store.local.partitioned_join import bucket_count
+        from feature_store.local.query.partitioned_join import bucket_count
 
         if compiled.partition_keys is None:
             return 1
@@ -132,7 +132,7 @@ def default_memory_limit() -> str:
 
 def connect(memory_limit: str | None, spill: Path) -> duckdb.DuckDBPyConnection:
     """A DuckDB database of its own for one streamed query: offline, UTC, ASOF never as a nested
-    loop (as :func:`feature_store.local.engine.connect`), bounded memory, spilling to ``spill``."""
+    loop (as :func:`feature_store.local.storage.engine.connect`), bounded memory, spilling to ``spill``."""
     import duckdb
 
     spill.mkdir(parents=True, exist_ok=True)
@@ -339,7 +339,7 @@ class _SplitWriters:
         import pyarrow.parquet as pq
 
         from feature_store.core.content_hash import StreamingTableHash
-        from feature_store.local.statistics import StreamingStatistics
+        from feature_store.local.storage.statistics import StreamingStatistics
 
         self.paths = {n: staging / f"{n}.parquet" for n in split_names}
         self.sinks = {n: _HashedFile(p) for n, p in self.paths.items()}

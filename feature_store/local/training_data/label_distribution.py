@@ -141,7 +141,7 @@ def table_label_distribution(table: pa.Table, labels: list[str]) -> dict[str, An
 
 def file_label_distribution(path: Path, labels: list[str]) -> dict[str, Any]:
     """:func:`label_distribution` of a written split file (Parquet), read a batch at a time."""
-    from feature_store.local.training_data_stream import open_parquet
+    from feature_store.local.training_data.training_data_stream import open_parquet
 
     schema = open_parquet(path).schema_arrow
     return label_distribution(

@@ -1,8 +1,8 @@
 """Point-in-time joins of one hash bucket in numpy and pyarrow, for partitioned creation.
 
-:class:`~feature_store.local.partitioned_join.PartitionedQuery` runs a query bucket by bucket.
+:class:`~feature_store.local.query.partitioned_join.PartitionedQuery` runs a query bucket by bucket.
 When :func:`plan` covers the query's shape, each bucket is joined here instead of by the
-compiled DuckDB statement, with the statement's semantics (:mod:`feature_store.local.pit`) and
+compiled DuckDB statement, with the statement's semantics (:mod:`feature_store.local.query.pit`) and
 its exact rows, values and order, at a fraction of the CPU:
 
 1. the root rows are put in the statement's order first (the root group's upsert key,
@@ -42,8 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pyarrow as pa
 
-    from feature_store.local.pit import CompiledQuery
-    from feature_store.local.query_plan import JoinPlan
+    from feature_store.local.query.pit import CompiledQuery
+    from feature_store.local.query.query_plan import JoinPlan
 
 #: event-time units by the stored type: epoch milliseconds, microseconds, days
 _UNITS = {"int64": "ms", "bigint": "ms", "timestamp[us, tz=UTC]": "us", "timestamp[us]": "us",
@@ -147,7 +147,7 @@ def _typed(fg: Any, columns: list[str], allowed: tuple[str, ...]) -> bool:
 def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
           columns: list[str]) -> Step | None:
     """The join as a :class:`Step`, or None when its types are not covered."""
-    from feature_store.local.query_plan import event_time_of, lookback_in_unit
+    from feature_store.local.query.query_plan import event_time_of, lookback_in_unit
 
     lfg, rfg = jp.left.group, jp.right.group
     if not jp.point_in_time or not _typed(rfg, [*right_keys, *jp.tie_break], _KEY_TYPES):

@@ -1,10 +1,10 @@
 """What a feature view's training datasets are made from, as values.
 
 :class:`ViewData` is the view's identity, its query frozen as a
-:class:`~feature_store.local.query_spec.QuerySpec` (commits unresolved: each create resolves
+:class:`~feature_store.local.query.query_spec.QuerySpec` (commits unresolved: each create resolves
 them anew, each re-read pins them), and the roles of its columns (labels, the labels' fill
 values, the model-dependent transformations). A
-:class:`~feature_store.local.training_data.TrainingDataStore` is built from it, the catalog and
+:class:`~feature_store.local.training_data.store.TrainingDataStore` is built from it, the catalog and
 the store root, so training data never calls back into the view that owns it.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from feature_store.local.query_spec import GroupSpec, QuerySpec
+from feature_store.local.query.query_spec import GroupSpec, QuerySpec
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from feature_store.local.split_stream import (
+from feature_store.local.readers.split_stream import (
     DEFAULT_BATCH_ROWS,
     SplitBatches,
     SplitShaper,
 )
-from feature_store.local.storage_errors import unreadable_split
+from feature_store.local.storage.storage_errors import unreadable_split
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -154,7 +154,7 @@ def iter_batches(path: Path, data_format: str, schema: pa.Schema,
 
 
 class TextSplitBatches(SplitBatches):
-    """:class:`~feature_store.local.split_stream.SplitBatches` of a csv or jsonl split file:
+    """:class:`~feature_store.local.readers.split_stream.SplitBatches` of a csv or jsonl split file:
     the text is parsed a block at a time into ``schema`` (the version's recorded columns)."""
 
     def __init__(self, path: Path, shaper: SplitShaper, part: str, *, data_format: str,

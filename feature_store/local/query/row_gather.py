@@ -2,8 +2,8 @@
 
 An ASOF join's cost is its sorts, and DuckDB sorts each side with every column it carries: a
 group joined with eight feature columns cost 1.7× the same join on keys alone. So the compiler
-(:mod:`feature_store.local.pit`) lets a point-in-time-joined group carry only its keys, event
-time and :data:`~feature_store.local.engine.ROW_ID` (file index and row number) through the
+(:mod:`feature_store.local.query.pit`) lets a point-in-time-joined group carry only its keys, event
+time and :data:`~feature_store.local.storage.engine.ROW_ID` (file index and row number) through the
 join, and this module reads the group's selected columns from the same pinned files, in the same
 order, and takes the matched rows. Values come out exactly as the single statement would give
 them: each column is cast to the type DuckDB's scan yields, and a column that an older file
@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from feature_store.local import engine
+from feature_store.local.storage import engine
 
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
     from types import TracebackType
 
-    from feature_store.local.delta_table import DeltaFeatureTable
-    from feature_store.local.query_plan import Gather
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
+    from feature_store.local.query.query_plan import Gather
 
 _ROW_MASK = (1 << engine.ROW_ID_FILE_SHIFT) - 1
 
