@@ -53,9 +53,11 @@ __all__ = [
 def login(
     backend: str | None = None,
     root: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
     **hopsworks_options: Any,
 ) -> Any:
     """Alias of :func:`fstrain.login` (the composition root), kept for ``feature_store.login``."""
     from fstrain.project import login as compose
 
-    return compose(backend, root, **hopsworks_options)
+    return compose(backend, root, create=create, **hopsworks_options)

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fstrain.kernel.errors import ConfigError
-from fstrain.kernel.store_root import DEFAULT_ROOT, DEFAULT_ROOT_ENV, resolve_root
+from fstrain.kernel.errors import StoreNotFoundError
+from fstrain.kernel.store_root import (
+    DEFAULT_ROOT,
+    DEFAULT_ROOT_ENV,
+    StoreLocation,
+    locate_root,
+    require_existing_store,
+    resolve_root,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.local.objects.feature_store import FeatureStore
@@ -27,6 +35,8 @@ BACKENDS = ("local", "hopsworks")
 def login(
     backend: str | None = None,
     root: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
     **hopsworks_options: Any,
 ) -> Any:
     """Connect to a backend and return a project handle.
@@ -34,7 +44,11 @@ def login(
     Args:
         backend: ``"local"`` (default; embedded Delta Lake + DuckDB store under ``root``) or
             ``"hopsworks"``. Defaults to ``$FSTRAIN_BACKEND`` or ``"local"``.
-        root: local store root; defaults to ``$FSTRAIN_HOME`` or ``./.fstrain``.
+        root: local store root; defaults to ``$FSTRAIN_HOME`` or ``./.fstrain`` (a
+            :class:`~fstrain.kernel.store_root.StoreLocation` keeps its origin for errors).
+        create: local backend: make the store root when it holds no store (the default, as
+            for a notebook's first call); ``False`` opens only an existing store and raises
+            :class:`~fstrain.kernel.errors.StoreNotFoundError` otherwise, creating nothing.
         **hopsworks_options: ``host``, ``project``, ``api_key_value``, ``api_key_file`` for the
             Hopsworks backend.
 
@@ -49,7 +63,7 @@ def login(
                 "those options are for backend='hopsworks'."
             )
         _require_local_engine()
-        return Project(resolve_root(root))
+        return Project(locate_root(root, given_as="root"), create=create)
     if chosen == "hopsworks":
         return _hopsworks_project(root, hopsworks_options)
     raise ConfigError(f"login(): backend must be one of {BACKENDS}. Got {chosen!r} instead.")
@@ -93,15 +107,23 @@ class Project:
     """A local project: one store root holding the feature store and the model registry.
 
     Mirrors ``hopsworks.project.Project``: ``get_feature_store()`` and ``get_model_registry()``.
-    Nothing is opened until one of them is called.
+    Nothing is opened until one of them is called. ``create=False`` opens an existing store
+    only: a root that holds none, or a feature store that was never written, is a
+    :class:`~fstrain.kernel.errors.StoreNotFoundError` and nothing is created.
     """
 
     backend = "local"
 
-    def __init__(self, root: Path, name: str = "fstrain") -> None:
-        self.root = root
+    def __init__(self, root: Path | StoreLocation, name: str = "fstrain", *,
+                 create: bool = True) -> None:
+        self.location = (require_existing_store(root) if not create
+                         else root if isinstance(root, StoreLocation)
+                         else StoreLocation(root, "root"))
+        self.root = self.location.path
         self.name = name
-        root.mkdir(parents=True, exist_ok=True)
+        self.create = create
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
 
     def __repr__(self) -> str:
         return f"Project(name={self.name!r}, backend='local', root='{self.root}')"
@@ -111,6 +133,12 @@ class Project:
         from feature_store.local.objects.feature_store import FeatureStore
         from fstrain import sdk_objects
 
+        if not self.create and not (self.root / "feature_store").is_dir():
+            raise StoreNotFoundError(
+                f"store root {self.location.describe()} holds no feature store yet (nothing "
+                "was written by `fstrain features`). Run `fstrain features <use case>` first, "
+                "or point --root or FSTRAIN_HOME at the store that has the features."
+            )
         return FeatureStore(self.root / "feature_store", project_name=self.name,
                             sdk_objects=sdk_objects, split_readers=_split_readers)
 

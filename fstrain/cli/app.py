@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from fstrain.cli.browse import fg_app, fv_app, td_app
-from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, KeyOpt, RootOpt
+from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, KeyOpt, RootOpt, store_location
 from fstrain.cli.jobs import jobs_app
 from fstrain.cli.keys import keys_app
 from fstrain.cli.registry import registry_app
@@ -77,18 +77,21 @@ def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
     _INVOCATION.set(Options(root=root, backend=backend, as_json=as_json, debug=debug))
 
 
-def _project() -> Any:
+def _project(*, create: bool = False) -> Any:
+    """The invocation's project; only the commands that make a store pass ``create=True``
+    (every other one refuses a root that holds no store, creating nothing)."""
     import feature_store
     from fstrain.kernel.errors import ConfigError
 
     options = _options()
     if options.backend != "local":
         return feature_store.login(backend=options.backend)
+    location = store_location(options.root)
     try:
-        return feature_store.login(backend="local", root=options.root)
+        return feature_store.login(backend="local", root=location, create=create)
     except OSError as exc:  # FSTRAIN_HOME/--root is a file, read-only, or not a real folder
         raise ConfigError(
-            f"store root {options.root or './.fstrain'} cannot be used ({exc.__class__.__name__}: "
+            f"store root {location.describe()} cannot be used ({exc.__class__.__name__}: "
             f"{exc.strerror or exc}). Point --root or FSTRAIN_HOME at a writable folder."
         ) from exc
 
@@ -239,7 +242,7 @@ def features(
             {"use_case": use_case, "start": start, "end": end, "ingestion_policy": policy, **given},
         )
         with _step(f"feature pipeline: {use_case}"):
-            ref = feature.run(_project(), config)
+            ref = feature.run(_project(create=True), config)
         _emit(ref.to_dict(), ref.summary())
 
     _guard(body)
@@ -359,6 +362,7 @@ def train(
             "nested": nested, "track": track, "tracking_uri": tracking_uri,
             "find_label_issues": find_label_issues, "drop_label_issues": drop_label_issues,
         })
+        training.check_config(cfg)  # bad input is named before the store is opened
         project = _project()
         if smoke:
             _smoke(project, cfg)
@@ -661,8 +665,8 @@ def run_command(
     feature stage, exit 0)."""
     _set(root, backend, as_json, debug)
     with _stages(4):
-        row = _guard(lambda: run_use_case(_project(), use_case, start=start, end=end,
-                                          anchor=anchor))
+        row = _guard(lambda: run_use_case(_project(create=True), use_case, start=start,
+                                          end=end, anchor=anchor))
     if as_json:
         typer.echo(json.dumps(row, indent=2))
     else:
@@ -681,7 +685,7 @@ def demo(
     chosen = list(use_cases or USE_CASES)
 
     def body() -> list[dict[str, Any]]:
-        project = _project()
+        project = _project(create=True)
         return [run_use_case(project, uc, demo=True) for uc in chosen]
 
     started = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt
+from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt, store_location
 
 fg_app = typer.Typer(help="Feature groups: list, show.", no_args_is_help=True)
 fv_app = typer.Typer(help="Feature views: list, show.", no_args_is_help=True)
@@ -25,9 +25,12 @@ RefArg = Annotated[str, typer.Argument(metavar="NAME[:VERSION]")]
 
 
 def _project(root: Path | None, backend: str) -> Any:
+    """The store to browse: an existing one only (browsing never creates a store)."""
     from fstrain.project import login
 
-    return login(backend=backend, root=root) if backend == "local" else login(backend=backend)
+    if backend != "local":
+        return login(backend=backend)
+    return login(backend=backend, root=store_location(root), create=False)
 
 
 def _ref(ref: str) -> tuple[str, int]:

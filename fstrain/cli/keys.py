@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fstrain.cli.options import BackendOpt, JsonOpt, RootOpt
+from fstrain.cli.options import BackendOpt, JsonOpt, RootOpt, existing_store, store_location
 from fstrain.kernel.errors import FeatureStoreError
 
 keys_app = typer.Typer(
@@ -36,17 +36,19 @@ KeyOpt = Annotated[Path | None, typer.Option(
     "needed for a store's first key.")]
 
 
-def _store(root: Path | None, backend: str = "local") -> Any:
+def _store(root: Path | None, backend: str = "local", *, create: bool = False) -> Any:
     """The trust list of the store: ``<root>/trust``, or on Hopsworks the project's own
-    (``Resources/fstrain/trust``, through the SDK; login from the environment)."""
-    from fstrain.kernel.store_root import resolve_root
+    (``Resources/fstrain/trust``, through the SDK; login from the environment). Only
+    ``keys new`` and ``keys add`` (which may enrol a store's first key) pass ``create``: the
+    other commands refuse a root that holds no store."""
     from model_registry.audit.trust import TRUST_DIR, TrustStore
 
     if backend != "local":
         import feature_store
 
         return feature_store.login(backend=backend).get_model_registry().trust_store
-    return TrustStore(resolve_root(root) / TRUST_DIR)
+    location = store_location(root) if create else existing_store(root)
+    return TrustStore(location.path / TRUST_DIR)
 
 
 def _owner_key(store: Any, key: Path | None) -> Any:
@@ -105,7 +107,7 @@ def new_command(
     from model_registry.audit import keys
 
     try:
-        store = _store(root, backend)
+        store = _store(root, backend, create=True)
         signer_key = _owner_key(store, key) if store.exists() else None
         secret = _new_passphrase(protect)
         line = keys.generate_key(out, comment=name, passphrase=secret)
@@ -141,7 +143,7 @@ def add_command(
     from model_registry.audit import keys
 
     try:
-        store = _store(root, backend)
+        store = _store(root, backend, create=True)
         try:
             line = public_key.read_text(encoding="utf-8")
         except OSError as exc:

@@ -7,8 +7,12 @@ from typing import Annotated
 
 import typer
 
-RootOpt = Annotated[Path | None, typer.Option("--root", envvar="FSTRAIN_HOME",
-                                              help="Store root (default ./.fstrain).")]
+from fstrain.kernel.store_root import StoreLocation, locate_root, require_existing_store
+
+# FSTRAIN_HOME is read by the kernel (not typer's envvar), so an error can say which of
+# --root, FSTRAIN_HOME or the default chose the root
+RootOpt = Annotated[Path | None, typer.Option(
+    "--root", help="Store root (default $FSTRAIN_HOME, else ./.fstrain).")]
 BackendOpt = Annotated[str, typer.Option("--backend", envvar="FSTRAIN_BACKEND",
                                          help="local (embedded store) or hopsworks.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
@@ -17,4 +21,17 @@ KeyOpt = Annotated[Path | None, typer.Option(
     "trust list.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
 
-__all__ = ["BackendOpt", "DebugOpt", "JsonOpt", "KeyOpt", "RootOpt"]
+__all__ = ["BackendOpt", "DebugOpt", "JsonOpt", "KeyOpt", "RootOpt", "existing_store",
+           "store_location"]
+
+
+def store_location(root: Path | None) -> StoreLocation:
+    """Where the running command's store is and where that came from: ``--root``,
+    ``FSTRAIN_HOME`` or the default ``./.fstrain``."""
+    return locate_root(root)
+
+
+def existing_store(root: Path | None) -> StoreLocation:
+    """:func:`store_location`, refused (one line, nothing created) when it holds no store:
+    every command but ``features``, ``run``, ``demo`` and ``keys new`` opens with this."""
+    return require_existing_store(store_location(root))

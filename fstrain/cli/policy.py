@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fstrain.cli.options import JsonOpt, RootOpt
+from fstrain.cli.options import JsonOpt, RootOpt, existing_store
 
 policy_app = typer.Typer(
     help="The gate policy a model is judged under: the use case's defaults, or an owner's "
@@ -29,17 +29,12 @@ KeyOpt = Annotated[Path | None, typer.Option(
 
 
 def _registry(root: Path | None) -> Any:
-    """The local registry of the store under ``root`` (created when missing: a policy may be
-    set before the model's first version is trained)."""
-    from fstrain.kernel.errors import ConfigError
-    from fstrain.kernel.store_root import resolve_root
+    """The local registry of the store under ``root`` (a registry is created in an existing
+    store when missing: a policy may be set before the model's first version is trained; a
+    root that holds no store is refused)."""
     from fstrain.project import Project
 
-    project_root = resolve_root(root)
-    if project_root.exists() and not project_root.is_dir():
-        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
-                          "FSTRAIN_HOME at a folder.")
-    return Project(project_root).get_model_registry()
+    return Project(existing_store(root), create=False).get_model_registry()
 
 
 def _use_case_gates(registry: Any, name: str) -> tuple[str | None, list[str]]:

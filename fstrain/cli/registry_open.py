@@ -10,23 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fstrain.cli.options import existing_store
 from fstrain.kernel.errors import InvalidArgumentError
 
 
 def open_registry(root: Path | None) -> Any:
-    """The local project's registry under ``root``, or None when it holds no registry yet."""
-    from fstrain.kernel.store_root import resolve_root
+    """The local project's registry under ``root``, or None when the store holds no registry
+    yet (no model was registered). A root that holds no store at all is a
+    :class:`~fstrain.kernel.errors.StoreNotFoundError` naming it and where it came from;
+    nothing is created."""
     from fstrain.project import Project
 
-    project_root = resolve_root(root)
-    if project_root.exists() and not project_root.is_dir():
-        from fstrain.kernel.errors import ConfigError
-
-        raise ConfigError(f"store root {project_root} is a file, not a folder. Point --root or "
-                          "FSTRAIN_HOME at a folder.")
-    if not (project_root / "model_registry").is_dir():
+    location = existing_store(root)
+    if not (location.path / "model_registry").is_dir():
         return None
-    return Project(project_root).get_model_registry()
+    return Project(location, create=False).get_model_registry()
 
 
 def parse_ref(ref: str) -> tuple[str, int | None]:

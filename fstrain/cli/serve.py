@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from fstrain.cli.errors import guarded
-from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt
+from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt, existing_store, store_location
 
 users_app = typer.Typer(help="Web users of `fstrain serve`: add, passwd, remove, list.",
                         no_args_is_help=True)
@@ -42,15 +42,19 @@ def serve_command(
 ) -> None:
     """Serve the store and the model registry in a browser (pages read the store live; sign-off
     follows the command line's rules)."""
-    from fstrain.kernel.store_root import resolve_root
     from fstrain.serve import ServeSettings
     from fstrain.serve.server import serve
 
     settings = guarded(lambda: ServeSettings(
-        root=resolve_root(root), host=host, port=port, trusted_header=trusted_header,
+        root=_served_root(root, backend), host=host, port=port, trusted_header=trusted_header,
         proxy=proxy, backend=backend, key=key).check(), debug=debug)
     typer.echo(f"fstrain serve: http://{host}:{port}/ over {settings.root}", err=True)
     guarded(lambda: serve(settings), debug=debug)
+
+
+def _served_root(root: Path | None, backend: str) -> Path:
+    """The store ``serve`` shows: an existing one (serving never creates a store)."""
+    return existing_store(root).path if backend == "local" else store_location(root).path
 
 
 def _store(root: Path | None) -> Any:

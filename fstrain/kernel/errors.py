@@ -24,6 +24,7 @@ __all__ = [
     "NotFoundError",
     "UnknownFeatureError",
     "SchemaMismatchError",
+    "StoreNotFoundError",
     "UnauthorizedError",
     "UnsafeFormatError",
     "VerificationError",
@@ -39,6 +40,11 @@ class FeatureStoreError(Exception):
 
 class NotFoundError(FeatureStoreError, LookupError):
     """An object (feature group, feature view, training dataset, model, version) does not exist."""
+
+
+class StoreNotFoundError(NotFoundError):
+    """A store root that holds no store (missing, empty or a file) was opened to read or to
+    add to; only the commands that make a store create one."""
 
 
 class UnknownFeatureError(NotFoundError, AttributeError):

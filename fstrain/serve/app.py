@@ -137,8 +137,8 @@ def create_app(settings: ServeSettings, project: Any | None = None, *,
     if project is None:
         from fstrain.project import login
 
-        project = (login(backend="local", root=settings.root) if settings.backend == "local"
-                   else login(backend=settings.backend))
+        project = (login(backend="local", root=settings.root, create=False)
+                   if settings.backend == "local" else login(backend=settings.backend))
     ctx = ServeContext(settings, project)
     auth = Auth(ctx)
 

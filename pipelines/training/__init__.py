@@ -163,11 +163,11 @@ def read_splits(project: Any, use_case: Any, version: int | str,
     return fv, (X_tr, X_va, y_tr, y_va)
 
 
-def run(project: Project, config: TrainingPipelineConfig, *,
-        key: str | os.PathLike[str] | None = None) -> ModelRef:
-    """Train on a training-dataset version and register the model (status ``pending``); in a
-    store with a trust list its creation record is signed by the key at ``key`` (else
-    ``$FSTRAIN_KEY``)."""
+def check_config(config: TrainingPipelineConfig) -> tuple[Any, Any]:
+    """The use case and trainer configuration of ``config``, checked without opening a store
+    (unknown use case, bad hyperparameters, options the trainer does not take):
+    :func:`run` starts with it, and the CLI calls it before it opens the store, so bad input
+    is named even where the store is missing."""
     from feature_views import get_use_case
 
     use_case = get_use_case(config.use_case)
@@ -178,6 +178,15 @@ def run(project: Project, config: TrainingPipelineConfig, *,
         from fstrain.trainers.ray_boosting import refuse_unsupported
 
         refuse_unsupported(cfg, tune=config.tune, drop_label_issues=config.drop_label_issues)
+    return use_case, cfg
+
+
+def run(project: Project, config: TrainingPipelineConfig, *,
+        key: str | os.PathLike[str] | None = None) -> ModelRef:
+    """Train on a training-dataset version and register the model (status ``pending``); in a
+    store with a trust list its creation record is signed by the key at ``key`` (else
+    ``$FSTRAIN_KEY``)."""
+    use_case, cfg = check_config(config)
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(

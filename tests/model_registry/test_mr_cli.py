@@ -62,10 +62,10 @@ def test_list_uses_fstrain_home(store, monkeypatch):
     assert len(json.loads(result.output)) == 3
 
 
-def test_list_on_empty_root_creates_nothing(tmp_path):
+def test_list_on_a_missing_root_is_an_error_and_creates_nothing(tmp_path):
     result = runner.invoke(registry_app, ["list", "--root", str(tmp_path / "none")])
-    assert result.exit_code == 0
-    assert "No model versions found" in result.output
+    assert result.exit_code == 2
+    assert f"store root {tmp_path / 'none'} (from --root) does not exist" in result.output
     assert not (tmp_path / "none").exists()
 
 
