@@ -94,7 +94,8 @@ def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
     from sklearn.metrics import roc_auc_score
 
     from fstrain.trainers.config import TorchOptions
-    from fstrain.trainers.loop import ArrayDataset, LoopSpec, fit
+    from fstrain.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.torch_inputs import ArrayDataset
     from fstrain.trainers.nets import MLP
 
     val_rows = min(2000, len(X) // 10)
@@ -140,13 +141,13 @@ def bench_torch(X: np.ndarray, y: np.ndarray, repeats: int, epochs: int,
             run()
     n = len(Xtr) * epochs
     # input-pipeline share: the same batches our loop draws, fetched without any compute
-    from fstrain.trainers.loop import _batches, epoch_indices
+    from fstrain.trainers.torch_inputs import epoch_indices, train_batches
 
     dataset = ArrayDataset(Xtr, ytr)
     t0 = time.perf_counter()
     for epoch in range(epochs):
-        for _xb, _yb in _batches(dataset, None, epoch_indices(len(Xtr), seed=0, epoch=epoch),
-                                 batch, 0):
+        for _xb, _yb in train_batches(dataset, None,
+                                      epoch_indices(len(Xtr), seed=0, epoch=epoch), batch, 0):
             pass
     data_s = time.perf_counter() - t0
     return {"ours_s": statistics.median(ours), "bare_s": statistics.median(bare),

@@ -96,7 +96,8 @@ def _worker(loop_config: dict[str, Any]) -> None:
     import torch
 
     from fstrain.trainers.config import load_config as _load
-    from fstrain.trainers.loop import DistContext, LoopSpec, fit
+    from fstrain.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.loop_resume import DistContext
     from fstrain.trainers.nets import build_net
     from fstrain.trainers.seeding import deterministic_mode, seed_everything
 
@@ -254,7 +255,7 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
                         mode: str) -> TrainResult:
     """The :class:`TrainResult` of a finished run: the best epoch's weights from rank 0's
     checkpoints, its validation metrics, and every rank's synced metrics."""
-    from fstrain.trainers.loop import effective_lr
+    from fstrain.trainers.torch_optim import effective_lr
     from fstrain.trainers.torch_models import torch_curves
 
     lr, lr_note = effective_lr(cfg.torch, num_workers)

@@ -18,21 +18,29 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-from typing_extensions import TypeIs
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from fstrain.kernel.errors import ConfigError, InvalidArgumentError
+from fstrain.kernel.errors import ConfigError
 from fstrain.trainers import checkpoint as ckpt
+from fstrain.trainers.augment import mixup_draw, shift_images
 from fstrain.trainers.config import TorchOptions
 from fstrain.trainers.divergence import TrainingDivergedError
+from fstrain.trainers.loop_resume import (
+    DistContext,
+    check_mid_epoch_checkpoints,
+    check_mid_epoch_resume,
+    check_stream_layout,
+    rank_rng,
+    rank_snapshot,
+    stream_shards,
+)
 from fstrain.trainers.metrics import classification_metrics, is_better
 from fstrain.trainers.seeding import (
     numpy_rng_state,
@@ -44,6 +52,26 @@ from fstrain.trainers.seeding import (
     torch_rng_tensors,
     worker_init_fn,
 )
+from fstrain.trainers.stream.pieces import Reiterable
+from fstrain.trainers.torch_inputs import (
+    ArrayDataset,
+    IndexSampler,
+    StreamedSplit,
+    StreamedValSplit,
+    collate,
+    epoch_indices,
+    is_streamed_train,
+    is_streamed_val,
+    map_rows,
+    train_batches,
+)
+from fstrain.trainers.torch_optim import (
+    effective_lr,
+    make_optimizer,
+    make_scheduler,
+    resolve_amp,
+    resolve_device,
+)
 
 #: train rows scored in eval mode after every epoch (a fixed seeded sample), for the curves
 TRAIN_EVAL_ROWS = 2048
@@ -53,390 +81,6 @@ TRAIN_EVAL_ROWS_FILES = 512
 NAN_CHECK_EVERY = 50
 #: written next to the checkpoints when the loss becomes NaN/inf
 DIVERGED_FILE = "diverged.json"
-
-_NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm, nn.LocalResponseNorm)
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-class ArrayDataset(torch.utils.data.Dataset):
-    """In-memory features/labels; a whole batch is fetched with one fancy index."""
-
-    def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
-        self.X = torch.from_numpy(np.ascontiguousarray(X))
-        self.y = torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.X[index], self.y[index]
-
-    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        idx = torch.as_tensor(indices, dtype=torch.long)
-        return self.X[idx], self.y[idx]
-
-
-def collate(batch: Any) -> Any:
-    """Pass through batches already built by ``__getitems__``; default-collate the rest."""
-    if isinstance(batch, tuple):
-        return batch
-    return torch.utils.data.default_collate(batch)
-
-
-class _IndexSampler(torch.utils.data.Sampler[int]):
-    """Yields the indices set for the current (part of the) epoch."""
-
-    def __init__(self) -> None:
-        self.indices: list[int] = []
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.indices)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-
-def epoch_indices(
-    n: int, *, seed: int, epoch: int, rank: int = 0, world_size: int = 1
-) -> list[int]:
-    """This rank's shuffled indices for ``epoch`` (``DistributedSampler`` order, padded)."""
-    from torch.utils.data.distributed import DistributedSampler
-
-    # torch annotates the dataset as a Dataset, but the sampler only reads its len()
-    sampler: DistributedSampler[int] = DistributedSampler(
-        range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed,  # type: ignore[arg-type]
-        drop_last=False,
-    )
-    sampler.set_epoch(epoch)
-    return list(sampler)
-
-
-# --------------------------------------------------------------------------------------------
-# Optimizer, scheduler, AMP
-# --------------------------------------------------------------------------------------------
-
-
-class StreamedSplit(Protocol):
-    """A train split that deals its own shards and batches (``streamed = True``:
-    :class:`fstrain.trainers.stream.split.SplitStream`, or a Ray Data shard of
-    :mod:`fstrain.trainers.stream.ray_feed`): the loop asks it for batches, not rows."""
-
-    def __len__(self) -> int: ...
-
-    def steps(self, world_size: int, batch_size: int) -> int: ...
-
-    def sample(self, cap: int, seed: int) -> tuple[np.ndarray, np.ndarray]: ...
-
-    def epoch_batches(self, epoch: int, rank: int, world_size: int,
-                      batch_size: int) -> Iterator[tuple[Any, Any]]: ...
-
-
-class StreamedValSplit(Protocol):
-    """A validation split read as this rank's rows in file order (``streamed = True``)."""
-
-    def batches(self, rank: int, world_size: int,
-                batch_size: int) -> Iterator[tuple[Any, Any]]: ...
-
-
-def _streamed_train(dataset: torch.utils.data.Dataset[Any] | StreamedSplit,
-                    ) -> TypeIs[StreamedSplit]:
-    return bool(getattr(dataset, "streamed", False))
-
-
-def _streamed_val(dataset: torch.utils.data.Dataset[Any] | StreamedValSplit,
-                  ) -> TypeIs[StreamedValSplit]:
-    return bool(getattr(dataset, "streamed", False))
-
-
-def _rows(dataset: object, what: str) -> int:
-    """The rows of a map-style dataset; one without a length is refused by name."""
-    if not isinstance(dataset, Sized):
-        raise InvalidArgumentError(
-            f"The {what} set {type(dataset).__name__} has no length: the loop reads a map-style "
-            "dataset (__len__ and __getitem__) or a streamed split.")
-    return len(dataset)
-
-
-def _batches(dataset: Any, loader: Any, indices: list[int], batch_size: int,
-             num_workers: int) -> Any:
-    """Batches of the epoch: in-memory arrays are sliced directly (the same batches the
-    DataLoader would build, without its per-batch Python work); anything else uses the loader."""
-    if num_workers > 0 or not isinstance(dataset, ArrayDataset):
-        yield from loader
-        return
-    order = torch.as_tensor(indices, dtype=torch.long)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        yield dataset.X[idx], dataset.y[idx]
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """Optimizer groups (AdamW or SGD): weight decay on weight matrices/kernels, none on biases
-    and norm params."""
-    decay, no_decay = [], []
-    for module in model.modules():
-        for name, param in module.named_parameters(recurse=False):
-            if not param.requires_grad:
-                continue
-            if isinstance(module, _NORM_TYPES) or name.endswith("bias") or param.ndim < 2:
-                no_decay.append(param)
-            else:
-                decay.append(param)
-    if not decay and not no_decay:
-        raise InvalidArgumentError(
-            "The model has no trainable parameters (every parameter has requires_grad=False): "
-            "unfreeze at least the head before training."
-        )
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-
-
-def make_optimizer(
-    model: nn.Module, opts: TorchOptions, lr: float | None = None
-) -> torch.optim.Optimizer:
-    """AdamW with decoupled weight decay, or SGD with (Nesterov) momentum; no weight decay on
-    biases/norms either way. ``lr`` overrides ``opts.lr`` (see :func:`effective_lr`)."""
-    groups, lr = param_groups(model, opts.weight_decay), opts.lr if lr is None else lr
-    if opts.optimizer == "sgd":
-        momentum = 0.9 if opts.momentum is None else opts.momentum
-        return torch.optim.SGD(groups, lr=lr, momentum=momentum, nesterov=bool(opts.nesterov))
-    return torch.optim.AdamW(groups, lr=lr, betas=opts.betas)
-
-
-def effective_lr(opts: TorchOptions, world_size: int = 1) -> tuple[float, str | None]:
-    """The learning rate the optimizer starts from and a note saying how it was scaled.
-
-    With ``lr_scaling`` ``linear``/``sqrt`` it is ``lr × r`` (or ``lr × √r``), where ``r`` is
-    the global batch (``batch_size × grad_accum_steps × world_size``) over ``base_batch_size``.
-    """
-    if opts.lr_scaling == "none" or opts.base_batch_size is None:
-        return opts.lr, None
-    global_batch = opts.batch_size * opts.grad_accum_steps * world_size
-    ratio = global_batch / opts.base_batch_size
-    factor = math.sqrt(ratio) if opts.lr_scaling == "sqrt" else ratio
-    lr = opts.lr * factor
-    return lr, (f"lr scaling {opts.lr_scaling}: lr {opts.lr:g} x "
-                f"{'sqrt' if opts.lr_scaling == 'sqrt' else ''}(global batch {global_batch} / "
-                f"base {opts.base_batch_size}) = {lr:g}")
-
-
-def make_scheduler(
-    optimizer: torch.optim.Optimizer, opts: TorchOptions, total_steps: int, mode: str,
-    *, steps_per_epoch: int = 1, lr: float | None = None,
-) -> tuple[Any, bool]:
-    """The LR scheduler and whether it steps per optimizer step (else per epoch on the metric).
-
-    ``cosine_restarts`` (SGDR) restarts every ``restart_epochs × steps_per_epoch`` optimizer
-    steps, each cycle ``restart_mult`` times longer than the last."""
-    total_steps = max(total_steps, 1)
-    lr = opts.lr if lr is None else lr
-    if opts.scheduler == "cosine_restarts":
-        return (
-            torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(
-                optimizer, T_0=max(1, (opts.restart_epochs or 1) * steps_per_epoch),
-                T_mult=opts.restart_mult or 1, eta_min=lr * opts.min_lr_ratio,
-            ),
-            True,
-        )
-    if opts.scheduler == "warmup_cosine":
-        warmup, floor = opts.warmup_steps, opts.min_lr_ratio
-
-        def factor(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / warmup
-            progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-            return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, factor), True
-    if opts.scheduler == "one_cycle":
-        pct = opts.warmup_steps / total_steps if opts.warmup_steps else 0.3
-        return (
-            torch.optim.lr_scheduler.OneCycleLR(
-                optimizer, max_lr=lr, total_steps=total_steps,
-                pct_start=min(max(pct, 0.01), 0.99),
-            ),
-            True,
-        )
-    if opts.scheduler == "plateau":
-        if mode not in ("min", "max"):
-            raise InvalidArgumentError(f"The plateau scheduler follows a metric to its 'min' or "
-                                       f"'max'; got mode {mode!r}.")
-        patience = max(1, (opts.patience or 4) // 2)
-        return (
-            torch.optim.lr_scheduler.ReduceLROnPlateau(
-                optimizer, mode="max" if mode == "max" else "min", factor=0.5, patience=patience
-            ),
-            False,
-        )
-    return None, True
-
-
-def resolve_device(requested: str) -> torch.device:
-    """``auto`` → CUDA when available, else CPU."""
-    if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
-        if not torch.cuda.is_available():
-            raise ConfigError("torch.device='cuda' but no CUDA device is available; use auto/cpu.")
-        return torch.device("cuda")
-    return torch.device("cpu")
-
-
-def resolve_amp(amp: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
-    """The autocast dtype (None = off) and whether a GradScaler is needed (fp16)."""
-    if amp == "off" or (amp == "auto" and device.type != "cuda"):
-        return None, False
-    if amp == "auto":
-        if torch.cuda.is_bf16_supported():
-            return torch.bfloat16, False
-        return torch.float16, True
-    if amp == "bf16":
-        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ConfigError("torch.amp='bf16' but this GPU lacks bf16; use amp: fp16 or auto.")
-        return torch.bfloat16, False
-    return torch.float16, True
-
-
-# --------------------------------------------------------------------------------------------
-# Distributed hooks (filled in by fstrain.trainers.distributed)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class DistContext:
-    """What the loop needs from a process group; single-process defaults."""
-
-    rank: int = 0
-    world_size: int = 1
-    device: torch.device | None = None
-    wrap: Callable[[nn.Module], nn.Module] | None = None
-
-    @property
-    def is_main(self) -> bool:
-        """Rank 0 writes checkpoints."""
-        return self.rank == 0
-
-    def all_reduce_mean(self, value: float) -> float:
-        """Mean of ``value`` over ranks."""
-        if self.world_size == 1:
-            return value
-        import torch.distributed as dist
-
-        t = torch.tensor([value], dtype=torch.float64, device=self._comm_device())
-        dist.all_reduce(t)
-        return float(t.item()) / self.world_size
-
-    def all_gather(self, obj: Any) -> list[Any]:
-        """``obj`` from every rank, in rank order."""
-        if self.world_size == 1:
-            return [obj]
-        import torch.distributed as dist
-
-        out: list[Any] = [None] * self.world_size
-        dist.all_gather_object(out, obj)
-        return out
-
-    def _comm_device(self) -> torch.device:
-        import torch.distributed as dist
-
-        return self.device if dist.get_backend() == "nccl" and self.device else torch.device("cpu")
-
-
-def _rank_snapshot(generator: Any, epoch_loss_sum: float, batch_in_epoch: int) -> dict[str, Any]:
-    """What differs between ranks at a checkpoint: RNG states (JSON-able host states and torch
-    tensors), the rank's partial train-loss sum of the epoch and the batch it resumes at."""
-    return {"host": {"python": python_rng_state(), "numpy": numpy_rng_state(),
-                     "epoch_loss_sum": epoch_loss_sum, "batch_in_epoch": batch_in_epoch},
-            "tensors": torch_rng_tensors(generator)}
-
-
-def _rank_rng(
-    meta: dict[str, Any], tensors: dict[str, Any], dist: DistContext
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The RNG states a resuming rank restores: its own when the checkpoint holds one per rank
-    for the same world size, else rank 0's."""
-    per_rank = meta.get("rng_by_rank")
-    if dist.rank == 0 or not per_rank or len(per_rank) != dist.world_size:
-        return meta["rng"], tensors
-    prefix = f"rank{dist.rank}."
-    return per_rank[dist.rank], {k[len(prefix):]: v for k, v in tensors.items()
-                                 if k.startswith(prefix)}
-
-
-def _check_mid_epoch_checkpoints(train_set: Any, opts: TorchOptions) -> None:
-    """Refuse ``checkpoint_every_steps`` on a streamed train set that cannot start an epoch at
-    a given batch (one without ``resumes_mid_epoch``; the streams of one process and of
-    ``--workers`` both can): its checkpoints could not be resumed from without training on
-    some rows twice."""
-    if opts.checkpoint_every_steps and not getattr(train_set, "resumes_mid_epoch", False):
-        raise ConfigError(
-            f"torch.checkpoint_every_steps={opts.checkpoint_every_steps} writes mid-epoch "
-            f"checkpoints, but the streamed input {type(train_set).__name__} cannot resume an "
-            "epoch part way through. Drop torch.checkpoint_every_steps (checkpoints at every "
-            "epoch's end still resume).")
-
-
-def _check_mid_epoch_resume(meta: dict[str, Any], dist: DistContext,
-                            streamed: StreamedSplit | None) -> None:
-    """Refuse to resume a mid-epoch checkpoint where the rest of its epoch cannot be replayed
-    exactly: another world size deals other rows to each rank (``--workers``), and a streamed
-    input without mid-epoch starts would restart the epoch."""
-    loop = meta.get("loop") or {}
-    start = int(loop.get("batch_in_epoch") or 0)
-    if not start:
-        return
-    was = int(meta.get("world_size") or 1)
-    where = (f"the checkpoint was written after batch {start} of epoch {loop.get('epoch')} "
-             f"(global step {loop.get('global_step')})")
-    if was != dist.world_size:
-        raise ConfigError(
-            f"Cannot resume: {where} with world size {was} (--workers {was}); now world size "
-            f"{dist.world_size} (--workers {dist.world_size}) would deal the epoch's rows to "
-            f"the ranks differently. Resume with --workers {was}.")
-    if streamed is not None and not getattr(streamed, "resumes_mid_epoch", False):
-        raise ConfigError(
-            f"Cannot resume: {where}, and the streamed input {type(streamed).__name__} cannot "
-            "start an epoch part way through (torch.checkpoint_every_steps). Resume in one "
-            "process with torch.streaming: true, or start fresh.")
-    now = _shards(streamed, dist.world_size)
-    had = (meta.get("train_stream") or {}).get("pieces_sha256")
-    if had and now and had != now["pieces_sha256"]:
-        raise ConfigError(
-            f"Cannot resume: {where}; the checkpoint's ranks read pieces {had}, these ranks "
-            f"would read pieces {now['pieces_sha256']} (other row groups or another dealing "
-            "of them), so the rest of the epoch would not be its unseen rows. Resume with the "
-            "same training dataset version and fstrain version, or start fresh.")
-
-
-def _shards(streamed: Any, world_size: int) -> dict[str, Any] | None:
-    """A streamed train set's pieces as dealt to ``world_size`` ranks (hashed), if it says."""
-    shards = getattr(streamed, "shards", None)
-    return shards(world_size) if shards is not None else None
-
-
-def _check_stream_layout(meta: dict[str, Any], streamed: Any) -> None:
-    """Refuse to resume, at any batch, over a train split of other rows or row groups than
-    the checkpoint's."""
-    had = meta.get("train_stream")
-    now = getattr(streamed, "layout", None)
-    if not had or now is None:
-        return
-    diffs = [f"{k}: checkpoint has {had.get(k)!r}, now {v!r}" for k, v in now().items()
-             if had.get(k) != v]
-    if diffs:
-        raise ConfigError(f"Cannot resume: the checkpoint was written over another train "
-                          f"split ({'; '.join(diffs)}). Resume on the training dataset it "
-                          "was written for, or start fresh.")
-
-
-# --------------------------------------------------------------------------------------------
-# The loop
-# --------------------------------------------------------------------------------------------
-
 
 @dataclass
 class LoopSpec:
@@ -528,16 +172,16 @@ class _Run:
         self.model = dist.wrap(self.raw_model) if dist.wrap else self.raw_model
         self.lr, self.lr_note = effective_lr(opts, dist.world_size)
         self.optimizer = make_optimizer(self.raw_model, opts, self.lr)
-        self.n_train = _rows(spec.train_set, "train")
+        self.n_train = map_rows(spec.train_set, "train")
         # a streamed split (fstrain.trainers.stream) deals its own shards and batches
-        self.stream = spec.train_set if _streamed_train(spec.train_set) else None
+        self.stream = spec.train_set if is_streamed_train(spec.train_set) else None
         self.streamed = self.stream is not None
         if self.streamed and opts.num_workers:
             raise ConfigError("torch.num_workers applies to in-memory datasets; a streamed split "
                               "reads its pieces itself. Set torch.num_workers: 0.")
         if self.stream is not None:
             self.n_batches = self.stream.steps(dist.world_size, opts.batch_size)
-            _check_mid_epoch_checkpoints(self.stream, opts)
+            check_mid_epoch_checkpoints(self.stream, opts)
         else:
             per_rank = len(epoch_indices(self.n_train, seed=spec.seed, epoch=0, rank=dist.rank,
                                          world_size=dist.world_size))
@@ -553,7 +197,7 @@ class _Run:
             weight = torch.as_tensor(spec.class_weight, dtype=torch.float32, device=self.device)
         self.loss_fn = nn.CrossEntropyLoss(weight=weight, label_smoothing=opts.label_smoothing)
         self.generator = torch_generator(spec.seed)
-        self.sampler = _IndexSampler()
+        self.sampler = IndexSampler()
         self.train_loader, self.val_loader = self._loaders()
         self.train_eval_loader = self._train_eval_loader()
         self.bad_batch = torch.full((), -1, dtype=torch.int64, device=self.device)
@@ -581,15 +225,13 @@ class _Run:
         if opts.num_workers > 0:
             loader_kwargs["persistent_workers"] = True
         train_set, val_set = spec.train_set, spec.val_set
-        train = (None if _streamed_train(train_set) else
+        train = (None if is_streamed_train(train_set) else
                  torch.utils.data.DataLoader(train_set, sampler=self.sampler, **loader_kwargs))
-        if _streamed_val(val_set):
-            from fstrain.trainers.stream.pieces import Reiterable
-
+        if is_streamed_val(val_set):
             streamed_val = val_set
             return train, Reiterable(lambda: streamed_val.batches(
                 dist.rank, dist.world_size, max(opts.batch_size, 256)))
-        val_indices = list(range(dist.rank, _rows(val_set, "validation"), dist.world_size))
+        val_indices = list(range(dist.rank, map_rows(val_set, "validation"), dist.world_size))
         val = torch.utils.data.DataLoader(
             torch.utils.data.Subset(val_set, val_indices),
             batch_size=max(opts.batch_size, 256), shuffle=False, num_workers=0, collate_fn=collate,
@@ -600,7 +242,7 @@ class _Run:
         """A fixed, seeded sample of train rows (this rank's share), scored every epoch."""
         spec, dist = self.spec, self.dist
         dataset = spec.train_set
-        if _streamed_train(dataset):  # a seeded sample read from the stream, held in memory
+        if is_streamed_train(dataset):  # a seeded sample read from the stream, held in memory
             dataset = ArrayDataset(*dataset.sample(TRAIN_EVAL_ROWS, spec.seed))
             rows = list(range(len(dataset)))[dist.rank::dist.world_size]
         else:
@@ -633,15 +275,15 @@ class _Run:
             return
         model_state, tensors, meta = ckpt.read(ckdir, "last")
         ckpt.check_compatible(meta, self.spec.config, self.spec.lineage)
-        _check_stream_layout(meta, self.stream)
-        _check_mid_epoch_resume(meta, self.dist, self.stream)
+        check_stream_layout(meta, self.stream)
+        check_mid_epoch_resume(meta, self.dist, self.stream)
         self.raw_model.load_state_dict(model_state)
         self.optimizer.load_state_dict(ckpt.unflatten(meta["optimizer"], tensors))
         if self.scheduler is not None and meta.get("scheduler") is not None:
             self.scheduler.load_state_dict(ckpt.unflatten(meta["scheduler"], tensors))
         if meta.get("scaler"):
             self.scaler.load_state_dict(ckpt.unflatten(meta["scaler"], tensors))
-        host, rank_tensors = _rank_rng(meta, tensors, self.dist)
+        host, rank_tensors = rank_rng(meta, tensors, self.dist)
         start = meta["loop"].get("batch_in_epoch") or 0
         if host.get("batch_in_epoch", start) != start:
             raise ConfigError(f"Cannot resume: the checkpoint has rank {self.dist.rank} at "
@@ -669,7 +311,7 @@ class _Run:
         if ckdir is None:
             return
         # every rank's RNG states (dropout masks differ per rank), collected by rank 0
-        ranks = (dist.all_gather(_rank_snapshot(self.generator, self.state["epoch_loss_sum"],
+        ranks = (dist.all_gather(rank_snapshot(self.generator, self.state["epoch_loss_sum"],
                                                 self.state["batch_in_epoch"]))
                  if dist.world_size > 1 else None)
         if not dist.is_main:
@@ -701,7 +343,7 @@ class _Run:
             "world_size": self.dist.world_size,
             "selection": {"metric": self.spec.metric, "mode": self.spec.mode},
             # a streamed train set's rows and each rank's pieces: where a resume picks up
-            "train_stream": _shards(self.stream, self.dist.world_size),
+            "train_stream": stream_shards(self.stream, self.dist.world_size),
         }
 
     # ------------------------------------------------------------------ the loop
@@ -734,7 +376,7 @@ class _Run:
                 state["epoch"], self.dist.rank, self.dist.world_size, bs,
                 **({"start": start} if start else {})))
         else:
-            batches = iter(_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
+            batches = iter(train_batches(spec.train_set, self.train_loader, self.sampler.indices, bs,
                                     opts.num_workers))
         i = start
         while True:
@@ -987,36 +629,6 @@ class _Run:
             notes.append(f"DataLoader workers={self.opts.num_workers}: seeded from the loader "
                          "generator")
         return notes
-
-
-def mixup_draw(n: int, alpha: float, generator: torch.Generator) -> tuple[float, torch.Tensor]:
-    """λ ~ Beta(α, α) and a permutation of ``n`` rows, drawn from ``generator`` (CPU).
-
-    λ comes from a numpy generator seeded by one draw of ``generator``: torch's Beta sampler
-    only reads the global RNG, which the run's other consumers (dropout) share."""
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator).item())
-    lam = float(np.random.default_rng(seed).beta(alpha, alpha))
-    return lam, torch.randperm(n, generator=generator)
-
-
-def shift_images(x: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
-    """Translate each image of ``x`` ``(B, C, H, W)`` by its own random ``(dy, dx)`` in
-    ``[-max_shift, max_shift]`` (drawn from ``generator``); the uncovered border takes the
-    image's smallest value (its background)."""
-    if x.ndim != 4:
-        raise ConfigError(f"torch.augment_shift needs image batches (B, C, H, W); got a batch of "
-                          f"shape {tuple(x.shape)}.")
-    b, _, h, w = x.shape
-    shifts = torch.randint(-max_shift, max_shift + 1, (b, 2), generator=generator).to(x.device)
-    rows = torch.arange(h, device=x.device)[None, :] - shifts[:, :1]  # (B, H) source rows
-    cols = torch.arange(w, device=x.device)[None, :] - shifts[:, 1:]  # (B, W) source cols
-    valid = (((rows >= 0) & (rows < h))[:, :, None] & ((cols >= 0) & (cols < w))[:, None, :])
-    bidx = torch.arange(b, device=x.device)[:, None, None]
-    src = x.permute(0, 2, 3, 1)[bidx, rows.clamp(0, h - 1)[:, :, None],
-                                cols.clamp(0, w - 1)[:, None, :]]  # (B, H, W, C)
-    fill = x.amin(dim=(1, 2, 3))[:, None, None, None]
-    out = torch.where(valid[..., None], src, fill)
-    return out.permute(0, 3, 1, 2).contiguous()
 
 
 def enable_activation_checkpointing(model: nn.Module) -> None:

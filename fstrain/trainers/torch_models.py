@@ -46,7 +46,7 @@ def prepare_torch_data(
     image_loader: Callable[[str], np.ndarray] | None = None,
 ) -> TorchData:
     """Encode labels, fit preprocessing (train only), resample train, build the datasets."""
-    from fstrain.trainers.loop import ArrayDataset
+    from fstrain.trainers.torch_inputs import ArrayDataset
     from fstrain.trainers.nets import cnn_arch, mlp_arch
 
     labels = label_info(y_train, config.task)

@@ -32,7 +32,8 @@ def _rank_main(rank: int, workdir: str, mode: str, kill_at: int, port: int) -> N
     from torch.nn.parallel import DistributedDataParallel
 
     from fstrain.trainers.config import load_config
-    from fstrain.trainers.loop import DistContext, LoopSpec, fit
+    from fstrain.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.loop_resume import DistContext
     from fstrain.trainers.metrics import resolve_metric
     from fstrain.trainers.nets import build_net
     from fstrain.trainers.seeding import deterministic_mode, seed_everything

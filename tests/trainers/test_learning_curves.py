@@ -61,7 +61,8 @@ def test_the_loop_stops_on_a_nan_loss_naming_epoch_and_batch(tmp_path):
 
     from fstrain.trainers.config import TorchOptions
     from fstrain.trainers.divergence import TrainingDivergedError
-    from fstrain.trainers.loop import ArrayDataset, LoopSpec, fit
+    from fstrain.trainers.loop import LoopSpec, fit
+    from fstrain.trainers.torch_inputs import ArrayDataset
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(64, 3)).astype(np.float32)

@@ -19,7 +19,7 @@ import torch
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import load_config
-from fstrain.trainers.loop import DistContext
+from fstrain.trainers.loop_resume import DistContext
 from fstrain.trainers.stream.prep import fit_streamed
 from fstrain.trainers.stream.pieces import batch_sizes, regroup, resume_rows, seek_pieces
 from fstrain.trainers.stream.source import StreamSource

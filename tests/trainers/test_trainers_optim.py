@@ -13,14 +13,9 @@ import torch
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers import train
 from fstrain.trainers.config import TorchOptions, load_config
-from fstrain.trainers.loop import (
-    effective_lr,
-    make_optimizer,
-    make_scheduler,
-    mixup_draw,
-    shift_images,
-)
+from fstrain.trainers.augment import mixup_draw, shift_images
 from fstrain.trainers.nets import MLP, SmallCNN
+from fstrain.trainers.torch_optim import effective_lr, make_optimizer, make_scheduler
 
 FAST = {"epochs": 2, "batch_size": 64, "lr": 0.01, "device": "cpu", "checkpoint": False}
 

@@ -75,7 +75,7 @@ def test_loop_options(opts, multiclass_data, tmp_path):
 def test_no_weight_decay_on_bias_and_norm():
     from torch import nn
 
-    from fstrain.trainers.loop import param_groups
+    from fstrain.trainers.torch_optim import param_groups
     from fstrain.trainers.nets import MLP
 
     net = MLP(5, 2, hidden_sizes=[4], norm="layer")
