@@ -17,7 +17,7 @@ from fstrain.kernel.errors import (
     SchemaMismatchError,
     did_you_mean,
 )
-from feature_store.core.split_spec import SplitSpec, relative_bounds
+from feature_store.core.split_spec import SplitSpec, empty_split_message, relative_bounds
 
 # --------------------------------------------------------------------------- assignment
 
@@ -36,8 +36,9 @@ def _event_times(frame: pd.DataFrame, spec: SplitSpec, event_time_column: str | 
                  cache: bool = True) -> pd.Series:
     if event_time_column is None:
         raise InvalidArgumentError(
-            f"A time split needs the event time: event_time_column must name a column. Got None "
-            f"instead (spec: {spec.to_dict()}). Give the root feature group an event_time."
+            f"A time split ({spec.setting_of('test')}) needs an event time, and the data has "
+            "none (event_time_column is None). Use a random, stratified or group split, or give "
+            "the root feature group an event_time."
         )
     col = _column(frame, event_time_column, "Event time")
     try:
@@ -60,9 +61,11 @@ def _cut_sizes(m: int, spec: SplitSpec, event_time_column: str) -> tuple[int, in
     n_test = int(m * spec.test_size)
     n_val = int(m * spec.validation_size) if spec.three_way and spec.validation_size else 0
     if m == 0 or n_test == 0 or (spec.three_way and n_val == 0) or n_test + n_val >= m:
+        empty = ("test" if n_test == 0 else "validation" if spec.three_way and n_val == 0
+                 else "train")
         raise InvalidArgumentError(
-            f"A time split of {m} rows with non-null event time '{event_time_column}' leaves a "
-            f"split empty (spec: {spec.to_dict()}). Use larger sizes or more data."
+            f"A time split on '{event_time_column}' (rows with an event time only): "
+            f"{empty_split_message(spec, empty, m)}"
         )
     return n_test, n_val
 
@@ -390,10 +393,7 @@ def _refuse_empty(present: Sequence[bool], rows: int, spec: SplitSpec) -> None:
     (``present[k]`` false)."""
     for name, has_rows in zip(spec.splits, present):
         if not has_rows:
-            raise InvalidArgumentError(
-                f"Split '{name}' is empty for {rows} row(s) with spec {spec.to_dict()}. "
-                "Widen its window, raise its size or use more data."
-            )
+            raise InvalidArgumentError(empty_split_message(spec, name, rows))
 
 
 # --------------------------------------------------------------------------- k-fold

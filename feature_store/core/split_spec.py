@@ -87,6 +87,31 @@ class SplitSpec:
         d["splits"] = list(self.splits)
         return d
 
+    def setting_of(self, split: str) -> str:
+        """The setting that decides how many rows ``split`` gets, as the user wrote it:
+        ``test_size=0.001``, ``test_start=2030-01-01 00:00:00+00:00``, ``test_window=30 days``
+        (an error message names it instead of the whole spec)."""
+        if self.is_relative:
+            window = {"test": self.test_window, "validation": self.validation_window,
+                      "train": self.train_window}[split]
+            if window is None:  # train: what is left before validation (and the gap)
+                return (f"test_window={self.test_window}"
+                        + (f", validation_window={self.validation_window}"
+                           if self.validation_window is not None else "")
+                        + (f", gap={self.gap}" if self.gap is not None else ""))
+            return f"{split}_window={window}"
+        if self.has_time_bounds:
+            start, end = getattr(self, f"{split}_start"), getattr(self, f"{split}_end")
+            return f"{split}_start={start or 'unbounded'}, {split}_end={end or 'unbounded'}"
+        if split == "train":
+            sizes = [f"test_size={self.test_size}"]
+            if self.three_way:
+                sizes.append(f"validation_size={self.validation_size}")
+            return " + ".join(sizes)
+        size = self.test_size if split == "test" else self.validation_size
+        grouped = f" (whole groups of '{self.group_column}')" if self.group_column else ""
+        return f"{split}_size={size}{grouped}"
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SplitSpec:
         """Rebuild (and re-validate) a spec stored with :meth:`to_dict`."""
@@ -111,6 +136,20 @@ class SplitSpec:
             return make_split_spec(three_way=three_way, resolved=resolved, **kwargs)
         except InvalidArgumentError as exc:
             raise ConfigError(f"Stored split spec is invalid: {exc}") from exc
+
+
+def empty_split_message(spec: SplitSpec, split: str, rows: int) -> str:
+    """``Split 'test' is empty for 60 row(s): test_size=0.001 gives it none. ...``: the one
+    setting that emptied ``split`` and what to change."""
+    setting = spec.setting_of(split)
+    if spec.is_relative or spec.has_time_bounds:
+        fix = f"Widen the {split} window or use more data."
+    elif split == "train":
+        fix = "Lower the sizes or use more data."
+    else:
+        one_row = f" (one row is {1 / rows:.2g} of {rows})" if rows else ""
+        fix = f"Raise {split}_size{one_row} or use more data."
+    return f"Split '{split}' is empty for {rows} row(s): {setting} gives it none. {fix}"
 
 
 # --------------------------------------------------------------------------- construction
@@ -381,8 +420,8 @@ def relative_bounds(spec: SplitSpec, data_end: pd.Timestamp | None) -> dict[str,
     anchor = spec.anchor if spec.anchor is not None else data_end
     if anchor is None or spec.test_window is None:
         raise InvalidArgumentError(
-            f"Relative time windows need an anchor: the data has no event time (spec: "
-            f"{spec.to_dict()}). Pass anchor= or load data first."
+            f"Relative time windows ({spec.setting_of('test')}) need an anchor, and the data "
+            "has no event time to end at. Pass anchor= or load data first."
         )
     gap = spec.gap or pd.Timedelta(0)
     test_start = anchor - spec.test_window - gap

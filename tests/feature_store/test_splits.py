@@ -246,7 +246,7 @@ def test_time_test_start_alone_fills_train_end_and_priority_over_sizes():
 
 def test_time_missing_and_bad_event_time_column():
     spec = make_split_spec(seed=0, train_end="2024-01-05")
-    with pytest.raises(InvalidArgumentError, match="event_time_column must name a column"):
+    with pytest.raises(InvalidArgumentError, match="needs an event time, and the data has none"):
         assign_splits(_frame(20, 0), spec)
     with pytest.raises(SchemaMismatchError, match="'ts' is not in the frame"):
         assign_splits(_frame(20, 0), spec, event_time_column="ts")
@@ -265,7 +265,7 @@ def test_time_rows_with_null_event_time_get_none():
 def test_empty_split_names_split_and_spec():
     df = pd.DataFrame({"t": pd.date_range("2024-01-01", periods=5, freq="D", tz="UTC")})
     spec = make_split_spec(seed=0, test_start="2030-01-01")
-    with pytest.raises(InvalidArgumentError, match=r"Split 'test' is empty for 5 row\(s\).*'test_start': '2030"):
+    with pytest.raises(InvalidArgumentError, match=r"Split 'test' is empty for 5 row\(s\): test_start=2030-01-01 00:00:00\+00:00, test_end=unbounded gives it none"):
         assign_splits(df, spec, event_time_column="t")
     with pytest.raises(InvalidArgumentError, match="Split 'test' is empty"):
         assign_splits(pd.DataFrame({"a": range(3)}), make_split_spec(seed=0, test_size=0.1))

@@ -246,7 +246,9 @@ class FeatureGroup(TaggedEntity):
 
         Kept: the latest commit, every commit pinned by a training-dataset version of any
         feature view (so those versions still re-read bit for bit), and commits younger than
-        ``retention_hours``. Time travel to any other commit fails afterwards.
+        ``retention_hours``. Time travel to any other commit fails afterwards. Staging folders
+        of training-dataset creates older than a day (whatever host wrote them: killed
+        creates) go too, listed by their path under the store.
         """
         self.require_saved()
         if retention_hours < 0:
@@ -256,7 +258,14 @@ class FeatureGroup(TaggedEntity):
         pinned = group_storage.pinned_commits(self)
         table = self._table
         with table.write_lock():
-            return table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
+            removed = table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
+        from feature_store.local.training_data.store import clean_stale_staging
+        from fstrain.kernel.scratch import VACUUM_AFTER_S
+
+        root = Path(self._store.root)
+        stale = clean_stale_staging(root / "training_datasets", older_than_s=VACUUM_AFTER_S,
+                                    dry_run=dry_run)
+        return [*removed, *(str(p.relative_to(root)) for p in stale)]
 
     def update_feature_description(self, feature_name: str, description: str) -> FeatureGroup:
         """Set the description of one feature."""

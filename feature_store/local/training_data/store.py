@@ -43,7 +43,7 @@ from fstrain.kernel.errors import (
     NotFoundError,
     listing,
 )
-from fstrain.kernel.scratch import scratch_name
+from fstrain.kernel.scratch import OWNER_FILE
 from fstrain.kernel.timeutil import iso, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,11 +62,20 @@ ROOT_PREFIX = "__root_"
 _STAGING = ".staging"
 
 
-def clean_stale_staging(folder: Path) -> list[Path]:
-    """Remove staging folders of creates that were killed (their process is gone)."""
+def clean_stale_staging(datasets_root: Path, *, older_than_s: float | None = None,
+                        dry_run: bool = False) -> list[Path]:
+    """Remove the staging folders that killed creates left in any view's folder under
+    ``datasets_root`` (``<store>/training_datasets``): those whose process is gone on this host,
+    and (with ``older_than_s``, as ``vacuum`` passes) any older than that."""
     from fstrain.kernel.scratch import clean_stale
 
-    return clean_stale(folder, (_STAGING,))
+    try:
+        views = [p for p in datasets_root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [stale for view in views
+            for stale in clean_stale(view, (_STAGING,), older_than_s=older_than_s,
+                                     dry_run=dry_run)]
 
 
 def _split_statistics(table: pa.Table) -> dict[str, Any]:
@@ -428,9 +437,40 @@ class TrainingDataStore:
         of the version is left behind."""
         from feature_store.local.storage.storage_errors import storage_boundary
 
-        with storage_boundary(f"feature view '{self.view.name}' v{self.view.version}",
-                              "creating a training dataset version"):
-            return self._create(spec, **options)
+        self._check_spec(spec)
+        clean_stale_staging(self.root.parent)  # what killed creates of any view left
+        try:
+            with storage_boundary(f"feature view '{self.view.name}' v{self.view.version}",
+                                  "creating a training dataset version"):
+                return self._create(spec, **options)
+        except InvalidArgumentError as exc:  # a refused split: named after the view
+            self._remove_empty_folders()  # a refused create leaves not even a folder
+            owner = f"feature view '{self.view.name}' v{self.view.version}"
+            if type(exc) is not InvalidArgumentError or str(exc).startswith(owner):
+                raise
+            raise InvalidArgumentError(f"{owner}: {exc} No training dataset was "
+                                       "created.") from exc
+        except BaseException:
+            self._remove_empty_folders()
+            raise
+
+    def _check_spec(self, spec: SplitSpec | None) -> None:
+        """Refuse, before any work, a time split of a view without an event time."""
+        if spec is not None and spec.strategy == "time" and not self.view.root.event_time:
+            raise InvalidArgumentError(
+                f"feature view '{self.view.name}' v{self.view.version} has no event time (its "
+                f"root feature group '{self.view.root.name}' has none), so it cannot take a time "
+                f"split ({spec.setting_of('test')}). Use a random, stratified or group split, "
+                "or give the root feature group an event_time.")
+
+    def _remove_empty_folders(self) -> None:
+        """Remove this view's folder and ``training_datasets/`` when a failed create left them
+        empty (another create's files keep them)."""
+        for folder in (self.root, self.root.parent):
+            try:
+                folder.rmdir()
+            except OSError:  # not empty, or not there
+                return
 
     def _create(
         self,
@@ -496,14 +536,18 @@ class TrainingDataStore:
 
     def _check_not_empty(self, spec: SplitSpec | None, rows: dict[str, int],
                          facts: dict[str, Any]) -> None:
+        from feature_store.core.split_spec import empty_split_message
+
         for name, count in rows.items():
             if count == 0:
+                window = (f" in the window [{facts['event_start_time']}, "
+                          f"{facts['event_end_time']})"
+                          if facts["event_start_time"] or facts["event_end_time"] else "")
+                why = (empty_split_message(spec, name, sum(rows.values())) if spec is not None
+                       else f"Split '{name}' is empty: the query returned no rows{window}.")
                 raise InvalidArgumentError(
-                    f"feature view '{self.view.name}' v{self.view.version}: split '{name}' came out "
-                    f"empty (split spec {None if spec is None else spec.to_dict()}, window "
-                    f"[{facts['event_start_time']}, {facts['event_end_time']})). Widen the window "
-                    "or change the sizes. No training dataset was created."
-                )
+                    f"feature view '{self.view.name}' v{self.view.version}: {why} No training "
+                    "dataset was created.")
 
     def _create_in_memory(self, spec: SplitSpec | None, metadata: dict[str, Any],
                           materialize: bool, stats: bool, window: dict[str, Any],
@@ -586,6 +630,7 @@ class TrainingDataStore:
                 final = self.root / str(version)
                 if final.exists():  # orphan of a create killed after its rename
                     shutil.rmtree(final)
+                (staging / OWNER_FILE).unlink(missing_ok=True)  # the version holds data only
                 staging.rename(final)
                 metadata["location"] = str(final.relative_to(self.store_root))
             return metadata
@@ -601,11 +646,10 @@ class TrainingDataStore:
         return version
 
     def _new_staging(self) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
-        clean_stale_staging(self.root)
-        staging = self.root / scratch_name(_STAGING)
-        staging.mkdir()
-        return staging
+        """A fresh staging folder that records its writer (host, pid, start time)."""
+        from fstrain.kernel.scratch import make_scratch_dir
+
+        return make_scratch_dir(self.root, _STAGING)
 
     def _stage(self, splits: dict[str, pa.Table], data_format: str) -> Path:
         """Write the splits into a fresh staging folder (renamed into place on commit)."""
@@ -816,7 +860,9 @@ class TrainingDataStore:
         final = stored_location(td)
         if final.exists():
             shutil.rmtree(final)
+        (staging / OWNER_FILE).unlink(missing_ok=True)
         staging.rename(final)
+
         def record_file_hashes(metadata: dict[str, Any]) -> None:
             for name, digest in file_hashes.items():  # the values were verified above
                 metadata["splits"][name]["file_sha256"] = digest
