@@ -335,7 +335,8 @@ def train(
     find_label_issues: Annotated[bool, typer.Option("--find-label-issues", help="With --cv K: Cleanlab on the out-of-fold probabilities; the suspect rows (keys, commits) are saved next to the model.")] = False,
     drop_label_issues: Annotated[bool, typer.Option("--drop-label-issues", help="With --find-label-issues: train without the suspect rows (recorded with the model).")] = False,
     smoke: Annotated[bool, typer.Option("--smoke", help="Only overfit one small batch; fail loudly if it cannot.")] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a torch run from its last checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a torch/flax run from its last checkpoint; refused when there is none.")] = False,
+    resume_or_start: Annotated[bool, typer.Option("--resume-or-start", help="Continue from the last checkpoint, or start a new run when there is none (said, and recorded with the model).")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
     base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder to fine-tune (default: a generated tiny Llama).")] = None,
     key: KeyOpt = None,
@@ -350,7 +351,8 @@ def train(
 
         _require_key_file(key)
         version = parse_version(training_dataset_version, "--training-dataset-version")
-        _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume, nested=nested,
+        _refuse_with_smoke(smoke, tune=tune, cv=cv is not None, resume=resume,
+                           resume_or_start=resume_or_start, nested=nested,
                            track=track is not None,
                            workers=workers > 1, ray_address=ray_address is not None)
         overrides = _trainer_overrides(config, model, param, base_model, tune_metric)
@@ -358,6 +360,7 @@ def train(
         cfg = training.TrainingPipelineConfig.model_validate({
             "use_case": use_case, "training_dataset_version": version, "model": overrides,
             "model_name": model_name, "tune": tune, "ray_address": ray_address, "resume": resume,
+            "resume_or_start": resume_or_start,
             "workers": workers, "num_cpus": num_cpus, "cv": cv, "spark_master": spark_master,
             "nested": nested, "track": track, "tracking_uri": tracking_uri,
             "find_label_issues": find_label_issues, "drop_label_issues": drop_label_issues,
@@ -371,6 +374,8 @@ def train(
             ref = training.run(project, cfg, key=key)
         human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
+        if resume_or_start:
+            human += _resume_summary(project, ref, payload)
         if track is not None:
             from pipelines.training.tracking import default_tracking_uri
 
@@ -390,6 +395,16 @@ def train(
         _emit(payload, human)
 
     _guard(body)
+
+
+def _resume_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
+    """One line on what --resume-or-start did: resumed from a checkpoint, or started anew."""
+    record = project.get_model_registry().get_model(ref.name, ref.version)
+    payload["resume"] = resumed = record.training_config.get("resume") or {}
+    if resumed.get("started_new_run"):
+        return ("\n--resume-or-start: no checkpoint to resume from, so a new run was started "
+                "(recorded with the model)")
+    return "\n--resume-or-start: resumed from the last checkpoint"
 
 
 def _label_issues_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:

@@ -160,6 +160,14 @@ def copy(directory: Path, source: str, name: str) -> Path:
     return target
 
 
+def has_checkpoint(directory: Path) -> bool:
+    """Whether ``directory`` (a run folder's ``checkpoints/``) holds a checkpoint a resume
+    continues from: torch's ``last`` (or its leftover copy after a crash), or a Flax
+    ``ckpt_*.json``."""
+    directory = Path(directory)
+    return locate(directory, "last") is not None or any(directory.glob("ckpt_*.json"))
+
+
 def locate(directory: Path, name: str) -> Path | None:
     """The complete checkpoint ``name`` (or its leftover ``.old-`` copy after a crash)."""
     target = directory / name

@@ -54,7 +54,8 @@ class TrainingPipelineConfig(PipelineConfig):
     drop_label_issues: bool = False  # train without the rows find_label_issues flags
     track: Literal["mlflow"] | None = None  # also log the run to an experiment tracker
     tracking_uri: str | None = None  # default: sqlite:///<root>/mlflow.db
-    resume: bool = False
+    resume: bool = False  # continue from the run's checkpoint; refused when there is none
+    resume_or_start: bool = False  # continue from it, or start a new run (and say so)
     description: str = ""
     spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
 
@@ -83,7 +84,10 @@ class TrainingPipelineConfig(PipelineConfig):
         if self.ray_address is not None and not self.tune and self.workers == 1:
             raise ValueError("ray_address is only used by tune=True (--tune) or workers > 1; "
                              "drop it or add --tune")
-        if self.resume and self.tune:
+        if self.resume and self.resume_or_start:
+            raise ValueError("resume refuses to start without a checkpoint, resume_or_start "
+                             "starts a new run then: pass --resume or --resume-or-start, not both")
+        if (self.resume or self.resume_or_start) and self.tune:
             raise ValueError("resume continues a single torch run from its checkpoint; a tuned "
                              "run cannot be resumed. Drop --resume or --tune")
         if self.nested and (not self.tune or self.cv is None):
@@ -197,8 +201,7 @@ def run(project: Project, config: TrainingPipelineConfig, *,
     name = config.model_name or use_case.registry_model_name
     signer = _signer(project, name, key)
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
-    if config.resume:
-        _check_resume_version(workdir, name, int(config.training_dataset_version))
+    config, resume_record = _resolve_resume(config, workdir, name)
     source = _stream_source(fv0, cfg, config)
     if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
         fv = fv0
@@ -238,6 +241,7 @@ def run(project: Project, config: TrainingPipelineConfig, *,
         # a train/test version: the validation rows carved from train (feature_store.core.carve)
         "validation_split": carved or None,
         "label_issues": issues.to_dict() if issues is not None else None,
+        "resume": resume_record,
     }, reports=(issues,) if issues is not None else (), signer=signer)
     if config.track == "mlflow":
         _track(project, config, name, version, fitted)
@@ -329,6 +333,32 @@ def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
             and not config.find_label_issues)
 
 
+def _resolve_resume(config: TrainingPipelineConfig, workdir: Path,
+                    name: str) -> tuple[TrainingPipelineConfig, dict[str, Any] | None]:
+    """``--resume`` without a checkpoint is refused before any work; ``--resume-or-start``
+    resumes when there is one, else starts a new run. Returns the config to train with
+    (``resume`` set as it will be done) and what the registered run records about it."""
+    from fstrain.trainers.checkpoint import has_checkpoint
+
+    if not (config.resume or config.resume_or_start):
+        return config, None
+    version = int(config.training_dataset_version)
+    if config.resume:
+        _check_resume_version(workdir, name, version)
+    flag = "--resume" if config.resume else "--resume-or-start"
+    found = has_checkpoint(workdir / "checkpoints")
+    if not found and config.resume:
+        from fstrain.kernel.errors import ConfigError
+
+        raise ConfigError(
+            f"--resume: model {name!r} has no checkpoint for training dataset v{version} "
+            f"({workdir / 'checkpoints'} holds none), so there is nothing to resume. Drop "
+            "--resume to start a new run, or pass --resume-or-start to resume when a "
+            "checkpoint exists and start otherwise.")
+    record = {"requested": flag, "checkpoint_found": found, "started_new_run": not found}
+    return config.model_copy(update={"resume": found, "resume_or_start": False}), record
+
+
 def _check_resume_version(workdir: Path, name: str, version: int) -> None:
     """``--resume`` on a training-dataset version without checkpoints of ``name`` while other
     versions have some: a changed ``--training-dataset-version``, refused by name (it would
@@ -350,7 +380,7 @@ def _check_resume_version(workdir: Path, name: str, version: int) -> None:
 
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
-    if config.resume and cfg.model not in RESUMABLE_MODELS:
+    if (config.resume or config.resume_or_start) and cfg.model not in RESUMABLE_MODELS:
         from fstrain.kernel.errors import ConfigError
 
         raise ConfigError(
@@ -500,7 +530,8 @@ def _check_spark_options(model: str, config: TrainingPipelineConfig) -> None:
                               f"{model!r} does not run on Spark. Drop it or pick a Spark model.")
         return
     given = [flag for flag, on in (("--tune", config.tune), ("--workers", config.workers > 1),
-                                   ("--cv", config.cv is not None), ("--resume", config.resume))
+                                   ("--cv", config.cv is not None),
+                                   ("--resume", config.resume or config.resume_or_start))
              if on]
     if given:
         raise ConfigError(f"{model} trains one MLlib pipeline in Spark; {', '.join(given)} "
