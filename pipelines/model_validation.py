@@ -51,6 +51,7 @@ class ModelValidationConfig(PipelineConfig):
 def _latest(registry: Any, name: str) -> Any:
     models = registry.get_models(name)
     if not models:
+        registry.get_model(name, 1)  # raises the not-found error naming the models (did you mean)
         raise NotFoundError(f"model '{name}' has no versions in the registry.")
     return max(models, key=lambda m: m.version)
 
@@ -167,6 +168,19 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
                      library_versions=library_versions())
 
 
+def check_model_card(project: Project, model_name: str, model_card: str | None = None) -> Any:
+    """The owner's model-card texts of ``model_name``, checked: ``model_card`` (which must
+    exist), else ``<root>/model_cards/<model_name>.yaml`` if there is one. A key typo or a bad
+    value is a :class:`ConfigError`; :func:`run` and the CLI's multi-stage commands (``fstrain
+    run``, ``demo``) call this before any work."""
+    from validation.model_card import load_owner_file
+
+    if model_card:
+        return load_owner_file(model_card, missing_ok=False)
+    return load_owner_file(Path(project.root) / "model_cards" / f"{model_name}.yaml",
+                           shown_as=f"model_cards/{model_name}.yaml")
+
+
 def run(project: Project, config: ModelValidationConfig, *,
         key: str | os.PathLike[str] | None = None) -> ValidationRef:
     """Validate one model version and record the run in the registry, signed in a store with
@@ -178,7 +192,6 @@ def run(project: Project, config: ModelValidationConfig, *,
         IntegrityError: the model's stored policy file does not verify.
     """
     from validation.evaluate import EvaluationSettings, evaluate, task_of
-    from validation.model_card import load_owner_file
     from validation.policy import (
         check_extra_gates,
         current_policy,
@@ -186,16 +199,14 @@ def run(project: Project, config: ModelValidationConfig, *,
         plan_gates,
     )
 
-    check_extra_gates(config.gates, replace=config.replace_gates)
+    extra = check_extra_gates(config.gates, replace=config.replace_gates)
     if config.threshold_strategy is not None:
         normalize_strategy(config.threshold_strategy)  # refused before any work
     registry = project.get_model_registry()
     model = (registry.get_model(config.model_name, config.version) if config.version
              else _latest(registry, config.model_name))
     # the owner's model-card file is checked before any validation work (a named one must exist)
-    owner = (load_owner_file(config.model_card, missing_ok=False) if config.model_card
-             else load_owner_file(Path(project.root) / "model_cards" / f"{model.name}.yaml",
-                                  shown_as=f"model_cards/{model.name}.yaml"))
+    owner = check_model_card(project, model.name, config.model_card)
     # who signs the run (and so vouches for the owner's texts on its model card); a signed
     # store without an enrolled validating key is refused here, before any work, and a
     # version whose record does not verify is not validated (a run would be chained onto it)
@@ -205,6 +216,8 @@ def run(project: Project, config: ModelValidationConfig, *,
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
     use_case = _use_case_for(fv.name)
+    _check_gates_computable(extra, fv, use_case, where=f"model {model.name}:{model.version} "
+                            f"(feature view {fv.name} v{fv.version})")
     policy = current_policy(registry, model.name, list(use_case.gates if use_case else []),
                             trust=_trust_list(model))
     carve = (model.manifest.get("training_config") or {}).get("validation_split")
@@ -234,6 +247,20 @@ def run(project: Project, config: ModelValidationConfig, *,
         result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(model, result, predictor, owner, signer)
     return _ref(model, result.card, event)
+
+
+def _check_gates_computable(gates: list[Any], fv: Any, use_case: Any, *, where: str) -> None:
+    """The run's extra gates name only metrics and slice columns this validation computes
+    (checked before the data and the model are loaded, so nothing is recorded)."""
+    from validation.bias import INTERSECTION
+    from validation.gates import check_computable
+
+    keys = set(getattr(use_case, "group_keys", ()) or ())
+    slices = [h for h in fv.training_helper_columns if h not in keys]
+    slices += [INTERSECTION.join(p) for p in _intersections(use_case, slices)]
+    task = None if use_case is None else {"classification": "binary"}.get(use_case.task,
+                                                                          use_case.task)
+    check_computable(gates, task=task, slices=slices, where=where)
 
 
 def _trust_list(model: Any) -> Any:

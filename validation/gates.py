@@ -370,3 +370,47 @@ def _comparison_result(g: Gate, metrics: Mapping[str, Any], ref_map: Mapping[str
     return GateResult(g.name, ok, value, limit, ">=" if higher else "<=",
                       f"{metric} = {value:.4g} vs {who} {ref:.4g}{tol} "
                       f"({'no worse' if ok else 'worse'}; {better} is better)")
+
+
+#: What a validation of each task computes that a gate may reference (bias figures: binary).
+_TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "binary": CLASSIFICATION_METRICS,
+    "multiclass": ("accuracy", "log_loss"),
+    "regression": REGRESSION_METRICS,
+    "generation": GENERATION_METRICS,
+}
+
+
+def check_computable(gates: Sequence[Gate], *, task: str | None, slices: Sequence[str],
+                     where: str) -> None:
+    """Refuse, before any validation work, a gate on something the run will not compute: a
+    metric of another task (``rmse`` on a classifier), or a bias figure on a column that is no
+    slice of the run (``disparate_impact_ratio[gender]`` where the slices are ``sex``,
+    ``race``). ``task`` is ``binary``, ``multiclass``, ``regression`` or ``generation`` (None:
+    not known before the model loads, so only columns are checked); ``slices`` are the helper
+    columns (and ``a×b`` intersections) the bias tests slice by; ``where`` names the model and
+    feature view in the message.
+
+    Raises:
+        ConfigError: naming the gate, the metric or column, and what the run computes.
+    """
+    task = task if task in _TASK_METRICS else None
+    for g in gates:
+        if g.metric is None:
+            continue
+        metric, _, column = g.metric.partition("[")
+        column = column.removesuffix("]")
+        if task is not None and metric in _BIAS_METRICS and task != "binary":
+            raise ConfigError(f"Gate {g.name!r}: {where} is a {task} model, whose validation "
+                              "computes no bias figures (they are computed for binary "
+                              "classifiers over helper-column slices).")
+        if task is not None and metric not in _BIAS_METRICS and metric not in _TASK_METRICS[task]:
+            known = _TASK_METRICS[task]
+            raise ConfigError(
+                f"Gate {g.name!r}: {where} is a {task} model, whose validation does not compute "
+                f"{metric!r}.{did_you_mean(metric, known)} It computes: {', '.join(known)}.")
+        if column and column not in slices:
+            listed = ", ".join(slices) or "none: its feature view has no training helper columns"
+            raise ConfigError(
+                f"Gate {g.name!r}: {column!r} is not a slice column of {where}."
+                f"{did_you_mean(column, slices)} Slice columns: {listed}.")

@@ -595,6 +595,7 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
     from pipelines.training import deep_merge
 
     uc = get_use_case(use_case)
+    model_validation.check_model_card(project, uc.registry_model_name)  # before any stage
     settings = uc.demo if demo else {}
     started = time.perf_counter()
     feature_args = {k: v for k, v in settings.items() if k in ("sample", "n_transactions")}

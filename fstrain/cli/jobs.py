@@ -511,6 +511,9 @@ def job_main(argv: list[str], app: Callable[..., Any]) -> int:
             segments.append([])
         else:
             segments[-1].append(token)
+    refused = _check_validate_stages(segments)
+    if refused is not None:
+        return _user_error(refused)
     model: str | None = None
     for segment in segments:
         if MODEL_PLACEHOLDER in segment:
@@ -525,6 +528,28 @@ def job_main(argv: list[str], app: Callable[..., Any]) -> int:
                 return _user_error("the train stage printed no model ref (run it with --json).")
             model = f"{result['name']}:{result['version']}"
     return 0
+
+
+def _check_validate_stages(segments: list[list[str]]) -> str | None:
+    """The gates and threshold strategy of every ``validate`` stage, checked before the first
+    stage runs (a bad gate was found only after the chained train stage had run); the
+    message of the first bad one, else None."""
+    from validation.policy import check_extra_gates, normalize_strategy
+
+    def values(segment: list[str], flag: str) -> list[str]:
+        return [*(value for token, value in zip(segment, segment[1:]) if token == flag),
+                *(token.split("=", 1)[1] for token in segment if token.startswith(flag + "="))]
+
+    for segment in segments:
+        if segment[:1] != ["validate"]:
+            continue
+        try:
+            check_extra_gates(values(segment, "--gate"), replace="--replace-gates" in segment)
+            for strategy in values(segment, "--threshold-strategy"):
+                normalize_strategy(strategy)
+        except ConfigError as exc:
+            return str(exc)
+    return None
 
 
 def _user_error(message: str) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsafeFormatError",
     "VerificationError",
+    "closest",
     "did_you_mean",
     "listing",
     "missing_version",
@@ -117,8 +118,31 @@ class BackendError(FeatureStoreError):
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """Return a `` Did you mean 'x'?`` suffix for the closest candidate, or an empty string."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    close = closest(name, candidates)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def _token_order(text: str) -> str:
+    """``text``'s ``_``-separated words, sorted: ``validation_auc_roc`` and
+    ``validation_roc_auc`` read the same."""
+    return "_".join(sorted(text.lower().split("_")))
+
+
+def closest(name: str, candidates: Iterable[str], *, n: int = 1,
+            cutoff: float = 0.6) -> list[str]:
+    """The ``n`` candidates closest to ``name`` (at least ``cutoff`` similar), closest first.
+
+    Similarity is :mod:`difflib`'s ratio of the spellings, or of their words in sorted order
+    when that is higher, so words in another order (``auc_roc`` for ``roc_auc``) rank first;
+    ties keep the plain spelling's ratio, then the candidates' order."""
+    scored = []
+    for index, candidate in enumerate(dict.fromkeys(str(c) for c in candidates)):
+        plain = difflib.SequenceMatcher(None, candidate, name).ratio()
+        words = difflib.SequenceMatcher(None, _token_order(candidate), _token_order(name)).ratio()
+        score = max(plain, words)
+        if score >= cutoff:
+            scored.append((-score, -plain, index, candidate))
+    return [candidate for *_, candidate in sorted(scored)[:n]]
 
 
 def missing_version(kind: str, name: str, version: object, versions: list[int],

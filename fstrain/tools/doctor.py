@@ -86,6 +86,7 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
     if folder is not None:
         return _diagnose_run(folder, target)
     name, _, version = target.partition(":")
+    _require_model_reference(project, target, name)
     registry = project.get_model_registry()
     if version and version != "latest":
         if not version.isdigit() or int(version) < 1:
@@ -99,6 +100,25 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
                                 f"folder under {Path(project.root) / 'runs'}.")
         model = max(models, key=lambda m: m.version)
     return _diagnose_model(project, model, rerun=rerun, max_rows=max_rows)
+
+
+def _require_model_reference(project: Any, target: str, name: str) -> None:
+    """``target`` is no run folder; unless ``name`` can be a model's name, say it is neither
+    (not that a model should be renamed)."""
+    import re
+
+    from model_registry.naming import MODEL_NAME_PATTERN
+
+    if re.fullmatch(MODEL_NAME_PATTERN, name):
+        return
+    path = Path(target)
+    seen = ("it is a file" if path.is_file() else "it is a folder without checkpoints/"
+            if path.is_dir() else "no such file or folder")
+    raise ConfigError(
+        f"doctor: {target!r} is neither a model reference (NAME[:VERSION], NAME of letters, "
+        f"digits and '_') nor a run folder (a torch run's folder with checkpoints/, by its "
+        f"name under {Path(project.root) / 'runs'} or its path): {seen}."
+    )
 
 
 def _run_folder(project: Any, target: str) -> Path | None:
