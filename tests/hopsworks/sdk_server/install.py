@@ -8,13 +8,18 @@ are what ``feature_store.login(backend="hopsworks", **login_kwargs)`` needs. Ins
   goes to the normal transport (and fails: nothing else is reachable);
 * ``<port>`` is a real listening TCP socket, so fstrain's reachability probe runs unchanged;
 * ``HOPSWORKS_CERT_FOLDER`` points into ``root`` (the SDK writes the placeholder certs there);
-* the Delta write location seam of :mod:`hopsfs` is applied.
+* the Delta write location seam of :mod:`hopsfs` is applied;
+* the SDK's waits between polls (5 s before it first asks for a registered model or an
+  environment command) are cut to :data:`POLL_WAIT_S`: the fake cluster has finished before
+  the first poll, so those waits only idled (80 s of ``make test``); the polls run unchanged.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import time
+import types
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -28,6 +33,9 @@ from sdk_server.server import FakeHopsworks
 from sdk_server.transport import FakeTransport
 
 API_KEY = "fake-api-key-for-the-fixture-server"
+
+#: The longest wait between two polls of the SDK against the fake cluster, in seconds.
+POLL_WAIT_S = 0.05
 
 #: tag schemas the fake cluster has (name -> JSON schema); unknown names are refused.
 DEFAULT_TAG_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -73,10 +81,28 @@ def serve(root: Path, projects: tuple[str, ...] = ("fstrain_ci",),
         stack.enter_context(_mounted(FakeTransport(server), f"https://127.0.0.1:{port}/"))
         stack.enter_context(_env("HOPSWORKS_CERT_FOLDER", str(Path(root) / "certs")))
         stack.enter_context(patch_delta_location(server.state.hopsfs))
+        stack.enter_context(_short_sdk_polls())
         cluster = FakeCluster(server)
         if query_service:
             cluster.query_service = stack.enter_context(_query_service(server))
         yield cluster
+
+
+@contextmanager
+def _short_sdk_polls() -> Iterator[None]:
+    """hsml's wait before each poll for a registered model and the environment engine's
+    poll interval, at most :data:`POLL_WAIT_S` inside the block (restored after)."""
+    from unittest import mock
+
+    from hopsworks_common.engine import environment_engine
+    from hsml.engine import model_engine
+
+    clock = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
+    clock.sleep = lambda seconds: time.sleep(min(seconds, POLL_WAIT_S))
+    # model_engine uses time for that wait and for one time stamp only
+    with mock.patch.object(model_engine, "time", clock), \
+            mock.patch.object(environment_engine.EnvironmentEngine, "POLL_INTERVAL", POLL_WAIT_S):
+        yield
 
 
 @contextmanager
