@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -10,7 +11,9 @@ from typer.testing import CliRunner
 
 from fstrain.cli.app import app
 
-pytest.importorskip("mlflow", reason="the 'tracking' extra (mlflow-skinny) is not installed")
+# Asked of the installed packages, not imported at collection (mlflow takes seconds to import).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mlflow") is None,
+                                reason="the 'tracking' extra (mlflow-skinny) is not installed")
 
 
 def _cli(root, *args):

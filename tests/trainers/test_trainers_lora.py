@@ -6,6 +6,7 @@ perplexity and exact match. A local base checkpoint (``--base-model``) is pinned
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from typer.testing import CliRunner
 from fstrain.kernel.errors import IntegrityError
 from fstrain.cli.app import app
 
-pytest.importorskip("peft")
+# Asked of the installed packages, not imported: importing peft (and transformers, torch) takes
+# 15-30 s, which every test run would pay at collection, though only these tests need it.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("peft") is None,
+                                reason="the 'llm' extra (peft) is not installed")
 
 FAST = ["--param", "epochs=2", "--param", "max_length=96", "--param", "batch_size=8"]
 
