@@ -246,6 +246,9 @@ def run(project: Project, config: ModelValidationConfig, *,
         result.card.learning_curves = scorecard_summary(curves)
         result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(model, result, predictor, owner, signer)
+    from validation.report_index import refresh_report_index
+
+    refresh_report_index(registry)  # the report index is never a stale snapshot
     return _ref(model, result.card, event)
 
 

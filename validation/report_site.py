@@ -83,6 +83,16 @@ def _normalise(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _DEFAULT: Any = object()
+#: The index's own rules: the page may be as wide as the window allows (a registry with many
+#: metric columns fits 1400 px), and the status column stays in view when a wide table is
+#: scrolled sideways (sticky at the table's left edge).
+INDEX_CSS = """
+body{max-width:min(96vw,1500px)}
+.versions{overflow-x:auto}
+.versions th.status-col,.versions td.status-col{position:sticky;left:0;z-index:1;
+box-shadow:2px 0 0 #d0d7de}
+.versions td.status-col{background:#fff}
+"""
 
 
 def _history_html(e: Mapping[str, Any]) -> str:
@@ -145,12 +155,14 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
     for name in sorted(by_name):
         versions = sorted(by_name[name], key=lambda e: _version_key(e["version"]), reverse=True)
         out.append(f'<section id="model-{esc(name)}"><h2>{esc(name)}</h2>')
-        head = "".join(f"<th>{esc(h)}</th>" for h in [
+        head = "".join(f'<th class="status-col">{esc(h)}</th>' if h == "Status"
+                       else f"<th>{esc(h)}</th>" for h in [
             "Version", "Status", "Approval", *(f"{m} (test split)" for m in shown), "Created",
             "Scorecard"])
         rows = []
         for e in versions:
-            cells = [f"<td>{esc(e['version'])}</td>", f"<td>{badge(e['status'])}</td>",
+            cells = [f"<td>{esc(e['version'])}</td>",
+                     f'<td class="status-col">{badge(e["status"])}</td>',
                      f"<td>{badge(e['approval'])}</td>"]
             cells += [f'<td class="num">{esc(fmt(e["metrics"].get(m)))}</td>' for m in shown]
             cells.append(f"<td>{esc(e['created_at'])}</td>")
@@ -159,13 +171,13 @@ def render_index(models: Sequence[Mapping[str, Any]], *, title: str = "Model reg
             rows.append(f'<tr class="version-row" data-model="{esc(name)}" '
                         f'data-version="{esc(e["version"])}">{"".join(cells)}</tr>')
 
-        out.append(f'<div style="overflow-x:auto"><table><thead><tr>{head}</tr></thead>'
+        out.append(f'<div class="versions"><table><thead><tr>{head}</tr></thead>'
                    f"<tbody>{''.join(rows)}</tbody></table></div>")
         out += [f'<div class="history" id="history-{esc(name)}-{esc(e["version"])}"><h3>History '
                 f"of v{esc(e['version'])} (append-only)</h3>{_history_html(e)}</div>"
                 for e in versions if e["history"]]
         out.append("</section>")
-    return html_page(title, "\n".join(out))
+    return html_page(title, "\n".join(out), css=INDEX_CSS)
 
 
 # --------------------------------------------------------------------------------------------

@@ -283,12 +283,13 @@ def badge(status: str) -> str:
     return f'<span class="badge {esc(cls)}">{esc(status.upper())}</span>'
 
 
-def html_page(title: str, body: str) -> str:
-    """A complete self-contained HTML document (inline CSS, no scripts, no external URLs)."""
+def html_page(title: str, body: str, *, css: str = "") -> str:
+    """A complete self-contained HTML document (inline CSS, no scripts, no external URLs);
+    ``css`` adds the page's own rules to the shared ones."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n"
+        f"<title>{esc(title)}</title>\n<style>{CSS}{css}</style>\n</head>\n<body>\n{body}\n"
         "</body>\n</html>\n"
     )
 

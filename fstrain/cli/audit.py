@@ -26,6 +26,7 @@ import typer
 from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.registry_open import open_registry, parse_ref, resolve_ref
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from validation.report_index import refresh_report_index
 
 EXIT_BROKEN = 1
 
@@ -138,6 +139,7 @@ def _sign_off(ref: str, decision: str, *, note: str, override: str | None,
         event = model.sign_off(decision, note=note, reviewer=reviewer, override=override,
                                supersede=supersede, run=run, key=key)
         head = model.head
+        refresh_report_index(open_registry(root))  # the report index shows the sign-off
     except FeatureStoreError as exc:
         _fail(exc)
     if as_json:
@@ -166,20 +168,6 @@ def _fail(exc: Exception) -> Any:
     from fstrain.cli.errors import fail
 
     fail(exc)
-
-
-def checked_status(model: Any) -> tuple[str, str, Any]:
-    """``(validation status, approval, report)`` of a version for a listing: a version that
-    does not verify is shown ``unverified`` with the reason in place of its approval (never
-    hidden, never a traceback)."""
-    report = model.verify_history()
-    if report.ok:
-        try:
-            return model.validation_status, model.approval_status, report
-        except FeatureStoreError as exc:  # pragma: no cover - verification read it already
-            report.problems.append(str(exc))
-            report.state = "broken"
-    return "unverified", report.reason(), report
 
 
 def signed_by(event: dict[str, Any]) -> str:

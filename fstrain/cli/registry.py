@@ -19,6 +19,7 @@ from fstrain.cli.audit import approve_command, reject_command, signed_by, verify
 from fstrain.cli.dossier import dossier_command
 from fstrain.cli.registry_open import open_registry, resolve_ref
 from fstrain.cli.policy import policy_app
+from validation.report_index import latest_scorecard
 
 registry_app = typer.Typer(
     help="Browse the model registry (list, show, report, diff, dossier), sign off versions "
@@ -38,7 +39,8 @@ def list_command(
 ) -> None:
     """List model versions: name, version, training metrics (measured on the validation split
     at training time), validation status, approval, TD version, created."""
-    from fstrain.cli.audit import EXIT_BROKEN, checked_status
+    from fstrain.cli.audit import EXIT_BROKEN
+    from validation.report_index import checked_status
 
     try:
         registry = _open(root)
@@ -252,8 +254,9 @@ def report_command(
 ) -> None:
     """Write ``index.html`` listing every model version with status, key metrics and a link to
     its current review page (``review-pages/<model>/<version>.html``: the latest run's
-    scorecard with every sign-off recorded since), for a compliance reviewer."""
-    from validation.report_site import render_index
+    scorecard with every sign-off recorded since), for a compliance reviewer. Every validation
+    run, approval and rejection writes it again, so it is never a stale snapshot."""
+    from validation.report_index import write_report_index
 
     try:
         registry = _open(root)
@@ -262,12 +265,9 @@ def report_command(
     if registry is None:
         _fail(InvalidArgumentError("No model registry under the store root yet: run a pipeline first."))
     try:
-        entries = [_with_review_page(registry.root, model, report_entry(model))
-                   for model in registry.list_models()]
+        index, entries = write_report_index(registry)
     except FeatureStoreError as exc:
         _fail(exc)
-    index = registry.root / "index.html"
-    index.write_text(render_index(entries), encoding="utf-8")
     typer.echo(str(index))
     broken = [e for e in entries if e["status"] == "unverified"]
     for entry in broken:
@@ -436,65 +436,6 @@ def export_onnx_command(
                f"native| {out['max_abs_diff']:.2g} on {out['rows']} test rows")
 
 
-def latest_scorecard(model: Any) -> tuple[Any, str | None]:
-    """The newest validation run's scorecard dict and its path relative to the version folder
-    (a scorecard attached outside the history counts when there is no run); else None."""
-    from model_registry.history import event_dir
-
-    run = model.latest_validation()
-    if run is not None:
-        data = model.read_history_file(run["seq"], "scorecard.json")
-        return json.loads(data), f"{event_dir(run['seq'])}/scorecard.html"
-    card = _read_scorecard(model.model_path / "scorecard.json")
-    html = model.model_path / "scorecard.html"
-    return card, ("scorecard.html" if html.is_file() else None)
-
-
-def _with_review_page(site: Path, model: Any, entry: dict[str, Any]) -> dict[str, Any]:
-    """Write the version's current review page into the report site; link the entry to it."""
-    from fstrain.kernel.timeutil import utc_now_iso
-    from validation.review_page import render_review_page, review_page_path
-
-    page = render_review_page(model, rendered_at=utc_now_iso("seconds"))
-    if page is None:
-        return entry
-    rel = review_page_path(model.name, model.version)
-    (site / rel).parent.mkdir(parents=True, exist_ok=True)
-    (site / rel).write_text(page, encoding="utf-8")
-    return {**entry, "href": rel}
-
-
-def report_entry(model: Any) -> dict[str, Any]:
-    """One version's row of the report site: status, approval, latest scorecard, history; a
-    version that does not verify is a row ``unverified`` with the reason (and no links)."""
-    from fstrain.cli.audit import checked_status
-    from model_registry.history import approval_state, event_dir
-
-    status, reason, report = checked_status(model)
-    if not report.ok:
-        return {"name": model.name, "version": model.version, "metrics": {}, "history": [],
-                "created_at": model.created, "status": status, "approval": reason,
-                "href": None, "verification": report.state}
-    history = model.history()
-    card, href = latest_scorecard(model)
-    prefix = f"{model.name}/{model.version}/"
-    runs = [{**{k: e.get(k) for k in ("seq", "kind", "created", "user", "status", "reviewer",
-                                      "note", "override_reason", "failing_gates",
-                                      "policy_deviation", "validation_seq", "code_commit",
-                                      "scorecard_sha256", "signer", "supersedes",
-                                      "supersede_reason", "run_record_sha256", "trained_by")},
-             "href": (prefix + event_dir(e["seq"]) + "/scorecard.html"
-                      if e["kind"] == "validation" else None)} for e in history]
-    status = model.validation_status if card is not None else "not validated"
-    base = {"history": runs, "approval": approval_state(history),
-            "href": None if href is None else prefix + href, "status": status,
-            "verification": report.state}
-    if isinstance(card, dict) and "metrics" in card:
-        return {**card, **base}
-    return {"name": model.name, "version": model.version, "metrics": {},
-            "created_at": model.created, **base}
-
-
 # ---------------------------------------------------------------------------------- helpers
 
 
@@ -507,15 +448,6 @@ def _resolve(root: Path | None, ref: str, *, verify: bool = True) -> Any:
     """The version ``ref`` names, verified (refused when it does not verify) unless
     ``verify=False``."""
     return resolve_ref(root, ref, verify=verify)
-
-
-def _read_scorecard(path: Path) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return {"error": f"scorecard.json could not be read: {exc}"}
 
 
 def _key_metrics(metrics: dict[str, float]) -> str:

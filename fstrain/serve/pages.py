@@ -125,6 +125,9 @@ def sign_off(ctx: ServeContext, request: Request, identity: Identity, form: Any)
             raise Refused(409, str(exc)) from exc
         except (signoff_rules.FourEyesError, UnauthorizedError) as exc:
             raise Refused(403, str(exc)) from exc
+        from validation.report_index import refresh_report_index
+
+        refresh_report_index(ctx.project.get_model_registry())  # the index shows it too
 
     ctx.read(write)
     return RedirectResponse(f"/models/{name}/{int(version)}#history", status_code=303)

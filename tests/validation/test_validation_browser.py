@@ -114,3 +114,52 @@ def test_scorecard_and_index_load_in_headless_chromium(tmp_path, full_scorecard)
     assert idx.version_rows == [("fraud_model", "3")]
     assert idx.links == ["fraud_model/3/scorecard.html"]
     assert (site / unquote(idx.links[0])).resolve() == page.resolve()
+
+
+def test_the_index_is_rewritten_by_each_sign_off_and_keeps_its_status_column_in_view(adult_copy,
+                                                                                     adult_store):
+    """The report index is regenerated after every validation (the session store's run wrote
+    it), approval and rejection, through the CLI; at 1400 px its status column is in the
+    window, and stays in view when the table is scrolled sideways."""
+    chromium = _chromium()
+    from typer.testing import CliRunner
+
+    from fstrain.cli.app import app
+
+    index = adult_copy / "model_registry" / "index.html"
+    assert "NOT REVIEWED" in index.read_text(encoding="utf-8")  # written by the validation run
+    ref = f"{adult_store.name}:{adult_store.version}"
+    sign = ["--reviewer", "rita", "--root", str(adult_copy)]
+    out = CliRunner().invoke(app, ["registry", "reject", ref, "--note", "slices unread", *sign])
+    assert out.exit_code == 0, out.output
+    assert ">REJECTED<" in index.read_text(encoding="utf-8")
+    out = CliRunner().invoke(app, ["registry", "approve", ref, "--note", "slices read",
+                                   "--override", "disparity traced to base rates",
+                                   "--supersede", "read them", *sign])
+    assert out.exit_code == 0, out.output
+    assert ">APPROVED (OVERRIDE)<" in index.read_text(encoding="utf-8")
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        for width in (1400, 900):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(index.as_uri())
+            header = page.locator("th.status-col").first
+            cell = page.locator("tr.version-row td.status-col").first
+            assert header.inner_text().strip() == "Status"
+            assert cell.inner_text().strip() == "FAILED"
+            if width == 1400:  # the whole table fits: no sideways scrolling at all
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                assert page.locator(".versions").first.evaluate(
+                    "e => e.scrollWidth <= e.clientWidth")
+            table = page.locator(".versions").first
+            table.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+            frame, box = table.bounding_box(), cell.bounding_box()
+            assert frame is not None and box is not None
+            assert frame["x"] <= box["x"] and box["x"] + box["width"] <= min(
+                width, frame["x"] + frame["width"]), (width, frame, box)
+            page.close()
+        browser.close()
