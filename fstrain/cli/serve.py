@@ -58,10 +58,10 @@ def _served_root(root: Path | None, backend: str) -> Path:
 
 
 def _store(root: Path | None) -> Any:
-    from fstrain.kernel.store_root import resolve_root
+    """The web users of an existing store (``users`` commands never create a store)."""
     from fstrain.serve.users import UserStore
 
-    return UserStore(resolve_root(root))
+    return UserStore(existing_store(root).path)
 
 
 def _owner(store: Any, key: Path | None) -> Any:

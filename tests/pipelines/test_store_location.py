@@ -33,7 +33,8 @@ def test_read_commands_refuse_a_missing_root_and_create_nothing(tmp_path, monkey
     shown = _cli("td", "show", "adult_income", "1", env={"FSTRAIN_HOME": None})
     _refused(shown, tmp_path / ".fstrain", "the default ./.fstrain")
     for args in (("train", "adult", "-t", "1"), ("dataset", "adult"), ("validate", "adult_model"),
-                 ("doctor", "adult_model"), ("registry", "verify"), ("keys", "list")):
+                 ("doctor", "adult_model"), ("registry", "verify"), ("keys", "list"),
+                 ("users", "list")):
         _refused(_cli(*args, "--root", "newstore"), tmp_path / "newstore", "from --root")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no .fstrain, no newstore
 

@@ -39,8 +39,17 @@ def _run(args, stdin=PASSWORD + "\n", env=None):
     return CliRunner().invoke(cli, args, input=stdin, env=env or {})
 
 
-def test_users_add_reads_the_password_from_stdin_and_stores_only_an_argon2_hash(tmp_path):
+def _unsigned_store(tmp_path):
+    """A store without a trust list (its registry only): users are added to a store."""
+    from fstrain.project import Project
+
     root = tmp_path / "store"
+    Project(root).get_model_registry()
+    return root
+
+
+def test_users_add_reads_the_password_from_stdin_and_stores_only_an_argon2_hash(tmp_path):
+    root = _unsigned_store(tmp_path)
     out = _run(["users", "add", "rita", "--role", "reviewer", "--root", str(root)])
     assert out.exit_code == 0, out.output
     assert "unsigned (this store has no trust list)" in out.output
@@ -54,7 +63,10 @@ def test_users_add_reads_the_password_from_stdin_and_stores_only_an_argon2_hash(
 
 
 def test_users_add_refuses_a_password_argument_a_short_password_and_a_bad_role(tmp_path):
-    root = str(tmp_path / "store")
+    root = str(_unsigned_store(tmp_path))
+    missing = _run(["users", "add", "rita", "--role", "reviewer", "--root", root + "x"])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    assert not (tmp_path / "storex").exists()
     assert _run(["users", "add", "rita", "--role", "reviewer", "--password", "x" * 20,
                  "--root", root]).exit_code == 2  # no such option
     short = _run(["users", "add", "rita", "--role", "reviewer", "--root", root], stdin="short\n")
