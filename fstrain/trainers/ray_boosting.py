@@ -108,32 +108,6 @@ def refuse_unsupported(cfg: TrainConfig, *, tune: bool = False,
                           "use 'hist' (the default) or 'approx', or drop --workers.")
 
 
-def version_source(fv: Any, version: int) -> Any:
-    """The version's train and validation files as a
-    :class:`~fstrain.trainers.stream.source.StreamSource`: the paths the view hands out for a
-    streamed read (checked against their recorded sha256) and the view's shaper (feature
-    selection and model-dependent transformations with train-fitted statistics).
-
-    Raises :class:`ConfigError` for a version without its own validation split (a carved one
-    exists only in memory) or one the backend cannot stream (in memory, another backend)."""
-    from fstrain.trainers.streamed_training import stream_source
-
-    td = fv.get_training_dataset(version)
-    owner = f"training dataset v{version} of {fv.name} v{fv.version}"
-    if "validation" not in tuple(td.splits):
-        raise ConfigError(
-            f"{owner} has splits {list(td.splits)}: distributed boosting early-stops on the "
-            "version's own validation split (a carved one exists only in memory). Create a "
-            "train/validation/test version (`fstrain dataset <use case>`) or drop --workers.")
-    source = stream_source(fv, version, required=False)
-    if source is None:
-        raise ConfigError(
-            f"{owner} is {td.type.lower()} {td.data_format} ({td.state}): Ray workers read the "
-            "files of a materialized version (Parquet, csv or jsonl) on the embedded store. "
-            "Create one with `fstrain dataset <use case>` or drop --workers.")
-    return source
-
-
 def _collect(shard: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """A worker's shard of one split as ``(x, y)`` arrays (whole Ray Data blocks)."""
     xs, ys = [], []
@@ -434,8 +408,8 @@ def train_boosting_on_ray(
     num_cpus: int = 2,
 ) -> TrainResult:
     """Train ``config`` (xgboost or lightgbm) data-parallel on ``num_workers`` Ray Train
-    workers that read their shards of ``source`` (:func:`version_source`: the version's
-    verified train and validation files). The driver fits the preprocessing, scores the
+    workers that read their shards of ``source`` (:func:`~fstrain.trainers.stream.source.version_source`: the
+    version's verified train and validation files). The driver fits the preprocessing, scores the
     validation split and checks the shards by streamed passes over the same files
     (:class:`StreamedFit`): it never holds a split. See the module docstring.
 

@@ -7,8 +7,9 @@ Two ways in, one input path (:mod:`fstrain.trainers.stream`):
 - ``--workers N``: every Ray Train worker reads its shard through Ray Data
   (:mod:`fstrain.trainers.stream.ray_feed`).
 
-The files are the ones the feature view hands out for a streamed read of the version (each
-checked against its recorded sha256 first) and the view's transformations are applied with the
+The files come by the one route to a version's files,
+:func:`fstrain.trainers.stream.source.version_source` (each checked against its recorded sha256
+as the view hands it out), and the view's transformations are applied with the
 statistics fitted on the version's train split, exactly as the in-memory read applies them. A
 version that cannot be streamed (in memory, not ok, no validation split) is refused when
 ``torch.streaming`` asks for it; ``--workers`` then reads the frames and writes them to Parquet
@@ -21,9 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.errors import ConfigError
-
-#: The formats of the versions streamed (a csv or jsonl file is read in row-aligned pieces)
-STREAMED_FORMATS = ("parquet", "csv", "jsonl")
 
 
 def wants_stream(cfg: Any, config: Any) -> bool:
@@ -47,43 +45,6 @@ def check_streaming_options(cfg: Any, config: Any) -> None:
         raise ConfigError(f"torch.streaming trains from the version's files a row group (or a "
                           f"piece of csv/jsonl text) at a time; {', '.join(given)} work on "
                           "in-memory frames. Drop them or set torch.streaming: false.")
-
-
-def stream_source(fv: Any, version: int, *, required: bool) -> Any:
-    """The :class:`~fstrain.trainers.stream.source.StreamSource` of a materialized
-    train/validation/test version (Parquet: its row groups; csv or jsonl: row-aligned pieces of
-    its text), or None (``required=False``) when it cannot be streamed."""
-    from fstrain.trainers.stream.source import StreamSource
-
-    td = fv.get_training_dataset(version)
-    if (td.type != "MATERIALIZED" or td.data_format not in STREAMED_FORMATS
-            or td.state != "ok" or "validation" not in td.splits):
-        if not required:
-            return None
-        raise ConfigError(
-            f"torch.streaming reads the files of a materialized train/validation/test version "
-            f"({', '.join(STREAMED_FORMATS)}); training dataset v{version} of {fv.name} "
-            f"v{fv.version} is {td.type.lower()} {td.data_format} ({td.state}) with splits "
-            f"{list(td.splits)}. Create one with `fstrain dataset <use case>` or set "
-            "torch.streaming: false.")
-    if not fv.streams_split_files(version):  # e.g. Hopsworks: its files stay on the cluster
-        return _no_files(fv, version, required)
-    if td.data_format != "parquet":  # the pieces the view's torch read streams
-        parts = fv.get_train_validation_test_split(version, dataframe_type="torch")
-        return StreamSource.from_text_pieces(
-            {"train": parts[0].source, "validation": parts[1].source}, shaper=parts[0].shaper)
-    parts = fv.get_train_validation_test_split(version, dataframe_type="arrow_batches")
-    X_train, X_val = parts[0], parts[1]
-    return StreamSource.from_files({"train": X_train.path, "validation": X_val.path},
-                                   shaper=X_train.shaper)
-
-
-def _no_files(fv: Any, version: int, required: bool) -> None:
-    """None (the caller reads frames), or with ``required`` the streaming option's refusal."""
-    if required:
-        raise ConfigError(f"torch.streaming reads a version's split files, and {fv.name} "
-                          f"v{fv.version} ({type(fv).__name__}) hands out no split files of "
-                          f"training dataset v{version} to stream; set torch.streaming: false.")
 
 
 def train_streamed(cfg: Any, config: Any, source: Any, workdir: Path,

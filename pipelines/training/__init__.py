@@ -317,13 +317,15 @@ def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tup
 
 def _stream_source(fv: Any, cfg: Any, config: TrainingPipelineConfig) -> Any:
     """The version's files to stream (torch.streaming, or --workers with an mlp), or None."""
-    from fstrain.trainers.streamed_training import check_streaming_options, stream_source, wants_stream
+    from fstrain.trainers.stream.source import RAY_TRAIN, TORCH_STREAMING, version_source
+    from fstrain.trainers.streamed_training import check_streaming_options, wants_stream
 
     check_streaming_options(cfg, config)
     if not wants_stream(cfg, config):
         return None
-    return stream_source(fv, int(config.training_dataset_version),
-                         required=bool(cfg.torch.streaming))
+    return version_source(fv, int(config.training_dataset_version),
+                          reader=TORCH_STREAMING if cfg.torch.streaming else RAY_TRAIN,
+                          required=bool(cfg.torch.streaming))
 
 
 def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
@@ -423,9 +425,10 @@ def _fit_boosting_on_ray(config: TrainingPipelineConfig, cfg: Any, fv: Any,
                          workdir: Path) -> tuple[_Fitted, Any]:
     """XGBoost/LightGBM data-parallel on Ray Train from the version's files (the driver holds
     no split: :mod:`fstrain.trainers.ray_boosting`); also one train row, the input example."""
-    from fstrain.trainers.ray_boosting import train_boosting_on_ray, version_source
+    from fstrain.trainers.ray_boosting import train_boosting_on_ray
+    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
 
-    source = version_source(fv, int(config.training_dataset_version))
+    source = version_source(fv, int(config.training_dataset_version), reader=RAY_BOOSTING)
     result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
                                    ray_address=config.ray_address, num_cpus=config.ray_cpus)
     example = source.read("train", (0, 0, 1))[0]
@@ -545,8 +548,8 @@ def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig,
     import pyarrow.parquet as pq
 
     from fstrain.kernel.errors import ConfigError
-    from fstrain.trainers.td_files import verified_split_files
     from fstrain.trainers.spark_mllib import SparkSource, train_spark
+    from fstrain.trainers.stream.source import SPARK, version_source
 
     if getattr(fv, "transformation_functions", None):
         raise ConfigError(
@@ -556,11 +559,11 @@ def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig,
     if len(fv.labels) != 1:
         raise ConfigError(f"{cfg.model} needs exactly one label; feature view {fv.name} has "
                           f"{list(fv.labels)}.")
-    paths = verified_split_files(fv, int(config.training_dataset_version))
-    source = SparkSource(train=str(paths["train"]), validation=str(paths["validation"]),
+    files = version_source(fv, int(config.training_dataset_version), reader=SPARK)
+    source = SparkSource(train=files.files["train"], validation=files.files["validation"],
                          features=tuple(fv.feature_names), label=fv.labels[0])
     result = train_spark(cfg, source, workdir=workdir, master=config.spark_master)
-    example = pq.ParquetFile(paths["train"]).read_row_group(0, columns=list(source.features))
+    example = pq.ParquetFile(source.train).read_row_group(0, columns=list(source.features))
     return (_Fitted(cfg, result, registry_metrics(result.metrics)),
             example.slice(0, 1).to_pandas())
 

@@ -127,12 +127,12 @@ def test_a_format_the_sdk_cannot_read_back_is_refused_before_the_job(hops_cluste
 @pytest.mark.parametrize("data_format", ["parquet", "csv"])
 def test_a_hopsworks_version_is_not_streamed_but_read_as_frames(hops_cluster, tx_group,
                                                                data_format):
-    """Regression: ``stream_source`` asked for the streamed dataframe types, which Hopsworks
-    refuses, so ``--workers 2`` with an mlp failed instead of training from frames and
+    """Regression: the route to a version's files (``version_source``) asked for the streamed
+    dataframe types, which Hopsworks refuses, so ``--workers 2`` with an mlp failed instead of training from frames and
     ``torch.streaming`` gave a feature-store error instead of the streaming one. The view now
     says it hands out no split files, before any read."""
     from fstrain.kernel.errors import ConfigError
-    from fstrain.trainers.streamed_training import stream_source
+    from fstrain.trainers.stream.source import TORCH_STREAMING, version_source
 
     cluster, project = hops_cluster
     fv = project.get_feature_store().get_or_create_feature_view(
@@ -143,8 +143,8 @@ def test_a_hopsworks_version_is_not_streamed_but_read_as_frames(hops_cluster, tx
     assert (td.type, td.data_format, td.state) == ("MATERIALIZED", data_format, "ok")
     assert fv.streams_split_files(version) is False
     sent = len(cluster.server.log)
-    assert stream_source(fv, version, required=False) is None
+    assert version_source(fv, version, reader=TORCH_STREAMING, required=False) is None
     with pytest.raises(ConfigError, match=r"hands out no split files.*torch.streaming: false"):
-        stream_source(fv, version, required=True)
+        version_source(fv, version, reader=TORCH_STREAMING)
     asked = {r.path.rsplit("/hopsworks-api/api/", 1)[-1] for r in cluster.server.log[sent:]}
     assert not [p for p in asked if "dataset" in p.lower().replace("trainingdataset", "")], asked

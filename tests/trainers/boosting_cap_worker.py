@@ -97,12 +97,12 @@ def _read(root: str, version: int, cap_mb: int) -> int:
 
 def _run(root: str, version: int, mode: str, cap_mb: int, out_dir: Path) -> int:
     import feature_store
-    from fstrain.trainers.ray_boosting import version_source
+    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
 
     _warm_up(out_dir)
     fv = feature_store.login(root=root).get_feature_store().get_feature_view("big", 1)
     base = vm("VmData") if mode == "peak" else _cap(cap_mb)
-    source = version_source(fv, version)
+    source = version_source(fv, version, reader=RAY_BOOSTING)
     result = _train(source, out_dir / "run")
     result.model.save(_mkdir(out_dir / "model"))
     growth = (vm("VmData") - base) / 2**20

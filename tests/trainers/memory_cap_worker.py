@@ -56,7 +56,7 @@ def _warm_up(out_dir: Path) -> None:
 def main() -> int:
     root, version, mode, cap_mb, out = sys.argv[1:6]
     import feature_store
-    from fstrain.trainers.streamed_training import stream_source
+    from fstrain.trainers.stream.source import TORCH_STREAMING, version_source
     from fstrain.trainers.config import load_config
     from fstrain.trainers.torch_models import train_torch_streamed
 
@@ -78,7 +78,7 @@ def main() -> int:
         if mode == "read":
             return 0
         del frames
-    source = stream_source(fv, int(version), required=True)
+    source = version_source(fv, int(version), reader=TORCH_STREAMING)
     result = train_torch_streamed(load_config(CONFIG), source, workdir=out_dir / "run")
     result.model.save(_mkdir(out_dir / "model"))
     (out_dir / "metrics.json").write_text(json.dumps(

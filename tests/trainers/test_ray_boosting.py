@@ -239,7 +239,8 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     train matrix, row for row, each row in exactly one of three shards; a csv or jsonl
     version's shards are pieces of its text."""
     from feature_store.local.readers import text_pieces
-    from fstrain.trainers.ray_boosting import StreamedFit, shard_weights, version_source
+    from fstrain.trainers.ray_boosting import StreamedFit, shard_weights
+    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
     from fstrain.trainers.stream.ray_feed import _read_pieces
     from fstrain.trainers.stream.pieces import rank_pieces
     from fstrain.trainers.stream.split import SplitStream
@@ -249,7 +250,7 @@ def test_the_ranks_pieces_are_the_in_memory_train_matrix_with_view_transformatio
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     cfg = load_config({"model": "xgboost", "imbalance": "class_weight"})
     data = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
-    source = version_source(fv, version)
+    source = version_source(fv, version, reader=RAY_BOOSTING)
     assert len(source.group_rows["train"]) > 1  # several row groups or pieces of text
     assert bool(source.texts) == (data_format != "parquet")
     streamed = StreamedFit(cfg, source, framework="xgboost")
@@ -281,14 +282,15 @@ def test_the_drivers_streamed_fit_equals_the_in_memory_one(fs, tmp_path, options
     validation predictions, calibration and metrics of the same booster, to the last digit."""
     import xgboost as xgb
 
-    from fstrain.trainers.ray_boosting import StreamedFit, version_source
+    from fstrain.trainers.ray_boosting import StreamedFit
+    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
     from fstrain.trainers.tabular import Prepared, finish_booster
 
     fv, version = _tx_version(fs)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     cfg = load_config(options)
     memory = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework=cfg.model)
-    streamed = StreamedFit(cfg, version_source(fv, version), framework=cfg.model)
+    streamed = StreamedFit(cfg, version_source(fv, version, reader=RAY_BOOSTING), framework=cfg.model)
     assert streamed.plan.record == memory.plan.record
     assert streamed.rows_train == memory.rows_train and streamed.weighted == (
         memory.sample_weight is not None)
@@ -315,13 +317,14 @@ def test_a_scaled_streamed_fit_equals_the_in_memory_one_to_rounding(fs):
     """numeric_preprocessing=impute_scale: the streamed moments give the scaler's mean and
     variance to float rounding (not bit for bit), so the matrices agree to rounding."""
     from fstrain.trainers.preprocessing import transform
-    from fstrain.trainers.ray_boosting import StreamedFit, version_source
+    from fstrain.trainers.ray_boosting import StreamedFit
+    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
 
     fv, version = _tx_version(fs)
     X_tr, X_va, _X_te, y_tr, y_va, _y_te = fv.get_train_validation_test_split(version)
     cfg = load_config({"model": "xgboost", "numeric_preprocessing": "impute_scale"})
     memory = Prepared(cfg, X_tr, y_tr, X_va, y_va, framework="xgboost")
-    streamed = StreamedFit(cfg, version_source(fv, version), framework="xgboost")
+    streamed = StreamedFit(cfg, version_source(fv, version, reader=RAY_BOOSTING), framework="xgboost")
     assert streamed.plan.record == memory.plan.record
     x = transform(streamed.preprocessor, streamed.schema, X_tr)
     np.testing.assert_allclose(x, memory.X_train, rtol=1e-5, atol=1e-6)

@@ -244,7 +244,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
     import ray
 
     from feature_store.local.readers import text_pieces
-    from fstrain.trainers.streamed_training import stream_source
+    from fstrain.trainers.stream.source import RAY_TRAIN, version_source
     from fstrain.trainers.config import load_config
     from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream, start_feeder
     from fstrain.trainers.torch_models import stream_torch_data
@@ -259,7 +259,7 @@ def test_ray_data_shards_of_a_csv_version_are_its_pieces_of_text_each_row_once(
         "rows", query=fg.select_all(), labels=["label"])
     version, _ = fv.create_train_validation_test_split(validation_size=0.2, test_size=0.2,
                                                        seed=3, data_format="csv")
-    source = stream_source(fv, version, required=False)
+    source = version_source(fv, version, reader=RAY_TRAIN, required=False)
     assert source.texts and len(source.group_rows["train"]) > 4
     data = stream_torch_data(load_config({"model": "mlp", "seed": 7,
                                           "torch": {"shuffle_buffer": 64}}), source)

@@ -16,7 +16,7 @@ import torch
 
 from feature_store.local.readers import text_pieces as tp
 from fstrain.kernel.errors import ConfigError, IntegrityError
-from fstrain.trainers.streamed_training import stream_source
+from fstrain.trainers.stream.source import TORCH_STREAMING, version_source
 from fstrain.trainers.config import load_config
 from fstrain.trainers.stream.prep import fit_streamed
 from fstrain.trainers.stream.split import SplitStream
@@ -73,7 +73,7 @@ def _same_weights(a, b) -> bool:
 
 def test_csv_and_jsonl_versions_train_to_the_parquet_versions_model(view):
     fv, versions = view
-    sources = {fmt: stream_source(fv, v, required=True) for fmt, v in versions.items()}
+    sources = {fmt: version_source(fv, v, reader=TORCH_STREAMING) for fmt, v in versions.items()}
     assert sources["csv"].texts and not sources["parquet"].texts
     # one row group, one piece each: the same units, so the same batches and weights
     assert {len(s.group_rows["train"]) for s in sources.values()} == {1}
@@ -97,8 +97,8 @@ def test_many_pieces_deal_every_row_once_per_epoch_and_train_deterministically(
         view, data_format, monkeypatch, tmp_path):
     fv, versions = view
     monkeypatch.setattr(tp, "PIECE_BYTES", 2000)
-    source = stream_source(fv, versions[data_format], required=True)
-    parquet = stream_source(fv, versions["parquet"], required=True)
+    source = version_source(fv, versions[data_format], reader=TORCH_STREAMING)
+    parquet = version_source(fv, versions["parquet"], reader=TORCH_STREAMING)
     pieces = source.group_rows["train"]
     assert len(pieces) > 3 and sum(pieces) == parquet.rows("train") == int(ROWS * 0.6)
     prep, _ = fit_streamed(parquet, load_config(CONFIG))  # one preprocessing: rows comparable
@@ -129,7 +129,7 @@ def test_a_text_run_resumes_mid_epoch_bit_for_bit_and_not_over_other_pieces(
         view, monkeypatch, tmp_path):
     fv, versions = view
     monkeypatch.setattr(tp, "PIECE_BYTES", 2000)
-    source = stream_source(fv, versions["csv"], required=True)
+    source = version_source(fv, versions["csv"], reader=TORCH_STREAMING)
     lineage = {"feature_view": fv.name, "training_dataset_version": versions["csv"]}
     full = train_torch_streamed(CONFIG, source, workdir=None)
 
@@ -143,10 +143,10 @@ def test_a_text_run_resumes_mid_epoch_bit_for_bit_and_not_over_other_pieces(
     layout = meta["lineage"]["train_stream"]
     assert (layout["text_format"], layout["text_pieces"]) == ("csv", len(source.group_rows["train"]))
     monkeypatch.setattr(tp, "PIECE_BYTES", 2500)  # the same file cut otherwise
-    other = stream_source(fv, versions["csv"], required=True)
+    other = version_source(fv, versions["csv"], reader=TORCH_STREAMING)
     with pytest.raises(ConfigError, match=r"lineage\.train_stream\.text_pieces: checkpoint has "):
         train_torch_streamed(CONFIG, other, workdir=tmp_path, lineage=lineage, resume=True)
-    parquet = stream_source(fv, versions["parquet"], required=True)
+    parquet = version_source(fv, versions["parquet"], reader=TORCH_STREAMING)
     with pytest.raises(ConfigError, match=r"lineage\.train_stream\.row_groups: checkpoint lacks"):
         train_torch_streamed(CONFIG, parquet, workdir=tmp_path, lineage=lineage, resume=True)
     resumed = train_torch_streamed(CONFIG, source, workdir=tmp_path, lineage=lineage, resume=True)
@@ -161,15 +161,15 @@ def test_a_tampered_csv_file_is_refused_before_training(view, tmp_path):
     try:
         path.write_bytes(original.replace(b"a,b", b"a;b", 1))  # same size, other bytes
         with pytest.raises(IntegrityError, match="train"):
-            stream_source(fv, versions["csv"], required=True)
+            version_source(fv, versions["csv"], reader=TORCH_STREAMING)
     finally:
         path.write_bytes(original)
-    assert stream_source(fv, versions["csv"], required=True).rows("train") == int(ROWS * 0.6)
+    assert version_source(fv, versions["csv"], reader=TORCH_STREAMING).rows("train") == int(ROWS * 0.6)
 
 
 def test_a_piece_parsing_to_another_row_count_is_refused(view):
     fv, versions = view
-    source = stream_source(fv, versions["jsonl"], required=True)
+    source = version_source(fv, versions["jsonl"], reader=TORCH_STREAMING)
     wrong = type(source)(source.files, {**source.group_rows, "train": (source.rows("train") + 1,)},
                          source.shaper, texts=source.texts)
     with pytest.raises(IntegrityError, match=r"piece 0 of .*train\.jsonl \(train split\) "
