@@ -56,6 +56,19 @@ class SparkSource:
     label: str
 
 
+def check_view(fv: Any, model: str) -> None:
+    """Refuse a feature view Spark cannot train from, before its files are read: Spark reads
+    the untransformed files (no model-dependent transformations) with one label column."""
+    if getattr(fv, "transformation_functions", None):
+        raise ConfigError(
+            f"feature view {fv.name} v{fv.version} has model-dependent transformations, which "
+            "are applied to pandas frames; Spark reads the untransformed files. Train it with a "
+            "non-Spark model, or move the transformations into the feature pipeline.")
+    if len(fv.labels) != 1:
+        raise ConfigError(f"{model} needs exactly one label; feature view {fv.name} has "
+                          f"{list(fv.labels)}.")
+
+
 def _column_kinds(schema: Any, features: tuple[str, ...]) -> tuple[list[str], list[str], dict]:
     """``(numeric, categorical, dtypes)`` from a Spark schema; other types are refused."""
     from pyspark.sql import types as T

@@ -21,6 +21,7 @@ from pydantic import Field, field_validator, model_validator
 
 from model_registry.metric_names import registry_metrics
 from fstrain.trainers.config import RESUMABLE_MODELS
+from fstrain.trainers.engine import Engine, EngineChoice, check_engine_options, choose_engine
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import ModelRef
 from fstrain.kernel.versions import resolve_training_dataset_version
@@ -32,7 +33,6 @@ _FRAMEWORKS = {"xgboost": "python", "lightgbm": "python", "sklearn_logreg": "skl
                "sklearn_rf": "sklearn", "mlp": "torch", "cnn": "torch", "catboost": "python",
                "keras_mlp": "python", "flax_mlp": "python", "spark_gbt": "python",
                "spark_lr": "python", "lora": "torch"}
-_SPARK = ("spark_gbt", "spark_lr")
 
 
 class TrainingPipelineConfig(PipelineConfig):
@@ -177,11 +177,7 @@ def check_config(config: TrainingPipelineConfig) -> tuple[Any, Any]:
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
     _check_resume(config, cfg)
-    _check_spark_options(cfg.model, config)
-    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm"):
-        from fstrain.trainers.ray_boosting import refuse_unsupported
-
-        refuse_unsupported(cfg, tune=config.tune, drop_label_issues=config.drop_label_issues)
+    check_engine_options(cfg, config)
     return use_case, cfg
 
 
@@ -196,38 +192,26 @@ def run(project: Project, config: TrainingPipelineConfig, *,
     config = config.model_copy(update={"training_dataset_version": resolve_training_dataset_version(
         fv0, config.training_dataset_version)})
     carved: dict[str, Any] = {}
+    splits: tuple[Any, ...]
     issues: Any = None
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
     signer = _signer(project, name, key)
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     config, resume_record = _resolve_resume(config, workdir, name)
-    source = _stream_source(fv0, cfg, config)
-    if cfg.model in _SPARK:  # Spark reads the version's files itself: no pandas splits
-        fv = fv0
-        fitted, example = _train_spark(fv, cfg, config, workdir)
-        splits: tuple[Any, ...] = (example,)
-    elif source is not None:  # an mlp reads the version's files a row group/piece at a time
-        from fstrain.trainers.streamed_training import train_streamed
-
-        fv = fv0
-        result, example = train_streamed(cfg, config, source, workdir, {
-            "feature_view": fv.name, "feature_view_version": fv.version,
-            "training_dataset_version": config.training_dataset_version})
-        fitted, splits = _Fitted(cfg, result, registry_metrics(result.metrics)), (example,)
-    elif _boosting_without_frames(cfg, config):  # Ray workers read the files; nothing in memory
-        fv = fv0
-        fitted, example = _fit_boosting_on_ray(config, cfg, fv, workdir)
-        splits = (example,)
-    else:
+    choice = choose_engine(cfg, config, fv0, int(config.training_dataset_version))
+    fv, splits = fv0, ()
+    if choice.frames:
         fv, splits = read_splits(project, use_case, config.training_dataset_version,
                                  carve=carved)
-        lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
-                   "training_dataset_version": config.training_dataset_version}
         if config.find_label_issues:
             issues, cross_validation, splits = _label_issues(config, cfg, fv, splits, carved,
                                                              workdir)
-        fitted = _fit(config, cfg, splits, workdir, lineage, fv)
+    lineage = {"feature_view": fv.name, "feature_view_version": fv.version,
+               "training_dataset_version": config.training_dataset_version}
+    fitted, example = _fit(choice, config, cfg, splits, workdir, lineage, fv)
+    if not choice.frames:  # the engine read the version's files: nothing in memory
+        splits = (example,)
     nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
     if config.cv is not None and not config.nested and not config.find_label_issues:
         from fstrain.trainers.cross_validation import cross_validate
@@ -315,26 +299,6 @@ def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tup
                              drop=config.drop_label_issues)
 
 
-def _stream_source(fv: Any, cfg: Any, config: TrainingPipelineConfig) -> Any:
-    """The version's files to stream (torch.streaming, or --workers with an mlp), or None."""
-    from fstrain.trainers.stream.source import RAY_TRAIN, TORCH_STREAMING, version_source
-    from fstrain.trainers.streamed_training import check_streaming_options, wants_stream
-
-    check_streaming_options(cfg, config)
-    if not wants_stream(cfg, config):
-        return None
-    return version_source(fv, int(config.training_dataset_version),
-                          reader=TORCH_STREAMING if cfg.torch.streaming else RAY_TRAIN,
-                          required=bool(cfg.torch.streaming))
-
-
-def _boosting_without_frames(cfg: Any, config: TrainingPipelineConfig) -> bool:
-    """Distributed boosting with no option that works on in-memory frames (--cv,
-    --find-label-issues): the splits are not read into this process at all."""
-    return (config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and config.cv is None
-            and not config.find_label_issues)
-
-
 def _resolve_resume(config: TrainingPipelineConfig, workdir: Path,
                     name: str) -> tuple[TrainingPipelineConfig, dict[str, Any] | None]:
     """``--resume`` without a checkpoint is refused before any work; ``--resume-or-start``
@@ -392,46 +356,42 @@ def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
         )
 
 
-def _fit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...], workdir: Path,
-         lineage: dict[str, Any], fv: Any = None) -> _Fitted:
-    """Train as the config asks: tuned, data-parallel on Ray Train, or one plain run."""
-    from fstrain.trainers import train
+def _fit(choice: EngineChoice, config: TrainingPipelineConfig, cfg: Any,
+         splits: tuple[Any, ...], workdir: Path, lineage: dict[str, Any],
+         fv: Any) -> tuple[_Fitted, Any]:
+    """Train on the engine chosen (:mod:`fstrain.trainers.engine`); what was fitted and the
+    input example (the train frame, or one train row read from the version's files)."""
+    engine, source = choice.engine, choice.source
+    if engine is Engine.SPARK:
+        return _train_spark(fv, cfg, config, source, workdir)
+    if engine is Engine.RAY_TUNE:
+        return _tune_and_refit(config, cfg, splits, workdir, lineage), splits[0]
+    if engine is Engine.RAY_BOOSTING:
+        from fstrain.trainers.ray_boosting import train_boosting_on_ray
 
-    X_tr, X_va, y_tr, y_va = splits
-    if config.workers > 1 and cfg.model in ("xgboost", "lightgbm") and fv is not None:
-        return _fit_boosting_on_ray(config, cfg, fv, workdir)[0]
-    if config.tune:
-        return _tune_and_refit(config, cfg, splits, workdir, lineage)
-    if config.workers > 1:
-        if not cfg.is_torch:
-            from fstrain.kernel.errors import ConfigError
+        result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
+                                       ray_address=config.ray_address, num_cpus=config.ray_cpus)
+    elif engine is Engine.STREAMED:
+        from fstrain.trainers.torch_models import train_torch_streamed
 
-            raise ConfigError(
-                f"workers={config.workers} needs a PyTorch model (mlp or cnn), xgboost or "
-                f"lightgbm; {cfg.model!r} trains on one process. Use workers=1."
-            )
+        result = train_torch_streamed(cfg, source, workdir=workdir, lineage=lineage,
+                                      resume=config.resume)
+    elif engine is Engine.RAY_TRAIN:  # from the version's files (source), or the frames
         from fstrain.trainers import train_distributed
 
-        result = train_distributed(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir,
+        frames = (dict(zip(("X_train", "X_val", "y_train", "y_val"), splits, strict=True))
+                  if source is None else {})
+        result = train_distributed(cfg, **frames, source=source, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
                                    num_cpus=config.ray_cpus, lineage=lineage, resume=config.resume)
-        return _Fitted(cfg, result, registry_metrics(result.metrics))
-    result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
-                   resume=config.resume)
-    return _Fitted(cfg, result, registry_metrics(result.metrics))
+    else:
+        from fstrain.trainers import train
 
-
-def _fit_boosting_on_ray(config: TrainingPipelineConfig, cfg: Any, fv: Any,
-                         workdir: Path) -> tuple[_Fitted, Any]:
-    """XGBoost/LightGBM data-parallel on Ray Train from the version's files (the driver holds
-    no split: :mod:`fstrain.trainers.ray_boosting`); also one train row, the input example."""
-    from fstrain.trainers.ray_boosting import train_boosting_on_ray
-    from fstrain.trainers.stream.source import RAY_BOOSTING, version_source
-
-    source = version_source(fv, int(config.training_dataset_version), reader=RAY_BOOSTING)
-    result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
-                                   ray_address=config.ray_address, num_cpus=config.ray_cpus)
-    example = source.read("train", (0, 0, 1))[0]
+        X_tr, X_va, y_tr, y_va = splits
+        result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
+                       resume=config.resume)
+    example = (source.read("train", (0, 0, 1))[0] if source is not None and not choice.frames
+               else splits[0])
     return _Fitted(cfg, result, registry_metrics(result.metrics)), example
 
 
@@ -522,44 +482,15 @@ def _register(project: Project, name: str, fv: Any, config: TrainingPipelineConf
     return model.version
 
 
-def _check_spark_options(model: str, config: TrainingPipelineConfig) -> None:
-    """Options a run would ignore are refused: --spark-master without a Spark model, and the
-    pandas-side options (tuning, Ray workers, cross-validation, resume) with one."""
-    from fstrain.kernel.errors import ConfigError
-
-    if model not in _SPARK:
-        if config.spark_master is not None:
-            raise ConfigError(f"--spark-master is used by the Spark MLlib models ({', '.join(_SPARK)}); "
-                              f"{model!r} does not run on Spark. Drop it or pick a Spark model.")
-        return
-    given = [flag for flag, on in (("--tune", config.tune), ("--workers", config.workers > 1),
-                                   ("--cv", config.cv is not None),
-                                   ("--resume", config.resume or config.resume_or_start))
-             if on]
-    if given:
-        raise ConfigError(f"{model} trains one MLlib pipeline in Spark; {', '.join(given)} "
-                          "work on pandas frames (Ray, torch) and would be ignored. Drop them.")
-
-
-def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig,
+def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig, files: Any,
                  workdir: Path) -> tuple[_Fitted, Any]:
-    """Train a Spark MLlib model on the version's verified Parquet files; also return one
-    train row as the input example."""
+    """Train a Spark MLlib model on the version's verified Parquet files (``files``, the
+    route's :class:`~fstrain.trainers.stream.source.StreamSource`); also return one train row
+    as the input example."""
     import pyarrow.parquet as pq
 
-    from fstrain.kernel.errors import ConfigError
     from fstrain.trainers.spark_mllib import SparkSource, train_spark
-    from fstrain.trainers.stream.source import SPARK, version_source
 
-    if getattr(fv, "transformation_functions", None):
-        raise ConfigError(
-            f"feature view {fv.name} v{fv.version} has model-dependent transformations, which "
-            "are applied to pandas frames; Spark reads the untransformed files. Train it with a "
-            "non-Spark model, or move the transformations into the feature pipeline.")
-    if len(fv.labels) != 1:
-        raise ConfigError(f"{cfg.model} needs exactly one label; feature view {fv.name} has "
-                          f"{list(fv.labels)}.")
-    files = version_source(fv, int(config.training_dataset_version), reader=SPARK)
     source = SparkSource(train=files.files["train"], validation=files.files["validation"],
                          features=tuple(fv.feature_names), label=fv.labels[0])
     result = train_spark(cfg, source, workdir=workdir, master=config.spark_master)

@@ -188,7 +188,7 @@ class EpochStream(SplitStream):
 
 def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers(source, tmp_path):
     from pipelines import training
-    from fstrain.trainers.streamed_training import check_streaming_options
+    from fstrain.trainers.engine import check_engine_options
     from fstrain.trainers.stream.ray_feed import RayShardStream
     from fstrain.trainers.torch_models import stream_torch_data
 
@@ -202,7 +202,7 @@ def test_mid_epoch_checkpoints_are_taken_by_the_ray_data_shards_of_workers(sourc
     cfg = load_config({**CONFIG, "torch": {**CONFIG["torch"], "streaming": False}})
     run = training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1,
                                           workers=2, model=CONFIG)
-    check_streaming_options(cfg, run)  # --workers 2 with checkpoint_every_steps: accepted
+    check_engine_options(cfg, run)  # --workers 2 with checkpoint_every_steps: accepted
 
 
 def test_seeking_skips_whole_pieces_by_count_and_slices_the_cut_one():
