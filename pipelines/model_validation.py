@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -338,6 +339,20 @@ def _file_name(plot: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9_.-]", "_", plot.replace("×", "_x_")).lstrip("._") or "plot"
+
+
+def latest_ref(project: Project, name: str, version: int) -> ValidationRef | None:
+    """The newest validation run of ``name:version`` as a :class:`ValidationRef` (what
+    :func:`run` returned for it), or None when it was never validated: a re-run on unchanged
+    inputs reports it instead of adding a run (so a sign-off on it stays attached)."""
+    model = project.get_model_registry().get_model(name, version)
+    event = model.latest_validation()
+    if event is None:
+        return None
+    metrics = event.get("metrics") or {}
+    task = ("regression" if "rmse" in metrics else "generation" if "perplexity" in metrics
+            else "classification")
+    return _ref(model, SimpleNamespace(task=task, metrics=metrics), event)
 
 
 def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:

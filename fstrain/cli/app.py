@@ -11,16 +11,23 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from fstrain.cli.browse import fg_app, fv_app, td_app
+from fstrain.cli.end_to_end import EXIT_POLICY_DEVIATION, EXIT_VALIDATION_FAILED
+from fstrain.cli.end_to_end import exit_code as _exit_code
+from fstrain.cli.end_to_end import run_use_case
+from fstrain.cli.end_to_end import summary as _summary
+from fstrain.cli.invocation import console as _console
+from fstrain.cli.invocation import options as _options
+from fstrain.cli.invocation import set_options as _set
+from fstrain.cli.invocation import stages as _stages
+from fstrain.cli.invocation import step as _step
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, KeyOpt, RootOpt, store_location
+from fstrain.cli.trainer_config import show_config as _effective_config
 from fstrain.cli.jobs import jobs_app
 from fstrain.cli.keys import keys_app
 from fstrain.cli.registry import registry_app
@@ -31,6 +38,8 @@ app = typer.Typer(
     "training → model validation).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # plain help: rich's option table cuts long option names at 80 columns or when piped
+    rich_markup_mode=None,
 )
 app.add_typer(registry_app, name="registry")
 app.add_typer(jobs_app, name="jobs")
@@ -41,40 +50,13 @@ app.add_typer(users_app, name="users")
 app.add_typer(keys_app, name="keys")
 app.command("serve")(serve_command)
 
-EXIT_VALIDATION_FAILED = 3
-EXIT_POLICY_DEVIATION = 4
-
-
-@dataclass
-class Options:
-    """The options every command takes, for the one invocation running: each command makes its
-    own (:func:`_set`), so two invocations in one process — a job's chained stages, tests —
-    never see each other's."""
-
-    root: Path | None = None
-    backend: str = "local"
-    as_json: bool = False
-    debug: bool = False
-    progress: Any = None  # a rich Progress while a multi-stage command runs
-    task: Any = None
-
-
-_INVOCATION: ContextVar[Options] = ContextVar("fstrain_cli_invocation")
-
-
-def _options() -> Options:
-    """This invocation's :class:`Options` (defaults outside a command)."""
-    return _INVOCATION.get(None) or Options()
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _set(root: Path | None, backend: str, as_json: bool, debug: bool) -> None:
-    _INVOCATION.set(Options(root=root, backend=backend, as_json=as_json, debug=debug))
+WINDOW_START_HELP = ("Window start, ISO-8601 (default $HOPS_START_TIME). Without --end the "
+                     "window is open: every row from START on. Refused for a use case "
+                     "without event time (adult).")
+WINDOW_END_HELP = "Window end, exclusive (default $HOPS_END_TIME). Without --start: every row before END."
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Create anew even when nothing changed (by default a re-run on unchanged "
+    "inputs reuses the newest version and says so).")]
 
 
 def _project(*, create: bool = False) -> Any:
@@ -94,48 +76,6 @@ def _project(*, create: bool = False) -> Any:
             f"store root {location.describe()} cannot be used ({exc.__class__.__name__}: "
             f"{exc.strerror or exc}). Point --root or FSTRAIN_HOME at a writable folder."
         ) from exc
-
-
-@contextmanager
-def _step(title: str) -> Any:
-    """A spinner on stderr while a long step runs (silent in --json mode); inside a
-    multi-stage command the progress bar's description names the step instead."""
-    if _options().as_json:
-        yield
-        return
-    options = _options()
-    if options.progress is not None:
-        options.progress.update(options.task, description=title)
-        yield
-        return
-    with _console().status(f"[bold]{title}[/bold]…"):
-        yield
-
-
-@contextmanager
-def _stages(total: int) -> Any:
-    """A progress bar over the stages of ``run``/``demo`` (stderr; silent in --json mode)."""
-    if _options().as_json:
-        yield
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TextColumn("stages"), TimeElapsedColumn())
-    with Progress(*columns, console=_console(), transient=True) as progress:
-        options = _options()
-        options.progress, options.task = progress, progress.add_task("starting", total=total)
-        try:
-            yield
-        finally:
-            options.progress = options.task = None
 
 
 def _guard(func: Callable[[], Any]) -> Any:
@@ -188,6 +128,15 @@ def _require_key_file(key: Path | None) -> None:
                           "private key (or leave it out to use $FSTRAIN_KEY).")
 
 
+def _window_note(start: str | None, end: str | None) -> str:
+    """What a label window given to ``dataset`` means, for its output ('' without one)."""
+    from fstrain.kernel.window import resolve_window
+
+    if start in (None, "") and end in (None, ""):
+        return ""
+    return f"\nlabels in {resolve_window(start, end, environ={}).describe()}"
+
+
 def _model_ref(ref: str) -> tuple[str, int | None]:
     """``NAME``, ``NAME:latest`` or ``NAME:VERSION`` (a positive integer), else a ConfigError."""
     from fstrain.kernel.errors import ConfigError
@@ -222,8 +171,8 @@ def _parse_params(values: list[str] | None) -> dict[str, Any]:
 @app.command()
 def features(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
-    start: Annotated[str | None, typer.Option(help="Window start (ISO-8601; default $HOPS_START_TIME).")] = None,
-    end: Annotated[str | None, typer.Option(help="Window end, exclusive (default $HOPS_END_TIME).")] = None,
+    start: Annotated[str | None, typer.Option(help=WINDOW_START_HELP)] = None,
+    end: Annotated[str | None, typer.Option(help=WINDOW_END_HELP)] = None,
     policy: Annotated[str, typer.Option(help="Ingestion policy of the expectation suites: strict or always.")] = "strict",
     sample: Annotated[int | None, typer.Option(help="Deterministic subsample of the root rows.")] = None,
     n_transactions: Annotated[int | None, typer.Option(help="ccfraud: transactions to generate (default 100000).")] = None,
@@ -261,9 +210,13 @@ def dataset(
     validation_window: Annotated[str | None, typer.Option(help="Time split: validation = the VALIDATION_WINDOW before test, e.g. 30D.")] = None,
     anchor: Annotated[str | None, typer.Option(help="Relative windows end at: data (last event time, default), end-time ($HOPS_END_TIME) or a date.")] = None,
     data_format: Annotated[str | None, typer.Option(help="parquet, csv or jsonl (default: the use case's, else parquet).")] = None,
+    start: Annotated[str | None, typer.Option(help="Keep the labels whose event time is at or after START (ISO-8601). Never read from $HOPS_START_TIME. Without --end the window is open: every label from START on.")] = None,
+    end: Annotated[str | None, typer.Option(help="Keep the labels whose event time is before END (exclusive). Never read from $HOPS_END_TIME. Without --start: every label before END.")] = None,
+    force: ForceOpt = False,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """Training-dataset pipeline: feature view + split → a new immutable version."""
+    """Training-dataset pipeline: feature view + split → a new immutable version, or the
+    newest one again when nothing changed (same split, same feature-group commits)."""
     _set(root, backend, as_json, debug)
 
     def body() -> None:
@@ -275,10 +228,12 @@ def dataset(
             "test_size": test_size, "group_column": group_column, "gap": gap,
             **({"data_format": data_format} if data_format else {}),
             "test_window": test_window, "validation_window": validation_window, "anchor": anchor,
+            "start": start, "end": end, "force": force,
         })
+        training_dataset.check_config(config)  # bad input is named before the store is opened
         with _step(f"training-dataset pipeline: {use_case}"):
             ref = training_dataset.run(_project(), config)
-        _emit(ref.to_dict(), f"training dataset {ref}")
+        _emit(ref.to_dict(), str(ref) + _window_note(start, end))
 
     _guard(body)
 
@@ -339,10 +294,13 @@ def train(
     resume_or_start: Annotated[bool, typer.Option("--resume-or-start", help="Continue from the last checkpoint, or start a new run when there is none (said, and recorded with the model).")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
     base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder to fine-tune (default: a generated tiny Llama).")] = None,
+    show_config: Annotated[bool, typer.Option("--show-config", help="Print the effective trainer configuration (the use case's defaults with --config, --model and --param over them) and exit without training.")] = False,
+    force: ForceOpt = False,
     key: KeyOpt = None,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """Training pipeline: a training-dataset version → a model version (status pending)."""
+    """Training pipeline: a training-dataset version → a model version (status pending), or
+    the model already trained on it with the same configuration (reused)."""
     _set(root, backend, as_json, debug)
 
     def body() -> None:
@@ -364,18 +322,20 @@ def train(
             "workers": workers, "num_cpus": num_cpus, "cv": cv, "spark_master": spark_master,
             "nested": nested, "track": track, "tracking_uri": tracking_uri,
             "find_label_issues": find_label_issues, "drop_label_issues": drop_label_issues,
+            "force": force,
         })
         training.check_config(cfg)  # bad input is named before the store is opened
+        if show_config:  # the effective configuration; nothing is trained
+            _emit(*_effective_config(use_case, cfg.model, model_name))
+            return
         project = _project()
         if smoke:
             _smoke(project, cfg)
             return
         with _step(f"training pipeline: {use_case} on training dataset {training_dataset_version}"):
             ref = training.run(project, cfg, key=key)
-        human = f"model {ref} (validation_status: pending)"
         payload = ref.to_dict()
-        if resume_or_start:
-            human += _resume_summary(project, ref, payload)
+        human = _trained(project, ref, training_dataset_version, payload, resume_or_start)
         if track is not None:
             from pipelines.training.tracking import default_tracking_uri
 
@@ -386,12 +346,7 @@ def train(
         if nested:
             human += _nested_summary(project, ref, payload)
         elif cv is not None:
-            record = project.get_model_registry().get_model(ref.name, ref.version)
-            folds = record.training_config["cross_validation"]
-            stats = folds["summary"].get(folds["metric"], {})
-            payload["cross_validation"] = folds["summary"]
-            human += (f"\ncross-validation ({folds['k']} folds): {folds['metric']} "
-                      f"{stats.get('mean', float('nan')):.4f} ± {stats.get('std', float('nan')):.4f}")
+            human += _cv_summary(project, ref, payload)
         _emit(payload, human)
 
     _guard(body)
@@ -405,6 +360,29 @@ def _resume_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
         return ("\n--resume-or-start: no checkpoint to resume from, so a new run was started "
                 "(recorded with the model)")
     return "\n--resume-or-start: resumed from the last checkpoint"
+
+
+def _trained(project: Any, ref: Any, training_dataset_version: str, payload: dict[str, Any],
+             resume_or_start: bool) -> str:
+    """The train command's first line: the new model (and what --resume-or-start did), or the
+    one reused."""
+    if not ref.reused:
+        resumed = _resume_summary(project, ref, payload) if resume_or_start else ""
+        return f"model {ref} (validation_status: pending){resumed}"
+    status = project.get_model_registry().get_model(ref.name, ref.version).validation_status
+    return (f"model {ref} (reused: already trained on training dataset "
+            f"{training_dataset_version} with this configuration, nothing trained; "
+            f"validation_status: {status}; --force trains a new version)")
+
+
+def _cv_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
+    """The cross-validation estimate for the train command's output (and ``payload``)."""
+    record = project.get_model_registry().get_model(ref.name, ref.version)
+    folds = record.training_config["cross_validation"]
+    stats = folds["summary"].get(folds["metric"], {})
+    payload["cross_validation"] = folds["summary"]
+    return (f"\ncross-validation ({folds['k']} folds): {folds['metric']} "
+            f"{stats.get('mean', float('nan')):.4f} ± {stats.get('std', float('nan')):.4f}")
 
 
 def _label_issues_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
@@ -582,111 +560,32 @@ def ablate(
 # -- end to end ---------------------------------------------------------------------------------
 
 
-def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str | None = None,
-                 end: str | None = None, anchor: str | None = None) -> dict[str, Any]:
-    """All four stages of one use case; returns a summary row.
-
-    ``start``/``end`` is the feature pipeline's window (default ``HOPS_START_TIME``/
-    ``HOPS_END_TIME``); ``anchor='end-time'`` ends the relative split windows at that window's
-    end. A window with no rows stops after the feature stage (``status: "empty window"``).
-    """
-    from feature_views import get_use_case
-    from pipelines import feature, model_validation, training, training_dataset
-    from pipelines.training import deep_merge
-
-    uc = get_use_case(use_case)
-    model_validation.check_model_card(project, uc.registry_model_name)  # before any stage
-    settings = uc.demo if demo else {}
-    started = time.perf_counter()
-    feature_args = {k: v for k, v in settings.items() if k in ("sample", "n_transactions")}
-    with _step(f"{use_case}: feature pipeline"):
-        fref = feature.run(project, feature.FeaturePipelineConfig(
-            use_case=use_case, start=start, end=end, **feature_args))
-    _progress(fref.summary() if fref.wrote_nothing else
-              f"{use_case}: feature groups " + ", ".join(str(r) for r in fref.feature_groups))
-    if fref.empty:
-        return {"use_case": use_case, "feature_groups": [], "training_dataset_version": None,
-                "model": None, "key_metric": None, "key_value": None, "status": "empty window",
-                "scorecard": None, "message": fref.summary(),
-                "seconds": round(time.perf_counter() - started, 1)}
-    if anchor in ("end-time", "end_time") and end:
-        anchor = end
-    with _step(f"{use_case}: training-dataset pipeline"):
-        tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
-            use_case=use_case, anchor=anchor))
-    _progress(f"{use_case}: training dataset {tref}")
-    with _step(f"{use_case}: training pipeline"):
-        mref = training.run(project, training.TrainingPipelineConfig(
-            use_case=use_case, training_dataset_version=tref.version,
-            model=deep_merge({}, settings.get("model", {}))))
-    _progress(f"{use_case}: model {mref} (pending)")
-    with _step(f"{use_case}: model-validation pipeline"):
-        vref = model_validation.run(project, model_validation.ModelValidationConfig(
-            model_name=mref.name, version=mref.version))
-    _progress(f"{use_case}: model {mref} {vref.verdict}")
-    return {
-        "use_case": use_case,
-        "feature_groups": [str(r) for r in fref.feature_groups],
-        "training_dataset_version": tref.version,
-        "model": str(mref),
-        "key_metric": vref.key_metric,
-        "key_value": vref.key_value,
-        "status": vref.status,
-        "verdict": vref.verdict,
-        "scorecard": vref.scorecard_html,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-
-
-def _progress(line: str) -> None:
-    """One line per finished stage (stderr, so --json output stays clean)."""
-    if _options().as_json:
-        return
-    options = _options()
-    if options.progress is not None:
-        options.progress.console.print(line, highlight=False, soft_wrap=True)
-        options.progress.advance(options.task)
-    else:
-        _console().print(line, highlight=False, soft_wrap=True)
-
-
-def _summary(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="fstrain: four pipelines per use case")
-    for column in ("use case", "TD version", "model", "key metric", "status", "seconds"):
-        table.add_column(column)
-    for r in rows:
-        value = "n/a" if r["key_value"] is None else f"{r['key_metric']} {r['key_value']:.3f}"
-        style = {"passed": "green", "empty window": "yellow"}.get(r["status"], "red")
-        table.add_row(r["use_case"], str(r["training_dataset_version"] or "-"), r["model"] or "-",
-                      value, f"[{style}]{r['status']}[/{style}]", str(r["seconds"]))
-    console = Console(width=max(100, Console().width))
-    console.print(table)
-    for r in rows:
-        line = r.get("message") or f"scorecard ({r['use_case']}): {r['scorecard']}"
-        console.print(line, highlight=False, soft_wrap=True)
-
-
 @app.command("run")
 def run_command(
     use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
-    start: Annotated[str | None, typer.Option(help="Feature window start (ISO-8601; default $HOPS_START_TIME).")] = None,
-    end: Annotated[str | None, typer.Option(help="Feature window end, exclusive (default $HOPS_END_TIME).")] = None,
+    start: Annotated[str | None, typer.Option(help=WINDOW_START_HELP)] = None,
+    end: Annotated[str | None, typer.Option(help=WINDOW_END_HELP)] = None,
     anchor: Annotated[str | None, typer.Option(help="Relative split windows end at: data (default), end-time (the window end) or a date.")] = None,
+    force: ForceOpt = False,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
-    """All four pipelines of one use case, printing each ref (an empty window stops after the
-    feature stage, exit 0)."""
+    """All four pipelines of one use case, printing each ref. Exits as validate does: 0
+    passed, 3 failed, 4 passed under a policy deviation; an empty window stops after the
+    feature stage (exit 0). On unchanged inputs nothing is created: the newest training
+    dataset, its model and its latest validation are reused (--force runs anew)."""
     _set(root, backend, as_json, debug)
     with _stages(4):
         row = _guard(lambda: run_use_case(_project(create=True), use_case, start=start,
-                                          end=end, anchor=anchor))
+                                          end=end, anchor=anchor, force=force))
     if as_json:
         typer.echo(json.dumps(row, indent=2))
     else:
         _summary([row])
+        if row["reused"]:
+            typer.echo(f"nothing new: the inputs are unchanged, so training dataset "
+                       f"v{row['training_dataset_version']}, model {row['model']} and its "
+                       "latest validation were reused (--force runs every stage anew)")
+    raise typer.Exit(_exit_code(row["status"]))
 
 
 @app.command()

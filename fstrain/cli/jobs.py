@@ -35,9 +35,10 @@ created, unscheduled, to re-validate a given version by hand
 refuses to run. ``training_dataset_version: latest`` is resolved when the job runs to the newest
 version whose creation completed (a version whose materialization job failed is skipped).
 
-Job arguments never fix ``--start``/``--end``: every stage reads its window from
+Job arguments never fix ``--start``/``--end``: the feature stage reads its window from
 ``HOPS_START_TIME``/``HOPS_END_TIME``, which the scheduler sets per run and ``run --start --end``
-sets for a backfill. ``--dry-run`` prints, without connecting, the shell commands that do what
+sets for a backfill (the later stages never read them; ``dataset --anchor end-time`` ends its
+relative split windows at ``HOPS_END_TIME``). ``--dry-run`` prints, without connecting, the shell commands that do what
 each job does (``fstrain jobs exec ...``, pasteable with ``HOPSWORKS_*`` set); ``--json`` prints
 the job definitions instead.
 """

@@ -15,6 +15,7 @@ import typer
 
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from fstrain.cli.options import JsonOpt, RootOpt
+from fstrain.cli.trainer_config import config_line, trained_with
 from fstrain.cli.audit import approve_command, reject_command, signed_by, verify_command
 from fstrain.cli.dossier import dossier_command
 from fstrain.cli.registry_open import open_registry, resolve_ref
@@ -181,6 +182,7 @@ def _compact(payload: dict[str, Any]) -> dict[str, Any]:
         "test_metrics": {k: v for k, v in ((payload["scorecard"] or {}).get("metrics") or {}).items()
                          if isinstance(v, (int, float)) and not isinstance(v, bool)},
         "hyperparameters": manifest.get("hyperparameters"),
+        "training_config": trained_with(manifest),
         "lineage": lineage_summary(manifest),
         "code": {"fstrain_version": code.get("fstrain_version"),
                  "source_commit": manifest.get("git_commit")},
@@ -208,6 +210,7 @@ def _print_compact(payload: dict[str, Any]) -> None:
     lines += [
         "hyperparameters: " + (", ".join(f"{k}={v}" for k, v in
                                          list((c["hyperparameters"] or {}).items())[:12]) or "-"),
+        config_line(c["training_config"]),
         f"lineage: {lin['feature_view'] or '-'} / training dataset "
         f"v{lin['training_dataset_version']}  split {lin['split']}  seed {lin['seed']}",
         "  commits: " + (", ".join(f"{g}@{v}" for g, v in

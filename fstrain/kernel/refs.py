@@ -49,6 +49,8 @@ class FeaturePipelineRef:
         if self.wrote_nothing:
             lines.append(f"{self.use_case}: the data of window {self.window} is already in the "
                          "store; nothing was written.")
+        elif self.window != "[-inf, +inf)":
+            lines.append(f"{self.use_case}: window {self.window}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -62,9 +64,14 @@ class TrainingDatasetRef:
     feature_view: str
     feature_view_version: int
     version: int
+    reused: bool = False  # the inputs were unchanged: the newest version, nothing created
 
     def __str__(self) -> str:
-        return f"{self.feature_view} v{self.feature_view_version} / training dataset v{self.version}"
+        text = (f"feature view {self.feature_view} v{self.feature_view_version} → training "
+                f"dataset v{self.version}")
+        if self.reused:
+            text += " (reused: unchanged inputs, nothing created; --force makes a new version)"
+        return text
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,6 +83,7 @@ class ModelRef:
 
     name: str
     version: int
+    reused: bool = False  # already trained on the same training dataset with the same config
 
     def __str__(self) -> str:
         return f"{self.name}:{self.version}"

@@ -31,9 +31,15 @@ class Window:
             )
 
     def describe(self) -> str:
+        """``[start, end)``, with what an open bound means when only one bound is set."""
         start = self.start.isoformat() if self.start is not None else "-inf"
         end = self.end.isoformat() if self.end is not None else "+inf"
-        return f"[{start}, {end})"
+        text = f"[{start}, {end})"
+        if self.start is not None and self.end is None:
+            text += f" (open end: every row from {start} on)"
+        elif self.start is None and self.end is not None:
+            text += f" (open start: every row before {end})"
+        return text
 
 
 def scheduler_bounds(start: Any = None, end: Any = None, *,
@@ -49,8 +55,20 @@ def scheduler_bounds(start: Any = None, end: Any = None, *,
     return start, end
 
 
+def from_environment(start: Any = None, end: Any = None) -> bool:
+    """Whether :func:`scheduler_bounds` takes the window from the environment (both omitted)."""
+    return start in (None, "") and end in (None, "")
+
+
 def resolve_window(start: Any = None, end: Any = None, *,
-                   environ: Mapping[str, str] | None = None) -> Window:
-    """The run window: arguments, else ``HOPS_START_TIME``/``HOPS_END_TIME``, else unbounded."""
+                   environ: Mapping[str, str] | None = None,
+                   names: tuple[str, str] = ("start", "end")) -> Window:
+    """The run window: arguments, else ``HOPS_START_TIME``/``HOPS_END_TIME``, else unbounded.
+
+    A bound that cannot be read is refused naming where it came from: ``names`` for the
+    arguments (e.g. ``("--start", "--end")``), the environment variable otherwise.
+    """
+    if from_environment(start, end):
+        names = ("HOPS_START_TIME", "HOPS_END_TIME")
     start, end = scheduler_bounds(start, end, environ=environ)
-    return Window(to_utc(start, what="start"), to_utc(end, what="end"))
+    return Window(to_utc(start, what=names[0]), to_utc(end, what=names[1]))

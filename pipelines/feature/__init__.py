@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import model_validator
 
-from fstrain.kernel.window import resolve_window
+from fstrain.kernel.window import Window, from_environment, resolve_window
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import FeatureGroupRef, FeaturePipelineRef
 
@@ -55,13 +55,13 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
     from feature_views import get_source
 
     source = get_source(config.use_case)
-    window = resolve_window(config.start, config.end)
+    window, described = _window(source, config)
     loaded = _load(source, project, config, window)
     frames = restrict(config.use_case, engineer(config.use_case, loaded), window.start, window.end)
     root = source.FEATURE_GROUPS[0].name
     if len(frames[root]) == 0:
         # the detail groups are not windowed: writing them alone would be a silent partial run
-        return FeaturePipelineRef(config.use_case, (), window=window.describe(), empty=True)
+        return FeaturePipelineRef(config.use_case, (), window=described, empty=True)
     fs = project.get_feature_store()
     refs = []
     for spec in source.FEATURE_GROUPS:
@@ -91,7 +91,29 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
         details = fg.commit_details(limit=1).get(commit, {})
         refs.append(FeatureGroupRef(spec.name, spec.version, commit,
                                     details.get("rowsInserted", 0), details.get("rowsUpdated", 0)))
-    return FeaturePipelineRef(config.use_case, tuple(refs), window=window.describe())
+    return FeaturePipelineRef(config.use_case, tuple(refs), window=described)
+
+
+def _window(source: Any, config: FeaturePipelineConfig) -> tuple[Window, str]:
+    """The run window and how the ref describes it. A use case whose root group has no event
+    time cannot select rows by time: ``--start``/``--end`` are refused (before any work); the
+    scheduler's ``HOPS_START_TIME``/``HOPS_END_TIME``, exported for every stage, are read, said
+    not to apply, and every row is loaded."""
+    from fstrain.kernel.errors import ConfigError
+
+    window = resolve_window(config.start, config.end, names=("--start", "--end"))
+    if any(spec.event_time is not None for spec in source.FEATURE_GROUPS):
+        return window, window.describe()
+    if not from_environment(config.start, config.end):
+        raise ConfigError(
+            f"use case {config.use_case!r} has no event time (none of its feature groups has an "
+            "event_time), so a window --start/--end cannot select its rows; run it without "
+            "them (it loads every row).")
+    if window.start is None and window.end is None:
+        return window, "[-inf, +inf)"
+    return Window(), (f"[-inf, +inf) (use case {config.use_case!r} has no event time: the "
+                      f"scheduler window {window.describe()} from HOPS_START_TIME/HOPS_END_TIME "
+                      "does not apply; every row is loaded)")
 
 
 def _load(source: Any, project: Any, config: FeaturePipelineConfig, window: Any) -> dict[str, Any]:

@@ -56,6 +56,7 @@ class TrainingPipelineConfig(PipelineConfig):
     tracking_uri: str | None = None  # default: sqlite:///<root>/mlflow.db
     resume: bool = False  # continue from the run's checkpoint; refused when there is none
     resume_or_start: bool = False  # continue from it, or start a new run (and say so)
+    force: bool = False  # train a new version even when one was trained on the same TD + config
     description: str = ""
     spark_master: str | None = None  # Spark MLlib models: the master URL (default local[2])
 
@@ -185,7 +186,10 @@ def run(project: Project, config: TrainingPipelineConfig, *,
         key: str | os.PathLike[str] | None = None) -> ModelRef:
     """Train on a training-dataset version and register the model (status ``pending``); in a
     store with a trust list its creation record is signed by the key at ``key`` (else
-    ``$FSTRAIN_KEY``)."""
+    ``$FSTRAIN_KEY``). A model already trained on that version with the same configuration is
+    returned instead, ``reused`` (:mod:`pipelines.training.reuse`), unless ``force``."""
+    from pipelines.training.reuse import reusable_model, training_request
+
     use_case, cfg = check_config(config)
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
@@ -196,6 +200,11 @@ def run(project: Project, config: TrainingPipelineConfig, *,
     issues: Any = None
     cross_validation: dict[str, Any] | None = None
     name = config.model_name or use_case.registry_model_name
+    request = training_request(config, cfg)
+    if not config.force and not config.resume and not config.resume_or_start:
+        reused = reusable_model(project, name, fv0, int(config.training_dataset_version), request)
+        if reused is not None:
+            return ModelRef(name, reused, reused=True)
     signer = _signer(project, name, key)
     workdir = Path(project.root) / "runs" / f"{name}_td{config.training_dataset_version}"
     config, resume_record = _resolve_resume(config, workdir, name)
@@ -226,6 +235,7 @@ def run(project: Project, config: TrainingPipelineConfig, *,
         "validation_split": carved or None,
         "label_issues": issues.to_dict() if issues is not None else None,
         "resume": resume_record,
+        "request": request,  # what was asked for: a re-run asking the same reuses this model
     }, reports=(issues,) if issues is not None else (), signer=signer)
     if config.track == "mlflow":
         _track(project, config, name, version, fitted)

@@ -320,12 +320,13 @@ def test_train_job_validates_the_version_it_registered(tmp_path):
     first = cli("train", "adult", "-t", "1", "--param", "n_estimators=20", *local)
     assert first.exit_code == 0, first.output
     name = json.loads(first.stdout)["name"]
+    # --force: the same configuration on the same version would reuse version 1
     chained = cli("jobs", "exec", "train", "adult", "-t", "1", "--param", "n_estimators=20",
-                  *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5",
+                  "--force", *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5",
                   "--replace-gates", *local)
     assert chained.exit_code == 4, chained.output  # --replace-gates: a policy deviation
     trained = json.loads(chained.stdout[:chained.stdout.index("\n}\n") + 2])
-    assert trained == {"name": name, "version": 2}
+    assert trained == {"name": name, "version": 2, "reused": False}
     import feature_store
 
     registry = feature_store.login(root=root).get_model_registry()

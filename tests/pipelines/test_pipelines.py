@@ -81,7 +81,10 @@ def test_dataset_training_and_validation_stages(project):
     _features(project, "adult")
     ref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
     again = training_dataset.run(project, training_dataset.TrainingDatasetConfig(use_case="adult", seed=3))
-    assert (ref.version, again.version) == (1, 2)
+    assert (again.version, again.reused) == (1, True)  # unchanged inputs: nothing created
+    forced = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
+        use_case="adult", seed=3, force=True))
+    assert (ref.version, forced.version, forced.reused) == (1, 2, False)
     model_ref = training.run(project, training.TrainingPipelineConfig(
         use_case="adult", training_dataset_version=2, model=FAST_MODEL["adult"]))
     model = project.get_model_registry().get_model(model_ref.name, model_ref.version)
