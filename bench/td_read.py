@@ -72,9 +72,9 @@ def main() -> None:
             return sum(len(f) for f in frames)
 
         def fstrain_cold_read() -> int:  # as a fresh process's first read: hashes every file
-            from feature_store.local.training_data import store as training_data
+            from feature_store.local.readers import split_files
 
-            training_data._VERIFIED.entries.clear()
+            split_files.VERIFIED.entries.clear()
             return fstrain_read()
 
         results = {}

@@ -12,6 +12,8 @@ import pyarrow.csv as pacsv
 import pytest
 
 from feature_store.local.training_data import text_split_writer as tw
+
+from feature_store.local.readers import text_split_reader as tr
 from feature_store.local.training_data.training_data_stream import StreamOptions
 from fstrain.kernel.errors import IntegrityError
 from tests.feature_store.text_groups import quoting_groups
@@ -88,14 +90,14 @@ def test_csv_batches_keep_the_header_once_and_quote_by_type():
 @pytest.mark.parametrize("data_format", ["csv", "jsonl"])
 def test_block_by_block_hash_equals_the_whole_file_parse(fv, data_format, monkeypatch):
     td = _create(fv, data_format, StreamOptions(batch_rows=9), False, "random", test_size=0.25)
-    from feature_store.local.training_data.store import _arrow_schema
+    from feature_store.local.readers.split_files import arrow_schema
 
     path = Path(td.location) / f"train.{data_format}"
-    schema = _arrow_schema(td.columns)
-    blocks = list(tw.iter_batches(path, data_format, schema, block_bytes=256))
+    schema = arrow_schema(td.columns)
+    blocks = list(tr.iter_batches(path, data_format, schema, block_bytes=256))
     assert len(blocks) > 3  # really parsed in pieces
-    assert tw.content_hash(path, data_format, schema, "v") == td.splits["train"]["sha256"]
-    monkeypatch.setattr(tw, "READ_BLOCK_BYTES", 200)
+    assert tr.content_hash(path, data_format, schema, "v") == td.splits["train"]["sha256"]
+    monkeypatch.setattr(tr, "READ_BLOCK_BYTES", 200)
     fv.verify_training_dataset(td.version)
 
 
@@ -132,8 +134,8 @@ def test_text_version_streams_as_record_batches_equal_to_the_in_memory_read(fv, 
                                                                             monkeypatch):
     version, _ = fv.create_train_test_split(test_size=0.25, seed=2, data_format=data_format)
     frames = fv.get_train_test_split(version, primary_key=True, event_time=True)
-    monkeypatch.setattr(tw, "READ_BLOCK_BYTES", 512)  # many parse blocks
-    parsed = list(tw.iter_batches(Path(fv.get_training_dataset(version).location)
+    monkeypatch.setattr(tr, "READ_BLOCK_BYTES", 512)  # many parse blocks
+    parsed = list(tr.iter_batches(Path(fv.get_training_dataset(version).location)
                                   / f"train.{data_format}", data_format,
                                   fv._td.arrow_schema(fv.get_training_dataset(version))))
     assert len(parsed) > 3

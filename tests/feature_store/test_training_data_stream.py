@@ -194,13 +194,13 @@ def test_streaming_verify_catches_changed_and_missing_files(fv):
 def test_verified_split_file_is_not_rehashed_but_a_rewrite_is_caught(fv, monkeypatch):
     import os
 
-    import feature_store.local.training_data.store as td_module
+    import feature_store.local.readers.split_files as files_module
     from fstrain.kernel.errors import IntegrityError
 
-    monkeypatch.setattr(td_module, "_RACY_NS", -10**18)  # remember files however new
+    monkeypatch.setattr(files_module, "RACY_NS", -10**18)  # remember files however new
     hashed = []
-    real = td_module._sha256_hex
-    monkeypatch.setattr(td_module, "_sha256_hex", lambda data: hashed.append(1) or real(data))
+    real = files_module.sha256_hex
+    monkeypatch.setattr(files_module, "sha256_hex", lambda data: hashed.append(1) or real(data))
     version, _ = fv.create_train_test_split(test_size=0.25, seed=2)
     first = fv.get_train_test_split(version)
     assert len(hashed) == 2  # both split files checked once

@@ -28,6 +28,7 @@ def _stream(source: Path, data_format: str, keep: bool) -> dict[str, str]:
 
     import pyarrow.parquet as pq
 
+    from feature_store.local.readers import text_split_reader as tr
     from feature_store.local.training_data import text_split_writer as tw
 
     copy = source.with_name(f"{source.stem}.copy.parquet")
@@ -35,7 +36,7 @@ def _stream(source: Path, data_format: str, keep: bool) -> dict[str, str]:
     schema = pq.read_schema(source)
     target = source.with_suffix(f".{data_format}")
     digest = tw.rewrite_from_parquet(copy, target, data_format)
-    content = tw.content_hash(target, data_format, schema, "test")
+    content = tr.content_hash(target, data_format, schema, "test")
     if not keep:
         target.unlink()
     return {"file_sha256": digest, "content_hash": content}

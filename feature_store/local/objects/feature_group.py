@@ -231,7 +231,8 @@ class FeatureGroup(TaggedEntity):
 
     def append_features(self, features: Feature | list[Feature]) -> FeatureGroup:
         """Add new nullable columns (schema evolution: columns can only be added)."""
-        return self._store.writer.append_features(self, features)
+        self._store.writer.append_features(self, features)
+        return self
 
     def update_description(self, description: str) -> FeatureGroup:
         """Change the group's description."""
@@ -255,7 +256,7 @@ class FeatureGroup(TaggedEntity):
             raise InvalidArgumentError(
                 f"{self.owner}: retention_hours must be >= 0. Got {retention_hours!r} instead."
             )
-        pinned = group_storage.pinned_commits(self)
+        pinned = group_storage.pinned_commits(self._store.catalog, self.name, self.version)
         table = self._table
         with table.write_lock():
             removed = table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
@@ -285,7 +286,8 @@ class FeatureGroup(TaggedEntity):
         Refused while a feature view reads the group (the error names the views) unless
         ``force=True``, which leaves those views unreadable.
         """
-        group_storage.drop(self, force=force)
+        views = self._store.feature_views_reading(self.name, self.version)
+        group_storage.drop(self._store.catalog, self, force=force, views=views)
         self.id = None
 
     # -- reading -----------------------------------------------------------------------------
@@ -444,7 +446,7 @@ class FeatureGroup(TaggedEntity):
 
     def compute_statistics(self, commit_id: int | None = None) -> dict[str, Any]:
         """Compute (and store) statistics of the group at ``commit_id`` (default: latest)."""
-        return group_storage.statistics(self, commit_id, recompute=True)
+        return group_storage.statistics(self._store.catalog, self, commit_id, recompute=True)
 
     def update_statistics_config(self) -> FeatureGroup:
         """Persist the group's current ``statistics_config`` (after assigning it), as Hopsworks.
@@ -465,7 +467,7 @@ class FeatureGroup(TaggedEntity):
             commit_id = self._table.version_at(
                 required_utc(computation_time, what="computation_time").value // 1_000_000
             )
-        stats = group_storage.statistics(self, commit_id, recompute=False)
+        stats = group_storage.statistics(self._store.catalog, self, commit_id, recompute=False)
         if feature_names:
             stats = {**stats, "features": [f for f in stats["features"] if f["feature"] in feature_names]}
         return stats
@@ -556,7 +558,7 @@ class FeatureGroup(TaggedEntity):
     def create_metadata(self, schema: pa.Schema) -> None:
         """Persist this new group (catalog row + empty Delta table with ``schema``); called by
         the writer on the first insert, after every check passed."""
-        created = group_storage.insert(self, schema)
+        created = group_storage.insert(self._store.catalog, self, schema)
         if created is None:
             self.adopt_existing()
             return
@@ -566,7 +568,7 @@ class FeatureGroup(TaggedEntity):
     def refresh_features(self, descriptions: dict[str, str] | None = None) -> None:
         """Re-read the features from the Delta schema (after columns were added) and store
         them, with ``descriptions`` overriding the known ones."""
-        self._bind_features(group_storage.store_features(self, descriptions))
+        self._bind_features(group_storage.store_features(self._store.catalog, self, descriptions))
 
     def _bind_features(self, features: list[Feature]) -> None:
         self._features = features

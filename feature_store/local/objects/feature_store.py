@@ -56,7 +56,7 @@ class FeatureStore(FeatureViewOperations):
         :class:`FeatureGroup`; users call ``fg.insert``)."""
         from feature_store.local.storage.writer import FeatureGroupWriter
 
-        return FeatureGroupWriter(self)
+        return FeatureGroupWriter(self.catalog)
 
     # -- feature groups ----------------------------------------------------------------------
 

@@ -490,8 +490,8 @@ class FeatureView(TaggedEntity):
             make = (self._split_readers().ray_dataset if dataframe_type == "ray"
                     else SplitBatches)
             if text:  # arrow_batches: parsed a block at a time
-                from feature_store.local.training_data.text_split_writer import TextSplitBatches
-                from feature_store.local.training_data.store import stored_format
+                from feature_store.local.readers.split_files import stored_format
+                from feature_store.local.readers.text_split_reader import TextSplitBatches
 
                 make = partial(TextSplitBatches, data_format=stored_format(td),
                                schema=store.arrow_schema(td))

@@ -13,7 +13,7 @@ so an index exists only for verified bytes):
 Piece ``i`` is the bytes ``[bounds[i], bounds[i + 1])``: whole rows, at least
 :data:`PIECE_BYTES` long except the last (a row longer than that makes a longer piece). A piece
 is read by offset and parsed on its own (csv: behind the file's header line) by the same rules
-as the in-memory read (:func:`~feature_store.local.training_data.text_split_writer.parse_text`), so the pieces
+as the in-memory read (:func:`~feature_store.local.readers.text_split_reader.parse_text`), so the pieces
 in order hold the file's rows, values and types. Every piece read first and last checks that the
 file is still the one indexed (inode, size, modification and change times, as the verified-file
 cache does; not the device, which differs between the nodes mounting shared storage): a file
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from feature_store.local.readers.split_files import settled
+from feature_store.local.readers.text_split_reader import parse_text
 from feature_store.local.storage.storage_errors import changed_split, unreadable_split
 from fstrain.kernel.errors import IntegrityError
 
@@ -160,8 +162,6 @@ def index_file(path: Path, data_format: str, schema: pa.Schema, *, owner: str,
     sha256 of the bytes it indexed. A missing file, or one written while indexed, is an
     :class:`IntegrityError`; a file whose identity did not change since it was indexed in this
     process is not read again (unless it was changed within the last 2 s)."""
-    from feature_store.local.training_data.store import _settled
-
     size = piece_bytes or PIECE_BYTES
     try:
         with open(path, "rb") as fh:
@@ -185,7 +185,7 @@ def index_file(path: Path, data_format: str, schema: pa.Schema, *, owner: str,
     head = _header(path, first, header_end) if data_format == "csv" else b""
     index = TextIndex(Path(path), data_format, schema, before, head, tuple(bounds), owner, split)
     found = (index, digest.hexdigest())
-    if _settled(before):
+    if settled(before):
         _INDEXES.put(key, found)
     return found
 
@@ -218,8 +218,6 @@ def read_piece(index: TextIndex, piece: int, columns: list[str] | None = None) -
     given). The file must still be the one indexed: a changed or replaced file is an
     :class:`IntegrityError`, as is one that no longer parses."""
     import pyarrow as pa
-
-    from feature_store.local.training_data.text_split_writer import parse_text
 
     with _opened(index) as fh:
         fh.seek(index.bounds[piece])

@@ -1,8 +1,9 @@
 """Persistence of one local feature group: its catalog row, features, statistics, deletion.
 
 :class:`~feature_store.local.objects.feature_group.FeatureGroup` calls these functions and keeps the
-results in its own state; they read the group only through its public attributes and write
-through the catalog repository (:mod:`feature_store.local.catalog`).
+results in its own state; they read the group only through the members of
+:class:`~feature_store.local.storage.stored_group.StoredGroup` and write through the catalog
+repository (:mod:`feature_store.local.catalog`) they are given.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from fstrain.kernel.timeutil import utc_now
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
+    from feature_store.local.catalog import Catalog
     from feature_store.local.storage.delta_table import DeltaFeatureTable
-    from feature_store.local.objects.feature_group import FeatureGroup
+    from feature_store.local.storage.stored_group import StoredGroup
 
 
 def features_from_schema(
-    fg: FeatureGroup, schema: pa.Schema, descriptions: dict[str, str] | None = None
+    fg: StoredGroup, schema: pa.Schema, descriptions: dict[str, str] | None = None
 ) -> list[Feature]:
     """The group's features for a Delta schema, keeping known descriptions (``descriptions``
     override them)."""
@@ -42,7 +44,7 @@ def features_from_schema(
     ]
 
 
-def insert(fg: FeatureGroup, schema: pa.Schema) -> tuple[int, list[Feature]] | None:
+def insert(catalog: Catalog, fg: StoredGroup, schema: pa.Schema) -> tuple[int, list[Feature]] | None:
     """Persist a new group (catalog row, initial tags and an empty Delta table) on its first
     insert; returns ``(id, features)``, or ``None`` when another handle or process created it
     meanwhile (nothing is written then)."""
@@ -63,55 +65,56 @@ def insert(fg: FeatureGroup, schema: pa.Schema) -> tuple[int, list[Feature]] | N
         _clear_orphan_table(table)
         table.create(schema)
 
-    fg_id, inserted = fg.feature_store.catalog.insert_feature_group(row, fg.get_tags(), create_table)
+    fg_id, inserted = catalog.insert_feature_group(row, fg.get_tags(), create_table)
     return (fg_id, features) if inserted else None
 
 
-def store_features(fg: FeatureGroup, descriptions: dict[str, str] | None) -> list[Feature]:
+def store_features(catalog: Catalog, fg: StoredGroup,
+                   descriptions: dict[str, str] | None) -> list[Feature]:
     """Re-read the features from the group's Delta schema and store them; returns them."""
     features = features_from_schema(fg, fg.delta_table.schema(), descriptions)
-    fg.feature_store.catalog.set_feature_group_features(
+    catalog.set_feature_group_features(
         fg.require_saved(), [f.to_dict() for f in features])
     return features
 
 
-def drop(fg: FeatureGroup, *, force: bool) -> None:
-    """Delete the group's table and catalog records (refused while views read it, unless
+def drop(catalog: Catalog, fg: StoredGroup, *, force: bool, views: list[str]) -> None:
+    """Delete the group's table and catalog records (refused while ``views`` read it, unless
     ``force``)."""
     fg_id = fg.require_saved()
-    views = fg.feature_store.feature_views_reading(fg.name, fg.version)
     if views and not force:
         raise InvalidArgumentError(
             f"{fg.owner} is read by feature view(s) {', '.join(views)}; deleting it would "
             "strand them and their training datasets. Delete those views first, or call "
             "fg.delete(force=True)."
         )
-    fg.feature_store.catalog.delete_feature_group(fg_id)
+    catalog.delete_feature_group(fg_id)
     shutil.rmtree(fg.delta_table.path, ignore_errors=True)
     from feature_store.local.storage.delta_table import forget_snapshots
 
     forget_snapshots()
 
 
-def pinned_commits(fg: FeatureGroup) -> list[int]:
-    """Commits of ``fg`` pinned by any training-dataset version (kept by vacuum)."""
-    key = f"{fg.name}:{fg.version}"
+def pinned_commits(catalog: Catalog, name: str, version: int) -> list[int]:
+    """Commits of group ``name`` v``version`` pinned by any training-dataset version (kept by
+    vacuum)."""
+    key = f"{name}:{version}"
     commits = set()
-    for metadata in fg.feature_store.catalog.all_training_dataset_metadata():
+    for metadata in catalog.all_training_dataset_metadata():
         pins = metadata.get("feature_group_commits", {})
         if key in pins:
             commits.add(int(pins[key]))
     return sorted(commits)
 
 
-def statistics(fg: FeatureGroup, commit_id: int | None, *, recompute: bool) -> dict[str, Any]:
+def statistics(catalog: Catalog, fg: StoredGroup, commit_id: int | None, *,
+               recompute: bool) -> dict[str, Any]:
     """The group's statistics at ``commit_id`` (default: latest): the stored ones unless
     ``recompute``, else computed now and stored."""
     from feature_store.local.storage import engine
     from feature_store.local.storage.statistics import compute_statistics
     from feature_store.local.storage.storage_errors import storage_boundary
 
-    catalog = fg.feature_store.catalog
     fg_id = fg.require_saved()
     table = fg.delta_table
     commit = table.version() if commit_id is None else int(commit_id)

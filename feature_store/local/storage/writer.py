@@ -24,19 +24,19 @@ from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.core.expectations import ValidationReport
-    from feature_store.local.objects.feature_group import FeatureGroup
-    from feature_store.local.objects.feature_store import FeatureStore
+    from feature_store.local.catalog import Catalog
+    from feature_store.local.storage.stored_group import WritableGroup
 
 _OPERATIONS = ("upsert", "insert")
 
 
 class FeatureGroupWriter:
-    """Writes data into local feature groups."""
+    """Writes data into local feature groups (validation reports go to ``catalog``)."""
 
-    def __init__(self, store: FeatureStore) -> None:
-        self._store = store
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
 
-    def insert(self, fg: FeatureGroup, data: Any, **options: Any) -> tuple[None, ValidationReport | None]:
+    def insert(self, fg: WritableGroup, data: Any, **options: Any) -> tuple[None, ValidationReport | None]:
         """Insert ``data`` into ``fg`` (see :meth:`FeatureGroup.insert`); storage errors are
         translated into fstrain errors naming the group."""
         with storage_boundary(fg.owner, "insert"):
@@ -44,7 +44,7 @@ class FeatureGroupWriter:
 
     def _insert(
         self,
-        fg: FeatureGroup,
+        fg: WritableGroup,
         data: Any,
         *,
         overwrite: bool,
@@ -115,14 +115,14 @@ class FeatureGroupWriter:
         return None, report
 
     @staticmethod
-    def _will_validate(fg: FeatureGroup, options: dict[str, Any]) -> bool:
+    def _will_validate(fg: WritableGroup, options: dict[str, Any]) -> bool:
         suite = fg.expectation_suite
         if suite is None:
             return False
         return bool(options.get("run_validation", suite.get("run_validation", True)))
 
     def _validate(
-        self, fg: FeatureGroup, table: pa.Table, options: dict[str, Any]
+        self, fg: WritableGroup, table: pa.Table, options: dict[str, Any]
     ) -> ValidationReport | None:
         if not self._will_validate(fg, options):
             return None
@@ -143,17 +143,17 @@ class FeatureGroupWriter:
             subset = subset.set_column(index, name, pc.dictionary_encode(subset.column(name)))
         return validate(subset.to_pandas(), suite, fg.validation_ingestion_policy)
 
-    def _save_report(self, fg: FeatureGroup, report: ValidationReport) -> None:
-        self._store.catalog.insert_validation_report(
+    def _save_report(self, fg: WritableGroup, report: ValidationReport) -> None:
+        self._catalog.insert_validation_report(
             fg.require_saved(), utc_now().isoformat(), report.success, report.ingestion_result,
             report.to_dict(),
         )
 
-    def remove_rows(self, fg: FeatureGroup, data: Any) -> int:
+    def remove_rows(self, fg: WritableGroup, data: Any) -> int:
         with storage_boundary(fg.owner, "remove_rows"):
             return self._remove_rows(fg, data)
 
-    def _remove_rows(self, fg: FeatureGroup, data: Any) -> int:
+    def _remove_rows(self, fg: WritableGroup, data: Any) -> int:
         fg.require_saved()
         table = schema_rules.normalize_table(data, fg.owner)
         missing = [k for k in fg.upsert_key if k not in table.column_names]
@@ -173,7 +173,7 @@ class FeatureGroupWriter:
             fg.compute_statistics(commit_id)
         return commit_id
 
-    def append_features(self, fg: FeatureGroup, features: Feature | list[Feature]) -> FeatureGroup:
+    def append_features(self, fg: WritableGroup, features: Feature | list[Feature]) -> WritableGroup:
         from fstrain.kernel.names import normalize_feature_name
 
         fg.require_saved()
@@ -201,7 +201,7 @@ class FeatureGroupWriter:
         return fg
 
 
-def _check_declared_keys(fg: FeatureGroup, target: pa.Schema) -> None:
+def _check_declared_keys(fg: WritableGroup, target: pa.Schema) -> None:
     columns = target.names
     for role, cols in (
         ("primary key", fg.primary_key),

@@ -12,12 +12,7 @@ catalog transaction that allocates the version, so a failed or killed create lea
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +28,18 @@ from feature_store.local.query.query_spec import (
     filter_from_dict,
     filter_to_dict,
     freeze_filter,
+)
+from feature_store.local.readers.split_files import (
+    VERIFIED,
+    arrow_schema,
+    file_sha256,
+    read_split,
+    settled,
+    split_path,
+    stored_format,
+    stored_location,
+    verified_text_hash,
+    verify_file,
 )
 from feature_store.local.storage.storage_errors import changed_split
 from feature_store.local.training_data.transformation_stats import fit_on_file, fit_on_table
@@ -579,7 +586,7 @@ class TrainingDataStore:
             try:
                 if staging is not None:  # reads check these bytes instead of re-hashing values
                     for name in splits:
-                        metadata["splits"][name]["file_sha256"] = _file_sha256(
+                        metadata["splits"][name]["file_sha256"] = file_sha256(
                             staging / f"{name}.{data_format}")
                 for name, digest in hashes.result().items():
                     metadata["splits"][name]["sha256"] = digest
@@ -676,7 +683,7 @@ class TrainingDataStore:
                     f"v{self.view.version} was purged. Call fv.recreate_training_dataset({version})."
                 )
             splits = {
-                name: _read_split(split_path(td, name), stored_format(td),
+                name: read_split(split_path(td, name), stored_format(td),
                                   td.columns, self._owner(version), split=name,
                                   file_sha256=meta.get("file_sha256"))
                 for name, meta in td.splits.items()
@@ -712,7 +719,7 @@ class TrainingDataStore:
                 digests[name] = ts.verified_content_hash(path, self._owner(version), name,
                                                          meta.get("file_sha256"))
             else:
-                digests[name] = _verified_text_hash(path, td, self._owner(version), name)
+                digests[name] = verified_text_hash(path, td, self._owner(version), name)
         self.check_digests(td, digests)
 
     def verified_files(self, version: int, *, text: bool = False) -> dict[str, Path]:
@@ -723,7 +730,7 @@ class TrainingDataStore:
         files = {}
         for name, path, recorded in self._recorded_files(td):
             if recorded is not None:
-                _verify_file(path, recorded, self._owner(version), name)
+                verify_file(path, recorded, self._owner(version), name)
             files[name] = path
         return files
 
@@ -736,14 +743,14 @@ class TrainingDataStore:
         td = self._streamable(version, text=True)
         if td.data_format == "parquet":
             raise InvalidArgumentError(f"{self._owner(version)} is stored as Parquet, not text.")
-        schema, owner = _arrow_schema(td.columns), self._owner(version)
+        schema, owner = arrow_schema(td.columns), self._owner(version)
         indexes = {}
         for name, path, recorded in self._recorded_files(td):
             index, digest = index_file(path, stored_format(td), schema, owner=owner, split=name)
             if recorded is not None and digest != recorded:
                 raise changed_split(owner, path, name)
             if recorded is not None:  # later whole reads of the file need not hash it again
-                _VERIFIED.add((index.identity, recorded), settled=_settled(index.identity))
+                VERIFIED.add((index.identity, recorded), settled=settled(index.identity))
             indexes[name] = index
         return indexes
 
@@ -780,11 +787,11 @@ class TrainingDataStore:
         owner = self._owner(td.version)
         self.check_digests(td, {name: ts.verified_content_hash(path, owner, name, None)
                                 if td.data_format == "parquet"
-                                else _verified_text_hash(path, td, owner, name)})
+                                else verified_text_hash(path, td, owner, name)})
 
     def arrow_schema(self, td: TrainingDataset) -> pa.Schema:
         """The Arrow schema of a version's recorded columns (what its text files parse into)."""
-        return _arrow_schema(td.columns)
+        return arrow_schema(td.columns)
 
     def _owner(self, version: int) -> str:
         return (f"training dataset version {version} of feature view '{self.view.name}' "
@@ -851,7 +858,7 @@ class TrainingDataStore:
             if td.type != "MATERIALIZED":
                 return
             staging = self._stage(splits, stored_format(td))
-            file_hashes = {n: _file_sha256(staging / f"{n}.{td.data_format}") for n in splits}
+            file_hashes = {n: file_sha256(staging / f"{n}.{td.data_format}") for n in splits}
         self._replace_files(td, staging, file_hashes)
 
     def _replace_files(self, td: TrainingDataset, staging: Path,
@@ -948,180 +955,6 @@ def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str,
 
     return {name: rewrite_from_parquet(f.path, f.path.with_suffix(f".{data_format}"), data_format)
             for name, f in files.items()}
-
-
-def _verified_text_hash(path: Path, td: TrainingDataset, owner: str, split: str) -> str:
-    """The content hash of a csv or jsonl split file, parsed a block at a time, after its bytes
-    are checked against the recorded file sha256 (when recorded)."""
-    from feature_store.local.training_data.text_split_writer import content_hash
-
-    if not path.exists():
-        raise IntegrityError(f"{owner}: file {path} is missing.")
-    recorded = td.splits[split].get("file_sha256")
-    if recorded is not None:
-        _verify_file(path, recorded, owner, split)
-    return content_hash(path, str(td.data_format), _arrow_schema(td.columns), owner)
-
-
-def _arrow_schema(columns: list[dict[str, str]]) -> pa.Schema:
-    import pyarrow as pa
-
-    def parse(t: str) -> pa.DataType:
-        if t.startswith("timestamp"):
-            unit = t[t.index("[") + 1 : t.index(",") if "," in t else t.index("]")]
-            tz = "UTC" if "tz=" in t else None
-            return pa.timestamp(unit, tz=tz)
-        simple = {
-            "int64": pa.int64(), "double": pa.float64(), "string": pa.string(), "bool": pa.bool_(),
-            "date32[day]": pa.date32(), "float": pa.float32(), "int32": pa.int32(),
-            "large_string": pa.large_string(),
-        }
-        return simple.get(t, pa.string())
-
-    return pa.schema([pa.field(c["name"], parse(c["type"])) for c in columns])
-
-
-def _read_split(path: Path, data_format: str, columns: list[dict[str, str]], owner: str, *,
-                split: str = "", file_sha256: str | None = None) -> pa.Table:
-    """One split file as Arrow, its bytes read once (Parquet: memory-mapped) and checked against
-    ``file_sha256`` when recorded; a missing, unreadable or changed file is an
-    :class:`IntegrityError`.
-
-    A file whose identity (see :func:`_file_identity`) was already verified against the same
-    recorded hash in this process is not hashed again."""
-    import pyarrow as pa
-
-    from feature_store.local.storage.storage_errors import unreadable_split
-
-    try:
-        identity = _file_identity(os.stat(path))
-        # Parquet is parsed (and hashed) straight from a memory map: no copy of the bytes
-        data: Any = (pa.memory_map(str(path)).read_buffer()
-                     if data_format == "parquet" and identity[2] else path.read_bytes())
-    except FileNotFoundError:
-        raise IntegrityError(f"{owner}: file {path} is missing.") from None
-    known = file_sha256 is None or _VERIFIED.seen((identity, file_sha256))
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-file-hash") as pool:
-        # sha256 releases the GIL: hash the bytes while Arrow parses them
-        digest = None if known else pool.submit(_sha256_hex, data)
-        try:
-            table = _parse_split(data, data_format, _arrow_schema(columns))
-        except MemoryError:  # Arrow's too: out of memory says nothing about the file
-            raise
-        except (pa.ArrowException, OSError, ValueError, KeyError) as exc:
-            raise unreadable_split(owner, path, data_format, exc) from exc
-    try:
-        changed = _file_identity(os.stat(path)) != identity  # replaced or written while read
-    except FileNotFoundError:
-        changed = True
-    if changed or (digest is not None and digest.result() != file_sha256):
-        raise changed_split(owner, path, split)
-    if digest is not None:
-        _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
-    return table
-
-
-def _verify_file(path: Path, file_sha256: str, owner: str, split: str) -> None:
-    """Check a split file's bytes against ``file_sha256``, unless this file identity already
-    passed (read in chunks: the file may be larger than memory)."""
-    try:
-        with open(path, "rb") as fh:
-            identity = _file_identity(os.fstat(fh.fileno()))
-            if _VERIFIED.seen((identity, file_sha256)):
-                return
-            digest = hashlib.sha256()
-            while block := fh.read(8 << 20):
-                digest.update(block)
-            changed = _file_identity(os.fstat(fh.fileno())) != identity
-    except FileNotFoundError:
-        raise IntegrityError(f"{owner}: file {path} is missing.") from None
-    if changed or digest.hexdigest() != file_sha256:
-        raise changed_split(owner, path, split)
-    _VERIFIED.add((identity, file_sha256), settled=_settled(identity))
-
-
-def _file_identity(st: os.stat_result) -> tuple[int, ...]:
-    """What changes whenever a file's bytes can have changed: device, inode, size, mtime and
-    ctime (nanoseconds). ctime is set by the kernel on every write and cannot be set back by
-    user tools, so a rewrite that restores the mtime still changes the identity."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-#: A file changed within this many nanoseconds of being verified is not remembered: file
-#: timestamps come from a coarse clock, so a second write in the same tick could keep them
-#: (git's "racy clean" rule).
-_RACY_NS = 2_000_000_000
-
-
-def _settled(identity: tuple[int, ...]) -> bool:
-    return time.time_ns() - max(identity[3], identity[4]) > _RACY_NS
-
-
-class _VerifiedFiles:
-    """Identities of split files whose bytes matched their recorded sha256 in this process
-    (bounded, least recently used first out; thread-safe)."""
-
-    def __init__(self, capacity: int = 256) -> None:
-        self.capacity = capacity
-        self.entries: OrderedDict[Any, None] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def seen(self, key: Any) -> bool:
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-                return True
-            return False
-
-    def add(self, key: Any, *, settled: bool) -> None:
-        if not settled:
-            return
-        with self.lock:
-            self.entries[key] = None
-            self.entries.move_to_end(key)
-            while len(self.entries) > self.capacity:
-                self.entries.popitem(last=False)
-
-
-_VERIFIED = _VerifiedFiles()
-
-
-def _sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    return _sha256_hex(path.read_bytes())
-
-
-def _parse_split(data: bytes, data_format: str, schema: pa.Schema) -> pa.Table:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from feature_store.local.training_data import text_split_writer as tw
-
-    if data_format == "parquet":
-        return pq.read_table(pa.BufferReader(data))
-    return tw.parse_text(data, data_format, schema)
-
-
-def stored_format(td: TrainingDataset) -> str:
-    """The file format of a materialized version (``parquet``, ``csv``, ``jsonl``)."""
-    if td.data_format is None:
-        raise IntegrityError(f"training dataset version {td.version} records no data_format.")
-    return td.data_format
-
-
-def stored_location(td: TrainingDataset) -> Path:
-    """The folder of a materialized version's split files."""
-    if not td.location:
-        raise IntegrityError(f"training dataset version {td.version} records no location.")
-    return Path(td.location)
-
-
-def split_path(td: TrainingDataset, name: str) -> Path:
-    """Where a materialized version's split ``name`` is stored."""
-    return stored_location(td) / f"{name}.{stored_format(td)}"
 
 
 #: rows of a key column converted to pandas at a time by a streamed split assignment: its
