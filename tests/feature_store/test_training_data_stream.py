@@ -83,13 +83,13 @@ def test_streamed_version_is_bit_identical_to_in_memory(fv, mapped, monkeypatch,
     """On both out-of-core paths (one statement; hash partitions), every strategy's codes held
     in a file mapping that is gone once the version is created; the key columns' batches cut
     again into pieces of other sizes."""
-    from feature_store.local.training_data import store as training_data
+    from feature_store.local.training_data import rows
 
     in_memory = _create(fv, None, three_way, split, **kwargs)
     a = fv.get_training_dataset(in_memory)
     for stream, piece in ((StreamOptions(batch_rows=7), 5),
                           (StreamOptions(batch_rows=7, partitions=3), 1 << 16)):
-        monkeypatch.setattr(training_data, "KEY_PIECE_ROWS", piece)
+        monkeypatch.setattr(rows, "KEY_PIECE_ROWS", piece)
         streamed = _create(fv, stream, three_way, split, **kwargs)
         _same_version(fv, a, fv.get_training_dataset(streamed))
     if split is None:

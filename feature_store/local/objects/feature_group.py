@@ -8,13 +8,13 @@ commit id is the Delta table version.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, FilterLike
-from feature_store.local.storage import group_storage
+from feature_store.local.objects.query import Query
 from feature_store.local.objects.tags import TaggedEntity
+from feature_store.local.storage import group_storage
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -27,32 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
     from feature_store.core.expectations import ValidationReport
+    from feature_store.local.objects.hosts import StoreHost
     from feature_store.local.storage.delta_table import DeltaFeatureTable
-    from feature_store.local.objects.feature_store import FeatureStore
-    from feature_store.local.objects.query import Query
-
-_DATAFRAME_TYPES = ("default", "pandas", "pyarrow", "arrow", "numpy", "python", "polars")
-
-
-def convert_result(table: pa.Table, dataframe_type: str) -> Any:
-    """Convert an Arrow result to the requested dataframe type (Hopsworks names)."""
-    kind = dataframe_type.lower()
-    if kind in ("default", "pandas"):
-        return table.to_pandas()
-    if kind in ("pyarrow", "arrow"):
-        return table
-    if kind == "numpy":
-        return table.to_pandas().to_numpy()
-    if kind == "python":
-        return table.to_pandas().values.tolist()
-    if kind == "polars":
-        import polars as pl  # optional dependency
-
-        return pl.from_arrow(table)
-    raise InvalidArgumentError(
-        f"dataframe_type must be one of {_DATAFRAME_TYPES}. Got {dataframe_type!r} instead."
-    )
-
 
 class FeatureGroup(TaggedEntity):
     """A versioned feature group stored as a Delta Lake table."""
@@ -61,7 +37,7 @@ class FeatureGroup(TaggedEntity):
 
     def __init__(
         self,
-        store: FeatureStore,
+        store: StoreHost,
         name: str,
         version: int,
         *,
@@ -105,7 +81,7 @@ class FeatureGroup(TaggedEntity):
         return f"feature group '{self.name}' v{self.version}"
 
     @property
-    def feature_store(self) -> FeatureStore:
+    def feature_store(self) -> StoreHost:
         """The feature store holding this group."""
         return self._store
 
@@ -300,8 +276,6 @@ class FeatureGroup(TaggedEntity):
         include_event_time: bool = True,
     ) -> Query:
         """A query selecting every feature (keys and event time included unless excluded)."""
-        from feature_store.local.objects.query import Query
-
         self.require_saved()
         names = []
         for f in self._features:
@@ -322,8 +296,6 @@ class FeatureGroup(TaggedEntity):
 
     def select(self, features: list[str | Feature]) -> Query:
         """A query selecting the given features (names or :class:`Feature` objects)."""
-        from feature_store.local.objects.query import Query
-
         self.require_saved()
         names = [f.name if isinstance(f, Feature) else f for f in features]
         for n in names:
@@ -600,15 +572,6 @@ def _statistics_config(config: bool | dict[str, Any] | None) -> dict[str, Any]:
         return {"enabled": bool(config.get("enabled", True)), **config}
     raise InvalidArgumentError(
         f"statistics_config must be a bool or a dict. Got {config!r} instead."
-    )
-
-
-def warn_default_version(kind: str, name: str) -> None:
-    """Hopsworks warns and uses version 1 when no version is given."""
-    warnings.warn(
-        f"No version provided for getting {kind} '{name}', defaulting to version 1.",
-        UserWarning,
-        stacklevel=3,
     )
 
 

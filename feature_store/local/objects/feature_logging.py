@@ -32,8 +32,7 @@ from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.objects.feature_group import FeatureGroup
-    from feature_store.local.objects.feature_view import FeatureView
+    from feature_store.local.objects.hosts import StoreHost
 
 META_COLUMNS = ["log_id", "log_time", "td_version", "model_name", "model_version", "request_id"]
 _KINDS = {False: "log", True: "transformed_log"}
@@ -66,9 +65,11 @@ def _one_dimensional(value: Any) -> bool:
 class FeatureLogger:
     """Logs of one feature view: buffer, materialize, read, pause/resume, delete."""
 
-    def __init__(self, fv: FeatureView) -> None:
+    def __init__(self, fv: Any) -> None:
+        """The logs of ``fv``, a feature view (its name, version, owner, labels, logging state
+        and store are read)."""
         self.fv = fv
-        self._store = fv.feature_store
+        self._store: StoreHost = fv.feature_store
         self.buffer = Path(self._store.root) / "logs" / f"{fv.name}_{fv.version}"
 
     # -- names and groups --------------------------------------------------------------------
@@ -77,7 +78,7 @@ class FeatureLogger:
         """Name of the log feature group (``{view}_{version}_log`` / ``..._transformed_log``)."""
         return f"{self.fv.name}_{self.fv.version}_{_KINDS[bool(transformed)]}"
 
-    def group(self, transformed: bool) -> FeatureGroup | None:
+    def group(self, transformed: bool) -> Any:
         """The log feature group, or ``None`` before its first materialization."""
         name = self.group_name(transformed)
         if self._store.catalog.feature_group_row(name, 1) is None:

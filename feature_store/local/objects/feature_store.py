@@ -9,11 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
 from feature_store.local.catalog import loads, open_catalog
-from feature_store.local.objects.feature_group import FeatureGroup, warn_default_version
-from feature_store.local.objects.feature_view_operations import (
-    FeatureViewOperations,
-    refuse_unsupported,
-)
+from feature_store.local.objects.feature_group import FeatureGroup
+from feature_store.local.objects.feature_view_operations import FeatureViewOperations
+from feature_store.local.objects.sdk_conventions import refuse_unsupported, warn_default_version
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,

@@ -14,13 +14,30 @@ before splitting, so stratification and hashes see the filled values.
 from __future__ import annotations
 
 from functools import cached_property
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from feature_store.core.seeds import draw_seed
 from feature_store.feature import Feature
-from feature_store.local.storage.options import check_options
-from feature_store.local.readers.split_stream import STREAMING_TYPES
+from feature_store.local.objects.query import Query
+from feature_store.local.objects.sdk_conventions import convert_result, refuse_unsupported
 from feature_store.local.objects.tags import TaggedEntity
-from fstrain.kernel.errors import ConfigError, InvalidArgumentError, NotFoundError, did_you_mean
+from feature_store.local.objects.view_checks import check_prohibited
+from feature_store.local.objects.view_logging import ViewLogging
+from feature_store.local.objects.view_reads import (
+    read_window,
+    refuse_destination,
+    relative_windows,
+    split_spec,
+    stream_splits,
+    verify_requested,
+)
+from feature_store.local.readers.split_stream import STREAMING_TYPES, SplitShaper
+from feature_store.local.storage.options import check_options
+from feature_store.local.training_data.training_data_stream import StreamOptions
+from feature_store.local.training_data.view_data import ViewData
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError, NotFoundError
+from fstrain.kernel.window import scheduler_bounds
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -28,23 +45,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from feature_store.api import TrainingDataset
     from feature_store.core.transformations import TransformationFunction
-    from feature_store.local.objects.feature_store import FeatureStore
-    from feature_store.local.objects.query import Query
-    from feature_store.local.readers.split_stream import SplitShaper
+    from feature_store.local.objects.hosts import StoreHost
     from feature_store.local.training_data.store import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
 
 
-class FeatureView(TaggedEntity):
+class FeatureView(ViewLogging, TaggedEntity):
     """A versioned, validated view over a query, with training-dataset versions."""
 
     _TAG_KIND = "fv"
 
     def __init__(
         self,
-        store: FeatureStore,
+        store: StoreHost,
         name: str,
         version: int,
         query: Query,
@@ -88,7 +103,7 @@ class FeatureView(TaggedEntity):
         return f"feature view '{self.name}' v{self.version}"
 
     @property
-    def feature_store(self) -> FeatureStore:
+    def feature_store(self) -> StoreHost:
         """The feature store holding this view."""
         return self._store
 
@@ -97,8 +112,6 @@ class FeatureView(TaggedEntity):
     @property
     def query(self) -> Query:
         """A fresh copy of the view's query (mutating it does not change the view)."""
-        from feature_store.local.objects.query import Query
-
         return Query.from_dict(self._store, self._query_dict)
 
     @cached_property
@@ -180,8 +193,6 @@ class FeatureView(TaggedEntity):
     def _shaper(self, td: TrainingDataset, *, primary_key: bool, event_time: bool,
                 training_helper_columns: bool) -> SplitShaper:
         """What :meth:`_shape` does, as a picklable value (streamed reads shape with it)."""
-        from feature_store.local.readers.split_stream import SplitShaper
-
         keep = self._key_columns(td.root_columns, primary_key, event_time)
         keep += [c for c in self.feature_names if c not in keep]
         if training_helper_columns:
@@ -198,8 +209,7 @@ class FeatureView(TaggedEntity):
     def _td(self) -> TrainingDataStore:
         """The store of this view's training datasets, built from the view as values (its
         query read afresh, as every training read does)."""
-        from feature_store.local.training_data.store import TrainingDataStore
-        from feature_store.local.training_data.view_data import ViewData
+        from feature_store.local.training_data.store import TrainingDataStore  # loads pandas
 
         data = ViewData(self.name, self.version, self.id, self.query.frozen(),
                         tuple(self.labels), dict(self.label_fill_values),
@@ -207,30 +217,8 @@ class FeatureView(TaggedEntity):
         return TrainingDataStore(data, self._store.catalog, self._store.root)
 
     def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
-        if three_way is None:
-            return None
-        from feature_store.core.splits import make_split_spec
-
-        label = self.labels[0] if self.labels else None
-        group = kwargs.pop("group_column", None)
-        stratify = kwargs.pop("stratify_column", None)
-        if split == "stratified" and stratify is None:
-            stratify = label
-            if stratify is None:
-                raise InvalidArgumentError(
-                    f"{self.owner}: split='stratified' needs a label or stratify_column=."
-                )
-        columns = {f.name for f in self._output_features}
-        for role, col in (("group_column", group), ("stratify_column", stratify)):
-            if col is not None and col not in columns:
-                raise InvalidArgumentError(
-                    f"{self.owner}: {role} '{col}' is not a column of the view (columns: "
-                    f"{sorted(columns)}).{did_you_mean(col, columns)}"
-                )
-        return make_split_spec(
-            split, seed=seed, three_way=three_way, group_column=group, stratify_column=stratify,
-            **kwargs,
-        )
+        return split_spec(self.owner, self.labels, {f.name for f in self._output_features},
+                          three_way, seed, split, **kwargs)
 
     def _create(
         self,
@@ -249,9 +237,6 @@ class FeatureView(TaggedEntity):
         write_options: dict[str, Any] | None = None,
         **split_kwargs: Any,
     ) -> tuple[int, Any]:
-        from feature_store.core.seeds import draw_seed
-        from feature_store.local.training_data.training_data_stream import StreamOptions
-
         self.require_saved()
         self._check_read_guarantees()
         seed = draw_seed() if seed is None else int(seed)
@@ -278,8 +263,8 @@ class FeatureView(TaggedEntity):
         **unsupported: Any,
     ) -> tuple[int, None]:
         """Materialize an unsplit training dataset; returns ``(version, None)``."""
-        _refuse(unsupported, "create_training_data")
-        _refuse_destination(storage_connector, location, "create_training_data")
+        refuse_unsupported(unsupported, "create_training_data")
+        refuse_destination(storage_connector, location, "create_training_data")
         version, _ = self._create(
             None, materialize=True, seed=seed, split=None, start_time=start_time,
             end_time=end_time, extra_filter=extra_filter, data_format=data_format,
@@ -305,15 +290,15 @@ class FeatureView(TaggedEntity):
         drops rows after ``train_end``). ``test_window`` (e.g. ``"30D"``) instead of bounds
         makes the windows relative to ``anchor`` (default: the data's last event time).
         """
-        _refuse(unsupported, "create_train_test_split")
-        _refuse_destination(storage_connector, location, "create_train_test_split")
+        refuse_unsupported(unsupported, "create_train_test_split")
+        refuse_destination(storage_connector, location, "create_train_test_split")
         version, _ = self._create(
             False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
             write_options=write_options, test_size=test_size, train_start=train_start or None, train_end=train_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
-            **_relative(test_window=test_window, train_window=train_window, anchor=anchor),
+            **relative_windows(test_window=test_window, train_window=train_window, anchor=anchor),
         )
         return version, None
 
@@ -335,8 +320,8 @@ class FeatureView(TaggedEntity):
         instead of bounds make a time split relative to ``anchor`` (default: the data's last
         event time); the version records the dates they resolved to.
         """
-        _refuse(unsupported, "create_train_validation_test_split")
-        _refuse_destination(storage_connector, location, "create_train_validation_test_split")
+        refuse_unsupported(unsupported, "create_train_validation_test_split")
+        refuse_destination(storage_connector, location, "create_train_validation_test_split")
         version, _ = self._create(
             True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
@@ -345,7 +330,7 @@ class FeatureView(TaggedEntity):
             validation_start=validation_start or None, validation_end=validation_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
-            **_relative(test_window=test_window, validation_window=validation_window,
+            **relative_windows(test_window=test_window, validation_window=validation_window,
                         train_window=train_window, anchor=anchor),
         )
         return version, None
@@ -365,7 +350,7 @@ class FeatureView(TaggedEntity):
         dataframe_type: str = "default", seed: int | None = None, **unsupported: Any,
     ) -> tuple[Any, Any]:
         """In-memory training data ``(X, y)``; registers a new (in-memory) version."""
-        _refuse(unsupported, "training_data")
+        refuse_unsupported(unsupported, "training_data")
         check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
@@ -384,7 +369,7 @@ class FeatureView(TaggedEntity):
         **unsupported: Any,
     ) -> tuple[Any, Any, Any, Any]:
         """In-memory ``(X_train, X_test, y_train, y_test)``; registers a new version."""
-        _refuse(unsupported, "train_test_split")
+        refuse_unsupported(unsupported, "train_test_split")
         check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
@@ -408,7 +393,7 @@ class FeatureView(TaggedEntity):
         **unsupported: Any,
     ) -> tuple[Any, ...]:
         """In-memory ``(X_train, X_val, X_test, y_train, y_val, y_test)``; registers a version."""
-        _refuse(unsupported, "train_validation_test_split")
+        refuse_unsupported(unsupported, "train_validation_test_split")
         check_options(self.owner, "read_options", read_options, {})
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
@@ -426,8 +411,6 @@ class FeatureView(TaggedEntity):
         self, td: TrainingDataset, splits: dict[str, pa.Table], *, primary_key: bool,
         event_time: bool, training_helper_columns: bool, dataframe_type: str,
     ) -> tuple[Any, ...]:
-        from feature_store.local.objects.feature_group import convert_result
-
         def conv(frame: Any) -> Any:
             if frame is None or dataframe_type in ("default", "pandas"):
                 return frame
@@ -466,38 +449,9 @@ class FeatureView(TaggedEntity):
 
     def _stream(self, store: TrainingDataStore, td: TrainingDataset, *, dataframe_type: str,
                 **flags: Any) -> tuple[Any, ...]:
-        """Streaming forms of a materialized version's splits (see ``split_stream``): record
-        batches here, torch and Ray datasets from the plain files or pieces through the
-        trainers' readers the composition root wired in."""
-        from functools import partial
-
-        from feature_store.local.readers.split_stream import SplitBatches
-
-        shaper = self._shaper(td, **flags)
-        text = td.data_format != "parquet"  # csv, jsonl
-        make: Any
-        if text and dataframe_type in ("ray", "torch"):  # row-aligned pieces, indexed as verified
-            sources: dict[str, Any] = store.text_pieces(td.version)
-            readers = self._split_readers()
-            if dataframe_type == "torch":
-                return tuple(readers.torch_text_dataset(sources[n], shaper) for n in td.splits)
-            make = readers.ray_text_dataset
-        else:
-            sources = store.verified_files(td.version, text=True)
-            if dataframe_type == "torch":
-                readers = self._split_readers()
-                return tuple(readers.torch_dataset(sources[n], shaper) for n in td.splits)
-            make = (self._split_readers().ray_dataset if dataframe_type == "ray"
-                    else SplitBatches)
-            if text:  # arrow_batches: parsed a block at a time
-                from feature_store.local.readers.split_files import stored_format
-                from feature_store.local.readers.text_split_reader import TextSplitBatches
-
-                make = partial(TextSplitBatches, data_format=stored_format(td),
-                               schema=store.arrow_schema(td))
-        xs = [make(sources[n], shaper, "X") for n in td.splits]
-        ys = [make(sources[n], shaper, "y") if self.labels else None for n in td.splits]
-        return tuple(xs + ys)
+        """Streaming forms of a materialized version's splits (see :func:`stream_splits`)."""
+        return stream_splits(store, td, self._shaper(td, **flags), dataframe_type,
+                             self._split_readers, labels=bool(self.labels))
 
     def _split_readers(self) -> Any:
         """The torch and Ray readers of split files (``fstrain.trainers.readers``), as the
@@ -525,7 +479,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, ("train",), "get_training_data",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
+                         dataframe_type=dataframe_type, verify=verify_requested(self.owner, read_options))
 
     def get_train_test_split(
         self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
@@ -536,7 +490,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, _SPLIT_NAMES_2, "get_train_test_split",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
+                         dataframe_type=dataframe_type, verify=verify_requested(self.owner, read_options))
 
     def get_train_validation_test_split(
         self, training_dataset_version: int, read_options: dict[str, Any] | None = None,
@@ -547,7 +501,7 @@ class FeatureView(TaggedEntity):
         return self._get(training_dataset_version, _SPLIT_NAMES_3, "get_train_validation_test_split",
                          primary_key=primary_key, event_time=event_time,
                          training_helper_columns=training_helper_columns,
-                         dataframe_type=dataframe_type, verify=_verify(self.owner, read_options))
+                         dataframe_type=dataframe_type, verify=verify_requested(self.owner, read_options))
 
     def get_training_datasets(self) -> list[TrainingDataset]:
         """Metadata of every training-dataset version of the view."""
@@ -637,9 +591,6 @@ class FeatureView(TaggedEntity):
         Transformations use the statistics of ``training_dataset_version`` (default: the one
         given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
-        from feature_store.local.objects.feature_group import convert_result
-        from fstrain.kernel.window import scheduler_bounds
-
         self.require_saved()
         check_options(self.owner, "read_options", read_options, {})
         self._check_read_guarantees()
@@ -664,32 +615,8 @@ class FeatureView(TaggedEntity):
         return convert_result(pa.Table.from_pandas(frame, preserve_index=False), dataframe_type)
 
     def _read_batch(self, start_time: Any, end_time: Any) -> tuple[pd.DataFrame, dict[str, str]]:
-        """The view's query over the window, with the root primary key and event time carried
-        even when the query does not select them (as the training-data calls do). Returns the
-        frame and a map root column -> output name."""
-        from feature_store.local.storage import engine
-        from feature_store.local.query.pit import compile_query
-        from feature_store.local.training_data.store import ROOT_PREFIX
-
-        query = self.query
-        output = {f.name for f in query.features}
-        selected = set(query.left_features)
-        root_columns: dict[str, str] = {}
-        extra: list[tuple[str, str]] = []
-        for col in query.left_feature_group.upsert_key:
-            if col in selected:
-                root_columns[col] = col
-            else:
-                root_columns[col] = f"{ROOT_PREFIX}{col}" if col in output else col
-                extra.append((col, root_columns[col]))
-        compiled = compile_query(query.spec(), start_time=start_time, end_time=end_time,
-                                 order_by_root_key=True, extra_columns=extra)
-        con = engine.connect()
-        try:
-            frame = compiled.fetch(con).to_pandas()
-        finally:
-            con.close()
-        return frame, root_columns
+        """The view's query over the window (see :func:`read_window`)."""
+        return read_window(self.query, start_time, end_time)
 
     def _batch_statistics(self, training_dataset_version: int | None) -> dict[str, Any]:
         """Transformation statistics for batch data: the given version, else the one of
@@ -711,8 +638,6 @@ class FeatureView(TaggedEntity):
         ``model_dependent_transformation_functions``, the SDK's ``TransformationFunction``
         objects with the statistics batch scoring uses (:meth:`init_batch_scoring`'s version,
         else the latest)."""
-        from types import SimpleNamespace
-
         sdk = self._store.sdk_objects
         if sdk is None:
             raise InvalidArgumentError(
@@ -748,124 +673,12 @@ class FeatureView(TaggedEntity):
         frame = self.query.read(start_time=start_time, end_time=end_time)
         return frame[self.inference_helper_columns]
 
-    # -- feature logging (feature_store/local/objects/feature_logging.py) ----------------------
-
-    @property
-    def logging_enabled(self) -> bool:
-        """Whether feature logging is enabled (``create_feature_view(logging_enabled=True)``,
-        :meth:`enable_logging`, or the first :meth:`log`)."""
-        return self._logging["enabled"]
-
-    @property
-    def logging_paused(self) -> bool:
-        """Whether materialization of logged rows is paused (:meth:`pause_logging`)."""
-        return self._logging["paused"]
-
-    @cached_property
-    def _logger(self) -> Any:
-        from feature_store.local.objects.feature_logging import FeatureLogger
-
-        return FeatureLogger(self)
-
-    def _save_logging(self, **flags: bool) -> None:
-        self._logging.update(flags)
-        self._store.catalog.set_feature_view_spec(self.require_saved(), self.to_dict())
-
-    def enable_logging(self, extra_log_columns: Any = None, **unsupported: Any) -> None:
-        """Enable feature logging (the log groups are created on the first materialization)."""
-        _refuse(unsupported, "enable_logging")
-        if extra_log_columns:
-            raise InvalidArgumentError(
-                f"{self.owner}: extra_log_columns are not supported locally; pass extra columns "
-                "to log() with logging_data/inference_helper_columns instead."
-            )
-        self._save_logging(enabled=True)
-
-    def log(
-        self, logging_data: Any = None, untransformed_features: Any = None,
-        predictions: Any = None, transformed_features: Any = None,
-        inference_helper_columns: Any = None, request_parameters: Any = None,
-        event_time: Any = None, serving_keys: Any = None, extra_logging_features: Any = None,
-        request_id: Any = None, write_options: dict[str, Any] | None = None,
-        training_dataset_version: int | None = None, model: Any = None,
-        model_name: str | None = None, model_version: int | None = None,
-    ) -> None:
-        """Log features and predictions (see :mod:`feature_store.local.objects.feature_logging`).
-
-        Enables logging on first use (as Hopsworks, which warns). The training-dataset version
-        recorded is ``training_dataset_version``, else the model's, else the one of
-        :meth:`init_batch_scoring`, else the last accessed one.
-        """
-        if write_options:
-            raise InvalidArgumentError(f"{self.owner}: log() takes no write_options locally.")
-        if not self.logging_enabled:
-            self._save_logging(enabled=True)
-        td_version = (training_dataset_version or getattr(model, "training_dataset_version", None)
-                      or self._batch_scoring_version or self._last_accessed_td)
-        extra = [("inference_helper_columns", inference_helper_columns),
-                 ("request_parameters", request_parameters), ("event_time", event_time),
-                 ("serving_keys", serving_keys), ("extra_logging_features", extra_logging_features)]
-        self._logger.log(logging_data, untransformed_features, predictions, transformed_features,
-                         extra=extra, request_id=request_id, td_version=td_version, model=model,
-                         model_name=model_name, model_version=model_version)
-
-    def pause_logging(self) -> None:
-        """Keep logged rows buffered until :meth:`materialize_log` or :meth:`resume_logging`."""
-        self._save_logging(paused=True)
-
-    def resume_logging(self) -> None:
-        """Materialize buffered rows and again materialize every later :meth:`log` at once."""
-        self._save_logging(paused=False)
-        self._logger.materialize()
-
-    def materialize_log(self, wait: bool = False, transformed: bool | None = None) -> int:
-        """Move buffered log rows into the log groups now; returns the number of rows moved
-        (``wait`` has no effect locally: materialization is synchronous)."""
-        return self._logger.materialize(transformed)
-
-    def read_log(
-        self, start_time: Any = None, end_time: Any = None, filter: Any = None,
-        transformed: bool | None = False, training_dataset_version: int | None = None,
-        model: Any = None, model_name: str | None = None, model_version: int | None = None,
-        online: bool = False,
-    ) -> pd.DataFrame:
-        """Materialized log rows (untransformed, or ``transformed=True``), oldest first,
-        optionally within ``[start_time, end_time)`` of ``log_time`` and for one training
-        dataset version or model."""
-        if online:
-            raise InvalidArgumentError(
-                f"{self.owner}: read_log(online=True) needs an online store; use online=False."
-            )
-        if model is not None:
-            model_name, model_version = model.name, model.version
-        return self._logger.read(transformed=bool(transformed), start_time=start_time,
-                                 end_time=end_time, filter=filter,
-                                 td_version=training_dataset_version, model_name=model_name,
-                                 model_version=model_version)
-
-    def get_log_timeline(self, wallclock_time: Any = None, limit: int | None = None,
-                         transformed: bool | None = False) -> dict[int, dict[str, Any]]:
-        """Commits of the log group (``commit_details`` of ``{view}_{version}_log``)."""
-        fg = self._logger.group(bool(transformed))
-        return {} if fg is None else fg.commit_details(wallclock_time=wallclock_time, limit=limit)
-
-    def delete_log(self, transformed: bool | None = None) -> None:
-        """Delete the logs (both groups and the buffer) and disable logging."""
-        if transformed is not None:
-            raise InvalidArgumentError(
-                f"{self.owner}: delete_log deletes both logs locally; call it without transformed=."
-            )
-        self._logger.delete()
-        self._save_logging(enabled=False, paused=False)
-
     # -- lifecycle ------------------------------------------------------------------
 
     def _check_read_guarantees(self) -> None:
         """Tags can be added after the view exists: prohibited tags are checked at every read,
         not only at creation, so a feature tagged e.g. ``pii`` later never reaches the data."""
         if self.prohibited_tags:
-            from feature_store.local.objects.feature_view_operations import check_prohibited
-
             check_prohibited(self)
 
     def require_saved(self) -> int:
@@ -895,31 +708,3 @@ class FeatureView(TaggedEntity):
             "logging_enabled": self.logging_enabled,
             "logging_paused": self.logging_paused,
         }
-
-
-def _verify(owner: str, read_options: dict[str, Any] | None) -> bool:
-    understood = {"verify": "re-hash every value of the version (reads always check its files)"}
-    return bool(check_options(owner, "read_options", read_options, understood).get("verify"))
-
-
-def _refuse_destination(storage_connector: Any, location: str, call: str) -> None:
-    """Materialized versions live under the store root; another destination is refused, not
-    silently ignored."""
-    if storage_connector is not None or location:
-        given = "storage_connector" if storage_connector is not None else "location"
-        raise InvalidArgumentError(
-            f"{call}(): {given}= is not supported by the local backend (training datasets are "
-            "written under the store root, and read back by version). Drop the argument."
-        )
-
-
-def _refuse(options: dict[str, Any], call: str) -> None:
-    if options:
-        raise InvalidArgumentError(
-            f"{call}() got options the local backend does not support: {sorted(options)}."
-        )
-
-
-def _relative(**kwargs: Any) -> dict[str, Any]:
-    """The relative-window arguments that were given (so older specs stay unchanged)."""
-    return {k: v for k, v in kwargs.items() if v not in (None, "")}

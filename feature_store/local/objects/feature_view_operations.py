@@ -6,16 +6,20 @@ Kept apart from :mod:`feature_store.local.objects.feature_store` so each module 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from feature_store.core.view_rules import (
-    carried_tags,
-    check_columns,
-    check_label_fill_values,
-    check_not_prohibited,
-)
 from feature_store.local.catalog import Catalog, loads
-from feature_store.local.objects.feature_group import warn_default_version
+from feature_store.local.objects.feature_view import FeatureView
+from feature_store.local.objects.hosts import StoreHost
+from feature_store.local.objects.query import Query
+from feature_store.local.objects.sdk_conventions import refuse_unsupported, warn_default_version
+from feature_store.local.objects.transformation_functions import (
+    LocalTransformationFunction,
+    load,
+    saved,
+    versions,
+)
+from feature_store.local.objects.view_checks import validate_feature_view
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     ConfigError,
@@ -28,9 +32,6 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.names import check_entity_name, check_version
 from fstrain.kernel.timeutil import utc_now
 
-if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.objects.feature_store import FeatureStore
-
 
 class FeatureViewOperations:
     """Feature-view operations of :class:`FeatureStore` (kept apart for readability)."""
@@ -40,9 +41,9 @@ class FeatureViewOperations:
     catalog: Catalog
 
     @property
-    def _host(self) -> FeatureStore:
+    def _host(self) -> StoreHost:
         """This object as the feature store it is a part of (the class this one is mixed into)."""
-        return cast("FeatureStore", self)
+        return cast("StoreHost", self)
 
     def create_feature_view(
         self,
@@ -66,9 +67,6 @@ class FeatureViewOperations:
         be both a label and a helper, transformation inputs must exist, and no selected feature
         may come from a group or feature tagged with one of ``prohibited_tags``.
         """
-        from feature_store.local.objects.feature_view import FeatureView
-        from feature_store.local.objects.query import Query
-
         refuse_unsupported(unsupported, "create_feature_view")
         check_entity_name(name, "feature view")
         if not isinstance(query, Query):
@@ -92,7 +90,7 @@ class FeatureViewOperations:
             prohibited_tags=_as_list(prohibited_tags), label_fill_values=label_fill_values,
             logging_enabled=bool(logging_enabled),
         )
-        _validate_feature_view(fv)
+        validate_feature_view(fv)
         fv.id = self.catalog.insert_feature_view(
             name, version, description or "", fv.to_dict(), utc_now().isoformat(), tags or {})
         return fv
@@ -150,17 +148,11 @@ class FeatureViewOperations:
     def create_transformation_function(self, transformation_function: Any,
                                        version: int | None = None) -> Any:
         """A named, versioned ``@udf`` (persisted by its ``save()``), as the SDK's method."""
-        from feature_store.local.objects.transformation_functions import (
-            LocalTransformationFunction,
-        )
-
         return LocalTransformationFunction(self._host, transformation_function, version)
 
     def get_transformation_functions(self) -> list[Any]:
         """The SDK's built-in transformation functions (its ``TransformationFunction``
         objects, version 1) and every saved ``@udf`` (:meth:`create_transformation_function`)."""
-        from feature_store.local.objects.transformation_functions import saved
-
         return self.builtin_transformation_functions() + saved(self._host)
 
     def get_transformation_function(self, name: str, version: int | None = None) -> Any:
@@ -171,8 +163,6 @@ class FeatureViewOperations:
         Raises:
             NotFoundError: no such function or version (the message lists what exists).
         """
-        from feature_store.local.objects.transformation_functions import load, versions
-
         builtins = {tf.hopsworks_udf.function_name: tf
                     for tf in self.builtin_transformation_functions()}
         found = load(self._host, name, version or 1)
@@ -196,9 +186,6 @@ class FeatureViewOperations:
 
     def _fv_from_row(self, row: Any) -> Any:
         from feature_store.core.transformations import transformation_from_dict
-        from feature_store.local.objects.feature_view import FeatureView
-        from feature_store.local.objects.query import Query
-
         spec = loads(row["spec"])
         return FeatureView(
             self._host, row["name"], row["version"], Query.from_dict(self._host, spec["query"]),
@@ -245,70 +232,3 @@ def _as_list(value: Any) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
-
-
-def _validate_feature_view(fv: Any) -> None:
-    """Refuse views whose roles or features do not fit their query (names the column)."""
-    columns = [f.name for f in fv.features]
-    check_columns(fv.owner, columns, fv.labels, fv.training_helper_columns,
-                  fv.inference_helper_columns)
-    check_label_fill_values(fv.owner, fv.label_fill_values, fv.labels)
-    if fv.transformation_functions:
-        from feature_store.core.transformations import validate_transformations
-
-        validate_transformations(fv.transformation_functions, columns)
-        _check_numeric_inputs(fv)
-    if fv.prohibited_tags:
-        check_prohibited(fv)
-
-
-_NUMERIC_BUILTINS = ("min_max_scaler", "standard_scaler", "robust_scaler")
-
-
-def _check_numeric_inputs(fv: Any) -> None:
-    """Refuse a scaler bound to a column that is not numeric (it would fail at the first fit,
-    or worse, scale codes of a string column)."""
-    types = {f.name: str(f.type) for f in fv.features}
-    for tf in fv.transformation_functions:
-        name = getattr(tf, "name", None)
-        if name not in _NUMERIC_BUILTINS:
-            continue
-        kind = types.get(tf.feature, "")
-        if not (kind.startswith("int") or kind in ("double", "float", "bigint")
-                or kind.startswith("uint") or kind.startswith("decimal")):
-            raise InvalidArgumentError(
-                f"{fv.owner}: {name}('{tf.feature}') needs a numeric column, but "
-                f"'{tf.feature}' is {kind or 'unknown'}. Use label_encoder or one_hot_encoder "
-                "for categories, or cast the column in the feature group."
-            )
-
-
-def check_prohibited(fv: Any) -> None:
-    """Refuse a view one of whose features comes from a group or feature with a prohibited tag."""
-    exempt = set(fv.training_helper_columns) | set(fv.inference_helper_columns)
-    features = [f for f in fv.features if f.name not in exempt]
-    if not features:
-        return
-    sources = _source_columns(fv)
-    for feature in features:
-        fg = feature.feature_group
-        source = sources.get(feature.name, feature.name)
-        check_not_prohibited(
-            fv.owner, feature.name, fg.name, source, carried_tags(fg.get_tags()),
-            carried_tags(fg.get_all_feature_tags().get(source, {})), fv.prohibited_tags,
-        )
-
-
-def _source_columns(fv: Any) -> dict[str, str]:
-    """Output column name → the column of its feature group it comes from (one plan)."""
-    from feature_store.local.query.query_plan import plan
-
-    return {column.name: column.source for column in plan(fv.query.spec()).columns}
-
-
-def refuse_unsupported(options: dict[str, Any], call: str) -> None:
-    """Refuse Hopsworks options the local backend does not implement (never ignore silently)."""
-    if options:
-        raise InvalidArgumentError(
-            f"{call}() got options the local backend does not support: {sorted(options)}."
-        )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
+from feature_store.local.objects.sdk_conventions import convert_result
 from feature_store.local.query.query_spec import (
     Column,
     GroupSpec,
@@ -35,8 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-    from feature_store.local.objects.feature_group import FeatureGroup
-    from feature_store.local.objects.feature_store import FeatureStore
+    from feature_store.local.objects.hosts import QueryGroup, StoreHost
 
 JOIN_TYPES = ("left", "inner", "right", "outer", "full")
 
@@ -53,7 +53,7 @@ class Join:
     lookback: Any = None  # a pandas.Timedelta or None
 
 
-def fg_key(fg: FeatureGroup) -> str:
+def fg_key(fg: QueryGroup) -> str:
     """The key identifying a feature group version inside a query (``name:version``)."""
     return f"{fg.name}:{fg.version}"
 
@@ -62,7 +62,7 @@ class Query:
     """Features selected from a root feature group, with joins and filters."""
 
     def __init__(
-        self, left_feature_group: FeatureGroup, left_features: list[str], *,
+        self, left_feature_group: QueryGroup, left_features: list[str], *,
         joins: list[Join] | None = None, where: FilterLike | None = None,
         time_travel: TimeTravel | None = None, limit: int | None = None,
     ) -> None:
@@ -82,7 +82,7 @@ class Query:
     # -- composition -------------------------------------------------------------------------
 
     @property
-    def left_feature_group(self) -> FeatureGroup:
+    def left_feature_group(self) -> QueryGroup:
         return self._left_feature_group
 
     @property
@@ -99,7 +99,7 @@ class Query:
         """The wallclock time or commit this query's root group is read at (unset: latest)."""
         return self._time_travel
 
-    def feature_groups(self) -> list[FeatureGroup]:
+    def feature_groups(self) -> list[QueryGroup]:
         """Every feature group of the query, root first, depth first."""
         out = [self._left_feature_group]
         for j in self._joins:
@@ -275,7 +275,6 @@ class Query:
 
         Rows come in the root group's primary-key (+ event time) order, so two identical reads
         return the same rows in the same order (as training data does)."""
-        from feature_store.local.objects.feature_group import convert_result
         from fstrain.kernel.window import scheduler_bounds
 
         if online:
@@ -351,7 +350,7 @@ class Query:
         }
 
     @classmethod
-    def from_dict(cls, store: FeatureStore, data: dict[str, Any]) -> Query:
+    def from_dict(cls, store: StoreHost, data: dict[str, Any]) -> Query:
         """Rebuild a query saved with :meth:`to_dict` against ``store``."""
         import pandas as pd
 
@@ -391,7 +390,7 @@ def _key_family(type_name: str) -> str:
     return t
 
 
-def _check_key_types(left: FeatureGroup, right: FeatureGroup, left_keys: list[str],
+def _check_key_types(left: QueryGroup, right: QueryGroup, left_keys: list[str],
                      right_keys: list[str]) -> None:
     """Refuse joining keys of different kinds (an int key never equals a string key)."""
     for lk, rk in zip(left_keys, right_keys, strict=True):
@@ -427,7 +426,7 @@ def _lookback(value: Any) -> Any:
     return delta
 
 
-def _filter_from_dict(store: FeatureStore, data: dict[str, Any]) -> FilterLike:
+def _filter_from_dict(store: StoreHost, data: dict[str, Any]) -> FilterLike:
     if "logic" in data:
         return Logic(data["logic"], _filter_from_dict(store, data["left"]),
                      _filter_from_dict(store, data["right"]))
@@ -462,7 +461,7 @@ def _shared_primary_key(left_fg: Any, right_fg: Any, left_names: list[str]) -> l
     )
 
 
-def _group_spec(fg: FeatureGroup) -> GroupSpec:
+def _group_spec(fg: QueryGroup) -> GroupSpec:
     """A feature group as the values a query spec holds."""
     return GroupSpec(fg.name, fg.version, tuple(fg.primary_key), fg.event_time,
                      tuple(fg.partition_key), tuple(Column.of(f) for f in fg.features),

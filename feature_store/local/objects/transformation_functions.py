@@ -19,7 +19,7 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.local.objects.feature_store import FeatureStore
+    from feature_store.local.objects.hosts import StoreHost
 
 
 class LocalTransformationFunction:
@@ -30,7 +30,7 @@ class LocalTransformationFunction:
         version: its version (``None`` until saved when created without one).
     """
 
-    def __init__(self, store: FeatureStore, udf: Any, version: int | None) -> None:
+    def __init__(self, store: StoreHost, udf: Any, version: int | None) -> None:
         if type(udf).__name__ != "HopsworksUdf":
             raise InvalidArgumentError(
                 "create_transformation_function takes a function decorated with "
@@ -89,18 +89,18 @@ class LocalTransformationFunction:
             )
 
 
-def versions(store: FeatureStore, name: str) -> list[int]:
+def versions(store: StoreHost, name: str) -> list[int]:
     """Saved versions of ``name``, ascending."""
     return store.catalog.transformation_function_versions(name)
 
 
-def saved(store: FeatureStore) -> list[LocalTransformationFunction]:
+def saved(store: StoreHost) -> list[LocalTransformationFunction]:
     """Every saved function, by name and version."""
     return [LocalTransformationFunction(store, store.sdk_objects.load_udf(udf), version)
             for udf, version in store.catalog.transformation_functions()]
 
 
-def load(store: FeatureStore, name: str, version: int) -> LocalTransformationFunction | None:
+def load(store: StoreHost, name: str, version: int) -> LocalTransformationFunction | None:
     """The saved function ``name``/``version``, or ``None``."""
     udf = store.catalog.transformation_function(name, version)
     if udf is None:

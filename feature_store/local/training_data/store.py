@@ -13,22 +13,21 @@ catalog transaction that allocates the version, so a failed or killed create lea
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.api import TrainingDataset
+from feature_store.core import split_streams
+from feature_store.core import splits as core_splits
 from feature_store.core.content_hash import ALGORITHM as HASH_ALGORITHM
 from feature_store.core.content_hash import table_sha256
-from feature_store.local.query.query_spec import (
-    Condition,
-    Conjunction,
-    FilterSpec,
-    filter_from_dict,
-    filter_to_dict,
-    freeze_filter,
-)
+from feature_store.core.splits import SplitSpec
+from feature_store.local.query import partitioned_join as pj
+from feature_store.local.query.pit import compile_query
+from feature_store.local.query.query_plan import plan
+from feature_store.local.query.query_spec import FilterSpec, filter_from_dict
 from feature_store.local.readers.split_files import (
     VERIFIED,
     arrow_schema,
@@ -41,7 +40,26 @@ from feature_store.local.readers.split_files import (
     verified_text_hash,
     verify_file,
 )
-from feature_store.local.storage.storage_errors import changed_split
+from feature_store.local.readers.text_pieces import index_file
+from feature_store.local.storage import engine
+from feature_store.local.storage.storage_errors import changed_split, storage_boundary
+from feature_store.local.training_data import label_distribution as ld
+from feature_store.local.training_data import training_data_stream as ts
+from feature_store.local.training_data.rows import (
+    drained,
+    fill_labels,
+    filter_as_stored,
+    filter_spec,
+    key_frames,
+    streamable_time,
+)
+from feature_store.local.training_data.split_writing import (
+    file_statistics,
+    rewrite_as_text,
+    split_statistics,
+    statistics_enabled,
+    write_split,
+)
 from feature_store.local.training_data.transformation_stats import fit_on_file, fit_on_table
 from feature_store.local.training_data.view_data import ViewData
 from fstrain.kernel.errors import (
@@ -50,13 +68,12 @@ from fstrain.kernel.errors import (
     NotFoundError,
     listing,
 )
-from fstrain.kernel.scratch import OWNER_FILE
-from fstrain.kernel.timeutil import iso, utc_now
+from fstrain.kernel.scratch import OWNER_FILE, clean_stale
+from fstrain.kernel.timeutil import iso, to_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-    from feature_store.core.splits import SplitSpec
     from feature_store.local.catalog import Catalog
     from feature_store.local.training_data.training_data_stream import (
         Assign,
@@ -74,8 +91,6 @@ def clean_stale_staging(datasets_root: Path, *, older_than_s: float | None = Non
     """Remove the staging folders that killed creates left in any view's folder under
     ``datasets_root`` (``<store>/training_datasets``): those whose process is gone on this host,
     and (with ``older_than_s``, as ``vacuum`` passes) any older than that."""
-    from fstrain.kernel.scratch import clean_stale
-
     try:
         views = [p for p in datasets_root.iterdir() if p.is_dir() and not p.is_symlink()]
     except (FileNotFoundError, NotADirectoryError):
@@ -83,43 +98,6 @@ def clean_stale_staging(datasets_root: Path, *, older_than_s: float | None = Non
     return [stale for view in views
             for stale in clean_stale(view, (_STAGING,), older_than_s=older_than_s,
                                      dry_run=dry_run)]
-
-
-def _split_statistics(table: pa.Table) -> dict[str, Any]:
-    from feature_store.local.storage import engine
-    from feature_store.local.storage.statistics import compute_statistics
-
-    con = engine.connect()
-    try:
-        con.register("split_rows", table)
-        return compute_statistics(con, "split_rows", table.schema)
-    finally:
-        con.close()
-
-
-def _statistics_enabled(statistics_config: Any) -> bool:
-    return statistics_config is not False and not (
-        isinstance(statistics_config, dict) and statistics_config.get("enabled") is False
-    )
-
-
-def _file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions,
-                     staging: Path) -> dict[str, Any]:
-    """:func:`_split_statistics` of a written split: those accumulated while it was written,
-    finished (or, without them, computed) by DuckDB over the file, in bounded memory, spilling
-    under ``staging``."""
-    from feature_store.local.training_data import training_data_stream as ts
-    from feature_store.local.storage.statistics import compute_statistics
-
-    con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
-    try:
-        source = "read_parquet('" + str(split.path).replace("'", "''") + "')"
-        if split.statistics is not None:
-            return split.statistics.result(con, source)
-        return compute_statistics(con, source, schema)
-    finally:
-        con.close()
-        shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
 
 
 class TrainingDataStore:
@@ -162,10 +140,7 @@ class TrainingDataStore:
                  pins: dict[str, int] | None) -> tuple[Any, dict[str, int], dict[str, str]]:
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
         keys and event time are in its output."""
-        from feature_store.local.query.pit import compile_query
-        from feature_store.local.query.query_plan import plan
-
-        query = self.view.query.filtered(_filter_spec(extra_filter))
+        query = self.view.query.filtered(filter_spec(extra_filter))
         pinned = query.resolved(pins)
         pins = pins or pinned.commits()
         output = {c.name for c in plan(pinned).columns}
@@ -214,16 +189,16 @@ class TrainingDataStore:
         def assign(keys: pa.Table, rows: int) -> Any:
             import pandas as pd
 
-            from feature_store.core.splits import assign_split_codes, resolve_time_bounds
-
             # only the columns the strategy reads travel to pandas; rows stay in Arrow
             frame = (keys.to_pandas() if keys.num_columns
                      else pd.DataFrame(index=pd.RangeIndex(rows)))
             current = spec
             if current.is_relative:  # record the dates the relative windows resolve to
-                current = resolve_time_bounds(frame, current, event_time_column=et or "")
+                current = core_splits.resolve_time_bounds(frame, current,
+                                                          event_time_column=et or "")
             resolved.append(current)
-            return assign_split_codes(frame, current, event_time_column=et, label_column=label)
+            return core_splits.assign_split_codes(frame, current, event_time_column=et,
+                                                  label_column=label)
 
         return assign
 
@@ -237,8 +212,6 @@ class TrainingDataStore:
         event time of another type than timestamps, epoch milliseconds or dates (a feature
         group refuses them), and a spec whose key column is missing (refused as in memory, on
         no rows)."""
-        from feature_store.core import split_streams
-
         key = {"time": et, "group": spec.group_column,
                "stratified": spec.stratify_column or label}.get(spec.strategy)
         if spec.strategy == "random":
@@ -248,13 +221,13 @@ class TrainingDataStore:
         if key is None or needed != [key]:
             return self._gathered_assigner(spec, et, label, needed, schema, resolved)
         if spec.strategy == "time":
-            if not _streamable_time(schema.field(key).type):
+            if not streamable_time(schema.field(key).type):
                 return self._gathered_assigner(spec, et, label, needed, schema, resolved)
             return self._streamed_time_assigner(spec, key, resolved)
         resolved.append(spec)
 
         def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
-            frames = lambda: _key_frames(read)  # noqa: E731
+            frames = lambda: key_frames(read)  # noqa: E731
             if spec.strategy == "group":
                 return split_streams.group_split_codes_streamed(frames, spec, rows=rows,
                                                                 alloc=alloc)
@@ -289,10 +262,8 @@ class TrainingDataStore:
         batch at a time instead of the column whole: the same codes and recorded spec."""
 
         def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
-            from feature_store.core.splits import time_split_codes_streamed
-
-            current, codes = time_split_codes_streamed(
-                lambda: _key_frames(read), spec, event_time_column=et,
+            current, codes = core_splits.time_split_codes_streamed(
+                lambda: key_frames(read), spec, event_time_column=et,
                 rows=rows, alloc=alloc)
             resolved.append(current if spec.is_relative else spec)
             return codes
@@ -302,8 +273,6 @@ class TrainingDataStore:
     def _facts(self, compiled: Any, pins: dict[str, int], root_columns: dict[str, str],
                schema: pa.Schema, start_time: Any, end_time: Any,
                resolved: list[SplitSpec]) -> dict[str, Any]:
-        from fstrain.kernel.timeutil import to_utc
-
         facts = {
             "feature_group_commits": pins,
             "query_sql": compiled.display_sql(),
@@ -329,15 +298,13 @@ class TrainingDataStore:
         reproducibility facts."""
         import pyarrow as pa
 
-        from feature_store.local.storage import engine
-
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = engine.connect()
         try:
             table = compiled.fetch(con)
         finally:
             con.close()
-        table = _fill_labels(table, self.view.label_fill_values)
+        table = fill_labels(table, self.view.label_fill_values)
         resolved: list[SplitSpec] = []
         if spec is None:
             splits = {"train": table}
@@ -365,9 +332,6 @@ class TrainingDataStore:
     ) -> tuple[dict[str, SplitFile], dict[str, Any], pa.Schema]:
         """Run the (pinned) query out of core and write each split's Parquet file to
         ``staging``; the split files equal :meth:`compute`'s tables row for row."""
-        from feature_store.local.training_data import training_data_stream as ts
-        from feature_store.local.storage.storage_errors import storage_boundary
-
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         resolved: list[SplitSpec] = []
@@ -382,8 +346,8 @@ class TrainingDataStore:
                 else:
                     reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
                                                compiled.params, options.batch_rows)
-                    schema = _fill_labels(reader.schema.empty_table(), fill).schema
-                    batches = _drained(reader, con, fill, schema)
+                    schema = fill_labels(reader.schema.empty_table(), fill).schema
+                    batches = drained(reader, con, fill, schema)
                 needed, et, label = (self._key_columns(spec, root_columns, schema.names)
                                      if spec is not None else ([], None, None))
                 split_names = ("train",) if spec is None else spec.splits
@@ -413,9 +377,6 @@ class TrainingDataStore:
         results into the query's order on every call."""
         import pyarrow as pa
 
-        from feature_store.local.query import partitioned_join as pj
-        from feature_store.local.training_data import training_data_stream as ts
-
         own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes
             run = pj.PartitionedQuery(own, compiled, buckets, staging / ts.PARTS_DIR,
@@ -424,14 +385,14 @@ class TrainingDataStore:
             results = run.run()
         finally:
             own.close()
-        schema = _fill_labels(raw.empty_table(), self.view.label_fill_values).schema
+        schema = fill_labels(raw.empty_table(), self.view.label_fill_values).schema
         order = [root_columns[k] for k in self.view.root.upsert_key]
 
         def prepare(table: pa.Table) -> pa.RecordBatch:
             names = table.column_names
             table = table.cast(pa.schema([raw.field(n) for n in names]))
             fill = {k: v for k, v in self.view.label_fill_values.items() if k in names}
-            table = _fill_labels(table, fill).combine_chunks()
+            table = fill_labels(table, fill).combine_chunks()
             target = pa.schema([schema.field(n) for n in names])
             return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
                                                for c in table.columns], schema=target)
@@ -442,8 +403,6 @@ class TrainingDataStore:
         """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store
         or a library error while doing so is a typed error naming the feature view, and nothing
         of the version is left behind."""
-        from feature_store.local.storage.storage_errors import storage_boundary
-
         self._check_spec(spec)
         clean_stale_staging(self.root.parent)  # what killed creates of any view left
         try:
@@ -510,7 +469,7 @@ class TrainingDataStore:
         metadata = self._metadata(spec, seed=seed, materialize=materialize,
                                   data_format=data_format, description=description,
                                   extra_filter=extra_filter)
-        stats = _statistics_enabled(statistics_config)
+        stats = statistics_enabled(statistics_config)
         window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
         converted = None
         staging: Path | None
@@ -535,7 +494,7 @@ class TrainingDataStore:
             "seed": seed,
             "split_spec": None if spec is None else spec.to_dict(),
             "splits": {},
-            "extra_filter": _stored_form(_filter_spec(extra_filter)),
+            "extra_filter": filter_as_stored(filter_spec(extra_filter)),
             "transformation_statistics": {},
             "created_at": utc_now().isoformat(),
             "content_hash": HASH_ALGORITHM,
@@ -562,8 +521,6 @@ class TrainingDataStore:
                           ) -> tuple[Path | None, Any]:
         """Build the splits in memory, fill ``metadata``, stage the files of a materialized
         version; returns the staging folder and what ``convert`` returned."""
-        from feature_store.local.training_data import label_distribution as ld
-
         splits, facts = self.compute(spec, **window)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
         metadata["transformation_statistics"] = fit_on_table(self.view.transformations, splits["train"])
@@ -580,7 +537,7 @@ class TrainingDataStore:
                     "rows": int(part.num_rows),
                     "sha256": None,
                     "label_distribution": ld.table_label_distribution(part, list(self.view.labels)),
-                    "statistics": _split_statistics(part) if stats else None,
+                    "statistics": split_statistics(part) if stats else None,
                 }
             staging = self._stage(splits, data_format) if materialize else None
             try:
@@ -599,9 +556,6 @@ class TrainingDataStore:
     def _create_streamed(self, spec: SplitSpec | None, metadata: dict[str, Any],
                          options: StreamOptions, stats: bool, window: dict[str, Any]) -> Path:
         """Stream the splits into a staging folder and fill ``metadata`` from the files."""
-        from feature_store.local.training_data import label_distribution as ld
-        from feature_store.local.training_data import training_data_stream as ts
-
         staging = self._new_staging()
         try:
             files, facts, schema = self.stream(spec, staging, options, **window)
@@ -615,13 +569,13 @@ class TrainingDataStore:
                     "sha256": split_file.sha256,
                     "label_distribution": ld.file_label_distribution(split_file.path,
                                                                      list(self.view.labels)),
-                    "statistics": (_file_statistics(split_file, schema, options, staging)
+                    "statistics": (file_statistics(split_file, schema, options, staging)
                                    if stats else None),
                     "file_sha256": ((split_file.file_sha256 or ts.file_sha256(split_file.path))
                                     if metadata["data_format"] == "parquet" else None),
                 }
             if metadata["data_format"] != "parquet":  # csv, jsonl: rewritten batch by batch
-                for name, digest in _rewrite_as_text(files, metadata["data_format"]).items():
+                for name, digest in rewrite_as_text(files, metadata["data_format"]).items():
                     metadata["splits"][name]["file_sha256"] = digest
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -663,7 +617,7 @@ class TrainingDataStore:
         staging = self._new_staging()
         try:
             for name, part in splits.items():
-                _write_split(part, staging / f"{name}.{data_format}", data_format)
+                write_split(part, staging / f"{name}.{data_format}", data_format)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -673,8 +627,6 @@ class TrainingDataStore:
 
     def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pa.Table]]:
         """The untransformed split tables of a version, identical to those at creation."""
-        from feature_store.core.splits import SplitSpec
-
         td = self.get(version)
         if td.type == "MATERIALIZED":
             if td.state == "purged":
@@ -706,8 +658,6 @@ class TrainingDataStore:
     def verify_version(self, version: int) -> None:
         """Check a version against its recorded hashes. A materialized version is checked file
         by file and batch by batch (bounded memory); an in-memory one is re-computed."""
-        from feature_store.local.training_data import training_data_stream as ts
-
         td = self.get(version)
         if td.type != "MATERIALIZED" or td.state == "purged":
             self.read_splits(version, verify=True)
@@ -738,8 +688,6 @@ class TrainingDataStore:
         """The split files of a materialized csv or jsonl version, each indexed into row-aligned
         pieces (:mod:`text_pieces`) by one pass that also checks its bytes against the recorded
         file sha256, for streamed ``"ray"`` and ``"torch"`` reads."""
-        from feature_store.local.readers.text_pieces import index_file
-
         td = self._streamable(version, text=True)
         if td.data_format == "parquet":
             raise InvalidArgumentError(f"{self._owner(version)} is stored as Parquet, not text.")
@@ -782,8 +730,6 @@ class TrainingDataStore:
 
     def _check_values(self, td: TrainingDataset, name: str, path: Path) -> None:
         """Check a split file of a version recorded without file hashes by its values."""
-        from feature_store.local.training_data import training_data_stream as ts
-
         owner = self._owner(td.version)
         self.check_digests(td, {name: ts.verified_content_hash(path, owner, name, None)
                                 if td.data_format == "parquet"
@@ -831,9 +777,6 @@ class TrainingDataStore:
         """Re-materialize a purged version from its pinned commits; the hashes must match.
 
         A materialized version is re-created out of core (``stream``, default options)."""
-        from feature_store.core.splits import SplitSpec
-        from feature_store.local.training_data import training_data_stream as ts
-
         td = self.get(version)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
         window: dict[str, Any] = {
@@ -845,7 +788,7 @@ class TrainingDataStore:
             try:
                 files, _, _ = self.stream(spec, staging, stream or ts.StreamOptions(), **window)
                 self.check_digests(td, {n: f.sha256 for n, f in files.items()})
-                file_hashes = (_rewrite_as_text(files, str(td.data_format))
+                file_hashes = (rewrite_as_text(files, str(td.data_format))
                                if td.data_format != "parquet" else
                                {n: f.file_sha256 or ts.file_sha256(f.path)
                                 for n, f in files.items()})
@@ -882,103 +825,4 @@ class TrainingDataStore:
         if td.location:
             shutil.rmtree(td.location, ignore_errors=True)
 
-
-def _filter_spec(extra_filter: Any) -> FilterSpec | None:
-    """An extra filter as values (a filter built from features, or one already frozen)."""
-    if extra_filter is None or isinstance(extra_filter, Condition | Conjunction):
-        return extra_filter
-    return freeze_filter(extra_filter)
-
-
-def _stored_form(extra_filter: FilterSpec | None) -> dict[str, Any] | None:
-    return None if extra_filter is None else filter_to_dict(extra_filter)
-
-
-def _drained(reader: pa.RecordBatchReader, con: Any, fill: Mapping[str, Any],
-             schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The statement's batches, labels filled; once the last is read (or the reading stops),
-    the reader and its connection are closed: DuckDB's buffers (the ASOF join's and the ORDER
-    BY's, up to its memory limit) are handed back before the split is assigned and dealt,
-    instead of staying resident until the split files are written."""
-    try:
-        for batch in reader:
-            yield _fill_labels_batch(batch, fill, schema)
-    finally:
-        reader.close()
-        con.close()
-
-
-def _fill_labels_batch(batch: pa.RecordBatch, fill_values: Mapping[str, Any],
-                      schema: pa.Schema) -> pa.RecordBatch:
-    """:func:`_fill_labels` of one record batch (``schema``: the filled schema)."""
-    if not fill_values:
-        return batch
-    import pyarrow as pa
-
-    filled = _fill_labels(pa.Table.from_batches([batch]), fill_values)
-    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in filled.columns], schema=schema)
-
-
-def _fill_labels(table: pa.Table, fill_values: Mapping[str, Any]) -> pa.Table:
-    """Fill missing labels (LEFT JOIN on a positives-only label group), keeping the column type."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    for column, value in fill_values.items():
-        index = table.column_names.index(column)
-        current = table.column(column)
-        target = pa.int64() if pa.types.is_null(current.type) else current.type
-        filled = pc.fill_null(current.cast(target), pa.scalar(value).cast(target))
-        table = table.set_column(index, column, filled)
-    return table
-
-
-# -- file formats -----------------------------------------------------------------------------
-
-
-def _write_split(table: pa.Table, path: Path, data_format: str) -> None:
-    import pyarrow.parquet as pq
-
-    if data_format == "parquet":
-        pq.write_table(table, path)
-    else:  # csv, jsonl: the same text as a streamed create writes batch by batch
-        from feature_store.local.training_data.text_split_writer import encode
-
-        with open(path, "wb") as out:
-            out.write(encode(table, data_format, header=True))
-
-
-def _rewrite_as_text(files: dict[str, SplitFile], data_format: str) -> dict[str, str]:
-    """Rewrite streamed Parquet split files as csv or jsonl beside them (batch by batch, see
-    :mod:`text_split_writer`); returns each split's file sha256."""
-    from feature_store.local.training_data.text_split_writer import rewrite_from_parquet
-
-    return {name: rewrite_from_parquet(f.path, f.path.with_suffix(f".{data_format}"), data_format)
-            for name, f in files.items()}
-
-
-#: rows of a key column converted to pandas at a time by a streamed split assignment: its
-#: per-batch arrays (values, class codes, indices: tens of bytes per row) stay a few MiB
-#: whatever ``batch_rows`` (the codes do not depend on the batching; tested)
-KEY_PIECE_ROWS = 1 << 16
-
-
-def _key_frames(read: Callable[[], Iterator[pa.RecordBatch]]) -> Iterator[Any]:
-    """The key columns' batches of ``read()`` as pandas frames of at most
-    :data:`KEY_PIECE_ROWS` rows."""
-    for batch in read():
-        for start in range(0, batch.num_rows, KEY_PIECE_ROWS):
-            yield batch.slice(start, KEY_PIECE_ROWS).to_pandas()
-
-
-def _streamable_time(kind: pa.DataType) -> bool:
-    """Whether a time split reads an event time of this type batch by batch: timestamps, epoch
-    milliseconds (integers; and floats, as a bigint batch holding a null reaches pandas) and
-    dates, which ``_event_times`` converts value by value, so the batches' conversions equal the
-    whole column's (tested). Not strings, whose format ``pd.to_datetime`` infers from the first
-    value (a batch's, or the column's); a feature group refuses them as an event time anyway."""
-    import pyarrow as pa
-
-    return (pa.types.is_timestamp(kind) or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind) or pa.types.is_date(kind))
 
