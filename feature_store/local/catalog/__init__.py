@@ -13,6 +13,7 @@ from pathlib import Path
 from feature_store.local.catalog.database import Database, dumps, loads
 from feature_store.local.catalog.groups import GroupRecords
 from feature_store.local.catalog.views import ViewRecords
+from fstrain.kernel.errors import BackendError
 
 
 class Catalog(GroupRecords, ViewRecords):
@@ -23,8 +24,6 @@ def open_catalog(root: Path) -> Catalog:
     """The catalog of the store at ``root``; a root that is a file, read-only or not a real
     folder is a :class:`BackendError` naming it (not an OSError traceback)."""
     import sqlite3
-
-    from fstrain.kernel.errors import BackendError
 
     try:
         root.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.errors import BackendError
+from fstrain.kernel.oserrors import advice
 from fstrain.kernel.sqlite_open import connect, retry_busy
 
 _BUSY_TIMEOUT_S = 120.0
@@ -149,8 +151,6 @@ class Database:
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            from fstrain.kernel.errors import BackendError
-            from fstrain.kernel.oserrors import advice
 
             if isinstance(exc, sqlite3.OperationalError):  # I/O, full disk, permissions: no damage
                 hint = advice(exc) or "check the disk and the folder's permissions, then retry"

@@ -11,16 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.core.expectations import (
+    ValidationReport,
+    check_suite,
+    normalize_policy,
+    suite_to_dict,
+)
 from feature_store.feature import Feature, FilterLike
 from feature_store.local.objects.query import Query
 from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.storage import group_storage
+from feature_store.local.storage.options import check_options, check_write_options
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
+    UnknownFeatureError,
     did_you_mean,
 )
+from fstrain.kernel.names import check_entity_name
 from fstrain.kernel.timeutil import required_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,8 +159,6 @@ class FeatureGroup(TaggedEntity):
         for f in self.__dict__.get("_features", []):
             if f.name == name:
                 return f
-        from fstrain.kernel.errors import UnknownFeatureError
-
         names = [f.name for f in self.__dict__.get("_features", [])]
         raise UnknownFeatureError(
             f"{self.owner if 'name' in self.__dict__ else type(self).__name__} has no attribute "
@@ -179,8 +186,6 @@ class FeatureGroup(TaggedEntity):
         commit has finished when the call returns); any other ``write_options`` key is refused
         by name (see :mod:`feature_store.local.storage.options`).
         """
-        from feature_store.local.storage.options import check_write_options
-
         check_write_options(self.owner, write_options)
         return self._store.writer.insert(
             self,
@@ -200,8 +205,6 @@ class FeatureGroup(TaggedEntity):
 
         Returns the commit id of the delete. ``write_options`` as for :meth:`insert`.
         """
-        from feature_store.local.storage.options import check_write_options
-
         check_write_options(self.owner, write_options)
         return self._store.writer.remove_rows(self, delete_df)
 
@@ -335,8 +338,6 @@ class FeatureGroup(TaggedEntity):
                 f"{self.owner}: read(online=True) needs an online store; the local backend has "
                 "only the offline store. Use online=False."
             )
-        from feature_store.local.storage.options import check_options
-
         check_options(self.owner, "read_options", read_options, {})
         query = self.select_all()
         if wallclock_time is not None:
@@ -463,12 +464,6 @@ class FeatureGroup(TaggedEntity):
         overwrite: bool = False,
     ) -> dict[str, Any]:
         """Attach a Great Expectations suite; every later insert is validated against it."""
-        from feature_store.core.expectations import (
-            check_suite,
-            normalize_policy,
-            suite_to_dict,
-        )
-
         policy = normalize_policy(validation_ingestion_policy)
         data = suite_to_dict(expectation_suite, default_name=f"{self.name}_v{self.version}_suite")
         data["run_validation"] = bool(run_validation)
@@ -499,8 +494,6 @@ class FeatureGroup(TaggedEntity):
 
     def get_validation_reports(self, ingestion_result: str | None = None) -> list[ValidationReport]:
         """Stored validation reports, newest first (optionally only INGESTED or REJECTED)."""
-        from feature_store.core.expectations import ValidationReport
-
         rows = self._store.catalog.validation_reports(self.require_saved())
         return [
             ValidationReport.from_dict(report)
@@ -549,7 +542,6 @@ class FeatureGroup(TaggedEntity):
 
 
 def _tag_name(name: str) -> str:
-    from fstrain.kernel.names import check_entity_name
 
     return check_entity_name(name, "tag")
 

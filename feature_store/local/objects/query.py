@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature, Filter, FilterLike, Logic
 from feature_store.local.objects.sdk_conventions import convert_result
+from feature_store.local.query.query_plan import plan
 from feature_store.local.query.query_spec import (
     Column,
     GroupSpec,
@@ -29,8 +30,11 @@ from feature_store.local.query.query_spec import (
     freeze_filter,
     value_from_json,
 )
+from feature_store.local.storage.options import check_options
+from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 from fstrain.kernel.timeutil import to_utc
+from fstrain.kernel.window import scheduler_bounds
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -241,8 +245,6 @@ class Query:
     @property
     def features(self) -> list[Feature]:
         """The output features, named as they appear in the result."""
-        from feature_store.local.query.query_plan import plan
-
         groups = {fg_key(fg): fg for fg in self.feature_groups()}
         return [Feature(name=c.name, type=c.column.type, description=c.column.description,
                         primary=c.column.primary, partition=c.column.partition,
@@ -251,8 +253,6 @@ class Query:
 
     def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
         from feature_store.local.query.pit import compile_query
-        from feature_store.local.storage.storage_errors import storage_boundary
-
         with storage_boundary(self._owner(), "planning"):
             return compile_query(self.spec(), start_time=start_time, end_time=end_time,
                                  limit=limit or self._limit, order_by_root_key=True)
@@ -275,15 +275,11 @@ class Query:
 
         Rows come in the root group's primary-key (+ event time) order, so two identical reads
         return the same rows in the same order (as training data does)."""
-        from fstrain.kernel.window import scheduler_bounds
-
         if online:
             raise InvalidArgumentError(
                 "read(online=True) needs an online store; the local backend has only the "
                 "offline store. Use online=False."
             )
-        from feature_store.local.storage.options import check_options
-
         check_options(self._owner(), "read_options", read_options, {})
         start_time, end_time = scheduler_bounds(start_time, end_time)
         return convert_result(self.to_arrow(start_time, end_time), dataframe_type)

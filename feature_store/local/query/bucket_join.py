@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.query.query_plan import event_time_of, lookback_in_unit
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pyarrow as pa
@@ -147,8 +149,6 @@ def _typed(fg: Any, columns: list[str], allowed: tuple[str, ...]) -> bool:
 def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
           columns: list[str]) -> Step | None:
     """The join as a :class:`Step`, or None when its types are not covered."""
-    from feature_store.local.query.query_plan import event_time_of, lookback_in_unit
-
     lfg, rfg = jp.left.group, jp.right.group
     if not jp.point_in_time or not _typed(rfg, [*right_keys, *jp.tie_break], _KEY_TYPES):
         return None

@@ -31,6 +31,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.query import bucket_join
+from feature_store.local.query.bucket_join import RESULT_ROW_GROUP
+
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
     import numpy as np
@@ -102,8 +105,6 @@ def bucket_count(compiled: CompiledQuery, memory_limit: str) -> int:
     (1: the whole query fits, run it as one statement); when there are several and the numpy
     kernel joins them, at least one per :data:`KERNEL_BUCKET_ROWS` root rows, up to
     :data:`KERNEL_MAX_BUCKETS`."""
-    from feature_store.local.query import bucket_join
-
     budget = max(1, int(size_bytes(memory_limit) * BUCKET_SHARE))
     count = max(1, min(MAX_BUCKETS, math.ceil(estimated_bytes(compiled) / budget)))
     if count > 1 and compiled.shape is not None and bucket_join.plan(compiled) is not None:
@@ -179,8 +180,6 @@ def result_batch_rows(buckets: int, merge_rows: int = MERGE_READ_ROWS) -> int:
     """Rows per batch (or row group) of a bucket's result file when there are ``buckets`` and
     the merge reads ``merge_rows`` rows at a time: those rows shared by the buckets, between
     :data:`MERGE_MIN_READ` and ``RESULT_ROW_GROUP``; it never changes the merged rows."""
-    from feature_store.local.query.bucket_join import RESULT_ROW_GROUP
-
     return max(MERGE_MIN_READ, min(RESULT_ROW_GROUP, merge_rows // max(1, buckets)))
 
 
@@ -193,7 +192,6 @@ class PartitionedQuery:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
                  folder: Path, merge_rows: int = MERGE_READ_ROWS) -> None:
-        from feature_store.local.query import bucket_join
         from feature_store.local.storage import engine
 
         if compiled.partition_keys is None or buckets < 1:
@@ -294,9 +292,8 @@ class PartitionedQuery:
         connection of its own (a cursor) in the caller's time zone, in batches sized to the
         memory limit (:func:`partition_batch_rows`), numbered by :func:`bucket_numbers` (DuckDB
         hashes only string keys: its hash and its export cost more CPU than numpy's hash)."""
-        from feature_store.local.query import bucket_join
-        from feature_store.local.storage.engine import quote_ident as q
         from feature_store.local.query.row_gather import _value_bytes
+        from feature_store.local.storage.engine import quote_ident as q
 
         node = self.compiled.scans[placeholder]
         if not node.group.delta_table.files(node.commit):
@@ -367,8 +364,6 @@ class PartitionedQuery:
                      schema: pa.Schema) -> Path:
         """One bucket joined by the numpy kernel; returns its result file (its inputs are
         left for the caller to remove)."""
-        from feature_store.local.query import bucket_join
-
         tables = {}
         for ph, columns in self._kernel_reads().items():
             folder = self._bucket_dir(ph, bucket)

@@ -36,8 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feature_store.local.storage import engine
-from feature_store.local.storage.engine import quote_ident as q
+from feature_store.local.query import row_gather
 from feature_store.local.query.query_plan import (
     Gather,
     JoinPlan,
@@ -49,6 +48,10 @@ from feature_store.local.query.query_plan import (
     plan,
 )
 from feature_store.local.query.query_spec import Condition, Conjunction, FilterSpec, GroupSpec
+from feature_store.local.query.row_gather import GatherPolicy
+from feature_store.local.storage import engine
+from feature_store.local.storage.engine import quote_ident as q
+from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import required_utc, to_utc
 
@@ -124,16 +127,12 @@ class CompiledQuery:
         ``single_statement`` runs the equivalent single statement instead (same result; used
         to check the two against each other).
         """
-        from feature_store.local.storage.storage_errors import storage_boundary
-
         groups = ", ".join(dict.fromkeys(f"'{n.group.name}' v{n.group.version}" for n in self.scans.values()))
         with storage_boundary(f"query over feature group(s) {groups}", "reading"):
             return self._fetch(con, single_statement=single_statement)
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool) -> pa.Table:
         import pyarrow as pa
-
-        from feature_store.local.query import row_gather
 
         if single_statement or not self.gathers:
             sql = self.bind(con, single_statement=single_statement)
@@ -342,8 +341,6 @@ def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather
     already use the row-id names; and when gathering pays and fits in memory
     (:class:`~feature_store.local.query.row_gather.GatherPolicy`).
     """
-    from feature_store.local.query.row_gather import GatherPolicy
-
     lefts = {jp.left.alias for jp in p.joins}
     filtered = {_alias_by_name(p, f) for f in post.conditions()} if post is not None else set()
     taken = set(output)

@@ -21,6 +21,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
+from feature_store.local.storage import snapshots
+from feature_store.local.storage.snapshots import snapshot
 from fstrain.kernel.errors import CommitConflictError, InvalidArgumentError
 
 WRITE_OPERATIONS = ("WRITE", "MERGE", "DELETE")
@@ -43,8 +45,6 @@ class Commit:
 
 def forget_snapshots() -> None:
     """Drop cached snapshots (a dropped table's path may be reused by a new table)."""
-    from feature_store.local.storage import snapshots
-
     snapshots.forget()
 
 
@@ -121,8 +121,6 @@ class DeltaFeatureTable:
         """The table at ``version`` (a committed version never changes, so it is cached)."""
         if version is None:
             return DeltaTable(str(self.path))
-        from feature_store.local.storage.snapshots import snapshot
-
         return snapshot(str(self.path), int(version)).table
 
     def version(self) -> int:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from feature_store.local.storage.snapshots import snapshot
+
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
@@ -75,8 +77,6 @@ def _file_columns(
     con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int, files: list[str]
 ) -> tuple[str, ...]:
     """The columns ``version``'s files hold (cached with the version's snapshot)."""
-    from feature_store.local.storage.snapshots import snapshot
-
     snap = snapshot(str(table.path), version)
     if snap.file_columns is None:
         rel = con.sql(f"SELECT * FROM read_parquet({_file_list(files)}, union_by_name=true) LIMIT 0")
@@ -87,8 +87,6 @@ def _file_columns(
 def scan_schema(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, version: int) -> pa.Schema:
     """The Arrow schema of :func:`scan` results for ``version`` (planned, not run; cached with the
     version's snapshot)."""
-    from feature_store.local.storage.snapshots import snapshot
-
     snap = snapshot(str(table.path), version)
     if snap.scan_schema is None:
         query = f"SELECT * FROM {scan(con, table, version)} LIMIT 0"

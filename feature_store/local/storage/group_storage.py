@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
 from feature_store.local.catalog import dumps
+from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now
 
@@ -113,8 +114,6 @@ def statistics(catalog: Catalog, fg: StoredGroup, commit_id: int | None, *,
     ``recompute``, else computed now and stored."""
     from feature_store.local.storage import engine
     from feature_store.local.storage.statistics import compute_statistics
-    from feature_store.local.storage.storage_errors import storage_boundary
-
     fg_id = fg.require_saved()
     table = fg.delta_table
     commit = table.version() if commit_id is None else int(commit_id)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from feature_store.core import arrow_bits
 from feature_store.core import moments as _moments
 from feature_store.local.storage.engine import quote_ident
 
@@ -123,7 +124,6 @@ class _Moments(_moments.BlockMoments):
         super().__init__(BLOCK)
 
     def update(self, column: pa.Array) -> None:
-        from feature_store.core import arrow_bits
 
         if not self.finite or len(column) == column.null_count:
             return

@@ -26,6 +26,7 @@ from fstrain.kernel.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
+from fstrain.kernel.oserrors import advice
 
 _USER_DUCKDB = ("BinderException", "ConversionException", "OutOfRangeException",
                 "TypeMismatchException", "ParserException")
@@ -48,8 +49,6 @@ def translate(exc: BaseException, owner: str, action: str) -> FeatureStoreError 
     module = type(exc).__module__ or ""
     text = _first_line(exc)
     where = f"{owner}: {action} failed"
-    from fstrain.kernel.oserrors import advice
-
     hint = advice(exc)
     if hint is not None:  # a full disk or an unwritable store, whichever library noticed it
         return BackendError(f"{where}: {hint} ({name}: {text}).")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from feature_store.core.expectations import categorical_safe_columns, referenced_columns, validate
 from feature_store.feature import Feature
 from feature_store.local.storage import schema as schema_rules
 from feature_store.local.storage.storage_errors import storage_boundary
@@ -19,7 +20,9 @@ from fstrain.kernel.errors import (
     DataValidationError,
     InvalidArgumentError,
     SchemaMismatchError,
+    did_you_mean,
 )
+from fstrain.kernel.names import normalize_feature_name
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -126,12 +129,6 @@ class FeatureGroupWriter:
     ) -> ValidationReport | None:
         if not self._will_validate(fg, options):
             return None
-        from feature_store.core.expectations import (
-            categorical_safe_columns,
-            referenced_columns,
-            validate,
-        )
-
         suite = fg.expectation_suite
         assert suite is not None  # _will_validate
         columns = referenced_columns(suite)
@@ -174,7 +171,6 @@ class FeatureGroupWriter:
         return commit_id
 
     def append_features(self, fg: WritableGroup, features: Feature | list[Feature]) -> WritableGroup:
-        from fstrain.kernel.names import normalize_feature_name
 
         fg.require_saved()
         new = [features] if isinstance(features, Feature) else list(features)
@@ -211,7 +207,6 @@ def _check_declared_keys(fg: WritableGroup, target: pa.Schema) -> None:
     ):
         for c in cols:
             if c not in columns:
-                from fstrain.kernel.errors import did_you_mean
 
                 raise SchemaMismatchError(
                     f"{fg.owner}: {role} column '{c}' is not in the data (columns: {columns})."

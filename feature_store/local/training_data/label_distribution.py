@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from feature_store.core.moments import BlockMoments
 from feature_store.core.transformation_fit import DistinctValues, pandas_dtype
+from feature_store.local.training_data.training_data_stream import open_parquet
 
 __all__ = ["DISTINCT_LIMIT", "file_label_distribution", "label_distribution", "pd_numeric"]
 
@@ -141,8 +142,6 @@ def table_label_distribution(table: pa.Table, labels: list[str]) -> dict[str, An
 
 def file_label_distribution(path: Path, labels: list[str]) -> dict[str, Any]:
     """:func:`label_distribution` of a written split file (Parquet), read a batch at a time."""
-    from feature_store.local.training_data.training_data_stream import open_parquet
-
     schema = open_parquet(path).schema_arrow
     return label_distribution(
         lambda: open_parquet(path).iter_batches(batch_size=BATCH_ROWS, columns=labels),

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from feature_store.local.query.partitioned_join import bucket_count
+from feature_store.local.storage.options import SYNCHRONOUS, check_options
 from fstrain.kernel.errors import IntegrityError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,8 +74,6 @@ class StreamOptions:
         values and keys
         the local backend has no meaning for are refused, never ignored (``wait_for_job`` is
         honoured by construction)."""
-        from feature_store.local.storage.options import SYNCHRONOUS, check_options
-
         understood = {**SYNCHRONOUS, "batch_rows": "rows per streamed batch",
                       "memory_limit": "DuckDB's memory limit while streaming",
                       "partitions": "hash partitions the point-in-time joins run in"}
@@ -99,8 +99,6 @@ class StreamOptions:
     def buckets(self, compiled: Any) -> int:
         """How many hash partitions ``compiled`` (a ``CompiledQuery``) runs in: 1 when its shape
         cannot be partitioned (it runs as one statement, DuckDB spilling)."""
-        from feature_store.local.query.partitioned_join import bucket_count
-
         if compiled.partition_keys is None:
             return 1
         if self.partitions is not None:
