@@ -42,7 +42,7 @@ def _use_case_gates(registry: Any, name: str) -> tuple[str | None, list[str]]:
     its default model name) and that use case's gates."""
     from feature_views import USE_CASES, get_use_case
 
-    models = registry.get_models(name)
+    models = [] if registry is None else registry.get_models(name)
     view = models[-1].feature_view_name if models else None
     for use_case_name in USE_CASES:
         use_case = get_use_case(use_case_name)
@@ -105,17 +105,21 @@ def show_command(
     from fstrain.cli.errors import guarded
 
     def body() -> dict[str, Any]:
+        from fstrain.cli.registry_open import open_registry
         from model_registry.naming import check_model_name
-        from validation.policy import current_policy, standard_gates
+        from validation.policy import current_policy, standard_gates, use_case_policy
 
         check_model_name(model)
-        registry = _registry(root)
-        trust = None if registry.trust_store is None else registry.trust_store.load()
+        registry = open_registry(root)  # showing creates nothing, not even the registry
         use_case, gates = _use_case_gates(registry, model)
-        policy = current_policy(registry, model, gates, trust=trust)
-        versions = [{k: r.get(k) for k in ("version", "created", "user", "policy_sha256",
-                                           "signer")}
-                    for r, _ in registry.policies.versions(model, trust)]
+        if registry is None:  # a store without models: the use case's defaults
+            policy, versions = use_case_policy(gates), []
+        else:
+            trust = None if registry.trust_store is None else registry.trust_store.load()
+            policy = current_policy(registry, model, gates, trust=trust)
+            versions = [{k: r.get(k) for k in ("version", "created", "user", "policy_sha256",
+                                               "signer")}
+                        for r, _ in registry.policies.versions(model, trust)]
         return {"model": model, "use_case": use_case, "policy": policy.to_record(),
                 "summary": policy.summary(), "versions": versions,
                 "standard_gates": {t: list(standard_gates(t))

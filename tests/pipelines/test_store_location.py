@@ -50,6 +50,8 @@ def test_an_empty_folder_is_no_store_and_a_store_without_models_lists_nothing(tm
     Project(store).get_feature_store()  # a store with features, no model registry
     listed = _cli("registry", "list", "--root", str(store))
     assert listed.exit_code == 0 and "No model versions found" in listed.output
+    policy = _cli("registry", "policy", "show", "adult_income", "--root", str(store))
+    assert policy.exit_code == 0 and "use case adult" in policy.output, policy.output
     assert sorted(p.name for p in store.iterdir()) == ["feature_store"]
 
 
