@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,21 +157,30 @@ def _import_graph() -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*up, base] if base else up)
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                         for a in node.names]
-            else:
-                continue
-            graph[module] |= {m for m in map(owner, names) if m and m != module}
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = _imported_names(module, path, node, modules)
+                graph[module] |= {m for m in map(owner, names) if m and m != module}
     return graph
+
+
+def _imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom,
+                    modules: dict[str, Path],
+                    exports: dict[str, str] | None = None) -> list[str]:
+    """The absolute names one import statement of ``module`` imports: relative ones resolved,
+    ``from pkg import sub`` naming the submodule ``sub`` when it is one, else ``pkg`` itself,
+    or, given ``exports`` (:func:`_lazy_exports`), the module a package's ``__getattr__``
+    loads for that name."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    base = node.module or ""
+    if node.level:
+        up = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*up, base] if base else up)
+    exports = exports or {}
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules
+            else exports.get(f"{base}.{a.name}", base) for a in node.names]
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -236,3 +247,287 @@ def test_the_cycle_finder_sees_lazy_and_type_checking_imports(tmp_path):
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [frozenset({"a", "b", "c"})]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# --------------------------------------------------------------------------- lazy imports
+
+#: The libraries whose import cost is measured: a product module may import them inside a
+#: function. Each costs at least two interpreter starts (``python bench/import_cost.py``: a
+#: fresh subprocess each, its own ``-X importtime``, median of 3; 2026-12-02 on the shared 2-core
+#: box at load 6-9, where ``python -c pass`` took 60-120 ms). The figures are that importtime in
+#: ms ("wall": wall time less the interpreter's start, the benchmark's first version). Anything
+#: cheaper is imported at the top of its module: typer 114-133, pydantic 93-104, requests 90,
+#: uvicorn 74, argon2 93, jinja2 42, rich.progress 96, rich.table 76, PIL.Image 41-135,
+#: deltalake 30, yaml 19, tokenizers 9. Add a library only with its figure from the benchmark.
+HEAVY_LIBRARIES: tuple[str, ...] = (
+    "peft",  # 24513
+    "skops.io",  # 26017
+    "keras",  # 22453
+    "skl2onnx",  # wall 16234
+    "torch",  # 12914
+    "safetensors.torch",  # torch's
+    "shap",  # 12397
+    "jax",  # 12015
+    "lightgbm",  # 9702
+    "mlflow",  # 6671
+    "cleanlab",  # 6049
+    "xgboost",  # 5602
+    "sklearn",  # 5377
+    "onnxmltools",  # wall 5342
+    "flax",  # 5327
+    "optax",  # 5225
+    "great_expectations",  # 5087
+    "scipy.stats",  # 4551 (scipy itself: 174)
+    "transformers",  # 4477
+    "onnx",  # wall 4420
+    "catboost",  # 3924
+    "ray",  # 3066
+    "hsfs",  # wall 2866
+    "hopsworks",  # wall 1958
+    "pandas",  # 1792
+    "polars",  # 910
+    "pyspark",  # 893
+    "matplotlib",  # 826 (matplotlib.pyplot: 2000)
+    "gguf",  # wall 812
+    "duckdb",  # 727
+    "hsml",  # wall 469
+    "pyarrow",  # 431
+    "joblib",  # 359
+    "numpy",  # 249-333
+    "onnxruntime",  # 329
+    "safetensors.numpy",  # 263 (numpy's)
+)
+#: Folders whose function-level imports are being hoisted by other changes right now (issue 29):
+#: their offenders are tolerated, and an entry with none left fails as stale. Nothing may add
+#: an entry; the tuple goes when it is empty.
+LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
+    "feature_store/local/", "fstrain/trainers/", "pipelines/",
+    # hoisted next, one commit per package
+    "feature_store/__init__.py", "feature_store/core/", "feature_store/hopsworks/",
+    "feature_views/", "fstrain/cli/", "fstrain/project.py", "fstrain/serve/", "fstrain/tools/",
+    "model_registry/",
+)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _catches_import_error(node: ast.Try | ast.TryStar) -> bool:
+    kinds = [k for h in node.handlers if h.type is not None
+             for k in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
+    return any(isinstance(k, ast.Name) and k.id in ("ImportError", "ModuleNotFoundError")
+               for k in kinds)
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _import_statements(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement with where it runs: ``"top"`` (module level, at import time),
+    ``"typing"`` (a module-level ``if TYPE_CHECKING:`` block: never at run time), ``"lazy"``
+    (inside a def or class body) or ``"probe"`` (lazy, inside a ``try`` that catches
+    ImportError or ModuleNotFoundError)."""
+    found: list[tuple[ast.Import | ast.ImportFrom, str]] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for field, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for child in (c for c in children if isinstance(c, ast.AST)):
+                inner = where
+                if isinstance(child, _SCOPES) and where in ("top", "typing"):
+                    inner = "lazy"
+                elif (isinstance(node, ast.Try | ast.TryStar) and field == "body"
+                      and where == "lazy" and _catches_import_error(node)):
+                    inner = "probe"
+                elif where == "top" and field == "body" and _is_type_checking(node):
+                    inner = "typing"
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    found.append((child, inner))
+                visit(child, inner)
+
+    visit(tree, "top")
+    return found
+
+
+def _prefixes(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _costly_key(name: str, optional: frozenset[str]) -> str | None:
+    """The HEAVY_LIBRARIES entry ``name`` lies in (``torch.nn`` in ``torch``), or its
+    top-level package when only an extra installs it; None for a cheap module."""
+    heavy = [p for p in _prefixes(name) if p in HEAVY_LIBRARIES]
+    if heavy:
+        return heavy[-1]
+    return name.split(".")[0] if name.split(".")[0] in optional else None
+
+
+def _optional_libraries() -> frozenset[str]:
+    """The import names of the libraries only an extra installs (pyproject's
+    optional-dependencies but ``dev``, less its dependencies), read from the installed
+    distributions."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower().replace("_", "-")
+                for r in requirements}
+
+    extras = {n for extra, reqs in project["optional-dependencies"].items() if extra != "dev"
+              for n in names(reqs)}
+    found: set[str] = set()
+    for dist in sorted(extras - names(project["dependencies"]) - {project["name"]}):
+        try:
+            files = importlib.metadata.distribution(dist).files or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for file in files:
+            top = file.parts[0]
+            if not top.endswith((".dist-info", ".egg-info", ".data", ".pth")) and top != "..":
+                found.add(top.split(".")[0])
+    return frozenset(found - {"__pycache__"})
+
+
+def _lazy_exports(modules: dict[str, Path]) -> dict[str, str]:
+    """``pkg.name`` -> the module a package's module-level ``__getattr__`` imports for
+    ``name``: the package's dict literals of names to product modules (the lazy re-export
+    tables, read by ``importlib.import_module``)."""
+    found: dict[str, str] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+            continue
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            if isinstance(value, ast.Dict):
+                pairs = [(k.value, v.value) for k, v in zip(value.keys, value.values)
+                         if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)]
+                found |= {f"{module}.{k}": v for k, v in pairs if v in modules}
+    return found
+
+
+def _costly_loads(modules: dict[str, Path], optional: frozenset[str],
+                  exports: dict[str, str]) -> dict[str, frozenset[str]]:
+    """module -> the heavy or extra-only libraries importing it loads: its own run-time
+    top-level imports, those of the product modules and packages it imports at its top and
+    those of its own packages, transitively. Computed from the source, never listed."""
+    direct: dict[str, set[str]] = {}
+    needs: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        names = {n for node, where in _import_statements(tree) if where == "top"
+                 for n in _imported_names(module, path, node, modules, exports)}
+        direct[module] = {k for n in names if (k := _costly_key(n, optional))}
+        needs[module] = {p for n in names | {module} for p in _prefixes(n) if p in modules}
+        needs[module].discard(module)
+    loads = {m: set(d) for m, d in direct.items()}
+    grew = True
+    while grew:
+        grew = False
+        for module, deps in needs.items():
+            more = set().union(*(loads[d] for d in deps)) - loads[module]
+            if more:
+                loads[module] |= more
+                grew = True
+    return {m: frozenset(v) for m, v in loads.items()}
+
+
+def _lazy_offenders(module: str, path: Path, source: str, modules: dict[str, Path],
+                    loads: dict[str, frozenset[str]], optional: frozenset[str],
+                    exports: dict[str, str] | None = None) -> list[str]:
+    """``path:line imports names`` for each import statement of ``module`` inside a def or
+    class body that the rule does not allow. Allowed there, when ``module`` does not load it
+    at its top already: a heavy library; a library only an extra installs (the module must
+    import without the extra); a product module whose import loads one of those (computed).
+    Allowed too: any library inside a ``try`` that catches ImportError (an availability
+    probe, turning absence into an error that names the extra). Never our own modules
+    otherwise, not even in a ``try``: they are always there, so that is no probe but a cycle
+    or a cost in hiding."""
+    found = []
+    here = loads.get(module, frozenset())
+    for node, where in _import_statements(ast.parse(source, filename=str(path))):
+        if where not in ("lazy", "probe"):
+            continue
+        bad = []
+        for name in _imported_names(module, path, node, modules, exports):
+            if name.split(".")[0] in PRODUCT_PACKAGES:
+                cost = set().union(*(loads[p] for p in _prefixes(name) if p in loads))
+                if not cost - here:
+                    bad.append(name)
+            elif where == "lazy" and _costly_key(name, optional) in (None, *here):
+                bad.append(name)
+        if bad:
+            found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} imports "
+                         + ", ".join(sorted(set(bad))))
+    return found
+
+
+def lazy_import_offenders() -> list[str]:
+    """Every product import statement inside a function that the rule does not allow."""
+    modules = _product_modules()
+    optional = _optional_libraries()
+    exports = _lazy_exports(modules)
+    loads = _costly_loads(modules, optional, exports)
+    return [o for module, path in sorted(modules.items())
+            for o in _lazy_offenders(module, path, path.read_text(), modules, loads, optional,
+                                     exports)]
+
+
+def test_lazy_imports_are_only_of_measured_heavy_libraries():
+    """An import inside a function is for a library whose import cost is measured
+    (HEAVY_LIBRARIES), a library an extra installs, an availability probe, or a product module
+    that loads one of those at its top; never to break a cycle or by habit."""
+    offenders = lazy_import_offenders()
+
+    def tolerated(offender: str) -> str | None:
+        return next((p for p in LAZY_IMPORTS_BEING_HOISTED if offender.startswith(p)), None)
+
+    new = [o for o in offenders if tolerated(o) is None]
+    stale = sorted(set(LAZY_IMPORTS_BEING_HOISTED) - {tolerated(o) for o in offenders})
+    assert new == [], ("imports inside functions of cheap modules; hoist them to the top of "
+                       f"the module ({len(new)}):\n" + "\n".join(new))
+    assert stale == [], f"no lazy imports left; remove from LAZY_IMPORTS_BEING_HOISTED: {stale}"
+
+
+def test_the_lazy_import_rule_sees_what_it_should():
+    """The rule itself, on a made-up module ``fstrain.x`` next to a costly ``fstrain.h``."""
+    modules = {"fstrain": ROOT / "fstrain" / "__init__.py", "fstrain.x": ROOT / "fstrain" / "x.py",
+               "fstrain.h": ROOT / "fstrain" / "h.py", "fstrain.c": ROOT / "fstrain" / "c.py"}
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import pandas\n"
+        "def f():\n    import json\n    import torch.nn\n    from . import h\n"
+        "    from fstrain import c\n"
+        "    try:\n        import yaml\n        from fstrain.c import C\n"
+        "    except ImportError:\n        pass\n"
+        "    import starlette\n"
+        "class K:\n    import re\n"
+    )
+    loads = {"fstrain": frozenset(), "fstrain.x": frozenset(), "fstrain.c": frozenset(),
+             "fstrain.h": frozenset({"torch"})}
+    found = _lazy_offenders("fstrain.x", modules["fstrain.x"], source, modules, loads,
+                            frozenset({"starlette"}))
+    assert [f.split(":", 1)[1] for f in found] == [
+        "5 imports json", "8 imports fstrain.c", "11 imports fstrain.c", "16 imports re"]
+    # what the module loads at its top anyway is no reason to defer it
+    loads["fstrain.x"] = frozenset({"torch"})
+    found = _lazy_offenders("fstrain.x", modules["fstrain.x"], source, modules, loads,
+                            frozenset({"starlette"}))
+    assert [f.split(" ", 1)[0].split(":")[1] for f in found] == ["5", "6", "7", "8", "11", "16"]
+    assert "starlette" in _optional_libraries() and "numpy" not in _optional_libraries()
+
+
+def test_the_lazy_import_rule_reads_lazy_re_export_tables(tmp_path):
+    """``from pkg import f`` where pkg's ``__getattr__`` loads ``f`` from ``pkg.m``: the cost
+    is ``pkg.m``'s."""
+    (tmp_path / "pkg").mkdir()
+    init, m = tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "m.py"
+    init.write_text("_LAZY = {'f': 'pkg.m', 'g': 'elsewhere'}\ndef __getattr__(name): ...\n")
+    m.write_text("import torch\n")
+    modules = {"pkg": init, "pkg.m": m}
+    exports = _lazy_exports(modules)
+    assert exports == {"pkg.f": "pkg.m"}
+    assert _costly_loads(modules, frozenset(), exports) == {"pkg": frozenset(),
+                                                            "pkg.m": frozenset({"torch"})}

@@ -35,6 +35,8 @@ from typing import Any
 
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now_iso
+from model_registry.history import event_dir, sha256_bytes
+from validation.audit_map import framework_rows
 
 DOSSIER_VERSION = 1
 DOSSIER_JSON = "dossier.json"
@@ -52,8 +54,6 @@ def collect_dossier(model: Any, verification: Mapping[str, Any], *,
     ``versions`` the model's versions for the inventory; ``trust_dir`` the store's trust-list
     folder, whose signed log and ``allowed_signers`` are copied when there.
     """
-    from validation.audit_map import framework_rows
-
     folder = Path(model.model_path)
     manifest, manifest_bytes = _read_json(folder / "manifest.json")
     manifest = manifest or {}
@@ -118,8 +118,6 @@ def _event_numbers(folder: Path, manifest: Mapping[str, Any]) -> list[int]:
 def _event(folder: Path, seq: int, copies: dict[str, bytes]) -> tuple[dict[str, Any],
                                                                       list[dict[str, Any]]]:
     """One history event's row, its copies, and its scorecard summary for a validation run."""
-    from model_registry.history import event_dir, sha256_bytes
-
     base = event_dir(seq)
     record, raw = _read_json(folder / base / "record.json")
     if raw is not None:
@@ -145,8 +143,6 @@ def _event(folder: Path, seq: int, copies: dict[str, bytes]) -> tuple[dict[str, 
 def _copy_evidence(folder: Path, base: str, seq: int, rel: str, recorded: Any,
                    copies: dict[str, bytes]) -> dict[str, Any]:
     """Copy one file a record covers to ``runs/<seq>/<rel>``, comparing it with its hash."""
-    from model_registry.history import sha256_bytes
-
     if not _SAFE.match(rel) or ".." in rel.split("/"):
         return {"path": rel, "copy": None, "recorded_sha256": recorded, "sha256": None,
                 "state": "refused: not a plain relative path"}
@@ -301,7 +297,6 @@ def write_dossier(dossier: Mapping[str, Any], out: Path, *, store_roots: Sequenc
     The files are written into a staging folder beside ``out`` and moved into place, so a
     failure leaves ``out`` as it was.
     """
-    from model_registry.history import sha256_bytes
     from validation.dossier_html import render_dossier
 
     target = check_out_folder(out, store_roots=store_roots, force=force)

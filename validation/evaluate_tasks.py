@@ -4,13 +4,32 @@ the baseline's metrics and the primary metric that ``better_than_*`` gates compa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from fstrain.kernel.errors import ConfigError
+from validation.bias import slice_report
+from validation.calibration import calibration_report
 from validation.evaluation_data import EvaluationData, EvaluationSettings, as_binary, positive_class
+from validation.explain import by_column, explain, readable_names
+from validation.metrics import (
+    baseline_metrics,
+    bootstrap_ci,
+    choose_threshold,
+    classification_cis,
+    classification_metrics,
+    regression_metrics,
+)
+from validation.plots import (
+    attribution_heatmap_png,
+    residuals_png,
+    shap_importance_png,
+    standard_plots,
+)
 from validation.scorecard import Scorecard
 
 Result = tuple[dict[str, bytes], dict[str, Any], str]
@@ -29,16 +48,6 @@ def _output_index(predictor: Any, positive: Any) -> int | None:
 def binary(card: Scorecard, predictor: Any, data: EvaluationData,
            settings: EvaluationSettings) -> Result:
     """Metrics, CIs, baseline, calibration, slices and an explanation of a binary classifier."""
-    from validation.bias import slice_report
-    from validation.calibration import calibration_report
-    from validation.metrics import (
-        baseline_metrics,
-        choose_threshold,
-        classification_cis,
-        classification_metrics,
-    )
-    from validation.plots import standard_plots
-
     positive = positive_class(data.y_train)
     y_tr, y_va, y_te = (as_binary(y, positive) for y in (data.y_train, data.y_validation,
                                                           data.y_test))
@@ -82,8 +91,6 @@ def regression(card: Scorecard, predictor: Any, data: EvaluationData,
     """MAE, RMSE, R² with bootstrap CIs, per-slice errors, a residual plot, and baselines: the
     mean predictor, and (when the use case names its feature) the naive forecast, which is then
     the baseline the model must beat."""
-    from validation.metrics import baseline_metrics, bootstrap_ci, regression_metrics
-    from validation.plots import residuals_png
     y = data.y_test.to_numpy(dtype=float)
     pred = np.asarray(predictor.predict(data.X_test), dtype=float)
     card.metrics = regression_metrics(y, pred)
@@ -118,9 +125,6 @@ def _r2(t: np.ndarray, p: np.ndarray) -> float:
 def naive_forecast_baseline(data: EvaluationData, column: str) -> dict[str, Any]:
     """Regression metrics of predicting each test row's ``column`` (its last observed label);
     rows without one (no history yet) get the training mean."""
-    from fstrain.kernel.errors import ConfigError
-    from validation.metrics import regression_metrics
-
     if column not in data.X_test.columns:
         raise ConfigError(
             f"naive_forecast column {column!r} is not a feature of the test split; "
@@ -181,8 +185,6 @@ def generation(card: Scorecard, predictor: Any, data: EvaluationData,
     model without its adapter is the baseline), and exact match (whitespace-insensitive) of
     greedy answers on the test rows whose reference fits the generation budget — the
     short-answer task — overall and per record source when the view has a ``source`` helper."""
-    import math
-
     total, tokens = predictor.nll(data.X_test, data.y_test)
     base_total, _ = predictor.nll(data.X_test, data.y_test, adapter=False)
     loss, base_loss = total / max(tokens, 1), base_total / max(tokens, 1)
@@ -216,8 +218,6 @@ def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: Ev
                   class_index: int | None) -> Any:
     """An explanation on a bounded sample, or None with ``card.explanation_error`` set (the
     scorecard shows it as a failed section; the ``explanation_available`` gate fails)."""
-    from validation.explain import explain
-
     target = predictor.explain_target
     samples = min(settings.shap_samples, 6) if target.kind == "cnn" else settings.shap_samples
     rows = (X.sample(n=min(len(X), max(samples * 3, 50)), random_state=settings.seed)
@@ -237,8 +237,6 @@ def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: Ev
     columns = list(getattr(getattr(predictor, "schema", None), "names", ()) or ())
     groups = None
     if target.kind != "cnn" and columns:
-        from validation.explain import by_column, readable_names
-
         groups = by_column(explanation, columns)
         explanation = readable_names(explanation, columns)
     card.explanation = explanation.to_dict()
@@ -250,8 +248,6 @@ def explain_model(card: Scorecard, predictor: Any, X: pd.DataFrame, settings: Ev
 
 def explanation_images(predictor: Any, explanation: Any) -> dict[str, bytes]:
     """The explanation's figures: importance bars, and a pixel heatmap for an image model."""
-    from validation.plots import attribution_heatmap_png, shap_importance_png
-
     if explanation is None:
         return {}
     images = {"shap_importance": shap_importance_png(explanation)}

@@ -42,6 +42,7 @@ shap and torch are imported only when needed; nothing here touches a global RNG.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -332,8 +333,6 @@ def _explain_xgboost(model: Any, X: Any, idx: np.ndarray, feature_names: Sequenc
 
 
 def _xgb_objective(booster: Any) -> str:
-    import json
-
     try:
         cfg = json.loads(booster.save_config())
         return str(cfg["learner"]["objective"]["name"])

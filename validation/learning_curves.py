@@ -23,6 +23,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from validation.plots import _figure, _png
+
 #: validation loss this much above train loss at the kept step: a large gap (overfitting)
 GAP_RATIO = 0.25
 #: validation loss this much above its minimum after it: overfitting past the best step
@@ -130,8 +132,6 @@ def scorecard_summary(curves: Mapping[str, Any]) -> dict[str, Any]:
 
 def learning_curves_png(curves: Mapping[str, Any]) -> bytes:
     """Loss (left) and selection metric (right), train and validation, best step marked."""
-    from validation.plots import _figure, _png
-
     fig = _figure(9, 3.6)
     steps = list(curves.get("steps") or [])
     unit = curves.get("unit", "step")

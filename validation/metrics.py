@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -492,7 +493,6 @@ def wilson_interval(k: int, n: int, alpha: float = 0.05) -> list[float] | None:
     _check_counts(k, n, alpha)
     if n == 0:
         return None
-    from statistics import NormalDist
 
     z = NormalDist().inv_cdf(1 - alpha / 2)
     p = k / n

@@ -26,6 +26,7 @@ from datetime import date
 from typing import Any
 
 from fstrain.kernel.errors import did_you_mean
+from validation.gates import failing_gates
 from validation.model_card_facts import architecture, generate, model_facts
 from validation.model_card_owner import (
     OPTIONAL,
@@ -39,6 +40,7 @@ from validation.model_card_owner import (
 )
 from validation.render import esc, html_table
 from validation.scorecard import Scorecard, badge, figures_html, html_page
+from validation.verdicts import failed_fairness_gates
 
 TODO = "To be completed by the model owner"
 OWNER_LABEL = "Written by the owner"
@@ -287,9 +289,6 @@ def build_model_card(
     Returns:
         A :class:`ModelCard`.
     """
-    from validation.gates import failing_gates
-    from validation.verdicts import failed_fairness_gates
-
     card = scorecard.to_dict() if isinstance(scorecard, Scorecard) else dict(scorecard)
     if "baseline_differences" not in card or "status" not in card:
         card = Scorecard.from_dict(card).to_dict()

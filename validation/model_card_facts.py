@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from validation.fairness import DISPARITY_FIGURES
 from validation.render import fmt, fmt_delta
 
 
@@ -155,7 +156,6 @@ def _figure_text(d: Mapping[str, Any], fig: str) -> str:
 def bias_facts(card: Mapping[str, Any]) -> list[str]:
     """Per helper column: the disparity figures over judged slices and all groups, and the
     verdicts of the gates that judge them (the one source of limits)."""
-    from validation.fairness import DISPARITY_FIGURES
     from validation.verdicts import disparity_verdicts, failed_fairness_gates, verdict_word
 
     bias = card.get("bias")

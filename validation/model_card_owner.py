@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fstrain.kernel.errors import ConfigError, did_you_mean
 
 #: Owner keys a reviewer needs (YAML path → label), in card order: completeness counts these.
@@ -129,8 +131,6 @@ def load_owner_file(path: str | Path, *, missing_ok: bool = True,
                     shown_as: str | None = None) -> OwnerFile:
     """Read and check ``model_cards/<model>.yaml``; a missing file gives no texts when
     ``missing_ok``. ``shown_as`` is how the card names the file (default: ``path``)."""
-    import yaml
-
     p = Path(path)
     if not p.exists():
         if missing_ok:

@@ -37,7 +37,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fstrain.kernel.errors import ConfigError, did_you_mean
+import yaml
+
+from fstrain.kernel.errors import ConfigError, IntegrityError, UnauthorizedError, did_you_mean
+from fstrain.kernel.timeutil import utc_now_iso
+from model_registry.history import current_user
+from model_registry.naming import check_model_name
 from model_registry.statuses import run_status
 from validation.evaluate import STANDARD_BINARY_GATES, STANDARD_GATES, GateSpec
 from validation.gates import Gate, parse_gate, parse_gates
@@ -128,8 +133,6 @@ def parse_policy_document(text: str | bytes, *, what: str = "policy file") -> Po
         ConfigError: malformed YAML, an unknown key, an unknown metric or a bad value, naming
             ``what`` and the offending key or gate.
     """
-    import yaml
-
     try:
         data = yaml.safe_load(text.decode("utf-8") if isinstance(text, bytes) else text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -454,8 +457,6 @@ def current_policy(registry: Any, name: str, use_case_gates: Sequence[str], *,
         IntegrityError: the stored policy was edited, removed or reordered
             (``VerificationError`` when a seal does not verify).
     """
-    from fstrain.kernel.errors import IntegrityError
-
     versions = registry.policies.versions(name, trust)
     if not versions:
         return use_case_policy(use_case_gates)
@@ -480,11 +481,6 @@ def set_policy(registry: Any, name: str, document: bytes, *, signer: Any = None,
         ConfigError: the file is not a valid policy (nothing is stored).
         UnauthorizedError: a trust list exists and ``signer`` is missing or not an owner.
     """
-    from fstrain.kernel.errors import UnauthorizedError
-    from fstrain.kernel.timeutil import utc_now_iso
-    from model_registry.history import current_user
-    from model_registry.naming import check_model_name
-
     check_model_name(name)
     parsed = parse_policy_document(document, what=f"policy file for model '{name}'")
     if trust is not None and signer is None:

@@ -34,17 +34,22 @@ from __future__ import annotations
 import base64
 import json
 import math
+import platform
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from importlib import metadata
 from typing import Any
 
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now_iso
+from model_registry.statuses import passed_gates, run_status
 from validation.metrics import METRIC_DIRECTIONS, compare_to_baseline
 from validation.render import esc, fmt, fmt_delta, html_table, md_table
 from validation.bias_tables import bias_html, bias_markdown
 from validation.learning_curves import learning_curves_html, learning_curves_markdown
 from validation.signoff import signoff_html, signoff_markdown
+from validation.gates import failing_gates
+from validation.verdicts import gate_basis
 
 SCHEMA_VERSION = 1
 
@@ -71,9 +76,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def library_versions(packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, str]:
     """Installed versions of ``packages`` (those not installed are left out), plus Python's."""
-    import platform
-    from importlib import metadata
-
     out = {"python": platform.python_version()}
     for name in packages:
         try:
@@ -149,8 +151,6 @@ class Scorecard:
     def status(self) -> str:
         """``"passed"``, ``"failed"``, or ``"no gates"`` when no gate was evaluated; marked
         ``(policy deviation)`` when the run loosened its gate policy (:attr:`policy`)."""
-        from model_registry.statuses import run_status
-
         results = (self.gates or {}).get("results", [])
         judged = [r for r in results if r.get("passed") is not None]
         word = ("no gates" if not judged
@@ -331,8 +331,6 @@ GATE_HEADERS = ["Gate", "Source", "Status", "Value", "Condition", "Computed over
 
 
 def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
-    from validation.verdicts import gate_basis
-
     split = (card.get("evaluation") or {}).get("split", "evaluation")
     rows = []
     for r in (card.get("gates") or {}).get("results", []):
@@ -346,9 +344,6 @@ def _gate_rows(card: Mapping[str, Any]) -> list[list[str]]:
 def verdict(card: Mapping[str, Any]) -> str:
     """``PASSED`` or ``FAILED: <every failing gate with its value and threshold>``, followed
     by the policy deviation when there was one."""
-    from model_registry.statuses import passed_gates
-    from validation.gates import failing_gates
-
     deviation = policy_text(card)
     if passed_gates(card.get("status")):
         return ("PASSED: every acceptance gate that applies passed"
