@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.timeutil import utc_now_iso
+
 STALE_WITHOUT_PID_S = 3600.0
 #: Age after which ``vacuum`` removes any scratch folder, whatever host wrote it.
 VACUUM_AFTER_S = 24 * 3600.0
@@ -46,8 +48,6 @@ def process_start(pid: int) -> str | None:
 
 def owner_record() -> dict[str, Any]:
     """This process as a scratch folder's writer: host, pid, start time, when."""
-    from fstrain.kernel.timeutil import utc_now_iso
-
     return {"host": socket.gethostname(), "pid": os.getpid(),
             "process_start": process_start(os.getpid()), "created_at": utc_now_iso("seconds"),
             "created_unix": time.time()}
