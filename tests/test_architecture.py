@@ -434,6 +434,15 @@ def _costly_loads(modules: dict[str, Path], optional: frozenset[str],
     return {m: frozenset(v) for m, v in loads.items()}
 
 
+def _may_be_lazy(name: str, where: str, here: frozenset[str], loads: dict[str, frozenset[str]],
+                 optional: frozenset[str]) -> bool:
+    """Whether ``name`` may be imported inside a function of a module that loads ``here``."""
+    if name.split(".")[0] in PRODUCT_PACKAGES:
+        cost = set().union(*(loads[p] for p in _prefixes(name) if p in loads))
+        return bool(cost - here)
+    return where == "probe" or _costly_key(name, optional) not in (None, *here)
+
+
 def _lazy_offenders(module: str, path: Path, source: str, modules: dict[str, Path],
                     loads: dict[str, frozenset[str]], optional: frozenset[str],
                     exports: dict[str, str] | None = None) -> list[str]:
@@ -450,14 +459,8 @@ def _lazy_offenders(module: str, path: Path, source: str, modules: dict[str, Pat
     for node, where in _import_statements(ast.parse(source, filename=str(path))):
         if where not in ("lazy", "probe"):
             continue
-        bad = []
-        for name in _imported_names(module, path, node, modules, exports):
-            if name.split(".")[0] in PRODUCT_PACKAGES:
-                cost = set().union(*(loads[p] for p in _prefixes(name) if p in loads))
-                if not cost - here:
-                    bad.append(name)
-            elif where == "lazy" and _costly_key(name, optional) in (None, *here):
-                bad.append(name)
+        bad = [name for name in _imported_names(module, path, node, modules, exports)
+               if not _may_be_lazy(name, where, here, loads, optional)]
         if bad:
             found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} imports "
                          + ", ".join(sorted(set(bad))))

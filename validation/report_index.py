@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from fstrain.kernel.errors import FeatureStoreError
+from fstrain.kernel.timeutil import utc_now_iso
+from model_registry.history import approval_state, event_dir
 
 INDEX_FILE = "index.html"
 
@@ -47,8 +49,6 @@ def read_scorecard(path: Path) -> Any:
 def latest_scorecard(model: Any) -> tuple[Any, str | None]:
     """The newest validation run's scorecard dict and its path relative to the version folder
     (a scorecard attached outside the history counts when there is no run); else None."""
-    from model_registry.history import event_dir
-
     run = model.latest_validation()
     if run is not None:
         data = model.read_history_file(run["seq"], "scorecard.json")
@@ -61,8 +61,6 @@ def latest_scorecard(model: Any) -> tuple[Any, str | None]:
 def report_entry(model: Any) -> dict[str, Any]:
     """One version's row of the report site: status, approval, latest scorecard, history; a
     version that does not verify is a row ``unverified`` with the reason (and no links)."""
-    from model_registry.history import approval_state, event_dir
-
     status, reason, report = checked_status(model)
     if not report.ok:
         return {"name": model.name, "version": model.version, "metrics": {}, "history": [],
@@ -90,7 +88,6 @@ def report_entry(model: Any) -> dict[str, Any]:
 
 def with_review_page(site: Path, model: Any, entry: dict[str, Any]) -> dict[str, Any]:
     """Write the version's current review page into the report site; link the entry to it."""
-    from fstrain.kernel.timeutil import utc_now_iso
     from validation.review_page import render_review_page, review_page_path
 
     page = render_review_page(model, rendered_at=utc_now_iso("seconds"))
