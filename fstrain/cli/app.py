@@ -370,6 +370,7 @@ def _trained(project: Any, ref: Any, training_dataset_version: str, payload: dic
         resumed = _resume_summary(project, ref, payload) if resume_or_start else ""
         return f"model {ref} (validation_status: pending){resumed}"
     status = project.get_model_registry().get_model(ref.name, ref.version).validation_status
+    payload["validation_status"] = status  # a chained validation is not run again (jobs)
     return (f"model {ref} (reused: already trained on training dataset "
             f"{training_dataset_version} with this configuration, nothing trained; "
             f"validation_status: {status}; --force trains a new version)")

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fstrain.cli.end_to_end import exit_code
 from fstrain.kernel.errors import ConfigError
 from fstrain.kernel.config import validation_message
 
@@ -504,7 +506,9 @@ def job_main(argv: list[str], app: Callable[..., Any]) -> int:
 
     ``--training-dataset-version latest`` is resolved by the train stage to the newest
     completed version (:func:`fstrain.kernel.versions.resolve_training_dataset_version`). Returns the first non-zero exit code (2: user error, 3:
-    validation failed), else 0.
+    validation failed), else 0. A train stage that reused a validated model (unchanged inputs)
+    runs no chained validation: its latest validation stands (a new run would detach an
+    approval) and gives the exit code, as ``fstrain run`` does.
     """
     segments: list[list[str]] = [[]]
     for token in argv:
@@ -516,10 +520,15 @@ def job_main(argv: list[str], app: Callable[..., Any]) -> int:
     if refused is not None:
         return _user_error(refused)
     model: str | None = None
+    standing: str | None = None  # the reused model's validation status
     for segment in segments:
         if MODEL_PLACEHOLDER in segment:
             if model is None:
                 return _user_error(f"'{MODEL_PLACEHOLDER}' needs a train stage before it.")
+            if standing is not None:
+                print(f"model {model} was reused (unchanged inputs): its latest validation "
+                      f"({standing}) stands, no new validation run", file=sys.stderr)
+                continue
             segment = [model if token == MODEL_PLACEHOLDER else token for token in segment]
         code, result = _run_stage(segment, app)
         if code != 0:
@@ -528,7 +537,9 @@ def job_main(argv: list[str], app: Callable[..., Any]) -> int:
             if not isinstance(result, dict) or "name" not in result or "version" not in result:
                 return _user_error("the train stage printed no model ref (run it with --json).")
             model = f"{result['name']}:{result['version']}"
-    return 0
+            if result.get("reused") and result.get("validation_status") not in (None, "pending"):
+                standing = str(result["validation_status"])
+    return 0 if standing is None else exit_code(standing)
 
 
 def _check_validate_stages(segments: list[list[str]]) -> str | None:

@@ -87,7 +87,18 @@ def test_dataset_and_train_stages_reuse_unless_forced(adult_store, adult_copy):
     trained = _cli(adult_copy, "train", "adult", "-t", "1", "--param", "n_estimators=60", "--json")
     assert trained.exit_code == 0, trained.output
     assert _json(trained) == {"name": adult_store.name, "version": adult_store.version,
-                              "reused": True}
+                              "reused": True, "validation_status": "failed"}
+    # a train job on unchanged inputs runs no chained validation: the latest one stands
+    local = ["--root", str(adult_copy), "--json"]
+    job = CliRunner().invoke(app, ["jobs", "exec", "train", "adult", "-t", "1", "--param",
+                                   "n_estimators=60", *local, "--then", "validate", "{model}",
+                                   *local])
+    assert job.exit_code == 3, job.output  # as validate exits on that failed run
+    import feature_store
+
+    model = feature_store.login(root=adult_copy).get_model_registry().get_model(
+        adult_store.name, adult_store.version)
+    assert [e["kind"] for e in model.history()] == ["creation", "validation"]
     forced = _cli(adult_copy, "dataset", "adult", "--force", "--json")
     assert forced.exit_code == 0, forced.output
     assert _json(forced)["version"] == adult_store.training_dataset_version + 1
@@ -125,6 +136,15 @@ def test_a_window_or_time_split_without_event_time_is_refused(tmp_path):
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and "'adult' has no event time" in lines[0], (args, lines)
         assert "{" not in lines[0]  # a plain sentence, no internal spec
+
+
+def test_the_scheduler_window_on_a_use_case_without_event_time_is_said_not_to_apply(adult_copy):
+    hops = {"HOPS_START_TIME": "2024-01-01T00:00:00Z", "HOPS_END_TIME": "2024-02-01T00:00:00Z"}
+    result = _cli(adult_copy, "features", "adult", "--sample", "3000", env=hops)  # as the workflow
+    assert result.exit_code == 0, result.output
+    assert ("use case 'adult' has no event time: the scheduler window "
+            "[2024-01-01T00:00:00+00:00, 2024-02-01T00:00:00+00:00) from "
+            "HOPS_START_TIME/HOPS_END_TIME does not apply; every row is loaded") in result.output
 
 
 def test_scheduler_variables_that_cannot_be_read_are_named(tmp_path):
