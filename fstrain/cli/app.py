@@ -601,7 +601,12 @@ def demo(
     chosen = list(use_cases or USE_CASES)
 
     def body() -> list[dict[str, Any]]:
+        from feature_views import get_use_case
+        from pipelines import model_validation
+
         project = _project(create=True)
+        for name in chosen:  # every use case's name and model card before the first one runs
+            model_validation.check_model_card(project, get_use_case(name).registry_model_name)
         return [run_use_case(project, uc, demo=True) for uc in chosen]
 
     started = time.perf_counter()

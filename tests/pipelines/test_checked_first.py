@@ -48,6 +48,8 @@ def test_run_refuses_a_model_card_typo_before_any_stage(tmp_path):
     line = _one_line(_cli(root, "run", "adult"))
     assert "'intended_uses'" in line and "Did you mean 'intended_use'" in line
     assert _files(root) == ["model_cards", card]  # no stage ran
+    demo = _one_line(_cli(root, "demo", "airquality", "adult"))  # adult's card: checked first
+    assert "'intended_uses'" in demo and _files(root) == ["model_cards", card]
 
 
 def test_a_chained_jobs_bad_gate_is_refused_before_its_train_stage(adult_copy, capsys):
