@@ -304,34 +304,27 @@ def test_entry_script_runs_the_fstrain_cli(tmp_path, monkeypatch):
 # -- stages hand exact refs on ------------------------------------------------------------------
 
 
-def test_train_job_validates_the_version_it_registered(tmp_path):
+def test_train_job_validates_the_version_it_registered(adult_store, adult_copy):
     """The train job's arguments chain validation on the exact NAME:VERSION it registered
-    (run here on the local backend: the chaining is the same code a Hopsworks job runs)."""
+    (run here on the local backend, on a copy of the session's adult store: the chaining is
+    the same code a Hopsworks job runs)."""
+    import feature_store
     from fstrain.cli.app import app
 
-    root = str(tmp_path / "store")
-    local = ["--root", root, "--backend", "local", "--json"]
-
-    def cli(*args: str) -> Any:
-        return CliRunner().invoke(app, list(args))
-
-    assert cli("features", "adult", "--sample", "2000", *local).exit_code == 0
-    assert cli("dataset", "adult", "--seed", "1", *local).exit_code == 0
-    first = cli("train", "adult", "-t", "1", "--param", "n_estimators=20", *local)
-    assert first.exit_code == 0, first.output
-    name = json.loads(first.stdout)["name"]
-    # --force: the same configuration on the same version would reuse version 1
-    chained = cli("jobs", "exec", "train", "adult", "-t", "1", "--param", "n_estimators=20",
-                  "--force", *local, "--then", "validate", "{model}", "--gate", "roc_auc >= 0.5",
-                  "--replace-gates", *local)
+    local = ["--root", str(adult_copy), "--backend", "local", "--json"]
+    name, first = adult_store.name, adult_store.version
+    status = feature_store.login(root=adult_copy).get_model_registry().get_model(
+        name, first).validation_status
+    chained = CliRunner().invoke(app, [
+        "jobs", "exec", "train", "adult", "-t", str(adult_store.training_dataset_version),
+        "--param", "n_estimators=20", *local, "--then", "validate", "{model}",  # 60 in the store
+        "--gate", "roc_auc >= 0.5", "--replace-gates", *local])
     assert chained.exit_code == 4, chained.output  # --replace-gates: a policy deviation
     trained = json.loads(chained.stdout[:chained.stdout.index("\n}\n") + 2])
-    assert trained == {"name": name, "version": 2, "reused": False}
-    import feature_store
-
-    registry = feature_store.login(root=root).get_model_registry()
-    assert registry.get_model(name, 2).validation_status == "passed (policy deviation)"
-    assert registry.get_model(name, 1).validation_status == "pending"  # not touched
+    assert trained == {"name": name, "version": first + 1, "reused": False}
+    registry = feature_store.login(root=adult_copy).get_model_registry()
+    assert registry.get_model(name, first + 1).validation_status == "passed (policy deviation)"
+    assert registry.get_model(name, first).validation_status == status  # not touched
 
 
 def test_a_validate_job_refuses_to_guess_the_version():
