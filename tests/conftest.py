@@ -43,6 +43,15 @@ def fs(project):
     return project.get_feature_store()
 
 
+@pytest.fixture(scope="session")
+def fstrain_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fstrain's wheel built from this checkout by ``build_wheel`` (what ``fstrain jobs deploy``
+    installs), once per session (about 15 s). Never change it."""
+    from fstrain.cli.job_install import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 @dataclass(frozen=True)
 class AdultStore:
     """A store made by the real pipelines: adult (3,000 rows), training dataset v1, model

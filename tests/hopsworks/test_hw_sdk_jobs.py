@@ -23,11 +23,9 @@ from fstrain.cli.jobs import jobs_app
 PROJECT = "fstrain_ci"
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from fstrain.cli.job_install import build_wheel
-
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+@pytest.fixture
+def wheel(fstrain_wheel: Path) -> Path:
+    return fstrain_wheel
 
 
 @pytest.fixture

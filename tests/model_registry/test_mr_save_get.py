@@ -221,16 +221,14 @@ def test_project_returns_a_local_registry(tmp_path, model_dir):
     )
 
 
-def test_the_jobs_wheel_carries_the_commit_it_was_built_from(tmp_path):
+def test_the_jobs_wheel_carries_the_commit_it_was_built_from(fstrain_wheel):
     import zipfile
 
     import fstrain
-    from fstrain.cli.job_install import build_wheel
 
     checkout = Path(fstrain.__file__).resolve().parents[1]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True,
                           text=True, check=True).stdout.strip()
-    wheel = build_wheel(tmp_path / "wheels")
-    with zipfile.ZipFile(wheel) as zf:
+    with zipfile.ZipFile(fstrain_wheel) as zf:
         assert zf.read("fstrain/_source_commit.txt").decode().strip() == head
     assert not (checkout / "fstrain" / "_source_commit.txt").exists()  # the checkout is untouched
