@@ -27,12 +27,16 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/fstrain serve $(SERVE_ARGS)
 
-# Everything but the tests marked `slow` (under 10 minutes on 2 cores); CI runs both.
+# Everything but the tests marked `slow` (at most 6 minutes on 2 idle cores); CI runs both.
+# Two pytest-xdist workers, each test file on one worker (its module fixtures built once):
+# `make test XDIST=` runs in one process; PYTEST_ARGS adds options (`--durations=30`).
+XDIST ?= -n 2 --dist loadfile
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 # The slow tests alone: a fresh Hopsworks job environment installed from PyPI, Ray Tune and Ray
 # Train DDP runs, the MNIST end-to-end run, kill -9 runs of the CLI, the jobs through the SDK.
+# In one process (no xdist): its Ray tests share local Ray clusters.
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
 

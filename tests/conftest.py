@@ -19,6 +19,30 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 
+def _main_module_as_under_python_m_pytest() -> None:
+    """A pytest-xdist worker runs from ``python -c``: its ``__main__`` has neither
+    ``__spec__`` nor ``__file__``. PySpark reads that as "running doctests" and, when Spark
+    Connect's dependencies are missing, calls ``sys.exit(0)`` while it is imported (Great
+    Expectations imports it), which ends the worker. Give ``__main__`` the spec it has under
+    ``python -m pytest``; a name ending in ``.__main__`` is also what multiprocessing's spawn
+    skips re-running in its children, as in a one-process run."""
+    import importlib.util
+    import sys
+
+    main = sys.modules["__main__"]
+    if getattr(main, "__spec__", None) is None and not hasattr(main, "__file__"):
+        main.__spec__ = importlib.util.find_spec("pytest.__main__")
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _main_module_as_under_python_m_pytest()
+    # n workers share the cores: OpenMP pools (XGBoost, LightGBM, torch) sized to all of them
+    # in every worker oversubscribe the machine, and their spinning threads slow each other
+    # down many times over. Set before those libraries load; a value already set is kept.
+    _share = (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Scheduler window variables from the environment must not leak into tests."""
