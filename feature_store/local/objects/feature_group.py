@@ -356,8 +356,10 @@ class FeatureGroup(TaggedEntity):
         """A query reading the group as it was at ``wallclock_time`` (time travel).
 
         ``wallclock_time`` is a time (ISO string, datetime, epoch ms); ``commit_id`` (a key of
-        :meth:`commit_details`) pins an exact commit instead. ``exclude_until`` (incremental
-        reads) is not supported on the local backend and raises.
+        :meth:`commit_details`) pins an exact commit instead. ``exclude_until`` makes it an
+        incremental read of the rows changed by commits after ``exclude_until`` and at or
+        before ``wallclock_time`` (see :meth:`Query.as_of
+        <feature_store.local.objects.query.Query.as_of>` for what is returned).
         """
         return self.select_all().as_of(wallclock_time, exclude_until, commit_id=commit_id)
 

@@ -74,6 +74,12 @@ class FeatureViewOperations:
                 f"feature view '{name}': query must be a Query (e.g. fg.select_all()). "
                 f"Got {type(query).__name__} instead."
             )
+        if query.is_incremental():
+            raise InvalidArgumentError(
+                f"feature view '{name}': its query reads incrementally (as_of(..., "
+                "exclude_until=...)), which a feature view cannot store: its training data "
+                "would be re-read whole. Create the view from a query without exclude_until."
+            )
         existing = self._fv_versions(name)
         if version is None:
             version = (max(existing) + 1) if existing else 1

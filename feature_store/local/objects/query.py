@@ -182,31 +182,46 @@ class Query:
     def as_of(
         self, wallclock_time: Any = None, exclude_until: Any = None, *, commit_id: int | None = None
     ) -> Query:
-        """Read every feature group of the query as it was at ``wallclock_time``.
+        """Read every feature group of the query as it was at ``wallclock_time`` (time travel).
 
-        ``commit_id`` pins the root feature group to one commit instead. Incremental reads
-        (``exclude_until``) are not supported on the local backend.
+        ``commit_id`` pins the root feature group to one commit instead. ``exclude_until``
+        makes the read incremental, as in the Hopsworks SDK: only rows changed by commits after
+        ``exclude_until`` (exclusive) and at or before ``wallclock_time`` (inclusive; ``None``:
+        the latest commit). fstrain returns, per group, the rows of the ``wallclock_time``
+        commit that are not rows of the commit current at ``exclude_until`` (compared by whole
+        row): keys inserted in the window and keys whose values changed in it, each once with
+        its value at ``wallclock_time``. Deleted keys are not returned (the SDK's incremental
+        read keeps only inserts and update post-images); a key changed and changed back within
+        the window is not returned. In a join every group is read over the window, as the SDK
+        applies the interval to all joined groups. ``exclude_until`` after ``wallclock_time``,
+        or before a group's first commit, is refused.
         """
-        if exclude_until is not None:
-            raise InvalidArgumentError(
-                "as_of(exclude_until=...) (incremental reads) is not supported by the local "
-                "backend. Read two snapshots and compare them instead."
-            )
         if commit_id is not None:
+            if exclude_until is not None:
+                raise InvalidArgumentError(
+                    f"as_of on {self._left_feature_group.owner}: exclude_until reads changes "
+                    "between two times; it does not combine with commit_id. Pass "
+                    "wallclock_time instead."
+                )
             if isinstance(commit_id, bool) or not isinstance(commit_id, int) or commit_id < 0:
                 raise InvalidArgumentError(
                     f"as_of on {self._left_feature_group.owner}: commit_id must be a commit id "
                     f"(a non-negative int from commit_details()). Got {commit_id!r} instead."
                 )
             self._time_travel = TimeTravel(commit_id=int(commit_id))
-        elif wallclock_time is not None:
-            ms = _epoch_ms(to_utc(wallclock_time, what="wallclock_time"))
-            self._time_travel = TimeTravel(wallclock_ms=ms)
-            for j in self._joins:  # every sub-query, recursively
-                j.query.as_of(wallclock_time)
-        else:
+            return self
+        if wallclock_time is None and exclude_until is None:
             raise InvalidArgumentError("as_of() needs wallclock_time or commit_id.")
+        self._time_travel = _window(self._left_feature_group.owner, wallclock_time,
+                                    exclude_until)
+        for j in self._joins:  # every sub-query, recursively
+            j.query.as_of(wallclock_time, exclude_until)
         return self
+
+    def is_incremental(self) -> bool:
+        """Whether this query or a sub-query reads incrementally (``as_of(exclude_until=...)``)."""
+        return (self._time_travel.exclude_until_ms is not None
+                or any(j.query.is_incremental() for j in self._joins))
 
     def resolve_commits(self) -> dict[str, int]:
         """The commit each feature group would be read at now (used to pin training data).
@@ -251,11 +266,27 @@ class Query:
                         event_time=c.column.event_time, feature_group=groups[c.node.group.key])
                 for c in plan(self.spec()).columns]
 
-    def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None):
+    def _compile(self, start_time: Any = None, end_time: Any = None, limit: int | None = None,
+                 spec: QuerySpec | None = None):
         from feature_store.local.query.pit import compile_query
         with storage_boundary(self._owner(), "planning"):
-            return compile_query(self.spec(), start_time=start_time, end_time=end_time,
+            return compile_query(spec or self.spec(), start_time=start_time, end_time=end_time,
                                  limit=limit or self._limit, order_by_root_key=True)
+
+    def _run(self, start_time: Any = None, end_time: Any = None,
+             limit: int | None = None) -> pa.Table:
+        """Compile and run the query (incrementally where its time travel says so)."""
+        from feature_store.local.query import incremental
+        from feature_store.local.storage import engine
+
+        with storage_boundary(self._owner(), "planning"):
+            spec = self.spec()
+        compiled = self._compile(start_time, end_time, limit, spec=spec)
+        con = engine.connect()
+        try:
+            return incremental.fetch(compiled, spec, con)
+        finally:
+            con.close()
 
     def _owner(self) -> str:
         """How error messages name this query: its feature groups."""
@@ -286,25 +317,11 @@ class Query:
 
     def to_arrow(self, start_time: Any = None, end_time: Any = None) -> pa.Table:
         """Run the query and return an Arrow table (no pandas conversion)."""
-        from feature_store.local.storage import engine
-
-        compiled = self._compile(start_time, end_time)
-        con = engine.connect()
-        try:
-            return compiled.fetch(con)
-        finally:
-            con.close()
+        return self._run(start_time, end_time)
 
     def show(self, n: int) -> pd.DataFrame:
         """The first ``n`` rows as pandas."""
-        from feature_store.local.storage import engine
-
-        compiled = self._compile(limit=n)
-        con = engine.connect()
-        try:
-            return compiled.fetch(con).to_pandas()
-        finally:
-            con.close()
+        return self._run(limit=n).to_pandas()
 
     def to_string(self, online: bool = False, arrow_flight: bool = False) -> str:
         """The SQL this query runs, as one statement (parameters inlined, scans shown as Delta
@@ -341,7 +358,9 @@ class Query:
             ],
             "filter": None if self._filter is None else filter_to_dict(freeze_filter(self._filter)),
             **({"as_of": {"wallclock_ms": self._time_travel.wallclock_ms,
-                          "commit_id": self._time_travel.commit_id}}
+                          "commit_id": self._time_travel.commit_id,
+                          **({"exclude_until_ms": self._time_travel.exclude_until_ms}
+                             if self._time_travel.exclude_until_ms is not None else {})}}
                if self._time_travel.is_set() else {}),
         }
 
@@ -431,6 +450,21 @@ def _filter_from_dict(store: StoreHost, data: dict[str, Any]) -> FilterLike:
         raise NotFoundError(f"stored filter on '{data['feature']}' has no feature group.")
     fg = store.get_feature_group(ref["name"], ref["version"])
     return Filter(fg.get_feature(data["feature"]), data["op"], value_from_json(data["value"]))
+
+
+def _window(owner: str, wallclock_time: Any, exclude_until: Any) -> TimeTravel:
+    """The time travel of ``as_of(wallclock_time, exclude_until)``, checked: ``exclude_until``
+    must not be after ``wallclock_time``."""
+    end = None if wallclock_time is None else to_utc(wallclock_time, what="wallclock_time")
+    start = None if exclude_until is None else to_utc(exclude_until, what="exclude_until")
+    if start is not None and end is not None and start > end:
+        raise InvalidArgumentError(
+            f"as_of on {owner}: exclude_until must not be after wallclock_time (changes are "
+            f"read from exclude_until, exclusive, up to wallclock_time). Got "
+            f"exclude_until={start.isoformat()} and wallclock_time={end.isoformat()} instead."
+        )
+    return TimeTravel(wallclock_ms=None if end is None else _epoch_ms(end),
+                      exclude_until_ms=None if start is None else _epoch_ms(start))
 
 
 def _epoch_ms(ts: Any) -> int:

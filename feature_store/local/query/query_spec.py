@@ -105,10 +105,13 @@ class TimeTravel:
 
     wallclock_ms: int | None = None
     commit_id: int | None = None  # pins the query's root group only
+    #: an incremental read: only rows changed by commits after this time (epoch ms)
+    exclude_until_ms: int | None = None
 
     def is_set(self) -> bool:
         """Whether the query reads anything but the latest commits."""
-        return self.wallclock_ms is not None or self.commit_id is not None
+        return (self.wallclock_ms is not None or self.commit_id is not None
+                or self.exclude_until_ms is not None)
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,9 @@ class QuerySpec:
     filter: FilterSpec | None = None
     time_travel: TimeTravel = field(default_factory=TimeTravel)
     commit: int | None = None
+    #: once resolved, for an incremental read: the commit after which changes are read
+    #: (:mod:`feature_store.local.query.incremental`); None reads the whole commit
+    since: int | None = None
 
     def groups(self) -> list[GroupSpec]:
         """Every group of the query, root first, depth first."""
@@ -216,7 +222,9 @@ def _nodes(spec: QuerySpec) -> list[QuerySpec]:
 def _resolved(node: QuerySpec, chain: list[QuerySpec], pins: dict[str, int]) -> QuerySpec:
     joins = tuple(dataclasses.replace(j, query=_resolved(j.query, [*chain, j.query], pins))
                   for j in node.joins)
-    return dataclasses.replace(node, joins=joins, commit=_commit_for(node.group, chain, pins))
+    commit = _commit_for(node.group, chain, pins)
+    return dataclasses.replace(node, joins=joins, commit=commit,
+                               since=_since_for(node.group, chain, commit))
 
 
 def _commit_for(group: GroupSpec, chain: list[QuerySpec], pins: dict[str, int]) -> int:
@@ -229,8 +237,42 @@ def _commit_for(group: GroupSpec, chain: list[QuerySpec], pins: dict[str, int]) 
         return _existing_commit(group, owner.time_travel.commit_id)
     for query in reversed(chain):
         if query.time_travel.wallclock_ms is not None:
-            return group.delta_table.version_at(query.time_travel.wallclock_ms)
+            return _version_at(group, query.time_travel.wallclock_ms, "wallclock_time")
+        if query.time_travel.exclude_until_ms is not None:
+            break  # as_of(None, exclude_until=...): changes up to the latest commit
     return group.delta_table.version()
+
+
+def _since_for(group: GroupSpec, chain: list[QuerySpec], commit: int) -> int | None:
+    """For an incremental read (the nearest ``as_of`` with ``exclude_until``), the latest commit
+    at or before ``exclude_until``; a time before the group's first commit is refused."""
+    for query in reversed(chain):
+        travel = query.time_travel
+        if travel.exclude_until_ms is None and travel.wallclock_ms is None:
+            continue
+        if travel.exclude_until_ms is None:
+            return None
+        return min(_version_at(group, travel.exclude_until_ms, "exclude_until"), commit)
+    return None
+
+
+def _version_at(group: GroupSpec, ms: int, what: str) -> int:
+    """The latest commit of ``group`` at or before ``ms``; a time before its first commit (the
+    table did not exist then) is refused naming the group, the argument and the time."""
+    try:
+        return group.delta_table.version_at(ms)
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"as_of on {group.owner}: {what}={_iso(ms)} is before the group's first commit (the "
+            "table did not exist then). Pick a time at or after its first commit (see "
+            "commit_details())."
+        ) from None
+
+
+def _iso(ms: int) -> str:
+    import pandas as pd
+
+    return pd.Timestamp(ms, unit="ms", tz="UTC").isoformat()
 
 
 def _existing_commit(group: GroupSpec, commit_id: int) -> int:
