@@ -20,12 +20,22 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
+import re
+import tempfile
 
 from pydantic import Field
 
-from fstrain.kernel.errors import NotFoundError
+from fstrain.kernel.errors import ConfigError, NotFoundError
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import ModelRef, ValidationRef
+from feature_views import USE_CASES, get_use_case
+from fstrain.kernel.canonical_json import dumps
+from fstrain.trainers.curves import read_curves
+from model_registry.history import event_dir, sha256_bytes
+from model_registry.predictor_record import record_of
+from model_registry.statuses import run_status, verdict_of
+from validation.report_index import refresh_report_index
+from validation.signoff import signer_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -58,8 +68,6 @@ def _latest(registry: Any, name: str) -> Any:
 
 
 def _use_case_for(feature_view_name: str | None) -> Any:
-    from feature_views import USE_CASES, get_use_case
-
     for name in USE_CASES:
         use_case = get_use_case(name)
         if use_case.feature_view_name == feature_view_name:
@@ -84,8 +92,6 @@ def _previous_best(registry: Any, model: Any) -> tuple[dict[str, Any], str] | No
 
 
 def _require_lineage(model: Any) -> None:
-    from fstrain.kernel.errors import ConfigError
-
     if not model.feature_view_name or model.training_dataset_version is None:
         raise ConfigError(
             f"model {model.name}:{model.version} was registered without its lineage, so there "
@@ -98,10 +104,6 @@ def _load_model(model: Any, y_train: Any) -> tuple[Any, dict[str, Any] | None]:
     """Load the version through the registry's load-and-predict record (inferred from its
     files when it has none), with its learning curves if it has them; the download lives in
     a temp folder removed before returning."""
-    import tempfile
-
-    from model_registry.predictor_record import record_of
-    from fstrain.trainers.curves import read_curves
     from fstrain.trainers.external import load_registered_predictor
 
     with tempfile.TemporaryDirectory(prefix="fstrain-validate-") as scratch:
@@ -247,7 +249,6 @@ def run(project: Project, config: ModelValidationConfig, *,
         result.card.learning_curves = scorecard_summary(curves)
         result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(model, result, predictor, owner, signer)
-    from validation.report_index import refresh_report_index
 
     refresh_report_index(registry)  # the report index is never a stale snapshot
     return _ref(model, result.card, event)
@@ -285,13 +286,11 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) ->
     ``signer`` (None: unsigned), whom the model card names as the signer of the owner's texts."""
     from validation.gates import failing_gates
     from validation.model_card import build_model_card, model_facts
-    from validation.signoff import signer_text
 
     card = result.card
     if card.status == "no gates":
         card.notes.append("No acceptance gate was configured: the version is marked failed "
                           "until gates are defined.")
-    from model_registry.statuses import run_status, verdict_of
 
     policy = card.policy or {}
     status = run_status("passed" if verdict_of(card.status) == "passed" else "failed",
@@ -309,7 +308,6 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) ->
              "model_card.html": model_card.to_html(result.images).encode(),
              "model_card.json": _json_bytes(model_card.to_dict()),
              **{f"images/{_file_name(name)}.png": png for name, png in result.images.items()}}
-    from model_registry.history import sha256_bytes
 
     payload = {
         "scorecard_sha256": sha256_bytes(scorecard_json),
@@ -328,16 +326,12 @@ def _record(model: Any, result: Any, predictor: Any, owner: Any, signer: Any) ->
 
 def _json_bytes(data: dict[str, Any]) -> bytes:
     """Canonical JSON of a run's structured file (the model card, for the dossier)."""
-    from fstrain.kernel.canonical_json import dumps
-
     return dumps(data).encode("utf-8")
 
 
 def _file_name(plot: str) -> str:
     """A plot's name as an attachment file name both registries accept: ASCII letters, digits,
     ``_ . -`` (``slices_sex×race`` → ``slices_sex_x_race``)."""
-    import re
-
     return re.sub(r"[^A-Za-z0-9_.-]", "_", plot.replace("×", "_x_")).lstrip("._") or "plot"
 
 
@@ -356,8 +350,6 @@ def latest_ref(project: Project, name: str, version: int) -> ValidationRef | Non
 
 
 def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:
-    from model_registry.history import event_dir
-
     key = ("rmse" if card.task == "regression" else "perplexity" if card.task == "generation"
            else "roc_auc" if "roc_auc" in card.metrics else "accuracy")
     value = card.metrics.get(key)

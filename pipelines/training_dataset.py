@@ -15,9 +15,15 @@ start_time, end_time)``; they never default from ``HOPS_START_TIME``/``HOPS_END_
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
+import inspect
 
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import TrainingDatasetRef
+from feature_views import get_source, get_use_case
+from fstrain.kernel.errors import ConfigError, NotFoundError
+from fstrain.kernel.timeutil import required_utc
+from fstrain.kernel.versions import resolve_training_dataset_version
+from fstrain.kernel.window import Window, resolve_window, scheduler_bounds
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -82,9 +88,6 @@ def resolve_anchor(anchor: str | None) -> str | None:
     ``"end-time"`` is the scheduler's ``HOPS_END_TIME`` (its window end), so a backfill of an
     older window splits that window's data as the original run did.
     """
-    from fstrain.kernel.errors import ConfigError
-    from fstrain.kernel.window import scheduler_bounds
-
     if anchor in (None, "", "data"):
         return None
     if anchor in ("end-time", "end_time"):
@@ -94,7 +97,6 @@ def resolve_anchor(anchor: str | None) -> str | None:
                 "anchor 'end-time' takes the window end from HOPS_END_TIME, which is not set. "
                 "Set it, give a date, or use anchor 'data' (the data's last event time)."
             )
-        from fstrain.kernel.timeutil import required_utc
 
         return required_utc(end, what="HOPS_END_TIME (anchor 'end-time')").isoformat()
     return anchor
@@ -126,9 +128,6 @@ def check_config(config: TrainingDatasetConfig) -> tuple[Any, Any, Any, dict[str
     ``config``, checked without opening a store (an unknown use case, an unreadable window or
     anchor, a window or time split on a use case without event time): :func:`run` starts with
     it, and the CLI calls it before it opens the store."""
-    from feature_views import get_source, get_use_case
-    from fstrain.kernel.window import Window, resolve_window
-
     use_case = get_use_case(config.use_case)
     root = get_source(config.use_case).FEATURE_GROUPS[0]  # the view's root where it has a time
     window = (Window() if config.start in (None, "") and config.end in (None, "")
@@ -142,8 +141,6 @@ def check_config(config: TrainingDatasetConfig) -> tuple[Any, Any, Any, dict[str
 def _check_event_time(use_case: str, root: Any, args: dict[str, Any], window: Any) -> None:
     """A label window or a time split on a use case without event time is refused, in one
     sentence, before any work."""
-    from fstrain.kernel.errors import ConfigError
-
     if root.event_time is not None:
         return
     if window.start is not None or window.end is not None:
@@ -174,9 +171,6 @@ def _window_filter(fs: Any, root: Any, window: Any) -> Any:
 def _reusable(fs: Any, fv: Any, args: dict[str, Any], data_format: str,
               window: Any) -> int | None:
     """The newest version of ``fv`` when it was made from these inputs, else None."""
-    from fstrain.kernel.errors import NotFoundError
-    from fstrain.kernel.versions import resolve_training_dataset_version
-
     try:
         td = fv.get_training_dataset(resolve_training_dataset_version(fv, "latest"))
     except NotFoundError:
@@ -222,10 +216,6 @@ def _dated_if_needed(fv: Any, args: dict[str, Any]) -> dict[str, Any]:
     """Relative windows for a backend whose views only take dates (Hopsworks): resolved here
     when anchored at a date or the scheduler's end time; the data's end cannot be known
     without reading the data, so that is refused with what to do instead."""
-    import inspect
-
-    from fstrain.kernel.errors import ConfigError
-
     if "test_window" not in args:
         return args
     accepted = inspect.signature(fv.create_train_validation_test_split).parameters

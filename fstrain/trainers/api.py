@@ -11,6 +11,14 @@ import pandas as pd
 
 from fstrain.trainers.config import TrainConfig, load_config
 from fstrain.trainers.result import TrainResult
+from fstrain.kernel.errors import ConfigError
+from fstrain.trainers.catboost_trainer import train_catboost
+from fstrain.trainers.flax_trainer import train_flax
+from fstrain.trainers.keras_trainer import train_keras
+from fstrain.trainers.lightgbm_trainer import train_lightgbm
+from fstrain.trainers.lora import train_lora
+from fstrain.trainers.tabular import train_sklearn, train_xgboost
+from fstrain.trainers.torch_models import train_torch
 
 
 def train(
@@ -47,43 +55,26 @@ def train(
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     if cfg.model == "xgboost":
-        from fstrain.trainers.tabular import train_xgboost
-
         return train_xgboost(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model == "lightgbm":
-        from fstrain.trainers.lightgbm_trainer import train_lightgbm
-
         return train_lightgbm(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model == "catboost":
-        from fstrain.trainers.catboost_trainer import train_catboost
-
         return train_catboost(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model == "keras_mlp":
-        from fstrain.trainers.keras_trainer import train_keras
-
         return train_keras(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model == "flax_mlp":
-        from fstrain.trainers.flax_trainer import train_flax
-
         return train_flax(cfg, X_train, y_train, X_val, y_val, workdir=workdir, lineage=lineage,
                           resume=cfg.resume if resume is None else resume, report=report)
     if cfg.model in ("sklearn_logreg", "sklearn_rf"):
-        from fstrain.trainers.tabular import train_sklearn
-
         return train_sklearn(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model == "lora":
-        from fstrain.trainers.lora import train_lora
-
         return train_lora(cfg, X_train, y_train, X_val, y_val, workdir=workdir, report=report)
     if cfg.model in ("spark_gbt", "spark_lr"):
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(
             f"{cfg.model} trains in Spark on a training dataset's Parquet files, not on pandas "
             "frames: run `fstrain train <use case> --model "
             f"{cfg.model}` or call fstrain.trainers.spark_mllib.train_spark."
         )
-    from fstrain.trainers.torch_models import train_torch
 
     return train_torch(
         cfg, X_train, y_train, X_val, y_val, workdir=workdir, image_loader=image_loader,

@@ -28,6 +28,8 @@ from fstrain.trainers.metrics import classification_metrics, resolve_metric
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase, jsonable_params
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Reporter
+from fstrain.trainers import formats
+from fstrain.trainers.calibration import calibrate, check_method
 
 MISSING_CATEGORY = "__missing__"
 EXTRA = "frameworks"
@@ -127,7 +129,6 @@ def train_catboost(
     t0 = time.perf_counter()
     labels = label_info(y_train, config.task)
     y_tr, y_va = labels.encode(y_train, split="train"), labels.encode(y_val, split="validation")
-    from fstrain.trainers.calibration import check_method
 
     check_method(config.calibration, labels.classes)
     schema = FeatureSchema.infer(X_train)
@@ -149,7 +150,6 @@ def train_catboost(
         raise ConfigError(f"model 'catboost' rejected params {config.params}: {exc}") from exc
     predictor = CatBoostPredictor(schema=schema, model=model, labels=labels,
                                   params=model.get_all_params())
-    from fstrain.trainers.calibration import calibrate
 
     raw = predictor.raw_proba_matrix(x_va)
     proba = calibrate(predictor, config.calibration, lambda: raw, y_va, plan.record)
@@ -207,8 +207,6 @@ class CatBoostPredictor(PredictorBase):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """``model/model.cbm`` (CatBoost's format) + ``predictor.json``."""
-        from fstrain.trainers import formats
-
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         files = formats.save_catboost(self.model, directory / "model")
@@ -218,8 +216,6 @@ class CatBoostPredictor(PredictorBase):
 
 def load_catboost_predictor(directory: Path, info: dict[str, Any]) -> CatBoostPredictor:
     """Rebuild a :class:`CatBoostPredictor` from ``predictor.json`` ``info`` and its files."""
-    from fstrain.trainers import formats
-
     import_catboost()
     if "features" not in info:
         raise InvalidArgumentError(f"predictor.json in {str(directory)!r} lacks 'features'.")

@@ -38,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+import yaml
 
 from fstrain.kernel.errors import ConfigError, did_you_mean
 
@@ -554,7 +555,6 @@ def load_config(source: TrainConfig | dict[str, Any] | str | Path) -> TrainConfi
         path = Path(source)
         if not path.is_file():
             raise ConfigError(f"Training config file {str(path)!r} does not exist.")
-        import yaml
 
         data = yaml.safe_load(path.read_text())
         if not isinstance(data, dict):

@@ -22,6 +22,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import TrainConfig, load_config
+from fstrain.trainers.api import train
 
 
 @dataclass
@@ -80,7 +81,6 @@ def cross_validate(
         ConfigError: the config is invalid; InvalidArgumentError: bad ``k`` or data shapes.
     """
     from feature_store.core.splits import kfold_indices
-    from fstrain.trainers.api import train
 
     cfg = load_config(config)
     if not isinstance(X, pd.DataFrame) or not isinstance(y, pd.DataFrame) or y.shape[1] != 1:

@@ -42,6 +42,21 @@ import pandas as pd
 from fstrain.trainers.config import TrainConfig, load_config
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.torch_predictor import TorchPredictor
+from fstrain.kernel.errors import ConfigError
+from fstrain.trainers import checkpoint as ckpt
+from fstrain.trainers.distributed_record import distributed_record, pieces_each_row_once
+from fstrain.trainers.metrics import resolve_metric
+from fstrain.trainers.seeding import deterministic_mode, seed_everything
+from fstrain.trainers.stream import ray_feed
+from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream
+from fstrain.trainers.stream.source import StreamSource
+from fstrain.trainers.torch_models import (
+    calibrated_metrics,
+    prepare_torch_data,
+    stream_torch_data,
+    torch_curves,
+)
+from fstrain.trainers.tuning import ray_session
 
 RANKS_FILE = "rank_metrics.json"
 TEMPLATE = Path(__file__).with_name("templates") / "deepspeed_zero2.json"
@@ -95,13 +110,11 @@ def _worker(loop_config: dict[str, Any]) -> None:
     import ray.train.torch
     import torch
 
-    from fstrain.trainers.config import load_config as _load
     from fstrain.trainers.loop import LoopSpec, fit
     from fstrain.trainers.loop_resume import DistContext
     from fstrain.trainers.nets import build_net
-    from fstrain.trainers.seeding import deterministic_mode, seed_everything
 
-    cfg = _load(loop_config["config"])
+    cfg = load_config(loop_config["config"])
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device()
@@ -120,8 +133,6 @@ def _worker(loop_config: dict[str, Any]) -> None:
 
     train_set, val_set = loop_config["train_set"], loop_config["val_set"]
     if getattr(train_set, "streamed", False):  # mlp: this rank's blocks from the feeder
-        from fstrain.trainers.stream.ray_feed import RankFeed, RayShardStream
-
         train_set = RayShardStream(RankFeed(loop_config["feeder"], rank), train_set,
                                    epochs=cfg.torch.epochs, start_now=not loop_config["resume"])
     with deterministic_mode(cfg.torch.deterministic):
@@ -179,10 +190,6 @@ def train_distributed(
     """
     import torch
 
-    from fstrain.kernel.errors import ConfigError
-    from fstrain.trainers.metrics import resolve_metric
-    from fstrain.trainers.tuning import ray_session
-
     cfg = load_config(config)
     if not cfg.is_torch:
         raise ConfigError(
@@ -216,7 +223,6 @@ def train_distributed(
     out = _distributed_result(cfg, data, ckdir, dict(result.metrics or {}), notes,
                               num_workers=num_workers, use_gpu=use_gpu,
                               image_loader=image_loader, metric=metric, mode=mode)
-    from fstrain.trainers.torch_models import calibrated_metrics
 
     out.metrics = calibrated_metrics(out.model, cfg.calibration,
                                      data.val_set if X_val is None or cfg.model == "mlp"
@@ -228,10 +234,6 @@ def _inputs(cfg: TrainConfig, X_train: Any, y_train: Any, X_val: Any, y_val: Any
             workdir: Path, image_loader: Any) -> tuple[Any, np.ndarray]:
     """The run's datasets and the encoded validation labels: streamed splits for an ``mlp``
     (frames are written to Parquet once), in-memory path datasets for a ``cnn``."""
-    from fstrain.kernel.errors import ConfigError
-    from fstrain.trainers.stream.source import StreamSource
-    from fstrain.trainers.torch_models import prepare_torch_data, stream_torch_data
-
     if cfg.model == "cnn":
         if source is not None:
             raise ConfigError("a cnn reads image paths from frames; pass X/y, not a source.")
@@ -256,7 +258,6 @@ def _distributed_result(cfg: Any, data: Any, ckdir: Path, final: dict[str, Any],
     """The :class:`TrainResult` of a finished run: the best epoch's weights from rank 0's
     checkpoints, its validation metrics, and every rank's synced metrics."""
     from fstrain.trainers.torch_optim import effective_lr
-    from fstrain.trainers.torch_models import torch_curves
 
     lr, lr_note = effective_lr(cfg.torch, num_workers)
     ranks = json.loads((ckdir / RANKS_FILE).read_text())
@@ -296,8 +297,6 @@ def ddp_record(train_set: Any, num_workers: int, *, use_gpu: bool,
     per epoch — a streamed split's dealt pieces (every row once, checked), or an in-memory
     one's ``DistributedSampler`` share (padded to equal shares: rows repeat unless the split
     divides evenly) — the backend, and whether the run resumed mid-epoch."""
-    from fstrain.trainers.distributed_record import distributed_record, pieces_each_row_once
-
     n = len(train_set)
     details: dict[str, Any] = {}
     if getattr(train_set, "streamed", False):
@@ -326,8 +325,6 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
     import ray
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
-
-    from fstrain.trainers.stream import ray_feed
 
     streamed = getattr(loop_config["train_set"], "streamed", False)
     feeder = None
@@ -358,7 +355,6 @@ def _fit_on_ray(loop_config: dict[str, Any], workdir: Path, num_workers: int, nu
 
 def _best_from_checkpoints(ckdir: Path, arch: dict[str, Any]) -> tuple[Any, list[dict[str, Any]], int]:
     """Rank 0's best network (eval mode), the epoch history and the best epoch."""
-    from fstrain.trainers import checkpoint as ckpt
     from fstrain.trainers.nets import build_net
 
     model_state, _, _ = ckpt.read(ckdir, "best")

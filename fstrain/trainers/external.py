@@ -18,6 +18,7 @@ import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+import json
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ import pandas as pd
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.data import LabelInfo
 from fstrain.trainers.predictor import ExplainTarget, Predictor, load_predictor
+from fstrain.trainers import formats
 
 
 class ExternalPredictor:
@@ -145,8 +147,6 @@ def load_registered_predictor(directory: Path, record: Mapping[str, Any] | None,
         ConfigError: no record (no known format among the files), a pickle, or a torch
             ``config.json`` that does not say how to rebuild the module.
     """
-    from fstrain.trainers import formats
-
     directory = Path(directory)
     if record is None:
         raise ConfigError(
@@ -195,8 +195,6 @@ def _is_regression(model: Any, loader: str) -> bool:
     if loader == "sklearn":
         return not hasattr(model, "predict_proba")
     if loader == "xgboost":
-        import json
-
         booster = model.get_booster() if hasattr(model, "get_booster") else model
         objective = json.loads(booster.save_config())["learner"]["objective"]["name"]
         return not objective.startswith(("binary:", "multi:"))
@@ -237,8 +235,6 @@ def _torch_module(state: dict[str, Any], config: dict[str, Any]) -> tuple[Any, s
 
 
 def _config_features(folder: Path) -> list[str] | None:
-    import json
-
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     features = config.get("features")
     return [str(f) for f in features] if isinstance(features, list) else None

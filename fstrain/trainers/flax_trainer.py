@@ -49,6 +49,7 @@ from fstrain.trainers.nn_common import (
 )
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Prepared, Reporter
+from fstrain.trainers import formats
 
 KEEP_CHECKPOINTS = 2
 
@@ -372,8 +373,6 @@ class FlaxPredictor(MatrixPredictor):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """skops preprocessor + ``model/flax_params.safetensors`` + predictor.json."""
-        from fstrain.trainers import formats
-
         directory = Path(directory)
         files = self._save_common(directory)
         files += formats.save_flax(self.model, directory / "model", self.arch)
@@ -383,8 +382,6 @@ class FlaxPredictor(MatrixPredictor):
 
 def load_flax_predictor(directory: Path, info: dict[str, Any]) -> FlaxPredictor:
     """Rebuild a :class:`FlaxPredictor` from safetensors parameters."""
-    from fstrain.trainers import formats
-
     import_jax()
     schema, preprocessor, labels = load_common(directory, info)
     params, arch = formats.load_flax(Path(directory) / "model")

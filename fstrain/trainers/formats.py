@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+import os
+import shutil
 
 from fstrain.kernel.canonical_json import dumps, to_jsonable
 from fstrain.kernel.errors import InvalidArgumentError, UnsafeFormatError
@@ -224,8 +226,6 @@ def load_catboost(directory: Path) -> Any:
 def import_keras() -> Any:
     """``keras`` on the torch backend unless ``KERAS_BACKEND`` names another (set before the
     first import: Keras reads it once)."""
-    import os
-
     os.environ.setdefault("KERAS_BACKEND", "torch")
     try:
         import keras
@@ -448,8 +448,6 @@ def load_sklearn(directory: Path, trusted: list[str] | None = None) -> Any:
 def save_spark_ml(saved: Path, directory: Path) -> list[Path]:
     """Copy a ``PipelineModel`` folder written by MLlib's own writer (``model.write().save``:
     JSON metadata + Parquet data per stage, no code) into ``directory``. Returns the files."""
-    import shutil
-
     saved, directory = Path(saved), Path(directory)
     if not (saved / "metadata").is_dir() or not (saved / "stages").is_dir():
         raise InvalidArgumentError(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 ImageLoader = Callable[[str], np.ndarray]
 
@@ -20,8 +21,6 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 def load_grayscale(path: str) -> np.ndarray:
     """Read an image file as a ``uint8`` ``(H, W)`` grayscale array (Pillow)."""
-    from PIL import Image
-
     with Image.open(path) as img:
         return np.asarray(img.convert("L"), dtype=np.uint8)
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.metrics import classification_metrics, resolve_metric
 from fstrain.trainers.nn_common import (
@@ -46,6 +46,7 @@ from fstrain.trainers.nn_common import (
 from fstrain.trainers.predictor_base import ExplainTarget
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Prepared, Reporter
+from fstrain.trainers import formats
 
 CHOICES = {"train_step": ("fit", "custom"), "lr_schedule": ("cosine", "plateau", "none")}
 CUSTOM_CLASS = "ExplicitStepMLP"
@@ -53,11 +54,8 @@ CUSTOM_CLASS = "ExplicitStepMLP"
 
 def import_keras() -> Any:
     """``keras`` (torch backend by default), or a ConfigError naming the extra."""
-    from fstrain.kernel.errors import InvalidArgumentError
-    from fstrain.trainers.formats import import_keras as _import
-
     try:
-        return _import()
+        return formats.import_keras()
     except InvalidArgumentError as exc:  # pragma: no cover - the extra is installed in CI
         raise ConfigError(str(exc)) from exc
 
@@ -235,8 +233,6 @@ class KerasPredictor(MatrixPredictor):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """skops preprocessor + ``model/model.keras`` + predictor.json."""
-        from fstrain.trainers import formats
-
         directory = Path(directory)
         files = self._save_common(directory)
         files += formats.save_keras(self.model, directory / "model")
@@ -247,8 +243,6 @@ class KerasPredictor(MatrixPredictor):
 
 def load_keras_predictor(directory: Path, info: dict[str, Any]) -> KerasPredictor:
     """Rebuild a :class:`KerasPredictor` (``.keras`` loaded in safe mode)."""
-    from fstrain.trainers import formats
-
     schema, preprocessor, labels = load_common(directory, info)
     custom = {f"fstrain>{CUSTOM_CLASS}": explicit_step_class()}
     model = formats.load_keras(Path(directory) / "model", custom_objects=custom)

@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from fstrain.kernel.errors import ConfigError
+from feature_store.core.carve import train_keys
+from fstrain.trainers.cross_validation import cross_validate
 
 REPORT_JSON = "label_issues.json"
 REPORT_CSV = "label_issues.csv"
@@ -86,7 +88,6 @@ def out_of_fold_probabilities(cfg: Any, X: pd.DataFrame, y: pd.DataFrame, *, k: 
     """``(probabilities (n, K), classes, cross-validation record)``: row ``i``'s probabilities
     come from the fold model that did not train on it (folds as :func:`cross_validate`)."""
     from feature_store.core.splits import kfold_indices
-    from fstrain.trainers.cross_validation import cross_validate
 
     if cfg.task == "regression":
         raise ConfigError("--find-label-issues looks for wrong class labels; a regression has "
@@ -138,8 +139,6 @@ def label_issues_step(fv: Any, version: int, carve: dict[str, Any] | None, cfg: 
                       drop: bool) -> tuple[LabelIssues, dict[str, Any], tuple[Any, ...]]:
     """The training pipeline's step: find the suspect train rows of a training-dataset version
     and, with ``drop``, return the splits without them; also the cross-validation record."""
-    from feature_store.core.carve import train_keys
-
     X_tr, X_va, y_tr, y_va = splits
     keys = train_keys(fv, version, carve)
     commits = dict(getattr(fv.get_training_dataset(version), "feature_group_commits", {}) or {})

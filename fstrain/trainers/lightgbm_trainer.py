@@ -20,6 +20,7 @@ from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.metrics import resolve_metric
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.tabular import Prepared, Reporter, finish_booster
+from fstrain.kernel.errors import ConfigError
 
 # our metric name -> (LightGBM metric for binary, for multi-class)
 _LGB_METRIC = {
@@ -63,8 +64,6 @@ def lightgbm_params(
         params["metric"] = ["l1", "rmse"] if metric == "mae" else ["rmse", "l1"]
     elif n_classes == 2:
         if metric == "f1":
-            from fstrain.kernel.errors import ConfigError
-
             raise ConfigError(
                 "metric='f1' is computed for xgboost, scikit-learn and torch models; LightGBM's "
                 "early stopping takes its own metrics. Use metric='pr_auc' (or 'logloss') for "
@@ -81,7 +80,9 @@ def lightgbm_params(
     return params, rounds
 
 
-def _history_row(iteration: int, results: list[tuple[Any, ...]]) -> dict[str, Any]:
+def lightgbm_history_row(iteration: int, results: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """One round's ``val_<metric>`` (and ``train_<metric>``) values of LightGBM's evaluation
+    results in our metric names."""
     row: dict[str, Any] = {"round": iteration}
     for data_name, name, value, _higher_better, *_ in results:
         if data_name not in ("val", "train") or name not in _HISTORY_NAMES:
@@ -125,7 +126,7 @@ def train_lightgbm(
     history: list[dict[str, Any]] = []
 
     def record(env: Any) -> None:
-        row = _history_row(env.iteration, env.evaluation_result_list)
+        row = lightgbm_history_row(env.iteration, env.evaluation_result_list)
         history.append(row)
         if report is not None:
             report(row)

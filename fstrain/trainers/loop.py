@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import json
 
 import numpy as np
 import torch
@@ -469,7 +470,6 @@ class _Run:
         ``fstrain doctor`` on the run folder (no model is registered for a diverged run)."""
         if self.ckdir is None or not self.dist.is_main:
             return
-        import json
 
         self.ckdir.mkdir(parents=True, exist_ok=True)
         record = {"epoch": error.epoch, "batch": error.batch, "global_step": error.global_step,

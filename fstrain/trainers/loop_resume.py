@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from torch import nn
+import torch.distributed
 
 from fstrain.kernel.errors import ConfigError
 from fstrain.trainers.config import TorchOptions
@@ -41,26 +42,23 @@ class DistContext:
         """Mean of ``value`` over ranks."""
         if self.world_size == 1:
             return value
-        import torch.distributed as dist
 
         t = torch.tensor([value], dtype=torch.float64, device=self._comm_device())
-        dist.all_reduce(t)
+        torch.distributed.all_reduce(t)
         return float(t.item()) / self.world_size
 
     def all_gather(self, obj: Any) -> list[Any]:
         """``obj`` from every rank, in rank order."""
         if self.world_size == 1:
             return [obj]
-        import torch.distributed as dist
 
         out: list[Any] = [None] * self.world_size
-        dist.all_gather_object(out, obj)
+        torch.distributed.all_gather_object(out, obj)
         return out
 
     def _comm_device(self) -> torch.device:
-        import torch.distributed as dist
-
-        return self.device if dist.get_backend() == "nccl" and self.device else torch.device("cpu")
+        nccl = torch.distributed.get_backend() == "nccl"
+        return self.device if nccl and self.device else torch.device("cpu")
 
 
 def rank_snapshot(generator: Any, epoch_loss_sum: float, batch_in_epoch: int) -> dict[str, Any]:

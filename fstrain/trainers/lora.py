@@ -24,6 +24,13 @@ import pandas as pd
 from fstrain.kernel.errors import ConfigError
 from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.curves import from_history
+from fstrain.trainers.lora_base import (
+    attention_projections,
+    build_tiny_base,
+    load_local_base,
+    require_llm,
+)
 
 DEFAULTS: dict[str, Any] = {
     "rank": 8, "alpha": 16, "dropout": 0.05, "target_modules": None, "max_length": 192,
@@ -51,8 +58,6 @@ def _device(config: TrainConfig) -> tuple[str, Any]:
 
 
 def _base(p: dict[str, Any], texts: list[str], seed: int, workdir: Path) -> tuple[Any, Any, dict, Path | None]:
-    from fstrain.trainers.lora_base import build_tiny_base, load_local_base
-
     if p["base_model"]:
         model, tokenizer, identity = load_local_base(str(p["base_model"]))
         return model, tokenizer, identity, None
@@ -65,8 +70,6 @@ def _base(p: dict[str, Any], texts: list[str], seed: int, workdir: Path) -> tupl
 
 def _peft(model: Any, p: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
-
-    from fstrain.trainers.lora_base import attention_projections
 
     targets = p["target_modules"] or attention_projections(model)
     # peft annotates lora_alpha as int but only divides it by r: a float scale is kept as given
@@ -126,7 +129,6 @@ def train_lora(config: TrainConfig, X_train: pd.DataFrame, y_train: pd.DataFrame
     import torch
 
     from fstrain.trainers.data import label_series
-    from fstrain.trainers.lora_base import require_llm
     from fstrain.trainers.lora_predictor import PROMPT_COLUMN, encode
 
     require_llm()
@@ -192,7 +194,6 @@ def _result(config: TrainConfig, model: Any, tokenizer: Any, identity: dict[str,
             folder: Path | None, p: dict[str, Any], targets: list[str],
             history: list[dict[str, Any]], best: int, n_val: int, device: str, dtype: Any,
             seconds: float) -> TrainResult:
-    from fstrain.trainers.curves import from_history
     from fstrain.trainers.lora_predictor import LoraPredictor
 
     trainable = sum(q.numel() for q in model.parameters() if q.requires_grad)

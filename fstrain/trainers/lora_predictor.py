@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Any
+import contextlib
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,8 @@ import pandas as pd
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.trainers.data import LabelInfo
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
+from fstrain.trainers.lora_base import load_local_base, require_llm
+from model_registry.manifest import find_version_root, verify_directory
 
 TEMPLATE = "### Instruction:\n{prompt}\n### Response:\n"
 PROMPT_COLUMN = "prompt"
@@ -106,8 +110,6 @@ class LoraPredictor(PredictorBase):
     def nll(self, X: pd.DataFrame, y: pd.Series, *, adapter: bool = True) -> tuple[float, int]:
         """Summed NLL of the reference responses given the prompts, and the token count
         (``adapter=False``: the base model alone)."""
-        import contextlib
-
         import torch
 
         rows = [encode(self.tokenizer, p, r, self.max_length)
@@ -154,8 +156,6 @@ class LoraPredictor(PredictorBase):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """adapter/ (safetensors), tokenizer/, base/ for a generated base, predictor.json."""
-        import shutil
-
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(directory / "adapter", safe_serialization=True)
@@ -173,9 +173,6 @@ def load_lora_predictor(directory: Path, info: dict[str, Any], device: str = "cp
     plus the adapter, both from safetensors."""
     from peft import PeftModel
     from transformers import AutoTokenizer
-
-    from model_registry.manifest import find_version_root, verify_directory
-    from fstrain.trainers.lora_base import load_local_base, require_llm
 
     require_llm()
     directory = Path(directory)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fstrain.trainers.config import METRIC_MODES, TrainConfig
+from validation.metrics import average_precision, roc_auc
 
 
 def resolve_metric(config: TrainConfig, n_classes: int) -> tuple[str, str]:
@@ -34,8 +35,6 @@ def classification_metrics(y: np.ndarray, proba: np.ndarray, n_classes: int) -> 
     ``proba`` is the positive-class probability (binary) or the ``(n, K)`` class probabilities.
     AUC for multi-class is one-vs-rest macro; it is NaN when a class is absent from ``y``.
     """
-    from validation.metrics import average_precision, roc_auc
-
     y = np.asarray(y, dtype=np.int64)
     mat = as_matrix(proba, n_classes)
     mat = np.clip(mat, 1e-15, 1.0)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import TrainConfig, load_config
+from fstrain.trainers.tuning import ray_session, tune
 
 
 @dataclass
@@ -79,7 +80,6 @@ def nested_cross_validate(
         InvalidArgumentError: bad ``k``/``inner_validation`` or data shapes.
     """
     from feature_store.core.splits import kfold_indices
-    from fstrain.trainers.tuning import ray_session
 
     cfg = load_config(config)
     if cfg.resume:
@@ -117,7 +117,6 @@ def _outer_fold(cfg: TrainConfig, X_fit: pd.DataFrame, y_fit: pd.DataFrame,
                 workdir: Path, num_cpus: int) -> tuple[dict[str, Any], str, str]:
     """Tune on the inner split, refit on all of ``X_fit``, score on the held-out rows."""
     from fstrain.trainers.api import train
-    from fstrain.trainers.tuning import tune
 
     tr, va = inner
     tuned = tune(cfg, X_fit.iloc[tr], y_fit.iloc[tr], X_fit.iloc[va], y_fit.iloc[va],

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 
 def run_blocks(seq: nn.Sequential, ends: list[int], x: torch.Tensor, checkpointing: bool,
@@ -20,7 +21,6 @@ def run_blocks(seq: nn.Sequential, ends: list[int], x: torch.Tensor, checkpointi
     recompute, so dropout masks match). Layers after the last block run normally."""
     if not (checkpointing and training and torch.is_grad_enabled()):
         return seq(x)
-    from torch.utils.checkpoint import checkpoint
 
     start = 0
     for end in ends:

@@ -15,6 +15,9 @@ from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.data import FeatureSchema, LabelInfo
 from fstrain.trainers.metrics import classification_metrics
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
+from fstrain.trainers import formats
+from fstrain.trainers.curves import from_history
+from fstrain.trainers.preprocessing import feature_names_out, transform
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,6 @@ def epoch_row(epoch: int, n_classes: int, val: tuple[np.ndarray, np.ndarray],
 def nn_curves(history: list[dict[str, Any]], metric: str, mode: str, best: int | None,
               framework: str) -> Any:
     """Per-epoch learning curves of a Keras/Flax run (the trainer contract's schema)."""
-    from fstrain.trainers.curves import from_history
-
     return from_history(
         history, unit="epoch", loss="logloss", metric=metric, mode=mode, step_key="epoch",
         best_step=best, extra_keys={"train_objective": "train_objective", "lr": "lr"},
@@ -135,8 +136,6 @@ class MatrixPredictor(PredictorBase):
         raise NotImplementedError
 
     def _input(self, X: pd.DataFrame) -> np.ndarray:
-        from fstrain.trainers.preprocessing import transform
-
         return transform(self.preprocessor, self.schema, X)
 
     def predict_proba_matrix(self, X: np.ndarray) -> np.ndarray:
@@ -149,15 +148,11 @@ class MatrixPredictor(PredictorBase):
     @property
     def explain_target(self) -> ExplainTarget:
         """An object with ``predict_proba`` over the preprocessed matrix (Kernel SHAP)."""
-        from fstrain.trainers.preprocessing import feature_names_out
-
         return ExplainTarget(kind=self.kind, model=_ProbaModel(self), transform=self._input,
                              feature_names=feature_names_out(self.preprocessor),
                              classes=self.labels.classes)
 
     def _save_common(self, directory: Path) -> list[Path]:
-        from fstrain.trainers import formats
-
         directory.mkdir(parents=True, exist_ok=True)
         return list(formats.save_sklearn(self.preprocessor, directory / "preprocessor"))
 
@@ -174,8 +169,6 @@ class _ProbaModel:
 
 def load_common(directory: Path, info: dict[str, Any]) -> tuple[FeatureSchema, Any, LabelInfo]:
     """Schema, preprocessor and labels of a saved matrix predictor."""
-    from fstrain.trainers import formats
-
     if "features" not in info or not (Path(directory) / "preprocessor").is_dir():
         raise InvalidArgumentError(
             f"{str(directory)!r} lacks the feature schema or the preprocessor of a "

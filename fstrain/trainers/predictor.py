@@ -38,6 +38,12 @@ from fstrain.trainers.tabular_predictor import (
     load_tabular_predictor,
 )
 from fstrain.trainers.torch_predictor import TorchPredictor, load_torch_predictor
+from fstrain.trainers.calibration import Calibration
+from fstrain.trainers.catboost_trainer import load_catboost_predictor
+from fstrain.trainers.flax_trainer import load_flax_predictor
+from fstrain.trainers.keras_trainer import load_keras_predictor
+from fstrain.trainers.lora_predictor import load_lora_predictor
+from fstrain.trainers.spark_predictor import load_spark_predictor
 
 __all__ = ["FORMAT_VERSION", "PREDICTOR_FILE", "ExplainTarget", "Predictor", "TabularPredictor",
            "TorchPredictor", "load_predictor"]
@@ -65,8 +71,6 @@ def load_predictor(
     info = json.loads(manifest_path.read_text())
     predictor = _load_model(directory, info, image_loader=image_loader, device=device)
     if info.get("calibration"):
-        from fstrain.trainers.calibration import Calibration
-
         predictor.calibration = Calibration.from_json(info["calibration"])  # type: ignore[attr-defined]
     return predictor
 
@@ -78,8 +82,6 @@ def _load_model(directory: Path, info: dict[str, Any], *,
     if framework is not None:
         return framework(directory, info)
     if kind == "lora":
-        from fstrain.trainers.lora_predictor import load_lora_predictor
-
         return load_lora_predictor(directory, info, device=device)
     if kind not in (*MODEL_LOADERS, "mlp", "cnn", "spark_gbt", "spark_lr"):
         raise InvalidArgumentError(
@@ -98,8 +100,6 @@ def _load_model(directory: Path, info: dict[str, Any], *,
                                     image_loader, device)
     assert schema is not None  # refused above for every kind but cnn
     if kind in ("spark_gbt", "spark_lr"):
-        from fstrain.trainers.spark_predictor import load_spark_predictor
-
         return load_spark_predictor(directory, info, labels, schema)
     return load_tabular_predictor(directory, info, labels, schema, preprocessor)
 
@@ -108,15 +108,9 @@ def _framework_loader(kind: str) -> Callable[[Path, dict[str, Any]], Predictor] 
     """The loader of a predictor that lives beside its optional framework's trainer (CatBoost,
     Keras, Flax), imported only when such a model is loaded; None for the other kinds."""
     if kind == "catboost":
-        from fstrain.trainers.catboost_trainer import load_catboost_predictor
-
         return load_catboost_predictor
     if kind == "keras_mlp":
-        from fstrain.trainers.keras_trainer import load_keras_predictor
-
         return load_keras_predictor
     if kind == "flax_mlp":
-        from fstrain.trainers.flax_trainer import load_flax_predictor
-
         return load_flax_predictor
     return None

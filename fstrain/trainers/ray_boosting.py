@@ -55,6 +55,23 @@ from fstrain.kernel.errors import ConfigError, IntegrityError
 from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.distributed_record import distributed_record
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.calibration import check_method
+from fstrain.trainers.imbalance import ImbalancePlan, plan_from_counts
+from fstrain.trainers.lightgbm_trainer import lightgbm_history_row, lightgbm_params
+from fstrain.trainers.metrics import resolve_metric
+from fstrain.trainers.preprocessing import feature_names_out
+from fstrain.trainers.stream.pieces import rank_pieces
+from fstrain.trainers.stream.prep import fit_streamed
+from fstrain.trainers.stream.ray_feed import data_config, dataset_name, pieces_dataset
+from fstrain.trainers.stream.split import SplitStream
+from fstrain.trainers.tabular import (
+    finish_booster,
+    use_quantile_dmatrix,
+    xgboost_f1,
+    xgboost_history_row,
+    xgboost_params,
+)
+from fstrain.trainers.tuning import ray_session
 
 BOOSTERS = ("xgboost", "lightgbm")
 SHARD_FILE = "shard_rank{rank}.json"
@@ -136,10 +153,6 @@ class StreamedFit:
     :class:`~fstrain.trainers.tabular.Prepared` on the same splits (tested)."""
 
     def __init__(self, config: TrainConfig, source: Any, *, framework: str) -> None:
-        from fstrain.trainers.imbalance import ImbalancePlan, plan_from_counts
-        from fstrain.trainers.preprocessing import feature_names_out
-        from fstrain.trainers.stream.prep import fit_streamed
-
         self.source = source
         self.prep, counts = fit_streamed(source, config)
         self.schema, self.preprocessor = self.prep.schema, self.prep.preprocessor
@@ -149,8 +162,6 @@ class StreamedFit:
             self.plan = ImbalancePlan(strategy="none", record={"strategy": "none",
                                                                "task": "regression"})
         else:
-            from fstrain.trainers.calibration import check_method
-
             check_method(config.calibration, self.labels.classes)
             val = np.zeros(self.labels.n_classes, dtype=np.int64)
             for _x, y in self._pieces("validation"):  # also refuses an unseen label, as in memory
@@ -170,9 +181,6 @@ class StreamedFit:
 
     def _pieces(self, split: str) -> Any:
         """``(x, y)`` of every piece of ``split`` in file order, preprocessed and encoded."""
-        from fstrain.trainers.stream.pieces import rank_pieces
-        from fstrain.trainers.stream.split import SplitStream
-
         stream = SplitStream(self.source, split, self.prep)
         return map(stream.piece_arrays, rank_pieces(self.source.group_rows[split], 0, 1))
 
@@ -200,18 +208,12 @@ def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
     communicator context): the single-process trainer's matrices, history and early stopping."""
     import xgboost as xgb
 
-    from fstrain.trainers.tabular import (
-        _history_row,
-        _use_quantile_dmatrix,
-        xgboost_f1,
-    )
-
     params = {"nthread": spec["threads"], **spec["params"]}
     (x, y, w), (xv, yv) = train, val
     weight = w if spec["weighted"] else None
     dtrain: xgb.DMatrix  # a QuantileDMatrix is one
     dval: xgb.DMatrix
-    if _use_quantile_dmatrix("cpu", x):
+    if use_quantile_dmatrix("cpu", x):
         dtrain = xgb.QuantileDMatrix(x, label=y, weight=weight,
                                      max_bin=params.get("max_bin", 256))
         dval = xgb.QuantileDMatrix(xv, label=yv, ref=dtrain)
@@ -221,7 +223,7 @@ def _fit_xgboost(spec: dict[str, Any], train: tuple[np.ndarray, ...],
 
     class _Record(xgb.callback.TrainingCallback):
         def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, Any]) -> bool:
-            history.append(_history_row(epoch, evals_log))
+            history.append(xgboost_history_row(epoch, evals_log))
             return False
 
     callbacks: list[Any] = [_Record()]
@@ -245,8 +247,6 @@ def _fit_lightgbm(spec: dict[str, Any], train: tuple[np.ndarray, ...],
     import lightgbm as lgb
     from ray.train.lightgbm import get_network_params
 
-    from fstrain.trainers.lightgbm_trainer import _history_row
-
     params = {"num_threads": spec["threads"], **spec["params"], **get_network_params(), "pre_partition": True,
               "tree_learner": "data_parallel"}
     (x, y, w), (xv, yv) = train, val
@@ -257,7 +257,7 @@ def _fit_lightgbm(spec: dict[str, Any], train: tuple[np.ndarray, ...],
     history: list[dict[str, Any]] = []
 
     def record(env: Any) -> None:
-        history.append(_history_row(env.iteration, env.evaluation_result_list))
+        history.append(lightgbm_history_row(env.iteration, env.evaluation_result_list))
 
     callbacks: list[Any] = [record]
     if spec["early_stopping_rounds"]:
@@ -274,8 +274,6 @@ def _worker(spec: dict[str, Any]) -> None:
     """Ray Train worker: read this rank's train shard and the validation split, boost, and
     report the shard's row count and fingerprint (rank 0 also the model and its history)."""
     import ray.train
-
-    from fstrain.trainers.stream.ray_feed import dataset_name
 
     rank = ray.train.get_context().get_world_rank()
     t0 = time.perf_counter()
@@ -303,9 +301,6 @@ def _datasets(source: Any, data: Any, num_workers: int) -> dict[str, Any]:
     """One Ray Dataset per rank over its contiguous share of the train rows (pieces of row
     groups in file order: every row in exactly one shard, the same shard every run), and one
     over the whole validation split; each reads and preprocesses its pieces in Ray Data tasks."""
-    from fstrain.trainers.stream.ray_feed import dataset_name, pieces_dataset
-    from fstrain.trainers.stream.split import SplitStream
-
     train, validation = (SplitStream(source, split, data.prep)
                          for split in ("train", "validation"))
     out = {dataset_name(rank): pieces_dataset(train, train.pieces(rank, num_workers))
@@ -319,8 +314,6 @@ def _run_trainer(spec: dict[str, Any], datasets: dict[str, Any], workdir: Path,
     """Fit on Ray Train (XGBoostTrainer or LightGBMTrainer); the result's checkpoint.
     ``cpus`` is each worker's logical CPU share (Ray Data's read tasks need the rest)."""
     from ray.train import RunConfig, ScalingConfig
-
-    from fstrain.trainers.stream.ray_feed import data_config
 
     if spec["kind"] == "xgboost":
         from ray.train.xgboost import XGBoostTrainer as Trainer
@@ -377,17 +370,11 @@ def check_shards(shards: list[dict[str, Any]], rows: int, expected: int) -> dict
 
 def _spec(cfg: TrainConfig, data: Any, threads: int) -> tuple[dict[str, Any], tuple[str, str]]:
     """What every worker needs (native params, rounds, early stopping) and the metric."""
-    from fstrain.trainers.metrics import resolve_metric
-
     k = data.labels.n_classes
     metric, mode = resolve_metric(cfg, k)
     if cfg.model == "xgboost":
-        from fstrain.trainers.tabular import xgboost_params
-
         params, rounds = xgboost_params(cfg, k, metric, "cpu")
     else:
-        from fstrain.trainers.lightgbm_trainer import lightgbm_params
-
         params, rounds = lightgbm_params(cfg, k, metric)
     if data.plan.scale_pos_weight is not None:
         params["scale_pos_weight"] = data.plan.scale_pos_weight
@@ -418,9 +405,6 @@ def train_boosting_on_ray(
     world size, backend, per-shard rows and the exactly-once check; the slowest shard's read
     and boosting times are ``extra["shard_read_seconds"]`` and ``["shard_fit_seconds"]``.
     """
-    from fstrain.trainers.tabular import finish_booster
-    from fstrain.trainers.tuning import ray_session
-
     refuse_unsupported(config)
     kind = config.model
     if source.rows("train") < num_workers:  # a worker would get no rows to boost on

@@ -16,8 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import FeatureStoreError
-from fstrain.trainers.config import TrainConfig, load_config
+from fstrain.kernel.errors import ConfigError, FeatureStoreError
+from fstrain.trainers.config import MODEL_PARAMS, TrainConfig, load_config
+from fstrain.trainers.lightgbm_trainer import train_lightgbm
+from fstrain.trainers.metrics import classification_metrics
+from fstrain.trainers.seeding import seed_everything
+from fstrain.trainers.tabular import Prepared, train_sklearn, train_xgboost
+from fstrain.trainers.torch_models import prepare_torch_data
 
 
 class SmokeCheckError(FeatureStoreError):
@@ -137,8 +142,6 @@ def _torch_batch(
     from torch import nn
 
     from fstrain.trainers.nets import build_net
-    from fstrain.trainers.seeding import seed_everything
-    from fstrain.trainers.torch_models import prepare_torch_data
 
     cfg = cfg.with_overrides({"dropout": 0.0}) if "dropout" in _arch_keys(cfg) else cfg
     cfg = cfg.model_copy(update={"imbalance": "none"})
@@ -283,8 +286,6 @@ def _check_gradients(
 
 
 def _arch_keys(cfg: TrainConfig) -> set[str]:
-    from fstrain.trainers.config import MODEL_PARAMS
-
     return set(MODEL_PARAMS[cfg.model])
 
 
@@ -301,9 +302,6 @@ def _hint(losses: list[float], warnings: list[str]) -> str:
 def _smoke_tabular(
     cfg: TrainConfig, X: pd.DataFrame, y: pd.DataFrame, target_loss: float
 ) -> SmokeResult:
-    from fstrain.trainers.metrics import classification_metrics
-    from fstrain.trainers.tabular import Prepared, train_sklearn, train_xgboost
-
     unregularised = {
         "xgboost": {"n_estimators": 300, "learning_rate": 0.3, "max_depth": 6,
                     "min_child_weight": 0, "reg_lambda": 0.0, "subsample": 1.0,
@@ -316,13 +314,10 @@ def _smoke_tabular(
         "sklearn_logreg": {"C": 1e4},
     }.get(cfg.model)
     if unregularised is None:
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(f"--smoke overfits one batch with xgboost, lightgbm, scikit-learn and "
                           f"torch models; {cfg.model!r} has no smoke check. Drop --smoke.")
     smoke_cfg = cfg.model_copy(update={"params": unregularised, "early_stopping_rounds": None,
                                        "imbalance": "none"})
-    from fstrain.trainers.lightgbm_trainer import train_lightgbm
 
     trainer = {"xgboost": train_xgboost, "lightgbm": train_lightgbm}.get(cfg.model, train_sklearn)
     result = trainer(smoke_cfg, X, y, X, y)

@@ -32,6 +32,10 @@ import numpy as np
 from fstrain.kernel.errors import ConfigError, InvalidArgumentError
 from fstrain.trainers.config import TrainConfig
 from fstrain.trainers.result import TrainResult
+from fstrain.trainers.curves import from_history
+from fstrain.trainers.imbalance import plan_imbalance
+from fstrain.trainers.metrics import classification_metrics, resolve_metric
+from fstrain.trainers.spark_session import spark_session
 
 Reporter = Callable[[dict[str, Any]], None]
 MLLIB_DIR = "mllib"
@@ -162,8 +166,6 @@ def _check_config(config: TrainConfig, n_classes: int) -> None:
 def _weights(train: Any, config: TrainConfig, classes: tuple[Any, ...]) -> tuple[Any, dict]:
     """The train rows with a weight column, and the imbalance record (train rows only)."""
     from pyspark.sql import functions as F
-
-    from fstrain.trainers.imbalance import plan_imbalance
 
     counts = dict(train.groupBy(LABEL_INDEX).count().collect())
     per_class = np.array([int(counts.get(float(i), 0)) for i in range(len(classes))])
@@ -298,8 +300,6 @@ def train_spark(
         master: Spark master URL (default ``local[2]``).
         report: called with each history row.
     """
-    from fstrain.trainers.spark_session import spark_session
-
     t0 = time.perf_counter()
     workdir = Path(workdir)
     with spark_session(master, workdir) as spark:
@@ -369,7 +369,6 @@ def _result(config: TrainConfig, mllib_dir: Path, history: list[dict[str, Any]],
             params: dict[str, Any], imbalance: dict[str, Any], scored: tuple[Any, ...],
             extra: dict[str, Any], report: Reporter | None) -> TrainResult:
     from fstrain.trainers.data import FeatureSchema, LabelInfo
-    from fstrain.trainers.metrics import classification_metrics, resolve_metric
     from fstrain.trainers.spark_predictor import SparkPredictor
 
     y_val, proba, classes, source, dtypes, numeric, categorical = scored
@@ -406,8 +405,6 @@ def _curves(config: TrainConfig, history: list[dict[str, Any]], best: int, metri
             mode: str) -> Any:
     """Learning curves: per-round train/validation log loss (GBT, MLlib's own per-iteration
     evaluation), or L-BFGS's objective per iteration with one validation point (LR)."""
-    from fstrain.trainers.curves import from_history
-
     if config.model == "spark_gbt":
         notes = ["train and validation log loss per boosting round, from MLlib's "
                  "evaluateEachIteration (train loss weighted by the class weights, if any); "

@@ -22,6 +22,7 @@ import pandas as pd
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
 from fstrain.trainers.data import FeatureSchema, LabelInfo
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
+from fstrain.trainers import formats
 
 SPARK_MODELS = ("spark_gbt", "spark_lr")
 
@@ -230,8 +231,6 @@ class SparkPredictor(PredictorBase):
     def from_mllib(cls, kind: str, saved: Path, *, schema: FeatureSchema, labels: LabelInfo,
                    params: dict[str, Any]) -> SparkPredictor:
         """Read a ``PipelineModel`` folder written by MLlib's writer."""
-        from fstrain.trainers import formats
-
         return cls(kind=kind, stages=formats.load_spark_ml(saved), saved=saved, schema=schema,
                    labels=labels, params=params)
 
@@ -254,8 +253,6 @@ class SparkPredictor(PredictorBase):
 
     def save(self, directory: Path) -> dict[str, Any]:
         """MLlib's saved folder under ``model/`` + predictor.json."""
-        from fstrain.trainers import formats
-
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         files = formats.save_spark_ml(self.saved, directory / "model")

@@ -13,6 +13,7 @@ import pandas as pd
 from fstrain.trainers import formats
 from fstrain.trainers.data import FeatureSchema, LabelInfo
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase, jsonable_params
+from fstrain.trainers.preprocessing import feature_names_out, transform
 
 #: kind -> the load function of its model files
 MODEL_LOADERS = {"xgboost": formats.load_xgboost, "lightgbm": formats.load_lightgbm,
@@ -41,8 +42,6 @@ class TabularPredictor(PredictorBase):
         self.params = params or {}
 
     def _input(self, X: pd.DataFrame) -> np.ndarray:
-        from fstrain.trainers.preprocessing import transform
-
         return transform(self.preprocessor, self.schema, X)
 
     def raw_proba_matrix(self, X: np.ndarray) -> np.ndarray:
@@ -63,8 +62,6 @@ class TabularPredictor(PredictorBase):
     @property
     def explain_target(self) -> ExplainTarget:
         """Booster/estimator + the preprocessing transform."""
-        from fstrain.trainers.preprocessing import feature_names_out
-
         return ExplainTarget(
             kind=self.kind, model=self.model, transform=self._input,
             feature_names=feature_names_out(self.preprocessor), classes=self.labels.classes,

@@ -17,6 +17,7 @@ from typing_extensions import TypeIs
 
 import numpy as np
 import torch
+from torch.utils.data.distributed import DistributedSampler
 
 from fstrain.kernel.errors import InvalidArgumentError
 
@@ -63,8 +64,6 @@ def epoch_indices(
     n: int, *, seed: int, epoch: int, rank: int = 0, world_size: int = 1
 ) -> list[int]:
     """This rank's shuffled indices for ``epoch`` (``DistributedSampler`` order, padded)."""
-    from torch.utils.data.distributed import DistributedSampler
-
     # torch annotates the dataset as a Dataset, but the sampler only reads its len()
     sampler: DistributedSampler[int] = DistributedSampler(
         range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed,  # type: ignore[arg-type]

@@ -14,13 +14,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fstrain.kernel.errors import InvalidArgumentError
-from fstrain.trainers.config import TrainConfig
+from fstrain.kernel.errors import ConfigError, InvalidArgumentError
+from fstrain.trainers.config import TrainConfig, load_config
 from fstrain.trainers.data import FeatureSchema, LabelInfo, label_info
 from fstrain.trainers.imbalance import ImbalancePlan, plan_imbalance
-from fstrain.trainers.metrics import resolve_metric
+from fstrain.trainers.metrics import classification_metrics, resolve_metric
 from fstrain.trainers.result import TrainResult
 from fstrain.trainers.torch_predictor import TorchPredictor
+from fstrain.trainers.calibration import calibrate, check_method
+from fstrain.trainers.curves import from_history
+from fstrain.trainers.images import ImagePathDataset
+from fstrain.trainers.preprocessing import feature_names_out, fit_transform, transform
+from fstrain.trainers.seeding import deterministic_mode, seed_everything
+from fstrain.trainers.stream.prep import fit_streamed
+from fstrain.trainers.stream.split import DEFAULT_SHUFFLE_BUFFER, SplitStream
 
 
 @dataclass
@@ -53,15 +60,11 @@ def prepare_torch_data(
     y_tr = labels.encode(y_train, split="train")
     y_va = labels.encode(y_val, split="validation")
     if labels.task != "regression":
-        from fstrain.trainers.calibration import check_method
-
         check_method(config.calibration, labels.classes)
     plan = plan_imbalance(config.imbalance, y_tr, labels.classes, seed=config.seed, y_val=y_va,
                           framework="torch")
     rows = plan.indices if plan.indices is not None else np.arange(len(y_tr))
     if config.model == "cnn":
-        from fstrain.trainers.images import ImagePathDataset
-
         col = config.image_column
         for split, frame in (("train", X_train), ("validation", X_val)):
             if col not in frame.columns:
@@ -74,7 +77,6 @@ def prepare_torch_data(
         val_set = ImagePathDataset(X_val[col].astype(str).tolist(), y_va, loader=image_loader)
         arch = cnn_arch(config.params, labels.n_classes)
         return TorchData(train_set, val_set, labels, arch, plan)
-    from fstrain.trainers.preprocessing import fit_transform, transform
 
     schema = FeatureSchema.infer(X_train)
     pre, x_tr = fit_transform(schema, X_train, max_categories=config.max_categories)
@@ -100,8 +102,6 @@ def train_torch(
 ) -> TrainResult:
     """Train an ``mlp`` or ``cnn`` in this process (CPU or one GPU)."""
     if config.torch.streaming or config.torch.shuffle_buffer is not None:
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(
             "torch.streaming / torch.shuffle_buffer configure the streamed input, which reads a "
             "materialized version's files; these are in-memory frames. Train with `fstrain "
@@ -117,9 +117,6 @@ def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
     preprocessing fitted on the train split by one streamed pass, the train split shuffled
     through ``torch.shuffle_buffer`` rows, the validation split in file order."""
     from fstrain.trainers.nets import mlp_arch
-    from fstrain.trainers.preprocessing import feature_names_out
-    from fstrain.trainers.stream.prep import fit_streamed
-    from fstrain.trainers.stream.split import DEFAULT_SHUFFLE_BUFFER, SplitStream
 
     if config.model != "mlp" or config.imbalance in ("oversample", "undersample"):
         raise InvalidArgumentError(
@@ -128,8 +125,6 @@ def stream_torch_data(config: TrainConfig, source: Any) -> TorchData:
     prep, counts = fit_streamed(source, config)
     labels = prep.labels
     if labels.task != "regression":
-        from fstrain.trainers.calibration import check_method
-
         check_method(config.calibration, labels.classes)
     plan = plan_imbalance(config.imbalance, np.repeat(np.arange(len(counts)), counts),
                           labels.classes, seed=config.seed, framework="torch")
@@ -152,8 +147,6 @@ def train_torch_streamed(config: TrainConfig | dict[str, Any], source: Any, *, w
     (``torch.checkpoint_every_steps``) included, with the batches an uninterrupted run would
     have taken; the checkpoint records the train split's layout next to ``lineage``, and a
     resume over another layout is refused."""
-    from fstrain.trainers.config import load_config
-
     config = load_config(config)
     data = stream_torch_data(config, source)
     y_val = data.val_set.labels_and_rows()[0]
@@ -178,7 +171,6 @@ def _train_torch_data(config: TrainConfig, data: TorchData, X_val: Any, y_val: n
 
     from fstrain.trainers.loop import LoopSpec, fit
     from fstrain.trainers.nets import build_net
-    from fstrain.trainers.seeding import deterministic_mode, seed_everything
 
     metric, mode = resolve_metric(config, data.labels.n_classes)
     with deterministic_mode(config.torch.deterministic) as notes:
@@ -222,9 +214,6 @@ def calibrated_metrics(predictor: Any, method: str, X_val: Any, y_val: np.ndarra
     """Fit the probability correction ``method`` on the validation split (see
     :mod:`fstrain.trainers.calibration`) and, when one applies, the validation metrics of
     the corrected probabilities (the loop's metrics are of the raw ones)."""
-    from fstrain.trainers.calibration import calibrate
-    from fstrain.trainers.metrics import classification_metrics
-
     def raw() -> np.ndarray:
         if getattr(X_val, "streamed", False):  # a streamed split: preprocessed batches
             return np.concatenate([predictor.raw_proba_matrix(x.numpy())
@@ -242,7 +231,6 @@ def torch_curves(history: list[dict[str, Any]], metric: str, mode: str,
     """Per-epoch curves of the torch loop: eval-mode log-loss and the selection metric on the
     validation split and on a fixed sample of train rows, plus the optimised objective,
     gradient norms, learning rate and the input pipeline's time."""
-    from fstrain.trainers.curves import from_history
     from fstrain.trainers.loop import TRAIN_EVAL_ROWS
 
     return from_history(

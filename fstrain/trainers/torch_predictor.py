@@ -15,6 +15,8 @@ from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.trainers import formats
 from fstrain.trainers.data import FeatureSchema, LabelInfo
 from fstrain.trainers.predictor_base import ExplainTarget, PredictorBase
+from fstrain.trainers.images import load_images
+from fstrain.trainers.preprocessing import feature_names_out, transform
 
 
 class TorchPredictor(PredictorBase):
@@ -47,15 +49,12 @@ class TorchPredictor(PredictorBase):
 
     def _input(self, X: pd.DataFrame) -> np.ndarray:
         if self.kind == "cnn":
-            from fstrain.trainers.images import load_images
-
             if self.image_column not in X.columns:
                 raise InvalidArgumentError(
                     f"The cnn model reads images from column {self.image_column!r}, which X "
                     f"lacks (columns: {list(X.columns)})."
                 )
             return load_images(X[self.image_column].astype(str).tolist(), self.image_loader)
-        from fstrain.trainers.preprocessing import transform
 
         if self.schema is None:
             raise InvalidArgumentError(
@@ -84,8 +83,6 @@ class TorchPredictor(PredictorBase):
         if self.kind == "cnn":
             names = ["pixels"]
         else:
-            from fstrain.trainers.preprocessing import feature_names_out
-
             names = feature_names_out(self.preprocessor)
         return ExplainTarget(
             kind=self.kind, model=self.module, transform=self._input, feature_names=names,

@@ -23,14 +23,16 @@ from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+import shutil
 
 import pandas as pd
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, did_you_mean
 from fstrain.trainers.config import (
     BOOSTED_TREE_MODELS,
     METRIC_MODES,
     TrainConfig,
+    load_config as _load,
     load_config,
     validate_search_space,
 )
@@ -172,7 +174,6 @@ def _short_temp_dir(workdir: Path) -> tuple[Path, list[str], bool]:
             f"Ray temp dir {short} (not under workdir: {preferred} is too long for Ray's Unix "
             f"socket paths, which must stay under {SOCKET_PATH_MAX + 1} bytes)"
         ], True
-    from fstrain.kernel.errors import ConfigError
 
     raise ConfigError(
         f"No temp folder is short enough for Ray's Unix sockets ({SOCKET_PATH_MAX} bytes with "
@@ -211,8 +212,6 @@ def ray_session(workdir: Path, *, ray_address: str | None = None,
         if owner:
             ray.shutdown()
         if created:
-            import shutil
-
             shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -220,8 +219,6 @@ def _trial(sampled: dict[str, Any], *, base: dict[str, Any], json_keys: list[str
            data: tuple[Any, ...], nthread: int) -> None:
     """One Ray Tune trial: train with the sampled params, report every round/epoch."""
     from ray import tune
-
-    from fstrain.trainers.config import load_config as _load
 
     cfg = _load(base).with_overrides(_decode(sampled, set(json_keys)))
     X_train, y_train, X_val, y_val = data
@@ -379,8 +376,6 @@ def _tuning_metric(cfg: TrainConfig, n_classes: int) -> tuple[str, str]:
     metric = cfg.tune.metric or f"val_{base_metric}"
     known = {f"val_{m}" for m in ("auc", "pr_auc", "logloss", "accuracy", "f1")} | {"train_loss"}
     if metric not in known:
-        from fstrain.kernel.errors import did_you_mean
-
         raise ConfigError(
             f"tune.metric must be one of {', '.join(sorted(known))}; got {metric!r}."
             + did_you_mean(metric, known)

@@ -17,6 +17,8 @@ from pydantic import model_validator
 from fstrain.kernel.window import Window, from_environment, resolve_window
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import FeatureGroupRef, FeaturePipelineRef
+from feature_views import get_source
+from fstrain.kernel.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -38,8 +40,6 @@ class FeaturePipelineConfig(PipelineConfig):
     @model_validator(mode="after")
     def _options_of_the_use_case(self) -> FeaturePipelineConfig:
         """Options that the use case's source does not read are refused, not ignored."""
-        from feature_views import get_source
-
         takes = get_source(self.use_case).LOAD_OPTIONS
         for option in ("sample", "n_transactions", "image_dir"):
             if option in self.model_fields_set and getattr(self, option) is not None \
@@ -52,7 +52,6 @@ class FeaturePipelineConfig(PipelineConfig):
 def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
     """Load, engineer, validate and upsert every feature group of ``config.use_case``."""
     from pipelines.feature.engineering import engineer, restrict
-    from feature_views import get_source
 
     source = get_source(config.use_case)
     window, described = _window(source, config)
@@ -99,8 +98,6 @@ def _window(source: Any, config: FeaturePipelineConfig) -> tuple[Window, str]:
     time cannot select rows by time: ``--start``/``--end`` are refused (before any work); the
     scheduler's ``HOPS_START_TIME``/``HOPS_END_TIME``, exported for every stage, are read, said
     not to apply, and every row is loaded."""
-    from fstrain.kernel.errors import ConfigError
-
     window = resolve_window(config.start, config.end, names=("--start", "--end"))
     if any(spec.event_time is not None for spec in source.FEATURE_GROUPS):
         return window, window.describe()

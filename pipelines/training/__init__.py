@@ -18,13 +18,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
+import pandas as pd
 
-from model_registry.metric_names import registry_metrics
-from fstrain.trainers.config import RESUMABLE_MODELS
+from model_registry.metric_names import canonical, registry_metrics
+from fstrain.trainers.config import RESUMABLE_MODELS, load_config
 from fstrain.trainers.engine import Engine, EngineChoice, check_engine_options, choose_engine
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import ModelRef
 from fstrain.kernel.versions import resolve_training_dataset_version
+from feature_store.core.carve import read_three_way
+from feature_views import get_use_case
+from fstrain.kernel.errors import ConfigError
+from fstrain.trainers import train, train_distributed
+from fstrain.trainers.checkpoint import has_checkpoint
+from fstrain.trainers.cross_validation import cross_validate
+from fstrain.trainers.label_issues import label_issues_step
+from fstrain.trainers.nested_cv import nested_cross_validate
+from fstrain.trainers.ray_boosting import train_boosting_on_ray
+from fstrain.trainers.spark_mllib import SparkSource, train_spark
+from fstrain.trainers.torch_models import train_torch_streamed
+from fstrain.trainers.tuning import tune
+from model_registry.audit.authorize import resolve_signer
+from model_registry.naming import check_model_name
+from pipelines.training.reuse import reusable_model, training_request
+from pipelines.training.tracking import default_tracking_uri, log_training_run
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from feature_store.api import Project
@@ -76,7 +93,6 @@ class TrainingPipelineConfig(PipelineConfig):
         """Checked before any work: the name also names the run folder under the store."""
         if value is None:
             return value
-        from model_registry.naming import check_model_name
 
         return check_model_name(value)
 
@@ -141,8 +157,6 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 def trainer_config(use_case: Any, overrides: dict[str, Any]) -> Any:
     """The validated trainer config of a run (raises ConfigError naming a bad option)."""
-    from fstrain.trainers.config import load_config
-
     base = dict(use_case.model)
     if overrides.get("model") not in (None, base.get("model")):
         # another model kind: the default's hyperparameters belong to the default model
@@ -157,8 +171,6 @@ def read_splits(project: Any, use_case: Any, version: int | str,
     ``version`` may be ``"latest"``. A train/test version gets a validation split carved from
     its train rows (:mod:`feature_store.core.carve`); how is in ``carve`` when a dict is passed.
     """
-    from feature_store.core.carve import read_three_way
-
     fs = project.get_feature_store()
     fv = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
     version = resolve_training_dataset_version(fv, version)
@@ -173,8 +185,6 @@ def check_config(config: TrainingPipelineConfig) -> tuple[Any, Any]:
     (unknown use case, bad hyperparameters, options the trainer does not take):
     :func:`run` starts with it, and the CLI calls it before it opens the store, so bad input
     is named even where the store is missing."""
-    from feature_views import get_use_case
-
     use_case = get_use_case(config.use_case)
     cfg = trainer_config(use_case, config.model)
     _check_resume(config, cfg)
@@ -188,8 +198,6 @@ def run(project: Project, config: TrainingPipelineConfig, *,
     store with a trust list its creation record is signed by the key at ``key`` (else
     ``$FSTRAIN_KEY``). A model already trained on that version with the same configuration is
     returned instead, ``reused`` (:mod:`pipelines.training.reuse`), unless ``force``."""
-    from pipelines.training.reuse import reusable_model, training_request
-
     use_case, cfg = check_config(config)
     fs = project.get_feature_store()
     fv0 = fs.get_feature_view(use_case.feature_view_name, use_case.feature_view_version)
@@ -223,8 +231,6 @@ def run(project: Project, config: TrainingPipelineConfig, *,
         splits = (example,)
     nested = _nested_cv(config, cfg, splits, workdir, fitted) if config.nested else None
     if config.cv is not None and not config.nested and not config.find_label_issues:
-        from fstrain.trainers.cross_validation import cross_validate
-
         X_tr, _X_va, y_tr, _y_va = splits
         cross_validation = cross_validate(fitted.cfg, X_tr, y_tr, k=config.cv,
                                           workdir=workdir / "cv").to_dict()
@@ -260,9 +266,6 @@ def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...]
     """Nested CV of the tuning procedure on the train split (the untuned base config is what
     each outer fold tunes); its mean and std join the model's metrics as
     ``nested_cv_<metric>`` and ``nested_cv_<metric>_std``."""
-    from model_registry.metric_names import canonical
-    from fstrain.trainers.nested_cv import nested_cross_validate
-
     X_tr, _X_va, y_tr, _y_va = splits
     result = nested_cross_validate(cfg, X_tr, y_tr, k=config.cv or 2, workdir=workdir / "nested",
                                    ray_address=config.ray_address, num_cpus=config.ray_cpus)
@@ -277,8 +280,6 @@ def _nested_cv(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...]
 def _track(project: Any, config: TrainingPipelineConfig, name: str, version: int,
            fitted: _Fitted) -> dict[str, str]:
     """Log the registered run to MLflow (:mod:`pipelines.training.tracking`)."""
-    from pipelines.training.tracking import default_tracking_uri, log_training_run
-
     model = project.get_model_registry().get_model(name, version)
     result, tc = fitted.result, model.training_config
     trainer = tc.get("trainer") or {}
@@ -302,8 +303,6 @@ def _label_issues(config: TrainingPipelineConfig, cfg: Any, fv: Any, splits: tup
     """Cleanlab's suspect train rows (:mod:`fstrain.trainers.label_issues`), the cross-validation
     that produced them (it scores the configuration on all train rows), and the splits to
     train on (without the suspects when ``drop_label_issues``)."""
-    from fstrain.trainers.label_issues import label_issues_step
-
     return label_issues_step(fv, int(config.training_dataset_version), carved or None, cfg,
                              splits, k=int(config.cv or 2), workdir=workdir / "label_issues",
                              drop=config.drop_label_issues)
@@ -314,8 +313,6 @@ def _resolve_resume(config: TrainingPipelineConfig, workdir: Path,
     """``--resume`` without a checkpoint is refused before any work; ``--resume-or-start``
     resumes when there is one, else starts a new run. Returns the config to train with
     (``resume`` set as it will be done) and what the registered run records about it."""
-    from fstrain.trainers.checkpoint import has_checkpoint
-
     if not (config.resume or config.resume_or_start):
         return config, None
     version = int(config.training_dataset_version)
@@ -324,8 +321,6 @@ def _resolve_resume(config: TrainingPipelineConfig, workdir: Path,
     flag = "--resume" if config.resume else "--resume-or-start"
     found = has_checkpoint(workdir / "checkpoints")
     if not found and config.resume:
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(
             f"--resume: model {name!r} has no checkpoint for training dataset v{version} "
             f"({workdir / 'checkpoints'} holds none), so there is nothing to resume. Drop "
@@ -345,8 +340,6 @@ def _check_resume_version(workdir: Path, name: str, version: int) -> None:
                     if p.is_dir() and p.name.rsplit("_td", 1)[1].isdigit()
                     and p.name.rsplit("_td", 1)[0] == name)
     if others:
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(
             f"--resume: model {name!r} has no checkpoints for training dataset v{version}; its "
             f"checkpoints are for training dataset "
@@ -357,8 +350,6 @@ def _check_resume_version(workdir: Path, name: str, version: int) -> None:
 
 def _check_resume(config: TrainingPipelineConfig, cfg: Any) -> None:
     if (config.resume or config.resume_or_start) and cfg.model not in RESUMABLE_MODELS:
-        from fstrain.kernel.errors import ConfigError
-
         raise ConfigError(
             f"TrainingPipelineConfig: option 'resume' needs a PyTorch model (mlp or cnn) or "
             f"flax_mlp, which "
@@ -377,26 +368,18 @@ def _fit(choice: EngineChoice, config: TrainingPipelineConfig, cfg: Any,
     if engine is Engine.RAY_TUNE:
         return _tune_and_refit(config, cfg, splits, workdir, lineage), splits[0]
     if engine is Engine.RAY_BOOSTING:
-        from fstrain.trainers.ray_boosting import train_boosting_on_ray
-
         result = train_boosting_on_ray(cfg, source, workdir=workdir, num_workers=config.workers,
                                        ray_address=config.ray_address, num_cpus=config.ray_cpus)
     elif engine is Engine.STREAMED:
-        from fstrain.trainers.torch_models import train_torch_streamed
-
         result = train_torch_streamed(cfg, source, workdir=workdir, lineage=lineage,
                                       resume=config.resume)
     elif engine is Engine.RAY_TRAIN:  # from the version's files (source), or the frames
-        from fstrain.trainers import train_distributed
-
         frames = (dict(zip(("X_train", "X_val", "y_train", "y_val"), splits, strict=True))
                   if source is None else {})
         result = train_distributed(cfg, **frames, source=source, workdir=workdir,
                                    num_workers=config.workers, ray_address=config.ray_address,
                                    num_cpus=config.ray_cpus, lineage=lineage, resume=config.resume)
     else:
-        from fstrain.trainers import train
-
         X_tr, X_va, y_tr, y_va = splits
         result = train(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir, lineage=lineage,
                        resume=config.resume)
@@ -408,11 +391,6 @@ def _fit(choice: EngineChoice, config: TrainingPipelineConfig, cfg: Any,
 def _tune_and_refit(config: TrainingPipelineConfig, cfg: Any, splits: tuple[Any, ...],
                     workdir: Path, lineage: dict[str, Any]) -> _Fitted:
     """Search on train/validation, then refit the best configuration on both."""
-    import pandas as pd
-
-    from fstrain.trainers import train
-    from fstrain.trainers.tuning import tune
-
     X_tr, X_va, y_tr, y_va = splits
     tuned = tune(cfg, X_tr, y_tr, X_va, y_va, workdir=workdir / "tune",
                  ray_address=config.ray_address, num_cpus=config.ray_cpus)
@@ -440,8 +418,6 @@ def _signer(project: Project, name: str, key: str | os.PathLike[str] | None = No
     """Who signs the model's creation record, settled before any training: in a store with a
     trust list a missing, unknown, revoked or wrong-role key (``key``, else $FSTRAIN_KEY) is
     refused now."""
-    from model_registry.audit.authorize import resolve_signer
-
     registry = project.get_model_registry()
     return resolve_signer(registry.trust_store, "creation", label=f"Model '{name}'", key=key)[1]
 
@@ -498,8 +474,6 @@ def _train_spark(fv: Any, cfg: Any, config: TrainingPipelineConfig, files: Any,
     route's :class:`~fstrain.trainers.stream.source.StreamSource`); also return one train row
     as the input example."""
     import pyarrow.parquet as pq
-
-    from fstrain.trainers.spark_mllib import SparkSource, train_spark
 
     source = SparkSource(train=files.files["train"], validation=files.files["validation"],
                          features=tuple(fv.feature_names), label=fv.labels[0])

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+import time
 
 from fstrain.kernel.errors import BackendError, ConfigError
 
@@ -88,8 +89,6 @@ def log_training_run(*, tracking_uri: str, artifact_root: Path | None, model_ref
         ConfigError: MLflow's client is not installed.
         BackendError: the store refused the run (named, with the registered model kept).
     """
-    import time
-
     from mlflow.entities import Metric, RunTag
 
     client = _client(tracking_uri)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any
+import queue
+import threading
 
 import numpy as np
 
@@ -152,9 +154,6 @@ def drop_rows(chunks: Iterable[tuple[np.ndarray, np.ndarray]],
 def read_ahead(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
     """``items`` produced by a thread up to ``depth`` ahead of the consumer (Parquet decoding
     and the preprocessing overlap the training step; memory stays bounded)."""
-    import queue
-    import threading
-
     ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
     done = object()
     stop = threading.Event()

@@ -31,6 +31,8 @@ import pandas as pd
 from fstrain.trainers.data import FeatureSchema, LabelInfo, label_info, label_series
 from fstrain.trainers.stream.pieces import rank_pieces
 from fstrain.trainers.stream.source import StreamSource
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.trainers.preprocessing import build_preprocessor, transform
 
 MISSING = "__missing__"
 
@@ -45,8 +47,6 @@ class StreamPrep:
 
     def arrays(self, X: pd.DataFrame, y: pd.DataFrame, split: str) -> tuple[np.ndarray, np.ndarray]:
         """Float32 feature matrix and encoded labels of one piece."""
-        from fstrain.trainers.preprocessing import transform
-
         return transform(self.preprocessor, self.schema, X), self.labels.encode(y, split=split)
 
 
@@ -120,8 +120,6 @@ def fit_streamed(source: StreamSource, config: Any) -> tuple[StreamPrep, np.ndar
     """One pass over the train split: the fitted :class:`StreamPrep` (numeric columns as
     ``config.numeric_mode`` asks) and the train rows' class counts (for the imbalance plan;
     empty for a regression, whose label values are not counted)."""
-    from fstrain.trainers.preprocessing import build_preprocessor
-
     moments: _Moments | None = None
     label_counts: Counter[Any] = Counter()
     first: pd.Series | None = None
@@ -137,8 +135,6 @@ def fit_streamed(source: StreamSource, config: Any) -> tuple[StreamPrep, np.ndar
             label_counts.update(series.value_counts().to_dict())
         moments.add(X)
     if moments is None or first is None:
-        from fstrain.kernel.errors import InvalidArgumentError
-
         raise InvalidArgumentError("the train split has no rows; there is nothing to train on.")
     labels = label_info(first if regression else pd.Series(list(label_counts), name=first.name),
                         config.task)

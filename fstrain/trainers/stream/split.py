@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from typing import Any
+import hashlib
+import json
 
 import numpy as np
 
@@ -51,9 +53,6 @@ class SplitStream:
         """What the batches depend on besides the seed and options: the split's rows and its
         units' sizes, row groups or (csv, jsonl) text pieces (a checkpoint records it; another
         layout refuses the resume)."""
-        import hashlib
-        import json
-
         sizes = self.source.group_rows[self.split]
         digest = hashlib.sha256(json.dumps(list(sizes)).encode()).hexdigest()[:16]
         text = self.source.texts.get(self.split)
@@ -67,9 +66,6 @@ class SplitStream:
         """What a mid-epoch resume on ``world_size`` ranks needs to find each rank's place: the
         :meth:`layout` and a hash of every rank's pieces (a checkpoint records it; a resume
         dealing other pieces is refused)."""
-        import hashlib
-        import json
-
         dealt = json.dumps([self.pieces(rank, world_size) for rank in range(world_size)])
         return {**self.layout(), "world_size": world_size, "shuffle_buffer": self.shuffle_buffer,
                 "pieces_sha256": hashlib.sha256(dealt.encode()).hexdigest()[:16]}
