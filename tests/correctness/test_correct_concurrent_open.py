@@ -5,12 +5,16 @@ from __future__ import annotations
 import multiprocessing as mp
 from pathlib import Path
 
+# Imported here, in the parent: the forked children inherit the loaded modules instead of
+# each importing the local backend again (24 processes x 8 attempts x 2 tests) where the
+# parent had not; the open at the barrier is the same race.
+from feature_store.local.catalog import Catalog
+from model_registry.local.index import RegistryIndex
+
 _PROCESSES = 24
 
 
 def _open_catalog(root: str, barrier, results) -> None:
-    from feature_store.local.catalog import Catalog
-
     try:
         barrier.wait()
         catalog = Catalog(Path(root) / "catalog.sqlite")
@@ -22,8 +26,6 @@ def _open_catalog(root: str, barrier, results) -> None:
 
 
 def _open_index(root: str, barrier, results) -> None:
-    from model_registry.local.index import RegistryIndex
-
     try:
         barrier.wait()
         index = RegistryIndex(Path(root) / "index.sqlite")
