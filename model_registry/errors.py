@@ -16,6 +16,8 @@ from fstrain.kernel.errors import (
     ModelAlreadyExistsError,
     NotFoundError,
     UnsafeFormatError,
+    did_you_mean,
+    listing,
 )
 
 __all__ = [
@@ -51,8 +53,6 @@ class UnknownMetricError(NotFoundError):
 def unknown_metric(name: str, metric: str, key: str, recorded: list[str]) -> UnknownMetricError:
     """The error for ``get_best_model(name, metric)`` when no version records ``key`` (the
     registered key ``metric`` resolves to) nor ``metric`` itself, listing what is recorded."""
-    from fstrain.kernel.errors import did_you_mean, listing
-
     looked = f"'{key}'" if key == metric else f"'{key}' or '{metric}'"
     hint = did_you_mean(key, recorded) or did_you_mean(metric, recorded)
     return UnknownMetricError(

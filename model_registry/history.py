@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from fstrain.kernel.errors import InvalidArgumentError, VerificationError
+from fstrain.kernel.errors import IntegrityError, InvalidArgumentError, VerificationError
 from model_registry import statuses
 from model_registry.audit.authorize import SIGNOFF_KINDS, resolve_signer, signoff_payload
 from model_registry.audit.identity import Signer
@@ -354,8 +354,6 @@ class HistoryMixin:
 
     def read_history_file(self, seq: int, name: str) -> bytes:
         """A file of history event ``seq`` (e.g. ``scorecard.json``), checked against its hash."""
-        from fstrain.kernel.errors import IntegrityError
-
         events = {e["seq"]: e for e in self.history()}
         if seq not in events or name not in events[seq]["files"]:
             raise InvalidArgumentError(

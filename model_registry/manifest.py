@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.build_info import source_info
 from fstrain.kernel.canonical_json import dumps, to_jsonable
 from fstrain.kernel.errors import IntegrityError
 from fstrain.kernel.timeutil import utc_now_iso
@@ -85,8 +86,6 @@ def git_commit(cwd: Path | None = None) -> str | None:
     Taken from how fstrain was installed (see :mod:`fstrain.kernel.build_info`), never from the
     current directory; ``cwd`` asks a specific checkout instead.
     """
-    from fstrain.kernel.build_info import source_info
-
     if cwd is not None:
         return source_info.__wrapped__(Path(cwd) / "fstrain").get("source_commit")
     return source_info().get("source_commit")
@@ -94,8 +93,6 @@ def git_commit(cwd: Path | None = None) -> str | None:
 
 def code_version() -> dict[str, Any]:
     """``{fstrain_version, source_commit, source, dirty}`` of the running code."""
-    from fstrain.kernel.build_info import source_info
-
     return dict(source_info())
 
 

@@ -14,14 +14,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fstrain.kernel.canonical_json import to_jsonable
+from fstrain.kernel.canonical_json import dumps, to_jsonable
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.api import ModelDraft, ModelStorage
 from model_registry.errors import ModelNotSavedError
 from model_registry.audit.authorize import resolve_signer
 from model_registry.audit.identity import Signer
 from model_registry.audit.trust import TrustStore
+from model_registry.exporters import run_exporter
 from model_registry.history import HistoryMixin, Sealer
+from model_registry.manifest import model_lineage
 from model_registry.naming import (
     check_metrics,
     check_model_name,
@@ -204,8 +206,6 @@ class Model(HistoryMixin):
 
     def write_attachment(self, relative_path: str, data: str | bytes | Mapping | list) -> Path:
         """Write an attachment from content: text, bytes, or a dict/list (written as JSON)."""
-        from fstrain.kernel.canonical_json import dumps
-
         if isinstance(data, str):
             payload = data.encode("utf-8")
         elif isinstance(data, (bytes, bytearray, memoryview)):
@@ -238,8 +238,6 @@ class Model(HistoryMixin):
         format raises :class:`ConfigError` naming the known ones; an option the exporter does
         not take raises :class:`InvalidArgumentError`.
         """
-        from model_registry.exporters import run_exporter
-
         self._saved()
         exported = run_exporter(format, self, options, owner=self._label())
         for path, content in exported.files.items():
@@ -396,7 +394,6 @@ class Model(HistoryMixin):
         """Feature view, training dataset version and, when known, the training dataset."""
         if self._handle is not None:
             return self._storage.lineage(self._handle)
-        from model_registry.manifest import model_lineage
 
         return model_lineage(self._draft.feature_view, self._draft.training_dataset_version,
                              label=self._label())

@@ -17,6 +17,7 @@ nothing could check); a store with one refuses unsigned, unknown, revoked and wr
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -211,8 +212,6 @@ def _reviewer(signer: Signer | None, reviewer: str | None, label: str) -> str:
 
 
 def _os_user() -> str:
-    import getpass
-
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers)

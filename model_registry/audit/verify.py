@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fstrain.kernel.canonical_json import canonical_bytes
-from fstrain.kernel.errors import FeatureStoreError
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError, VerificationError
 from model_registry.audit.identity import role_allows
 from model_registry.audit.layout import (
     HISTORY_DIR,
@@ -394,8 +394,6 @@ def verify_registry(registry: _Registry, *, name: str | None = None, version: in
     models = ([registry.get_model(name, version)] if name is not None and version is not None
               else registry.list_models(name))
     if head is not None and len(models) != 1:
-        from fstrain.kernel.errors import InvalidArgumentError
-
         raise InvalidArgumentError("--head checks one version's chain: name it as NAME:VERSION.")
     return RegistryVerification(trust_report, [
         verify_version(m, head=head, trust_report=trust_report) for m in models],
@@ -405,8 +403,6 @@ def verify_registry(registry: _Registry, *, name: str | None = None, version: in
 
 def _policy_problems(registry: _Registry, names: list[str], trust: TrustReport) -> list[str]:
     """What is wrong with each model's stored gate-policy files (hashes, chain, seals)."""
-    from fstrain.kernel.errors import VerificationError
-
     problems: list[str] = []
     for name in names:
         try:

@@ -37,12 +37,23 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.timeutil import utc_now_iso as utc_now
 from model_registry import history
 from model_registry.api import ModelDraft
 from model_registry.audit.trust import TrustStore
 from model_registry.errors import ModelNotFoundError
 from model_registry.hopsworks.remote_files import replace_remote
 from model_registry.hopsworks.trust import HopsworksTrustStore
+from model_registry.manifest import (
+    ManifestFields,
+    build_manifest,
+    file_entry,
+    git_commit,
+    model_lineage,
+    read_manifest,
+    verify_directory,
+    write_manifest,
+)
 from model_registry.naming import (
     INPUT_EXAMPLE_FILE,
     MANIFEST_FILE,
@@ -100,8 +111,6 @@ class HopsworksModelStorage:
         """Upload ``source`` plus fstrain's manifest, then tag the version (status
         ``pending``, manifest sha256, lineage, the draft's tags) and add its creation record
         (history event 0, sealed by ``sealer``); a failure on the way deletes the version."""
-        from model_registry.manifest import model_lineage
-
         staging = self.project.root / ".staging" / f"{draft.name}-{uuid.uuid4().hex}"
         staging.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
@@ -129,8 +138,6 @@ class HopsworksModelStorage:
 
     def _add_creation_record(self, handle: HopsworksVersion, sealer: history.Sealer) -> None:
         """Event 0 of a new version, written once its version number is known."""
-        from fstrain.kernel.timeutil import utc_now_iso as utc_now
-
         manifest = self.manifest(handle)
         record = history.creation_event(manifest, version=int(handle.version or 0),
                                         created=utc_now(),
@@ -231,8 +238,6 @@ class HopsworksModelStorage:
 
     def stored_manifest(self, handle: HopsworksVersion, folder: Path) -> dict[str, Any]:
         """The downloaded manifest, checked against the tag ``fstrain_manifest_sha256``."""
-        from model_registry.manifest import read_manifest
-
         return read_manifest(folder, expected_sha256=self.get_tags(handle).get(MANIFEST_TAG),
                              label=handle.label)
 
@@ -267,8 +272,6 @@ class HopsworksModelStorage:
     def _verified(self, handle: HopsworksVersion, folder: Path) -> dict[str, Any]:
         """Check the manifest against tag ``fstrain_manifest_sha256``, then every file against
         the manifest (sha256, size, no missing or extra file but those ``hsml`` writes itself)."""
-        from model_registry.manifest import read_manifest, verify_directory
-
         manifest = read_manifest(folder, expected_sha256=self.get_tags(handle).get(MANIFEST_TAG),
                                  label=handle.label)
         verify_directory(folder, manifest, label=handle.label, ignore_extra=HSML_OWN_FILES)
@@ -306,9 +309,6 @@ class HopsworksModelStorage:
         """One history event as files, its ``record.json`` last (an event without it is
         incomplete and never listed), chained to the newest record and sealed by
         ``sealer``; no existing path is ever replaced."""
-        from fstrain.kernel.timeutil import utc_now_iso as utc_now
-        from model_registry.manifest import git_commit
-
         manifest = self.manifest(handle)
         event = history.chained_event(manifest, kind, payload, files,
                                       seq=history.next_seq(manifest), created=utc_now(),
@@ -330,9 +330,6 @@ class HopsworksModelStorage:
              kind: str = "attachment") -> Path:
         """Write a file into the mirror and its manifest (as ``kind``), then upload both; a
         history file is never replaced."""
-        from fstrain.kernel.timeutil import utc_now_iso as utc_now
-        from model_registry.manifest import file_entry, write_manifest
-
         rel = check_attachment_path(relative_path, owner=handle.label)
         mirror = self.files_path(handle)
         manifest = self._verified(handle, mirror)
@@ -401,13 +398,6 @@ class HopsworksModelStorage:
 
 def _write_staged_manifest(draft: ModelDraft, staging: Path, lineage: dict[str, Any]) -> str:
     """fstrain's manifest of the staged files; its sha256."""
-    from model_registry.manifest import (
-        ManifestFields,
-        build_manifest,
-        file_entry,
-        write_manifest,
-    )
-
     entries = sorted(
         (file_entry(p, p.relative_to(staging).as_posix(), "model")
          for p in staging.rglob("*") if p.is_file()),

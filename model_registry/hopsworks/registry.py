@@ -8,16 +8,19 @@ models (see that module).
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError
 from model_registry.api import ModelDraft
-from model_registry.errors import ModelNotFoundError
+from model_registry.errors import ModelNotFoundError, unknown_metric
 from model_registry.hopsworks.model_storage import HopsworksModelStorage
 from model_registry.hopsworks.policies import HopsworksPolicyStore
+from model_registry.metric_names import metric_key, recorded_key
 from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name
+from model_registry.statuses import APPROVED, is_approved
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.hopsworks.project import HopsworksProject
@@ -79,11 +82,6 @@ class HopsworksModelRegistry(ModelFactories):
             UnknownMetricError: no version records ``metric``; the message lists the recorded
                 metrics (as the local registry).
         """
-        import warnings
-
-        from model_registry.errors import unknown_metric
-        from model_registry.metric_names import metric_key, recorded_key
-
         check_model_name(name)
         if direction not in ("max", "min"):
             raise InvalidArgumentError(
@@ -118,8 +116,6 @@ class HopsworksModelRegistry(ModelFactories):
     def _best_approved(self, versions: list[Any], key: str, direction: str,
                        allow_overrides: bool) -> Model | None:
         """The best approved version by training metric ``key`` (ties: the newest)."""
-        from model_registry.statuses import APPROVED, is_approved
-
         scored = []
         for sdk_model in versions:
             value = (getattr(sdk_model, "training_metrics", None) or {}).get(key)

@@ -34,6 +34,7 @@ from model_registry import history
 from model_registry.api import ModelDraft
 from model_registry.audit.trust import TRUST_DIR, TrustStore
 from model_registry.errors import ModelAlreadyExistsError, ModelNotFoundError
+from model_registry.local.attachments import attachment_change, history_change
 from model_registry.local.index import IndexTransaction, ModelRecord, RegistryIndex
 from model_registry.local.storage import VersionStore, copy_files, list_source_files
 from model_registry.local.storage_errors import typed_storage_errors
@@ -288,8 +289,6 @@ class LocalModelStorage:
     @typed_storage_errors("adding an attachment")
     def attach(self, handle: ModelRecord, relative_path: str, data: bytes | Path) -> Path:
         """Put an attachment into the version folder and the manifest, atomically."""
-        from model_registry.local.attachments import attachment_change
-
         label = _label(handle)
         rel = check_attachment_path(relative_path, owner=label)
         if history.is_history_path(rel):
@@ -323,8 +322,6 @@ class LocalModelStorage:
         """Append one immutable event (record + files under ``history/<seq>/``, chained to
         the newest record and sealed by ``sealer``) and its index row in one transaction; a
         validation event also sets ``validation_status``."""
-        from model_registry.local.attachments import history_change
-
         label = _label(handle)
         row = self.fresh(handle)
         folder = self.files.version_dir(handle.name, handle.version)

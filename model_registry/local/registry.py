@@ -21,12 +21,14 @@ from fstrain.kernel.errors import (
 )
 from model_registry.api import ModelDraft
 from model_registry.audit.trust import TrustStore
-from model_registry.errors import VersionWarning
+from model_registry.errors import VersionWarning, unknown_metric
 from model_registry.local.index import ModelRecord, RegistryIndex
 from model_registry.local.model_storage import LocalModelStorage
 from model_registry.local.policies import LocalPolicyStore
+from model_registry.metric_names import metric_key, recorded_key
 from model_registry.model import Model, ModelFactories
 from model_registry.naming import check_model_name, check_version
+from model_registry.statuses import APPROVED
 
 INDEX_FILE = "index.sqlite"
 
@@ -147,7 +149,6 @@ class LocalModelRegistry(ModelFactories):
             model = self._model(record)
             model.require_verified()  # never hand out a version whose record does not verify
             return model
-        from model_registry.statuses import APPROVED
 
         for record in self._index.ranked(name, key, direction_norm,
                                          validated_only=validated_only, require_approval=True):
@@ -160,9 +161,6 @@ class LocalModelRegistry(ModelFactories):
     def _ranking_key(self, name: str, metric: str) -> str | None:
         """The metric key to rank ``name``'s versions by; None (with a warning naming the
         models that exist) when the model has no version."""
-        from model_registry.errors import unknown_metric
-        from model_registry.metric_names import metric_key, recorded_key
-
         records = self._index.list(name)
         if not records:
             names = self._index.names()

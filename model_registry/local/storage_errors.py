@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from fstrain.kernel.errors import BackendError, FeatureStoreError, NotFoundError
+from fstrain.kernel.oserrors import advice
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +34,6 @@ def storage_boundary(label: str, action: str) -> Iterator[None]:
             "read?). The registry is left as it was before the call."
         ) from exc
     except (OSError, sqlite3.Error) as exc:
-        from fstrain.kernel.oserrors import advice
-
         hint = advice(exc) or "check the disk and the registry folder's permissions, then retry"
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise BackendError(
