@@ -305,7 +305,6 @@ LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
     # hoisted next, one commit per package
     "feature_store/__init__.py", "feature_store/core/", "feature_store/hopsworks/",
     "feature_views/", "fstrain/cli/", "fstrain/project.py", "fstrain/serve/", "fstrain/tools/",
-    "model_registry/",
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
