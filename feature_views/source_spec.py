@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fstrain.kernel.errors import InvalidArgumentError
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pandas as pd
 
@@ -40,8 +42,6 @@ class Expectation:
         try:
             cls = getattr(gx.expectations, self.type)
         except AttributeError as exc:
-            from fstrain.kernel.errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"Expectation type {self.type!r} is not a Great Expectations 1.x expectation class."
             ) from exc

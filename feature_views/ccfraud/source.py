@@ -37,6 +37,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from feature_views.ccfraud.features import engineer as derive
 from feature_views.source_common import (
     check_positive_int,
     check_seed,
@@ -611,8 +612,6 @@ LOAD_OPTIONS = ("n_transactions", "seed")
 
 def engineer(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The transactions' past-only engineered features (:mod:`feature_views.ccfraud.features`)."""
-    from feature_views.ccfraud.features import engineer as derive
-
     return derive(frames)
 
 

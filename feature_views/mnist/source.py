@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from fstrain.kernel.errors import DataValidationError, InvalidArgumentError
 from feature_views.source_common import (
@@ -102,8 +103,6 @@ def source_images() -> tuple[np.ndarray, np.ndarray]:
 
 def _png_bytes(image: np.ndarray) -> bytes:
     """Encode one 2-D uint8 array as an 8-bit grayscale PNG (no timestamps: deterministic)."""
-    from PIL import Image
-
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(image)).convert("L").save(buffer, format="PNG", optimize=False)
     return buffer.getvalue()
