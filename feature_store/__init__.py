@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+# the module, not its login: fstrain.project imports this package's backends, so whichever of
+# the two is imported first, the other's names may not exist yet while it runs
+from fstrain import project
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     BackendError,
@@ -58,6 +61,4 @@ def login(
     **hopsworks_options: Any,
 ) -> Any:
     """Alias of :func:`fstrain.login` (the composition root), kept for ``feature_store.login``."""
-    from fstrain.project import login as compose
-
-    return compose(backend, root, create=create, **hopsworks_options)
+    return project.login(backend, root, create=create, **hopsworks_options)

@@ -303,7 +303,6 @@ HEAVY_LIBRARIES: tuple[str, ...] = (
 LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
     "feature_store/local/",
     # hoisted next, one commit per package
-    "feature_store/__init__.py", "feature_store/core/", "feature_store/hopsworks/",
     "fstrain/cli/", "fstrain/project.py", "fstrain/serve/", "fstrain/tools/",
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -14,12 +14,14 @@ Ingestion policies (as Hopsworks):
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import re
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import InvalidArgumentError, did_you_mean
 
 POLICIES = ("ALWAYS", "STRICT")
 
@@ -92,8 +94,6 @@ _TYPE_KEYS = ("type", "expectation_type", "expectationType")
 def _json_field(value: Any) -> Any:
     """A field the SDK may serialise as a JSON string (``kwargs``, ``meta``) as a Python value."""
     if isinstance(value, str):
-        import json
-
         try:
             return json.loads(value)
         except ValueError:
@@ -181,8 +181,6 @@ def check_suite(data: dict[str, Any], columns: list[str] | None, owner: str) -> 
     for exp in data["expectations"]:
         column = exp["kwargs"].get("column")
         if column is not None and column not in columns:
-            from fstrain.kernel.errors import did_you_mean
-
             raise InvalidArgumentError(
                 f"{owner}: expectation {exp['type']} refers to column '{column}', which the "
                 f"feature group does not have (columns: {columns}).{did_you_mean(column, columns)}"
@@ -256,8 +254,6 @@ def _batch_definition() -> Any:
 
 def validate(frame: Any, suite_data: dict[str, Any], policy: str) -> ValidationReport:
     """Validate a pandas DataFrame against a suite and build the report."""
-    import logging
-
     import pandas as pd
 
     logging.getLogger("great_expectations").setLevel(logging.ERROR)

@@ -23,6 +23,9 @@ import os
 import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import requests
 
 from feature_store.hopsworks.project import HopsworksProject
 from feature_store.hopsworks.sdk_calls import sdk_call
@@ -49,8 +52,6 @@ def in_hopsworks_job() -> bool:
 
 def _job_settings(project: str | None) -> tuple[str, int, str | None]:
     """``(host, port, project)`` of the job's own cluster, from the job's environment."""
-    from urllib.parse import urlsplit
-
     endpoint = os.environ[JOB_ENDPOINT]
     if not os.environ.get(JOB_PROJECT_ID):
         raise ConfigError(
@@ -204,8 +205,6 @@ def login(
 
 
 def _is_network(exc: BaseException) -> bool:
-    import requests
-
     return isinstance(exc, requests.ConnectionError | requests.Timeout | ConnectionError)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from feature_store.core.expectations import normalize_policy, suite_to_dict
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
@@ -316,8 +317,6 @@ class HopsworksQuery:
 def hsfs_expectation_suite(suite: Any, policy: str, default_name: str,
                            run_validation: bool = True) -> Any:
     """An ``hsfs`` expectation suite from fstrain's dict form (or a GX suite), with ``policy``."""
-    from feature_store.core.expectations import normalize_policy, suite_to_dict
-
     data = suite_to_dict(suite, default_name=default_name)
     policy = normalize_policy(policy).lower()
     from hsfs.expectation_suite import ExpectationSuite

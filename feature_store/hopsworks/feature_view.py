@@ -27,19 +27,26 @@ from dataclasses import fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from feature_store.core.seeds import draw_seed
 from feature_store.core.view_rules import (
     carried_tags,
     check_label_fill_values,
     check_not_prohibited,
 )
 from feature_store.hopsworks.feature_group import FEATURE_TAGS, HopsworksQuery, _unwrap
-from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_attrs, sdk_call
+from feature_store.hopsworks.sdk_calls import (
+    SDK_BUILTIN_TRANSFORMATIONS,
+    sdk_attr,
+    sdk_attrs,
+    sdk_call,
+)
 from fstrain.kernel.errors import (
     IntegrityError,
     InvalidArgumentError,
     NotFoundError,
     listing,
 )
+from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.api import FeatureStore, TrainingDataset
@@ -341,9 +348,6 @@ class HopsworksFeatureView:
                 sizes: dict[str, Any], bounds: dict[str, Any], gap: Any,
                 group_column: str | None, stratify_column: str | None,
                 common: dict[str, Any]) -> tuple[int, Any]:
-        from feature_store.core.seeds import draw_seed
-        from fstrain.kernel.timeutil import utc_now
-
         check_readable_format(self.owner, common["data_format"])
         seed = draw_seed() if seed is None else int(seed)
         if len(splits) == 1:
@@ -518,8 +522,6 @@ class HopsworksFeatureView:
         them (``before_transformation=True``), keyed and shaped as on the local store
         (``{"standard_scaler_amount": {"mean", "std"}}``); SDK UDFs other than the built-ins
         are left out."""
-        from feature_store.hopsworks.sdk_calls import SDK_BUILTIN_TRANSFORMATIONS
-
         functions = sdk_attr(self._sdk, "FeatureView", "transformation_functions") or []
         if not functions:
             return {}
@@ -666,8 +668,6 @@ class HopsworksFeatureView:
     def get_training_dataset(self, version: int) -> TrainingDataset:
         """Metadata with the fields of the local ``TrainingDataset`` (see module docstring for
         which come from the SDK and which from the ``fstrain_training_dataset`` tag)."""
-        from feature_store.api import TrainingDataset
-
         meta = sdk_attrs(self._sdk_training_dataset(version), "TrainingDatasetBase")
         attr = meta.get
 

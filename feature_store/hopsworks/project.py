@@ -8,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.hopsworks.jobs import HopsworksJobs
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import ConfigError
 from fstrain.kernel.store_root import resolve_root
@@ -49,8 +50,6 @@ class HopsworksProject:
 
     @cached_property
     def _feature_store(self) -> HopsworksFeatureStore:
-        from feature_store.hopsworks.feature_store import HopsworksFeatureStore
-
         return HopsworksFeatureStore(
             sdk_call(self._sdk, "Project.get_feature_store", _owner=f"project '{self.name}'"),
             project=self,
@@ -85,8 +84,6 @@ class HopsworksProject:
 
     def get_jobs(self) -> Any:
         """The project's job service (deploy, list and run fstrain's stages as jobs)."""
-        from feature_store.hopsworks.jobs import HopsworksJobs
-
         return HopsworksJobs(self)
 
     def get_dataset_api(self) -> Any:

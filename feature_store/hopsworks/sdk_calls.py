@@ -15,6 +15,7 @@ otherwise, naming the call and the object).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -329,8 +330,6 @@ SDK_BUILTIN_TRANSFORMATIONS: tuple[str, ...] = (
 def sdk_builtin_transformation(name: str, feature: str, _owner: str = "") -> Any:
     """The SDK's built-in transformation ``name`` bound to ``feature`` (``standard_scaler("x")``
     in Hopsworks' own terms); ``name`` must be declared in :data:`SDK_BUILTIN_TRANSFORMATIONS`."""
-    import importlib
-
     if name not in SDK_BUILTIN_TRANSFORMATIONS:
         raise AdapterDriftError(f"built-in transformation {name!r} is not declared.")
     module = importlib.import_module("hsfs.builtin_transformations")
