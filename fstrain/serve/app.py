@@ -9,6 +9,7 @@ request.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,6 +21,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from fstrain.kernel.errors import FeatureStoreError, NotFoundError, VerificationError
+from fstrain.project import login
+from fstrain.serve import pages, store_pages
 from fstrain.serve.access import Identity, Refused
 from fstrain.serve.auth import Auth
 from fstrain.serve.context import HERE, ServeContext, ServeSettings
@@ -36,8 +39,6 @@ def guard(ctx: ServeContext, auth: Auth, handler: Handler, *, permission: str = 
           form: bool = False) -> Callable[[Request], Awaitable[Response]]:
     """Wrap ``handler(request, identity[, form])``: a session (else /login), the role's
     permission (else 403), and for a form its CSRF token (else 403) before the handler runs."""
-    import inspect
-
     async def endpoint(request: Request) -> Response:
         try:
             identity = auth.identify(request)
@@ -97,8 +98,6 @@ def error_page(ctx: ServeContext, auth: Auth, request: Request, status: int,
 
 
 def _routes(ctx: ServeContext, auth: Auth) -> list[BaseRoute]:
-    from fstrain.serve import pages, store_pages
-
     async def login_post(request: Request) -> Response:
         try:
             return await auth.login(request)
@@ -135,8 +134,6 @@ def create_app(settings: ServeSettings, project: Any | None = None, *,
     """
     settings.check()
     if project is None:
-        from fstrain.project import login
-
         project = (login(backend="local", root=settings.root, create=False)
                    if settings.backend == "local" else login(backend=settings.backend))
     ctx = ServeContext(settings, project)

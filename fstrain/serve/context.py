@@ -3,6 +3,7 @@ the server's state, the service key and the templates."""
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from fstrain.serve.access import Identity
 from fstrain.serve.security import CookieSigner, is_loopback
 from fstrain.serve.state import ServerState
 from fstrain.serve.users import UserStore
+from model_registry.audit import key_path, load_private_key
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,8 +48,6 @@ class ServeSettings:
                     "single-sign-on proxy's address), or bind it to 127.0.0.1 behind a local proxy."
                 )
         if self.proxy is not None:
-            import ipaddress
-
             try:
                 ipaddress.ip_address(self.proxy)
             except ValueError:
@@ -97,8 +97,6 @@ def service_signer(users: UserStore, key: Path | None) -> Any:
         ConfigError: the store has a trust list and no key was given, or the key is not an
             enrolled, unrevoked ``service`` key.
     """
-    from model_registry.audit import key_path, load_private_key
-
     trust = users.trust_store.load()
     users.users()  # a users log that does not verify stops the start, not the first login
     if trust is None:

@@ -13,6 +13,8 @@ from fstrain.kernel.errors import InvalidArgumentError, UnauthorizedError
 from fstrain.serve import reads, signoff_rules
 from fstrain.serve.access import Identity, Refused
 from fstrain.serve.security import EMBED_PREFIX
+from model_registry.naming import check_model_name
+from validation.report_index import refresh_report_index
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from fstrain.serve.context import ServeContext
@@ -21,8 +23,6 @@ MAX_TEXT = 4000
 
 
 def _model(ctx: ServeContext, name: str, version: str) -> Any:
-    from model_registry.naming import check_model_name
-
     check_model_name(name)
     return ctx.project.get_model_registry().get_model(name, reads.parse_version(version))
 
@@ -125,7 +125,6 @@ def sign_off(ctx: ServeContext, request: Request, identity: Identity, form: Any)
             raise Refused(409, str(exc)) from exc
         except (signoff_rules.FourEyesError, UnauthorizedError) as exc:
             raise Refused(403, str(exc)) from exc
-        from validation.report_index import refresh_report_index
 
         refresh_report_index(ctx.project.get_model_registry())  # the index shows it too
 

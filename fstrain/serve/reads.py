@@ -6,10 +6,13 @@ and a version whose files do not verify is shown as such with the reason, never 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from fstrain.serve import signoff_rules
+from model_registry.history import approval_state, latest
+from model_registry.naming import check_model_name
 
 #: history files a page may embed (everything else in a run folder is data, not a page)
 EMBEDDABLE = ("scorecard.html", "model_card.html")
@@ -40,8 +43,6 @@ def model_rows(registry: Any, name: str | None = None) -> tuple[list[dict[str, A
     """Every version of every model (of ``name`` only, when given) with its status line (a
     version that does not verify gets status ``unverified`` and the reason), and whether the
     registry can list every model (the Hopsworks registry, as hsml, cannot: it needs a name)."""
-    from model_registry.naming import check_model_name
-
     listing = getattr(registry, "list_models", None)
     if name:
         models = registry.get_models(check_model_name(name))
@@ -140,8 +141,6 @@ def version_page(model: Any, others: list[int]) -> dict[str, Any]:
 
 def _decision(history: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The sign-off in force (the newest, when no run came after it), or None."""
-    from model_registry.history import approval_state, latest
-
     signoff = latest(history, ("approval", "rejection"))
     if signoff is None or approval_state(history) == "not reviewed":
         return None
@@ -214,8 +213,6 @@ def diff_page(a: Any, b: Any) -> dict[str, Any]:
 
 
 def _scorecard(model: Any) -> dict[str, Any] | None:
-    import json
-
     run = model.latest_validation()
     if run is None or "scorecard.json" not in (run.get("files") or {}):
         return None

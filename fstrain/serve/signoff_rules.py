@@ -16,7 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError, UnauthorizedError
+from model_registry.audit.layout import record_hashes
+from model_registry.history import approval_state, latest
+from model_registry.statuses import is_deviation
 
 _RECORD_PATH = re.compile(r"^history/(\d+)/")
 
@@ -67,8 +70,6 @@ class Checked:
 
 def check(model: Any) -> Checked:
     """Verify ``model``'s history (never raises for what it finds)."""
-    from model_registry.audit.layout import record_hashes
-
     try:
         report = model.verify_history()
         manifest = model.manifest
@@ -103,8 +104,6 @@ def _record_check(event: dict[str, Any], problems: list[str]) -> dict[str, Any]:
 def deviation_text(event: dict[str, Any]) -> str | None:
     """How a validation run departed from its gate policy (each change, before → after), or
     None."""
-    from model_registry.statuses import is_deviation
-
     if event.get("kind") != "validation":
         return None
     if is_deviation(event.get("status")) or event.get("policy_deviation"):
@@ -143,9 +142,6 @@ def status_of(model: Any) -> dict[str, Any]:
 
 def status_from(checked: Checked) -> dict[str, Any]:
     """:func:`status_of` from a history already checked."""
-    from model_registry.history import approval_state, latest
-    from model_registry.statuses import is_deviation
-
     history = checked.history
     if checked.state == "broken":
         return {"text": "unverified", "tone": "bad", "detail": checked.problem,
@@ -175,8 +171,6 @@ def persons_involved(history: list[dict[str, Any]]) -> set[str]:
 
 def check_form(checked: Checked, form: SignOffForm, *, label: str) -> None:
     """Refuse a form that describes another history than the stored one."""
-    from model_registry.history import latest
-
     run = latest(checked.history, ("validation",))
     if run is None:
         if form.run != 0:
@@ -208,8 +202,6 @@ def sign_off(model: Any, person: str, form: SignOffForm, service: Any) -> dict[s
         StaleFormError, FourEyesError, InvalidArgumentError; UnauthorizedError when the
         service key may not act for ``person`` as a reviewer; VerificationError.
     """
-    from fstrain.kernel.errors import UnauthorizedError
-
     label = f"model {model.name}:{model.version}"
     checked = check(model)
     check_form(checked, form, label=label)

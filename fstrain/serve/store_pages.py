@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from fstrain.kernel.names import check_entity_name
 from fstrain.serve import reads
 from fstrain.serve.access import Identity
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 def _ref(request: Request, what: str) -> tuple[str, int]:
-    from fstrain.kernel.names import check_entity_name
-
     name = check_entity_name(request.path_params["name"], what)
     return name, reads.parse_version(request.path_params["version"])
 

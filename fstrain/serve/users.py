@@ -31,13 +31,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from model_registry.audit import Signer, TrustList
 
+import fcntl
+
+from fstrain.kernel.build_info import installed_version
+from fstrain.kernel.canonical_json import canonical_bytes
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
     UnauthorizedError,
     VerificationError,
+    did_you_mean,
+    listing,
 )
+from model_registry.audit import TRUST_DIR, TrustStore, seal, sha256_hex
 
 ROLES = ("viewer", "data-scientist", "reviewer", "owner")
 USERS_FILE = "users.jsonl"
@@ -47,8 +54,6 @@ _NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
 
 def users_path(root: Path) -> Path:
     """The users file of the store rooted at ``root`` (beside the trust list)."""
-    from model_registry.audit import TRUST_DIR
-
     return Path(root) / TRUST_DIR / USERS_FILE
 
 
@@ -141,8 +146,6 @@ class UserStore:
     ``fstrain users`` show at once in a running server); a log that does not verify raises."""
 
     def __init__(self, root: Path) -> None:
-        from model_registry.audit import TRUST_DIR, TrustStore
-
         self.path = users_path(root)
         self.trust_store = TrustStore(Path(root) / TRUST_DIR)
         self._cache: tuple[Any, dict[str, User]] | None = None
@@ -176,8 +179,6 @@ class UserStore:
         return users
 
     def _replay(self, trust: TrustList | None) -> tuple[dict[str, User], str | None, int]:
-        from model_registry.audit import sha256_hex
-
         users: dict[str, User] = {}
         prev: str | None = None
         problems: list[str] = []
@@ -250,12 +251,6 @@ class UserStore:
     def _change(self, kind: str, signer: Signer | None,
                 build: Callable[[dict[str, User]], dict[str, Any]]) -> dict[str, User]:
         """Append one sealed record under the trust list's lock; the users after it."""
-        import fcntl
-
-        from fstrain.kernel.build_info import installed_version
-        from fstrain.kernel.canonical_json import canonical_bytes
-        from model_registry.audit import seal
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.parent / ".lock", "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
@@ -274,8 +269,6 @@ class UserStore:
             return self._replay(trust)[0]
 
     def _missing(self, name: str, users: dict[str, Any]) -> NotFoundError:
-        from fstrain.kernel.errors import did_you_mean, listing
-
         return NotFoundError(f"user '{name}' is not enrolled (users: {listing(sorted(users))})."
                              f"{did_you_mean(name, users)}")
 
@@ -302,8 +295,6 @@ def _check_signer(trust: TrustList | None, signer: Signer | None, kind: str) -> 
 
 def _parse(raw: bytes, number: int, prev: str | None,
            where: str) -> tuple[dict[str, Any], str | None]:
-    from fstrain.kernel.canonical_json import canonical_bytes
-
     try:
         record = json.loads(raw)
     except ValueError:
