@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from feature_store.core.carve import read_three_way
+from feature_views import get_use_case
 from fstrain.kernel.errors import ConfigError, NotFoundError, listing
+from fstrain.kernel.versions import resolve_training_dataset_version
+from fstrain.trainers import load_config, train
+from validation.paired import interval_verdict
+from validation.paired import paired_delta as paired
+from validation.plots import ablation_png
 
 #: The metric each task is compared on, and whether higher is better.
 TASK_METRICS = {"binary": ("roc_auc", True), "multiclass": ("accuracy", True),
@@ -111,8 +118,6 @@ def paired_delta(metric: str, y: np.ndarray, with_all: np.ndarray, without: np.n
     """``(delta, lower, upper)`` of ``metric(without) − metric(with_all)``, with a 95% paired
     percentile bootstrap interval (the same rows resampled for both;
     :func:`validation.paired.paired_delta`, which ``registry diff`` judges by too)."""
-    from validation.paired import paired_delta as paired
-
     return paired(_metric_fn(metric), y, with_all, without, resamples=resamples, seed=seed)
 
 
@@ -122,8 +127,6 @@ _VERDICTS = {"better": "hurts (better without)", "worse": "helps (worse without)
 
 
 def _verdict(lower: float, upper: float, higher_is_better: bool) -> str:
-    from validation.paired import interval_verdict
-
     verdict = interval_verdict(lower, upper, higher_is_better)
     return _VERDICTS.get(verdict, verdict)
 
@@ -192,8 +195,6 @@ def _reference_model(registry: Any, name: str, version: int, model_version: int 
 def _train_scores(cfg: Any, splits: tuple[Any, ...], drop: tuple[str, ...], X_eval: pd.DataFrame,
                   workdir: Path) -> tuple[np.ndarray, Any]:
     """Train ``cfg`` without the ``drop`` columns; its scores on ``X_eval`` and its labels."""
-    from fstrain.trainers import train
-
     X_tr, X_va, y_tr, y_va = splits
     result = train(cfg, X_tr.drop(columns=list(drop)), y_tr, X_va.drop(columns=list(drop)), y_va,
                    workdir=workdir)
@@ -205,9 +206,6 @@ def run(project: Any, use_case: str, version: int | str, *, groups: list[str],
         features: list[str], model_version: int | None = None, split: str = "validation",
         resamples: int = 200, seed: int = 0) -> AblationResult:
     """Retrain the reference model's configuration without each item, score, store, return."""
-    from feature_views import get_use_case
-    from fstrain.kernel.versions import resolve_training_dataset_version
-
     uc = get_use_case(use_case)
     fv = project.get_feature_store().get_feature_view(uc.feature_view_name,
                                                       uc.feature_view_version)
@@ -222,9 +220,6 @@ def ablate_model(fv: Any, model: Any, *, groups: list[str], features: list[str],
                  split: str = "validation", resamples: int = 200,
                  seed: int = 0) -> AblationResult:
     """:func:`run` for a given feature view and registered model version (trained on it)."""
-    from feature_store.core.carve import read_three_way
-    from fstrain.trainers import load_config
-
     if split not in ("validation", "test"):
         raise ConfigError(f"--split must be 'validation' or 'test'. Got {split!r}.")
     if resamples < 10:
@@ -278,8 +273,6 @@ def _notes(record: dict[str, Any]) -> list[str]:
 
 def _store(model: Any, result: AblationResult) -> None:
     """Attach the table (JSON, CSV) and the plot to the model version."""
-    from validation.plots import ablation_png
-
     spec = json.dumps({"items": [r["item"] for r in result.rows], "split": result.split,
                        "seed": result.seed, "resamples": result.resamples}, sort_keys=True)
     folder = (f"ablations/td{result.training_dataset_version}-"

@@ -12,6 +12,9 @@ memory and utilisation. The checks themselves are in :mod:`fstrain.tools.doctor_
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,10 @@ from fstrain.tools.doctor_checks import (
     check_reproducible,
     summary,
 )
+from fstrain.trainers import checkpoint as ckpt
+from fstrain.trainers.config import load_config
+from fstrain.trainers.curves import read_curves
+from model_registry.naming import MODEL_NAME_PATTERN
 
 
 @dataclass
@@ -105,10 +112,6 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
 def _require_model_reference(project: Any, target: str, name: str) -> None:
     """``target`` is no run folder; unless ``name`` can be a model's name, say it is neither
     (not that a model should be renamed)."""
-    import re
-
-    from model_registry.naming import MODEL_NAME_PATTERN
-
     if re.fullmatch(MODEL_NAME_PATTERN, name):
         return
     path = Path(target)
@@ -130,7 +133,6 @@ def _run_folder(project: Any, target: str) -> Path | None:
 
 def _diagnose_run(folder: Path, target: str) -> DoctorReport:
     """Checks from a torch run folder's checkpoints and divergence record (no re-run)."""
-    from fstrain.trainers import checkpoint as ckpt
     from fstrain.trainers.loop import DIVERGED_FILE
     from fstrain.trainers.torch_models import torch_curves
 
@@ -159,8 +161,6 @@ def _diagnose_run(folder: Path, target: str) -> DoctorReport:
 
 
 def _diagnose_model(project: Any, model: Any, *, rerun: bool, max_rows: int) -> DoctorReport:
-    from fstrain.trainers.config import load_config
-
     manifest = model.manifest
     tc = manifest.get("training_config") or {}
     curves, features = _model_files(model)
@@ -185,7 +185,6 @@ def _diagnose_model(project: Any, model: Any, *, rerun: bool, max_rows: int) -> 
 
 def _model_files(model: Any) -> tuple[dict[str, Any] | None, list[str] | None]:
     """The version's learning curves and the feature columns its predictor takes."""
-    from fstrain.trainers.curves import read_curves
     from fstrain.trainers.predictor import PREDICTOR_FILE
 
     with tempfile.TemporaryDirectory(prefix="fstrain-doctor-") as scratch:
@@ -273,9 +272,6 @@ def _reproducibility(cfg: Any, curves: dict[str, Any] | None, splits: tuple[Any,
 def _gpu_findings() -> list[Finding]:
     """GPU memory and utilisation on a CUDA machine; skipped elsewhere (without importing
     torch when no NVIDIA driver is present)."""
-    import shutil
-    import sys
-
     if ("torch" not in sys.modules and not Path("/proc/driver/nvidia").exists()
             and shutil.which("nvidia-smi") is None):
         return [Finding("gpu", "skipped", "no CUDA device on this machine (no NVIDIA driver)")]

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from fstrain.kernel.errors import ConfigError
+from fstrain.trainers.external import load_registered_predictor
+from model_registry.predictor_record import record_of
 from validation.compare import RowScores
 
 
@@ -51,9 +53,6 @@ def score_test_rows(model: Any) -> RowScores:
 
 def _predictor(model: Any, y_train: Any) -> Any:
     """The version's predictor, loaded from a verified download removed before returning."""
-    from fstrain.trainers.external import load_registered_predictor
-    from model_registry.predictor_record import record_of
-
     with tempfile.TemporaryDirectory(prefix="fstrain-rescore-") as scratch:
         folder = Path(model.download(scratch))
         return load_registered_predictor(folder, record_of(model.manifest), y_train=y_train)
