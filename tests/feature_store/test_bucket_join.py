@@ -266,3 +266,15 @@ def test_broken_ties_keep_the_smallest_tie_values():
     assert len(kept) < len(packed)
     alone, alone_values = bj._broken_ties(order[::5][:300], np.arange(300), ties)  # no runs
     assert np.array_equal(alone, order[::5][:300]) and np.array_equal(alone_values, np.arange(300))
+
+
+def test_a_bucket_without_rows_of_a_group_takes_nulls():
+    """A bucket holding root rows but no row of a joined group (every match -1) takes nulls
+    (the numpy gather indexed row 0 of the empty column: IndexError)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from feature_store.local.query.bucket_join import _Gather
+
+    taken = _Gather(np.array([-1, -1, -1])).take(pa.chunked_array([], pa.float64()))
+    assert taken.null_count == 3 and taken.type == pa.float64()

@@ -642,6 +642,8 @@ class _Gather:
 
         array = _one_chunk(column)
         kind = array.type
+        if len(array) == 0:  # a bucket without rows of this group: nothing matched
+            return pa.nulls(len(self.match), kind)
         if (array.null_count or not pa.types.is_primitive(kind) or pa.types.is_boolean(kind)
                 or kind.bit_width not in (8, 16, 32, 64)):
             return array.take(pa.array(self.match, mask=self.match < 0))
