@@ -55,6 +55,7 @@ class Join:
     join_type: str
     prefix: str | None
     lookback: Any = None  # a pandas.Timedelta or None
+    as_known: bool = False
 
 
 def fg_key(fg: QueryGroup) -> str:
@@ -119,12 +120,16 @@ class Query:
         join_type: str = "left",
         prefix: str | None = None,
         lookback: Any = None,
+        as_known: bool = False,
     ) -> Query:
         """Join ``sub_query`` onto this query's root; mutates and returns ``self``.
 
         ``lookback`` (a ``pandas.Timedelta``, ``datetime.timedelta`` or string such as
         ``"7D"``) bounds a point-in-time join: right rows older than
-        ``root.event_time - lookback`` do not match.
+        ``root.event_time - lookback`` do not match. ``as_known=True`` (an fstrain extension)
+        also requires the matched row to have been known at the root row's event time:
+        committed by then (or ingested, for a group with an ``ingestion_time``), with the
+        value it had then (see docs/concepts/as-known.md).
         """
         if not isinstance(sub_query, Query):
             raise InvalidArgumentError(
@@ -164,9 +169,10 @@ class Query:
                 )
         _check_prefix(prefix, right_fg.name)
         _check_key_types(left_fg, right_fg, left_keys, right_keys)
+        _check_as_known(as_known, left_fg, right_fg)
         self._joins.append(
             Join(sub_query, left_keys, right_keys, "outer" if jt == "full" else jt, prefix,
-                 _lookback(lookback))
+                 _lookback(lookback), bool(as_known))
         )
         return self
 
@@ -239,7 +245,7 @@ class Query:
     def _frozen(self, node: Query, *, top: bool) -> QuerySpec:
         joins = tuple(
             JoinSpec(self._frozen(j.query, top=False), tuple(j.left_on), tuple(j.right_on),
-                     j.join_type, j.prefix, j.lookback)
+                     j.join_type, j.prefix, j.lookback, j.as_known)
             for j in node.joins
         )
         return QuerySpec(_group_spec(node.left_feature_group), tuple(node.left_features), joins,
@@ -353,6 +359,7 @@ class Query:
                     "join_type": j.join_type,
                     "prefix": j.prefix,
                     "lookback_s": None if j.lookback is None else j.lookback.total_seconds(),
+                    **({"as_known": True} if j.as_known else {}),
                 }
                 for j in self._joins
             ],
@@ -375,7 +382,8 @@ class Query:
         for j in data["joins"]:
             sub = cls.from_dict(store, j["query"])
             lookback = None if j["lookback_s"] is None else pd.Timedelta(seconds=j["lookback_s"])
-            joins.append(Join(sub, j["left_on"], j["right_on"], j["join_type"], j["prefix"], lookback))
+            joins.append(Join(sub, j["left_on"], j["right_on"], j["join_type"], j["prefix"],
+                              lookback, bool(j.get("as_known", False))))
         where = None if data.get("filter") is None else _filter_from_dict(store, data["filter"])
         time_travel = TimeTravel(**data["as_of"]) if data.get("as_of") else None
         return cls(fg, data["left_features"], joins=joins, where=where, time_travel=time_travel)
@@ -416,6 +424,22 @@ def _check_key_types(left: QueryGroup, right: QueryGroup, left_keys: list[str],
                 f"'{right.name}.{rk}' is {rt}; no row would ever match. Store the keys with the "
                 "same type."
             )
+
+
+def _check_as_known(value: Any, left: FeatureGroup, right: FeatureGroup) -> None:
+    """``as_known`` is a bool, and needs an event time on both groups."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"join of '{right.name}' onto '{left.name}': as_known must be True or False. "
+            f"Got {value!r} instead."
+        )
+    if value and not (left.event_time and right.event_time):
+        missing = left.name if not left.event_time else right.name
+        raise InvalidArgumentError(
+            f"join of '{right.name}' onto '{left.name}': as_known=True needs an event_time on "
+            f"both groups, and '{missing}' has none (a row is matched only if it was known at "
+            "the label's event time). Drop as_known or join a group with an event_time."
+        )
 
 
 def _lookback(value: Any) -> Any:
@@ -495,4 +519,4 @@ def _group_spec(fg: QueryGroup) -> GroupSpec:
     """A feature group as the values a query spec holds."""
     return GroupSpec(fg.name, fg.version, tuple(fg.primary_key), fg.event_time,
                      tuple(fg.partition_key), tuple(Column.of(f) for f in fg.features),
-                     str(fg.table_path))
+                     str(fg.table_path), getattr(fg, "ingestion_time", None))

@@ -119,8 +119,8 @@ def plan(compiled: CompiledQuery) -> BucketPlan | None:
 
     The one place that decides coverage (see the module docstring)."""
     shape, keys = compiled.shape, compiled.partition_keys
-    if shape is None or keys is None or shape.post_filter:
-        return None
+    if shape is None or keys is None or shape.post_filter or compiled.versions:
+        return None  # as-known joins (row versions) run the statement
     p = shape.plan
     placeholders = {node.alias: ph for ph, node in compiled.scans.items()}
     root_fg = p.root.group

@@ -192,14 +192,12 @@ class PartitionedQuery:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
                  folder: Path, merge_rows: int = MERGE_READ_ROWS) -> None:
-        from feature_store.local.storage import engine
 
         if compiled.partition_keys is None or buckets < 1:
             raise ValueError("the query cannot be partitioned")
         self.con, self.compiled, self.buckets, self.folder = con, compiled, buckets, folder
         self.keys = compiled.partition_keys
-        self.scans = {ph: engine.scan(con, node.group.delta_table, node.commit)
-                      for ph, node in compiled.scans.items()}
+        self.scans = {ph: compiled.source(con, ph) for ph in compiled.scans}
         self.results: list[Path] = []
         #: rows the merge of the results reads at a time (sizes the results' batches)
         self.merge_rows = merge_rows

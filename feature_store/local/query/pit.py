@@ -21,6 +21,15 @@ its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 - Filters that touch only the root group, and the ``start_time``/``end_time`` window on the
   root event_time, are applied inside the root scan; other filters after the joins.
 - Nested sub-queries are flattened: their joins use their own root as left side.
+- **As-known** (``join(..., as_known=True)``, an fstrain extension; point-in-time joins of the
+  root only): a right row version matches a label row only if it was also *known* at the label
+  time (committed by then, or ingested by then for a group with an ``ingestion_time``) and not
+  yet replaced: per label row, the plain point-in-time join against the group as it was at the
+  label time. The group is read as its row versions (``storage.row_history``);
+  :func:`as_known_source` first ASOF-joins the distinct (keys, label time) pairs against the
+  current versions, which answers every pair whose plain match was known in time (no key of
+  it lost a row since), then matches the rest exactly against every version; the matches are
+  joined back to the root rows on (keys, label time).
 
 Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
 other join's left side and no post-join filter names it) carries only its keys, event time and
@@ -51,9 +60,16 @@ from feature_store.local.query.query_spec import Condition, Conjunction, FilterS
 from feature_store.local.query.row_gather import GatherPolicy
 from feature_store.local.storage import engine
 from feature_store.local.storage.engine import quote_ident as q
+from feature_store.local.storage.row_history import ENDED, GONE, KNOWN, VID
 from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import required_utc, to_utc
+
+#: the label-side columns an as-known join's matches carry back (keys, then the label time)
+LEFT_KEY = "__fstrain_lk"
+LEFT_TIME = "__fstrain_lt"
+#: an as-known join's plain match: its row version, when it became known, a deleted key
+V, K, D = '"__fstrain_mv"', '"__fstrain_mk"', '"__fstrain_md"'
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -97,6 +113,29 @@ class CompiledQuery:
     partition_keys: dict[str, tuple[str, ...]] | None = None
     #: set when ``partition_keys`` is
     shape: PartitionShape | None = None
+    #: scan placeholders of as-known-joined groups: bound to their row versions
+    #: (see "As-known joins" below), not to their pinned files
+    versions: set[str] = field(default_factory=set)
+    #: the flattened query, and its root rows' select (unaliased) with its parameters: what
+    #: the late-data exposure of a training dataset reads (:mod:`~feature_store.local.query.late_data`)
+    plan: Plan | None = None
+    root_sql: str = ""
+    root_params: list[Any] = field(default_factory=list)
+
+    def source(self, con: duckdb.DuckDBPyConnection, placeholder: str, *,
+               row_id: bool = False) -> str:
+        """The SQL table expression a scan placeholder is bound to: the pinned Delta version,
+        or an as-known-joined group's row versions registered on ``con``."""
+        node = self.scans[placeholder]
+        if placeholder in self.versions:
+            from feature_store.local.storage import row_history
+
+            name = engine.unique_name("__fstrain_versions_")
+            con.register(name, row_history.row_versions(
+                node.group.delta_table, node.commit, node.group.upsert_key,
+                node.group.ingestion_time))
+            return name
+        return engine.scan(con, node.group.delta_table, node.commit, row_id=row_id)
 
     def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> str:
         """Substitute each scan placeholder with a scan of the pinned Delta version.
@@ -106,8 +145,7 @@ class CompiledQuery:
         """
         gathered = set() if single_statement else {g.node.alias for g in self.gathers}
         return self.bind_sources(
-            {placeholder: engine.scan(con, node.group.delta_table, node.commit,
-                                      row_id=node.alias in gathered)
+            {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
              for placeholder, node in self.scans.items()},
             single_statement=single_statement)
 
@@ -148,7 +186,8 @@ class CompiledQuery:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
         sql = self.display_template or self.template
         for placeholder, node in self.scans.items():
-            sql = sql.replace(placeholder, f"delta_scan('{node.group.delta_table.path}', version => {node.commit})")
+            scan = "row_versions" if placeholder in self.versions else "delta_scan"
+            sql = sql.replace(placeholder, f"{scan}('{node.group.delta_table.path}', version => {node.commit})")
         parts = sql.split("?")
         out = parts[0]
         for value, rest in zip(self.params, parts[1:], strict=False):
@@ -190,11 +229,14 @@ def compile_query(
     root_only, post = _split_filter(spec.filter, p.root.group)
     root_conditions = _root_conditions(p.root, root_only, start_time, end_time, params)
     root_params = list(params)
-    from_parts = [_root_source(p.root, root_conditions, scans)]
+    root_sql = _root_select(p.root, root_conditions, scans)
+    from_parts = [f"{root_sql} {p.root.alias}"]
     where_parts: list[str] = []
     lookback_nodes: dict[str, str] = {}  # left-join alias -> its lookback condition
     for jp in p.joins:
-        from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes))
+        from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes, root_sql))
+        if jp.join.as_known:
+            params += root_params  # its matches read the root rows again
     if post is not None:
         def column_sql(f: Condition) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
@@ -214,7 +256,10 @@ def compile_query(
                          gathers=gathers, output=output,
                          partition_keys=None if keys is None else {
                              ph: keys[node.alias] for ph, node in scans.items()},
-                         shape=shape)
+                         shape=shape,
+                         versions={ph for ph, node in scans.items()
+                                   if any(jp.join.as_known and jp.right is node for jp in p.joins)},
+                         plan=p, root_sql=root_sql, root_params=root_params)
 
 
 def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:
@@ -256,18 +301,26 @@ def _root_conditions(root: Node, root_only: FilterSpec | None, start_time: Any, 
     return conditions + _window(root.group, start_time, end_time, params)
 
 
-def _root_source(root: Node, conditions: list[str], scans: dict[str, Node]) -> str:
-    """The root scan with the pushed-down root conditions."""
+def _root_select(root: Node, conditions: list[str], scans: dict[str, Node]) -> str:
+    """The root scan with the pushed-down root conditions (unaliased)."""
     sql = f"(SELECT * FROM {_placeholder(root, scans)}"
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)
-    return sql + f") {root.alias}"
+    return sql + ")"
 
 
 def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
-                 lookback_nodes: dict[str, str]) -> str:
+                 lookback_nodes: dict[str, str], root_sql: str) -> str:
     """One ``JOIN ... ON ...`` clause. A point-in-time join's lookback goes to ``where_parts``
-    (inner join) or to ``lookback_nodes`` (left join: the right side's columns become null)."""
+    (inner join) or to ``lookback_nodes`` (left join: the right side's columns become null).
+    An as-known join joins its matched row versions (:func:`as_known_source`) back to the
+    root rows ``root_sql`` holds."""
+    if jp.join.as_known:
+        source = as_known_source(jp, root_sql, _placeholder(jp.right, scans))
+        if jp.join.lookback is not None:
+            _lookback_to(jp, where_parts, lookback_nodes)
+        kind = "LEFT JOIN" if jp.join.join_type == "left" else "JOIN"
+        return f"{kind} {source} {jp.right.alias} ON {as_known_condition(jp)}"
     right_sql = f"(SELECT * FROM {_placeholder(jp.right, scans)}"
     dedupe = _dedupe(jp)
     if dedupe:
@@ -282,15 +335,22 @@ def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
         conds.append(f"{lt} >= {rt}")
         kind = "ASOF LEFT JOIN" if jp.join.join_type == "left" else "ASOF JOIN"
         if jp.join.lookback is not None:
-            fresh = _lookback_condition(jp, lt, rt)
-            if jp.join.join_type == "inner":
-                where_parts.append(fresh)
-            else:
-                lookback_nodes[jp.right.alias] = fresh
+            _lookback_to(jp, where_parts, lookback_nodes)
     else:
         kind = {"left": "LEFT JOIN", "inner": "JOIN", "right": "RIGHT JOIN",
                 "outer": "FULL OUTER JOIN"}[jp.join.join_type]
     return f"{kind} {right_sql} ON " + " AND ".join(conds)
+
+
+def _lookback_to(jp: JoinPlan, where_parts: list[str], lookback_nodes: dict[str, str]) -> None:
+    """A point-in-time join's lookback: a ``WHERE`` condition (inner) or the condition under
+    which its columns are not null (left)."""
+    lt, rt = _event_time_pair(jp)
+    fresh = _lookback_condition(jp, lt, rt)
+    if jp.join.join_type == "inner":
+        where_parts.append(fresh)
+    else:
+        lookback_nodes[jp.right.alias] = fresh
 
 
 def _select_lists(p: Plan, gathers: list[Gather], extra_columns: list[tuple[str, str]],
@@ -350,7 +410,8 @@ def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather
         node = jp.right
         columns = [(c.source, c.name) for c in p.columns if c.node is node]
         row_column = f"{engine.ROW_ID}_{node.alias}"
-        if (not jp.point_in_time or not columns or node.alias in lefts or node.alias in filtered
+        if (not jp.point_in_time or jp.join.as_known or not columns or node.alias in lefts
+                or node.alias in filtered
                 or row_column in taken
                 or engine.ROW_ID in node.group.delta_table.schema(node.commit).names
                 or not policy.admit(node.group.delta_table, node.commit, [src for src, _ in columns])):
@@ -505,3 +566,91 @@ def _dedupe(jp: JoinPlan) -> str | None:
         order = ", ".join([q(rg.event_time) + " DESC"] + [q(k) for k in jp.rest])
         return f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
     return None
+
+
+# -- as-known joins ------------------------------------------------------------------------
+
+
+def _as_known_times(jp: JoinPlan, left: str, right: str) -> tuple[str, str]:
+    """The label time and the right event time, comparable (converted where types differ)."""
+    lg, rg = jp.left.group, jp.right.group
+    lt, rt = f"{left}.{q(LEFT_TIME)}", f"{right}.{q(event_time_of(rg))}"
+    if lg.get_feature(event_time_of(lg)).type != rg.get_feature(event_time_of(rg)).type:
+        return _as_timestamptz(lg, lt), _as_timestamptz(rg, rt)
+    return lt, rt
+
+
+def as_known_source(jp: JoinPlan, left_source: str, versions: str) -> str:
+    """The SQL table expression (unaliased) of the right group's matched row versions, one per
+    distinct (keys, label time) of ``left_source`` (the root's filtered scan), with the group's
+    columns and the label side's :data:`LEFT_KEY` ``<i>`` and :data:`LEFT_TIME`. ``versions``
+    is the row-version table's scan (placeholder)."""
+    lg, rg = jp.left.group, jp.right.group
+    lks = [f"{LEFT_KEY}{i}" for i in range(len(jp.join.left_on))]
+    rks = list(jp.join.right_on)
+    et = q(event_time_of(rg))
+    pairs = ", ".join(f"{q(lk)} AS {q(name)}" for lk, name in zip(jp.join.left_on, lks, strict=True))
+    label = f"{q(event_time_of(lg))} AS {q(LEFT_TIME)}"
+    on_keys = " AND ".join(f"l.{q(a)} = c.{q(b)}" for a, b in zip(lks, rks, strict=True))
+    lt, rt = _as_known_times(jp, "l", "c")
+    label_tz = _as_timestamptz(lg, f"l.{q(LEFT_TIME)}")
+    ties = ", ".join([f"c.{et} DESC", *(f"c.{q(k)}" for k in jp.tie_break), f"c.{q(KNOWN)} DESC"])
+    dedupe = ""
+    if jp.tie_break:
+        order = ", ".join(q(k) for k in jp.tie_break)
+        keys = ", ".join(q(k) for k in rks)
+        dedupe = f" QUALIFY row_number() OVER (PARTITION BY {keys}, {et} ORDER BY {order}) = 1"
+    group_keys = ", ".join(f"l.{q(k)}" for k in [*lks, LEFT_TIME])
+    deleted_on = " AND ".join(f"l.{q(a)} = d.{q(b)}" for a, b in zip(lks, rks, strict=True))
+    return (
+        f"(WITH h AS (SELECT * FROM {versions}), "
+        f"l0 AS (SELECT DISTINCT {pairs}, {label} FROM {left_source}), "
+        f"cur AS (SELECT * FROM h WHERE {q(GONE)} IS NULL{dedupe}), "
+        f"d AS (SELECT DISTINCT {', '.join(q(k) for k in rks)} FROM h WHERE {q(ENDED)}), "
+        f"a AS (SELECT l.*, c.{q(VID)} AS {V}, c.{q(KNOWN)} AS {K}, "
+        f"d.{q(rks[0])} IS NOT NULL AS {D} "
+        f"FROM l0 l ASOF LEFT JOIN cur c ON {on_keys} AND {lt} >= {rt} "
+        f"LEFT JOIN d ON {deleted_on}), "
+        f"slow AS (SELECT {group_keys}, c.{q(VID)} AS {V} FROM a l JOIN h c ON {on_keys} "
+        f"AND {rt} <= {lt} AND c.{q(KNOWN)} <= {label_tz} "
+        f"AND (c.{q(GONE)} IS NULL OR c.{q(GONE)} > {label_tz}) "
+        f"WHERE l.{D} OR l.{K} > {label_tz} "
+        f"QUALIFY row_number() OVER (PARTITION BY {group_keys} ORDER BY {ties}) = 1), "
+        f"m AS (SELECT {', '.join(q(k) for k in [*lks, LEFT_TIME])}, {V} FROM a "
+        f"WHERE {V} IS NOT NULL AND NOT {D} AND {K} <= {_as_timestamptz(lg, q(LEFT_TIME))} "
+        f"UNION ALL SELECT * FROM slow) "
+        f"SELECT m.* EXCLUDE ({V}), h.* FROM m JOIN h ON h.{q(VID)} = m.{V})"
+    )
+
+
+def as_known_condition(jp: JoinPlan) -> str:
+    """The ``ON`` condition joining the matched versions (aliased as the right node) back to
+    the label rows (the left node)."""
+    left, right = jp.left.alias, jp.right.alias
+    conds = [f"{left}.{q(lk)} = {right}.{q(f'{LEFT_KEY}{i}')}"
+             for i, lk in enumerate(jp.join.left_on)]
+    conds.append(f"{left}.{q(event_time_of(jp.left.group))} = {right}.{q(LEFT_TIME)}")
+    return " AND ".join(conds)
+
+
+def exposure_sql(jp: JoinPlan, root_sql: str, right_source: str, known: str) -> str:
+    """The late-data figures of a plain point-in-time join (:mod:`feature_store.local.query.late_data`):
+    root rows, matched rows (lookback included), matched rows whose row became known (column
+    ``known`` of ``right_source``, the group's rows at its commit) after the label time, and
+    the largest such delay in milliseconds."""
+    root, right = jp.left, jp.right
+    keys = [f"{root.alias}.{q(a)} = {right.alias}.{q(b)}"
+            for a, b in zip(jp.join.left_on, jp.join.right_on, strict=True)]
+    lt, rt = _event_time_pair(jp)
+    label = _as_timestamptz(root.group, f"{root.alias}.{q(event_time_of(root.group))}")
+    dedupe = _dedupe(jp)
+    right_sql = f"(SELECT * FROM {right_source}" + (f" QUALIFY {dedupe}" if dedupe else "") + ")"
+    matched = f"{right.alias}.{q(event_time_of(right.group))} IS NOT NULL"
+    if jp.join.lookback is not None:
+        matched += f" AND {_lookback_condition(jp, lt, rt)}"
+    late = f"{matched} AND {right.alias}.{known} > {label}"
+    delay = f"epoch_ms({right.alias}.{known}) - epoch_ms({label})"
+    return (f"SELECT count(*), count(*) FILTER (WHERE {matched}), "
+            f"count(*) FILTER (WHERE {late}), max({delay}) FILTER (WHERE {late}) "
+            f"FROM {root_sql} {root.alias} ASOF LEFT JOIN {right_sql} {right.alias} "
+            f"ON {' AND '.join(keys)} AND {lt} >= {rt}")

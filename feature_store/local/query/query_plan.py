@@ -95,6 +95,13 @@ def plan(spec: QuerySpec) -> Plan:
             walk(j.query, right)
 
     walk(spec, root)
+    for jp in joins:
+        if jp.join.as_known and jp.left is not root:
+            raise InvalidArgumentError(
+                f"as_known join of '{jp.right.group.name}' onto '{jp.left.group.name}': "
+                "as-known joins join the root (label) group; a nested sub-query's joins cannot "
+                "be as-known. Join the group to the root instead."
+            )
     columns = [OutColumn(c, root, c, root.group.get_feature(c)) for c in root.selected]
     taken = {c.name for c in columns}
     for jp in joins:
@@ -114,6 +121,11 @@ def _plan_join(left: Node, right: Node, join: JoinSpec) -> JoinPlan:
         raise InvalidArgumentError(
             f"lookback on the join of '{rg.name}' onto '{lg.name}' needs an event_time on both "
             "groups (it bounds a point-in-time join)."
+        )
+    if join.as_known and not pit:
+        raise InvalidArgumentError(
+            f"as_known join of '{rg.name}' onto '{lg.name}' needs an event_time on both groups "
+            "(a row is matched only if it was known at the label's event time)."
         )
     covered = set(join.right_on) | ({rg.event_time} if pit else set())
     rest = tuple(k for k in rg.upsert_key if k not in covered and k != rg.event_time)

@@ -57,6 +57,8 @@ class GroupSpec:
     partition_key: tuple[str, ...]
     columns: tuple[Column, ...]
     table_path: str
+    #: the column saying when a row became known (an fstrain extension); None: its commit time
+    ingestion_time: str | None = None
 
     @property
     def key(self) -> str:
@@ -155,6 +157,8 @@ class JoinSpec:
     join_type: str
     prefix: str | None
     lookback: Any = None  # a pandas.Timedelta or None
+    #: match only row versions known at the label time (:mod:`feature_store.local.as_known`)
+    as_known: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,13 @@ class QuerySpec:
             return self
         combined = extra if self.filter is None else Conjunction("AND", self.filter, extra)
         return dataclasses.replace(self, filter=combined)
+
+    def known_as_of_labels(self) -> QuerySpec:
+        """This query with every join of its root made as-known (a feature view created with
+        ``as_known=True``); nested sub-queries' joins are left as they are."""
+        return dataclasses.replace(self, joins=tuple(
+            dataclasses.replace(j, as_known=True) if j.query.group.event_time else j
+            for j in self.joins))
 
     def resolved(self, pins: dict[str, int] | None = None) -> QuerySpec:
         """This query with the commit of every group set: ``pins[group.key]`` when given, else

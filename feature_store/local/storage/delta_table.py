@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,30 @@ from feature_store.local.storage.snapshots import snapshot
 from fstrain.kernel.errors import CommitConflictError, InvalidArgumentError
 
 WRITE_OPERATIONS = ("WRITE", "MERGE", "DELETE")
+#: commit metadata key: the commit clock's time of a commit fstrain wrote (epoch ms)
+COMMITTED_MS = "fstrain.committed_ms"
+#: new tables record Delta's change data feed (as-known reads take row versions from it)
+NEW_TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+#: the commit clock: the time (epoch ms) a commit is recorded at, which time travel, commit
+#: details and as-known joins read; tests replace it to write histories at chosen times
+commit_clock: Callable[[], int] = _wall_clock_ms
+
+
+def _stamp(metadata: dict[str, str] | None = None) -> CommitProperties:
+    """Commit properties recording the commit clock's time (and ``metadata``)."""
+    return CommitProperties(custom_metadata={**(metadata or {}),
+                                             COMMITTED_MS: str(int(commit_clock()))})
+
+
+def committed_ms(entry: dict[str, Any]) -> int:
+    """A Delta history entry's time: the commit clock's, else the Delta timestamp."""
+    return int(entry.get(COMMITTED_MS) or entry["timestamp"])
 _LOCK_TIMEOUT_S = 300.0
 _RETRIES = 5
 
@@ -115,7 +139,8 @@ class DeltaFeatureTable:
     def create(self, schema: pa.Schema) -> None:
         """Create the empty table (version 0) if it does not exist yet."""
         if not self.exists():
-            DeltaTable.create(str(self.path), schema=schema, mode="ignore")
+            DeltaTable.create(str(self.path), schema=schema, mode="ignore",
+                              configuration=dict(NEW_TABLE_CONFIGURATION))
 
     def table(self, version: int | None = None) -> DeltaTable:
         """The table at ``version`` (a committed version never changes, so it is cached)."""
@@ -170,7 +195,7 @@ class DeltaFeatureTable:
             else:
                 inserted, updated = 0, 0
                 deleted = int(metrics.get("num_deleted_rows", 0))
-            ts = int(entry["timestamp"])
+            ts = committed_ms(entry)
             import pandas as pd
 
             commits.append(
@@ -186,11 +211,16 @@ class DeltaFeatureTable:
             )
         return commits
 
+    def commit_times(self, upto: int) -> dict[int, int]:
+        """``{version: epoch ms}`` of every commit up to ``upto`` (see :func:`committed_ms`)."""
+        return {int(e["version"]): committed_ms(e) for e in self.table().history()
+                if int(e["version"]) <= upto}
+
     def version_at(self, wallclock_ms: int) -> int:
         """The latest version committed at or before ``wallclock_ms`` (epoch ms)."""
         best = None
         for entry in self.table().history():
-            if int(entry["timestamp"]) <= wallclock_ms:
+            if committed_ms(entry) <= wallclock_ms:
                 v = int(entry["version"])
                 best = v if best is None else max(best, v)
         if best is None:
@@ -219,12 +249,10 @@ class DeltaFeatureTable:
                         dt,
                         data,
                         mode="overwrite",
-                        commit_properties=CommitProperties(
-                            custom_metadata={"fstrain.rows_replaced": str(previous)}
-                        ),
+                        commit_properties=_stamp({"fstrain.rows_replaced": str(previous)}),
                     )
                 elif not dt.file_uris():
-                    write_deltalake(dt, data, mode="append")
+                    write_deltalake(dt, data, mode="append", commit_properties=_stamp())
                 else:
                     predicate = key_predicate(data, keys)
                     (
@@ -233,6 +261,7 @@ class DeltaFeatureTable:
                             predicate=predicate,
                             source_alias="s",
                             target_alias="t",
+                            commit_properties=_stamp(),
                         )
                         .when_matched_update_all(predicate=changed_predicate(data, keys))
                         .when_not_matched_insert_all()
@@ -253,7 +282,8 @@ class DeltaFeatureTable:
         dt = self.table()
         predicate = key_predicate(keys_table, keys)
         dt.merge(
-            source=keys_table, predicate=predicate, source_alias="s", target_alias="t"
+            source=keys_table, predicate=predicate, source_alias="s", target_alias="t",
+            commit_properties=_stamp(),
         ).when_matched_delete().execute()
         return self.version()
 

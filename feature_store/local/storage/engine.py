@@ -52,6 +52,11 @@ def connect() -> duckdb.DuckDBPyConnection:
         return _database[1].cursor()
 
 
+def unique_name(prefix: str) -> str:
+    """A name no other table registered in this process has (``prefix`` + a counter)."""
+    return f"{prefix}{next(_counter)}"
+
+
 def quote_ident(name: str) -> str:
     """Quote an identifier for DuckDB."""
     return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,216 @@
+"""Every version a feature group's rows have had, and when each became known.
+
+An as-known join (:mod:`feature_store.local.query.pit`) and the late-data exposure of a training
+dataset need, for a group read at commit ``C``, each *row version* the table held at any commit
+up to ``C``: its values, the time it became known and the time it stopped being current (a
+correction or a deletion replaced it), or none while it is current. :func:`row_versions` builds
+that table once per ``(table, C)`` and keeps it (a committed version never changes):
+
+- the row-level events come from Delta's change data feed where the table was created with it
+  (``delta.enableChangeDataFeed``, set for every new table): inserts and update post-images
+  put a version, deletes and update pre-images end one; otherwise they come from replaying the
+  table's versions: the rows of the files a commit added put, the rows of the files it removed
+  end (a merge rewrites untouched rows into new files: a row put and ended by the same commit
+  with the same values is no event, on both paths);
+- a version became known at its commit's time (``DeltaFeatureTable.commit_times``: the
+  injectable commit clock's when fstrain wrote it), or, when the group declares an ``ingestion_time`` column, at
+  that column's value; it stops being current when the next event of its upsert key becomes
+  known.
+
+The result has the group's columns at ``C`` and :data:`KNOWN`, :data:`GONE` (TIMESTAMPTZ),
+:data:`VID` (a row-version id) and :data:`ENDED` (ended by a deletion, not replaced).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fstrain.kernel.errors import IntegrityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import pyarrow as pa
+
+    from feature_store.local.storage.delta_table import DeltaFeatureTable
+
+KNOWN = "__fstrain_known"
+GONE = "__fstrain_gone"
+VID = "__fstrain_vid"
+ENDED = "__fstrain_ended"
+_VERSION = "__fstrain_v"
+_PUT = "__fstrain_put"
+#: row-version tables kept in memory (most recently used)
+MAX_HISTORIES = 8
+
+_cache: OrderedDict[tuple[str, str, int, str | None], pa.Table] = OrderedDict()
+_lock = threading.Lock()
+
+
+def row_versions(table: DeltaFeatureTable, commit: int, upsert_key: Sequence[str],
+                 ingestion_time: str | None = None) -> pa.Table:
+    """The row versions of ``table`` up to ``commit`` (see the module docstring), cached."""
+    key = (str(table.path), str(table.table(commit).metadata().id), int(commit), ingestion_time)
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    built = _build(table, int(commit), list(upsert_key), ingestion_time)
+    with _lock:
+        _cache[key] = built
+        while len(_cache) > MAX_HISTORIES:
+            _cache.popitem(last=False)
+    return built
+
+
+def has_change_feed(table: DeltaFeatureTable) -> bool:
+    """Whether the table recorded its change data feed from its first commit."""
+    config = table.table(0).metadata().configuration or {}
+    return str(config.get("delta.enableChangeDataFeed", "")).lower() == "true"
+
+
+def _build(table: DeltaFeatureTable, commit: int, upsert_key: list[str],
+           ingestion_time: str | None) -> pa.Table:
+    from feature_store.local.storage import engine
+
+    schema = table.schema(commit)
+    con = engine.connect()
+    try:
+        events = _events(con, table, commit, schema)
+        times = table.commit_times(commit)
+        return _versions(con, events, schema, times, upsert_key, ingestion_time)
+    finally:
+        con.close()
+
+
+def _events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, commit: int,
+            schema: pa.Schema) -> pa.Table:
+    """Row events (the columns at ``commit``, :data:`_VERSION`, :data:`_PUT`), identical put
+    and end of one row in one commit cancelled."""
+    raw = None
+    if commit > 0 and has_change_feed(table):
+        raw = _feed_events(table, commit, schema)
+    if raw is None:
+        raw = _replayed_events(con, table, commit, schema)
+    con.register("__fstrain_events", raw)
+    cols = ", ".join([*(engine_q(f.name) for f in schema), engine_q(_VERSION)])
+    sql = (f"WITH e AS (SELECT * FROM __fstrain_events), "
+           f"p AS (SELECT {cols} FROM e WHERE {engine_q(_PUT)} EXCEPT ALL "
+           f"SELECT {cols} FROM e WHERE NOT {engine_q(_PUT)}), "
+           f"d AS (SELECT {cols} FROM e WHERE NOT {engine_q(_PUT)} EXCEPT ALL "
+           f"SELECT {cols} FROM e WHERE {engine_q(_PUT)}) "
+           f"SELECT *, TRUE AS {engine_q(_PUT)} FROM p UNION ALL "
+           f"SELECT *, FALSE AS {engine_q(_PUT)} FROM d")
+    try:
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.unregister("__fstrain_events")
+
+
+def engine_q(name: str) -> str:
+    """A quoted identifier (DuckDB)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _feed_events(table: DeltaFeatureTable, commit: int, schema: pa.Schema) -> pa.Table | None:
+    """Events from the change data feed, or None where it cannot be read (schema changes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        feed = pa.table(table.table(commit).load_cdf(starting_version=0,
+                                                     ending_version=commit).read_all())
+    except Exception:  # noqa: BLE001 - any feed the library cannot read is replayed instead
+        return None
+    kind = feed.column("_change_type").cast(pa.string())
+    put = pc.is_in(kind, pa.array(["insert", "update_postimage"]))
+    columns = [_column(feed, f) for f in schema]
+    version = feed.column("_commit_version").cast(pa.int64())
+    return pa.table([*columns, version, put], names=[*schema.names, _VERSION, _PUT])
+
+
+def _column(data: pa.Table, field: pa.Field) -> Any:
+    import pyarrow as pa
+
+    if field.name not in data.column_names:
+        return pa.nulls(data.num_rows, field.type)
+    return data.column(field.name).cast(field.type)
+
+
+def _replayed_events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, commit: int,
+                     schema: pa.Schema) -> pa.Table:
+    """Events from replaying the versions: added files' rows put, removed files' rows end."""
+    import pyarrow as pa
+
+    parts = []
+    before: set[str] = set()
+    for version in range(commit + 1):
+        files = set(table.files(version))
+        for chosen, put in ((sorted(files - before), True), (sorted(before - files), False)):
+            if chosen:
+                parts.append(_read_files(con, table, chosen, schema, version, put))
+        before = files
+    empty = pa.table([*(pa.array([], f.type) for f in schema), pa.array([], pa.int64()),
+                      pa.array([], pa.bool_())], names=[*schema.names, _VERSION, _PUT])
+    return pa.concat_tables([empty, *parts]) if parts else empty
+
+
+def _read_files(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, files: list[str],
+                schema: pa.Schema, version: int, put: bool) -> pa.Table:
+    import pyarrow as pa
+
+    listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    source = f"read_parquet({listing}, union_by_name=true)"
+    try:
+        present = set(con.sql(f"SELECT * FROM {source} LIMIT 0").columns)
+        data = con.sql(f"SELECT * FROM {source}").to_arrow_table()
+    except Exception as exc:  # noqa: BLE001 - a vacuumed or damaged file
+        raise IntegrityError(
+            f"{table.owner}: the files of commit {version} cannot be read ({exc}); an as-known "
+            "read needs every commit's files up to the one it reads. Files removed by vacuum "
+            "cannot come back: build the training data at a commit whose history is kept."
+        ) from exc
+    columns = [_column(data, f) if f.name in present else pa.nulls(data.num_rows, f.type)
+               for f in schema]
+    return pa.table([*columns, pa.array([version] * data.num_rows, pa.int64()),
+                     pa.array([put] * data.num_rows, pa.bool_())],
+                    names=[*schema.names, _VERSION, _PUT])
+
+
+def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schema,
+              times: dict[int, int], upsert_key: list[str], ingestion_time: str | None
+              ) -> pa.Table:
+    """Row versions with :data:`KNOWN`, :data:`GONE`, :data:`ENDED` and :data:`VID`."""
+    import pyarrow as pa
+
+    q = engine_q
+    clock = pa.table({"__fstrain_cv": pa.array(list(times), pa.int64()),
+                      "__fstrain_ms": pa.array(list(times.values()), pa.int64())})
+    con.register("__fstrain_ev", events)
+    con.register("__fstrain_clock", clock)
+    committed = "CAST(epoch_ms(c.__fstrain_ms) AS TIMESTAMPTZ)"
+    known = (f"CASE WHEN e.{q(_PUT)} THEN CAST(e.{q(ingestion_time)} AS TIMESTAMPTZ) "
+             f"ELSE {committed} END" if ingestion_time else committed)
+    keys = ", ".join(f"e2.{q(k)}" for k in upsert_key)
+    cols = ", ".join(q(f.name) for f in schema)
+    k, g = q("__fstrain_k"), q("__fstrain_g")
+    p1, p2, v1, v2 = (q(f"__fstrain_{n}") for n in ("p1", "p2", "v1", "v2"))
+    sql = (
+        f"WITH e2 AS (SELECT e.*, {known} AS {k} FROM __fstrain_ev e "
+        f"JOIN __fstrain_clock c ON c.__fstrain_cv = e.{q(_VERSION)}), "
+        f"s AS (SELECT e2.*, lead({k}) OVER w AS {g}, lead({q(_PUT)}) OVER w AS {p1}, "
+        f"lead({q(_PUT)}, 2) OVER w AS {p2}, lead({q(_VERSION)}) OVER w AS {v1}, "
+        f"lead({q(_VERSION)}, 2) OVER w AS {v2} "
+        f"FROM e2 WINDOW w AS (PARTITION BY {keys} ORDER BY {q(_VERSION)}, {q(_PUT)})) "
+        f"SELECT {cols}, {k} AS {q(KNOWN)}, {g} AS {q(GONE)}, "
+        f"({g} IS NOT NULL AND NOT {p1} AND NOT coalesce({p2} AND {v2} = {v1}, FALSE)) "
+        f"AS {q(ENDED)}, CAST(row_number() OVER () AS BIGINT) AS {q(VID)} FROM s WHERE {q(_PUT)}"
+    )
+    try:
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.unregister("__fstrain_ev")
+        con.unregister("__fstrain_clock")
