@@ -426,7 +426,7 @@ def _check_key_types(left: QueryGroup, right: QueryGroup, left_keys: list[str],
             )
 
 
-def _check_as_known(value: Any, left: FeatureGroup, right: FeatureGroup) -> None:
+def _check_as_known(value: Any, left: QueryGroup, right: QueryGroup) -> None:
     """``as_known`` is a bool, and needs an event time on both groups."""
     if not isinstance(value, bool):
         raise InvalidArgumentError(
