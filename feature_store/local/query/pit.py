@@ -26,10 +26,10 @@ its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
   time (committed by then, or ingested by then for a group with an ``ingestion_time``) and not
   yet replaced: per label row, the plain point-in-time join against the group as it was at the
   label time. The group is read as its row versions (``storage.row_history``);
-  :func:`as_known_source` first ASOF-joins the distinct (keys, label time) pairs against the
-  current versions, which answers every pair whose plain match was known in time (no key of
-  it lost a row since), then matches the rest exactly against every version; the matches are
-  joined back to the root rows on (keys, label time).
+  :func:`as_known_source` finds each distinct (keys, label time)'s version with one window
+  over the labels and versions of a key ordered by when each became eligible (a running
+  ``arg_max``), matches labels of keys that lost a row to a deletion exactly, and joins the
+  matches back to the root rows on (keys, label time).
 
 Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
 other join's left side and no post-join filter names it) carries only its keys, event time and
@@ -584,7 +584,15 @@ def as_known_source(jp: JoinPlan, left_source: str, versions: str) -> str:
     """The SQL table expression (unaliased) of the right group's matched row versions, one per
     distinct (keys, label time) of ``left_source`` (the root's filtered scan), with the group's
     columns and the label side's :data:`LEFT_KEY` ``<i>`` and :data:`LEFT_TIME`. ``versions``
-    is the row-version table's scan (placeholder)."""
+    is the row-version table's scan (placeholder).
+
+    A version is eligible for a label when its event time and the time it became known are both
+    at or before the label time, i.e. ``greatest(event_time, known) <= label``. Where no row of
+    the keys was ever deleted, the label's match is the best eligible version (latest event
+    time, then the plain join's tie-break, then the latest known: a replaced version's successor
+    has the same event time and is known later), so one window over the labels and versions of
+    each key, ordered by that time, finds it (a running ``arg_max``). Labels whose keys lost a
+    row are matched exactly: eligible and not yet replaced at the label time."""
     lg, rg = jp.left.group, jp.right.group
     lks = [f"{LEFT_KEY}{i}" for i in range(len(jp.join.left_on))]
     rks = list(jp.join.right_on)
@@ -594,31 +602,35 @@ def as_known_source(jp: JoinPlan, left_source: str, versions: str) -> str:
     on_keys = " AND ".join(f"l.{q(a)} = c.{q(b)}" for a, b in zip(lks, rks, strict=True))
     lt, rt = _as_known_times(jp, "l", "c")
     label_tz = _as_timestamptz(lg, f"l.{q(LEFT_TIME)}")
+    event_tz = _as_timestamptz(rg, f"c.{et}")
     ties = ", ".join([f"c.{et} DESC", *(f"c.{q(k)}" for k in jp.tie_break), f"c.{q(KNOWN)} DESC"])
-    dedupe = ""
-    if jp.tie_break:
-        order = ", ".join(q(k) for k in jp.tie_break)
-        keys = ", ".join(q(k) for k in rks)
-        dedupe = f" QUALIFY row_number() OVER (PARTITION BY {keys}, {et} ORDER BY {order}) = 1"
+    rank = "0"
+    if jp.tie_break:  # the plain join's winner (smallest values, nulls last) ranks highest
+        order = ", ".join(f"{q(k)} DESC NULLS FIRST" for k in jp.tie_break)
+        rank = f"dense_rank() OVER (PARTITION BY {', '.join(q(k) for k in rks)}, {et} ORDER BY {order})"
     group_keys = ", ".join(f"l.{q(k)}" for k in [*lks, LEFT_TIME])
+    label_cols = ", ".join(q(k) for k in lks)
     deleted_on = " AND ".join(f"l.{q(a)} = d.{q(b)}" for a, b in zip(lks, rks, strict=True))
+    as_left = ", ".join(f"c.{q(b)} AS {q(a)}" for a, b in zip(lks, rks, strict=True))
     return (
         f"(WITH h AS (SELECT * FROM {versions}), "
         f"l0 AS (SELECT DISTINCT {pairs}, {label} FROM {left_source}), "
-        f"cur AS (SELECT * FROM h WHERE {q(GONE)} IS NULL{dedupe}), "
         f"d AS (SELECT DISTINCT {', '.join(q(k) for k in rks)} FROM h WHERE {q(ENDED)}), "
-        f"a AS (SELECT l.*, c.{q(VID)} AS {V}, c.{q(KNOWN)} AS {K}, "
-        f"d.{q(rks[0])} IS NOT NULL AS {D} "
-        f"FROM l0 l ASOF LEFT JOIN cur c ON {on_keys} AND {lt} >= {rt} "
-        f"LEFT JOIN d ON {deleted_on}), "
+        f"a AS (SELECT l.*, d.{q(rks[0])} IS NOT NULL AS {D} FROM l0 l LEFT JOIN d ON {deleted_on}), "
+        f"u AS (SELECT {as_left}, NULL AS {q(LEFT_TIME)}, greatest({event_tz}, c.{q(KNOWN)}) AS {K}, "
+        f"0 AS __fstrain_kind, c.{q(VID)} AS {V}, "
+        f"{{'t': {event_tz}, 'r': {rank}, 'k': c.{q(KNOWN)}}} AS __fstrain_order FROM h c "
+        f"UNION ALL SELECT {label_cols}, {q(LEFT_TIME)}, {_as_timestamptz(lg, q(LEFT_TIME))}, 1, "
+        f"NULL, NULL FROM a WHERE NOT {D}), "
+        f"w AS (SELECT {label_cols}, {q(LEFT_TIME)}, __fstrain_kind, arg_max({V}, __fstrain_order) "
+        f"OVER (PARTITION BY {label_cols} ORDER BY {K}, __fstrain_kind "
+        f"ROWS UNBOUNDED PRECEDING) AS {V} FROM u), "
         f"slow AS (SELECT {group_keys}, c.{q(VID)} AS {V} FROM a l JOIN h c ON {on_keys} "
         f"AND {rt} <= {lt} AND c.{q(KNOWN)} <= {label_tz} "
-        f"AND (c.{q(GONE)} IS NULL OR c.{q(GONE)} > {label_tz}) "
-        f"WHERE l.{D} OR l.{K} > {label_tz} "
+        f"AND (c.{q(GONE)} IS NULL OR c.{q(GONE)} > {label_tz}) WHERE l.{D} "
         f"QUALIFY row_number() OVER (PARTITION BY {group_keys} ORDER BY {ties}) = 1), "
-        f"m AS (SELECT {', '.join(q(k) for k in [*lks, LEFT_TIME])}, {V} FROM a "
-        f"WHERE {V} IS NOT NULL AND NOT {D} AND {K} <= {_as_timestamptz(lg, q(LEFT_TIME))} "
-        f"UNION ALL SELECT * FROM slow) "
+        f"m AS (SELECT {label_cols}, {q(LEFT_TIME)}, {V} FROM w "
+        f"WHERE __fstrain_kind = 1 AND {V} IS NOT NULL UNION ALL SELECT * FROM slow) "
         f"SELECT m.* EXCLUDE ({V}), h.* FROM m JOIN h ON h.{q(VID)} = m.{V})"
     )
 
