@@ -27,6 +27,7 @@ from dataclasses import fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from feature_store.api import TrainingDataset
 from feature_store.core.seeds import draw_seed
 from feature_store.core.view_rules import (
     carried_tags,
@@ -49,7 +50,7 @@ from fstrain.kernel.errors import (
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.api import FeatureStore, TrainingDataset
+    from feature_store.api import FeatureStore
 
 EXTENSIONS_TAG = "fstrain_feature_view"
 TRAINING_DATASET_TAG = "fstrain_training_dataset"

@@ -6,15 +6,13 @@ import os
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from feature_store.hopsworks.feature_store import HopsworksFeatureStore
 from feature_store.hopsworks.jobs import HopsworksJobs
 from feature_store.hopsworks.sdk_calls import sdk_attr, sdk_call
 from fstrain.kernel.errors import ConfigError
 from fstrain.kernel.store_root import resolve_root
-
-if TYPE_CHECKING:  # pragma: no cover
-    from feature_store.hopsworks.feature_store import HopsworksFeatureStore
 
 #: Builds the project's model registry from the SDK's registry and the project.
 RegistryFactory = Callable[[Any, "HopsworksProject"], Any]

@@ -150,10 +150,12 @@ def adult_root(tmp_path_factory):
 def _train(root: Path, master: str) -> None:
     """``fstrain train adult --model spark_gbt`` in its own process (its own driver JVM), the
     user's environment as it is, ``--root`` relative to the working directory (an executor's
-    working directory is its folder on the worker, so a path left relative would land there)."""
+    working directory is its folder on the worker, so a path left relative would land there).
+    ``--force``: the same version and configuration would otherwise reuse the first model (a
+    scheduled re-run's rule), and the point is to train again, on the given master."""
     cmd = [sys.executable, "-m", "fstrain.cli.app", "train", "adult", "-t", "1",
            "--model", "spark_gbt", "--param", "maxIter=4", "--param", "maxDepth=3",
-           "--spark-master", master, "--root", root.name, "--json"]
+           "--spark-master", master, "--root", root.name, "--json", "--force"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(cmd, env=env, cwd=root.parent, capture_output=True, text=True,
