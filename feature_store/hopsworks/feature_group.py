@@ -259,6 +259,14 @@ class HopsworksFeatureGroup:
         self.add_tag(FEATURE_TAGS, tags)
 
 
+def refused_extension(what: str, owner: str) -> str:
+    """The message refusing an fstrain extension the Hopsworks cluster cannot honour."""
+    return (f"{owner}: {what} is an fstrain extension of the embedded store (as-known "
+            "point-in-time joins, docs/concepts/joins.md); the Hopsworks cluster cannot do "
+            "it, so it is refused rather than ignored. Drop it, or build the training data on "
+            "the local backend.")
+
+
 class HopsworksQuery:
     """``hsfs.constructor.query.Query``; ``join`` and ``filter`` mutate and return ``self``."""
 
@@ -270,7 +278,12 @@ class HopsworksQuery:
 
     def join(self, sub_query: Any, on: list[str] | None = None,
              left_on: list[str] | None = None, right_on: list[str] | None = None,
-             join_type: str = "left", prefix: str | None = None) -> HopsworksQuery:
+             join_type: str = "left", prefix: str | None = None, *,
+             as_known: bool = False) -> HopsworksQuery:
+        """``Query.join`` of the SDK. ``as_known=True`` (an fstrain extension of the embedded
+        store) is refused: the cluster's point-in-time join has no as-known mode."""
+        if as_known:
+            raise InvalidArgumentError(refused_extension("join(as_known=True)", "query"))
         if not isinstance(sub_query, HopsworksQuery):
             raise InvalidArgumentError(
                 f"join(): sub_query must be a query (e.g. fg.select_all()). Got "

@@ -510,3 +510,11 @@ def test_latest_skips_a_training_dataset_whose_creation_never_completed():
     del sdk.td_tags[version]
     with pytest.raises(NotFoundError, match=r"no completed training dataset \(versions \[1, 2\]"):
         resolve_training_dataset_version(fv, "latest")
+
+
+def test_an_as_known_join_is_refused_by_name_on_hopsworks():
+    """fstrain's as-known join cannot run on the cluster: refused, never ignored, before any
+    SDK call (the SDK objects here would fail on any)."""
+    with pytest.raises(InvalidArgumentError, match=r"query: join\(as_known=True\) is an fstrain "
+                                                   r"extension.*refused rather than ignored"):
+        HopsworksQuery(object()).join(HopsworksQuery(object()), as_known=True)

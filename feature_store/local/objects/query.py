@@ -128,8 +128,7 @@ class Query:
         ``"7D"``) bounds a point-in-time join: right rows older than
         ``root.event_time - lookback`` do not match. ``as_known=True`` (an fstrain extension)
         also requires the matched row to have been known at the root row's event time:
-        committed by then (or ingested, for a group with an ``ingestion_time``), with the
-        value it had then (see docs/concepts/as-known.md).
+        committed by then, with the value it had then (see docs/concepts/joins.md, "As-known joins").
         """
         if not isinstance(sub_query, Query):
             raise InvalidArgumentError(
