@@ -12,6 +12,7 @@ updated, others not, or the row count of one upsert with the values of another) 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -68,15 +69,29 @@ def _state(root: Path) -> int:
     return k
 
 
+def _change_data_files(path: Path) -> set[str]:
+    """The change-data files (``_change_data/``) that the log's commits name in ``cdc`` actions."""
+    named: set[str] = set()
+    for log in (path / "_delta_log").glob("*.json"):
+        for line in log.read_text().splitlines():
+            if line.strip() and "cdc" in (action := json.loads(line)):
+                named.add(Path(action["cdc"]["path"]).name)
+    return named
+
+
 def _debris(fg) -> set[str]:
-    """Entries of the table folder that no committed version references."""
+    """Entries of the table folder that no committed version references: data files, and the
+    change data feed's files (new tables keep one) that no commit's ``cdc`` action names."""
     from deltalake import DeltaTable
 
     path = Path(fg._table.path)
-    referenced: set[str] = set()
+    referenced: set[str] = _change_data_files(path)
     for version in range(fg._table.version() + 1):
         referenced |= {Path(u).name for u in DeltaTable(str(path), version=version).file_uris()}
-    return {p.name for p in path.iterdir() if p.name != "_delta_log"} - referenced
+    entries = {p.name for p in path.iterdir() if p.name not in ("_delta_log", "_change_data")}
+    changes = path / "_change_data"
+    entries |= {p.name for p in changes.iterdir()} if changes.is_dir() else set()
+    return entries - referenced
 
 
 @pytest.fixture
