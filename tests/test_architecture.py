@@ -533,3 +533,48 @@ def test_the_lazy_import_rule_reads_lazy_re_export_tables(tmp_path):
     assert exports == {"pkg.f": "pkg.m"}
     assert _costly_loads(modules, frozenset(), exports) == {"pkg": frozenset(),
                                                             "pkg.m": frozenset({"torch"})}
+
+
+# --------------------------------------------------------------------------- type-checking imports
+
+def _checker_only_names_used_at_run_time(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every run-time use of a name that the module imports only under
+    ``if TYPE_CHECKING:`` (annotations excluded: they are not evaluated), which raises NameError
+    when that line runs. Hoisting a function's import away when the name was also imported for
+    the type checker left two such uses in the Hopsworks adapter."""
+    tree = ast.parse(source)
+    checker_only, bound = set(), set()
+    for node in tree.body:
+        guarded = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                names = {(a.asname or a.name).split(".")[0] for a in inner.names}
+                (checker_only if guarded else bound).update(names)
+            elif not guarded and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                    ast.ClassDef)):
+                bound.add(inner.name)
+            elif not guarded and isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                bound.add(inner.id)
+    checker_only -= bound
+    annotations = {id(part) for node in ast.walk(tree)
+                   for field in ("annotation", "returns")
+                   if (value := getattr(node, field, None)) is not None
+                   for part in ast.walk(value)}
+    return sorted((n.lineno, n.id) for n in ast.walk(tree)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                  and n.id in checker_only and id(n) not in annotations)
+
+
+def test_names_imported_only_for_the_type_checker_are_not_used_at_run_time():
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {name}"
+                 for path in sorted(_product_modules().values())
+                 for line, name in _checker_only_names_used_at_run_time(path.read_text())]
+    assert offenders == [], "import these at run time (or use them only in annotations)"
+
+
+def test_the_type_checker_import_rule_sees_a_run_time_use():
+    source = ("from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from a import B, C\n"
+              "def f(x: B) -> C:\n    return B()\n"
+              "def g():\n    from a import C\n    return C()\n")
+    assert _checker_only_names_used_at_run_time(source) == [(6, "B")]
