@@ -5,8 +5,8 @@
 Runs the training pipeline (``pipelines.training.run``) on the ``adult`` use case with the
 trainer config CONFIG_JSON, which streams the version (``torch.streaming``). With KILL_AT, the
 loop's ``on_step`` hook sends this process SIGKILL right after optimizer step KILL_AT (after a
-mid-epoch checkpoint, before the next one); the pipeline's ``train_torch_streamed`` is called
-with that hook, nothing else changes.
+mid-epoch checkpoint, before the next one); the pipeline's ``train_torch_streamed`` (the name
+``pipelines.training`` calls) is called with that hook, nothing else changes.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ def main() -> None:
     kill_at = int(sys.argv[5]) if len(sys.argv) > 5 else None
     import feature_store
     from pipelines import training
-    from fstrain.trainers import torch_models
 
     def on_step(step: int) -> None:
         if step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    torch_models.train_torch_streamed = functools.partial(torch_models.train_torch_streamed,
-                                                          on_step=on_step)
+    # patched where the pipeline looks the name up (it imports it at its top)
+    training.train_torch_streamed = functools.partial(training.train_torch_streamed,
+                                                      on_step=on_step)
     project = feature_store.login(root=root)
     ref = training.run(project, training.TrainingPipelineConfig(
         use_case="adult", training_dataset_version=version, model_name=name,
