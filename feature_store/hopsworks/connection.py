@@ -187,6 +187,7 @@ def login(
         sdk_project = sdk_call(hopsworks, "hopsworks.login", **call,
                                _owner=f"Hopsworks at {host}:{port_number}")
     except FeatureStoreError as exc:
+        _forget_failed_login(hopsworks)
         cause = exc.__cause__
         if cause is not None and _is_network(cause):
             raise BackendError(
@@ -197,11 +198,28 @@ def login(
             f"failed: {exc}. Check the API key and the project name."
         ) from None
     if sdk_project is None:
+        _forget_failed_login(hopsworks)
         raise BackendError(
             f"Hopsworks at {host}:{port_number}: the API key has no project"
             f"{'' if project is None else f' named {project!r}'}. Create one or pass project=."
         )
     return HopsworksProject(sdk_project, root=root)
+
+
+def _forget_failed_login(hopsworks: Any) -> None:
+    """Undo what a refused ``hopsworks.login()`` left in the SDK's process-wide state.
+
+    The SDK registers its connection object before it has talked to the cluster; when the
+    login then fails, that half-made connection (no backend version) stays the SDK's current
+    one, and later SDK code in the same process reads it: serialising a transformation
+    function for the embedded store raised ``InvalidVersion: None``. A refused login leaves
+    nothing behind, so the connection is dropped too.
+    """
+    import hopsworks.client as sdk_client
+
+    sdk_call(hopsworks, "hopsworks.logout", _owner="a refused Hopsworks login")
+    sdk_call(sdk_client, "hopsworks.client._set_connection", None,
+             _owner="a refused Hopsworks login")
 
 
 def _is_network(exc: BaseException) -> bool:

@@ -86,6 +86,10 @@ SDK_CALLS: dict[str, SdkCall] = {
                 "hostname_verification", "engine"),
         bound=False,
     ),
+    "hopsworks.logout": SdkCall("hopsworks.logout", bound=False),
+    # private, but the only way to drop the connection a refused login left registered
+    "hopsworks.client._set_connection": SdkCall("hopsworks.client._set_connection",
+                                                args=("connection",), bound=False),
     "Project.get_feature_store": SdkCall(f"{_P}.get_feature_store"),
     "Project.get_model_registry": SdkCall(f"{_P}.get_model_registry"),
     "Project.get_job_api": SdkCall(f"{_P}.get_job_api"),

@@ -150,3 +150,26 @@ def test_import_feature_store_does_not_import_the_sdk():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_refused_login_leaves_no_sdk_connection_behind(monkeypatch, tmp_path):
+    """The real ``hopsworks.login()`` registers its connection before it reaches the cluster;
+    refused, that half-made connection (no backend version) stayed the SDK's current one and
+    broke later SDK code in the process: a local view with a built-in transformation
+    function could no longer be saved (``InvalidVersion: None``)."""
+    import hopsworks
+
+    monkeypatch.setattr(connection, "_probe", lambda *a: None)
+    _login_error(host=f"{CLOSED[0]}:{CLOSED[1]}", project="p", api_key_value="key", timeout=2)
+    assert hopsworks.client._get_connection() is None
+
+    import pandas as pd
+
+    project = feature_store.login(root=tmp_path / "store")
+    fs = project.get_feature_store()
+    fg = fs.create_feature_group("g", version=1, primary_key=["id"])
+    fg.insert(pd.DataFrame({"id": [1, 2, 3], "x": [1.0, 2.0, 4.0]}))
+    scaler = fs.get_transformation_function("standard_scaler")
+    fv = fs.create_feature_view("v", version=1, query=fg.select_all(),
+                                transformation_functions=[scaler("x")])
+    assert fs.get_feature_view("v", version=1).name == fv.name
