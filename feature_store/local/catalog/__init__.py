@@ -8,6 +8,7 @@ store call those and never write SQL (``tests/test_layering.py`` checks it).
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from feature_store.local.catalog.database import Database, dumps, loads
@@ -23,7 +24,6 @@ class Catalog(GroupRecords, ViewRecords):
 def open_catalog(root: Path) -> Catalog:
     """The catalog of the store at ``root``; a root that is a file, read-only or not a real
     folder is a :class:`BackendError` naming it (not an OSError traceback)."""
-    import sqlite3
 
     try:
         root.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from fstrain.kernel.errors import (
     did_you_mean,
 )
 from fstrain.kernel.names import check_entity_name
+from fstrain.kernel.scratch import VACUUM_AFTER_S
 from fstrain.kernel.timeutil import required_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,7 +241,6 @@ class FeatureGroup(TaggedEntity):
         with table.write_lock():
             removed = table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
         from feature_store.local.training_data.store import clean_stale_staging
-        from fstrain.kernel.scratch import VACUUM_AFTER_S
 
         root = Path(self._store.root)
         stale = clean_stale_staging(root / "training_datasets", older_than_s=VACUUM_AFTER_S,

@@ -14,6 +14,8 @@ joins against its own root.
 
 from __future__ import annotations
 
+import numbers
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -390,7 +392,6 @@ class Query:
 
 def _check_prefix(prefix: Any, right_name: str) -> None:
     """A join prefix must make valid column names (``[a-z_][a-z0-9_]*``)."""
-    import re
 
     if prefix is None:
         return
@@ -444,7 +445,6 @@ def _check_as_known(value: Any, left: QueryGroup, right: QueryGroup) -> None:
 def _lookback(value: Any) -> Any:
     if value is None:
         return None
-    import numbers
 
     import pandas as pd
 

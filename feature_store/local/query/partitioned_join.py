@@ -26,8 +26,11 @@ value and order, whatever ``K`` is: ``K`` follows from the memory limit and the 
 from __future__ import annotations
 
 import math
+import mmap
 import re
+import shutil
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,7 +238,6 @@ class PartitionedQuery:
         conditions): Parquet files written by DuckDB for the statement, or Arrow IPC files of
         the columns the numpy kernel reads, :data:`JOIN_THREADS` groups at a time (DuckDB
         hands over batches one by one: one group alone keeps about one core busy)."""
-        from concurrent.futures import ThreadPoolExecutor
 
         if self.kernel is None:
             for ph in self.scans:
@@ -337,7 +339,6 @@ class PartitionedQuery:
         pyarrow release the GIL); returns the result files in bucket order. A joined bucket's
         inputs are removed by a thread of their own, off the joins' path (the removals are done
         when this returns)."""
-        from concurrent.futures import ThreadPoolExecutor
 
         schemas = {ph: self.con.sql(f"SELECT * FROM {scan} LIMIT 0").to_arrow_table().schema
                    for ph, scan in self.scans.items()}  # DuckDB is asked here, never in a thread
@@ -391,8 +392,6 @@ class PartitionedQuery:
 
 
 def _remove_tree(path: Path) -> None:
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -572,8 +571,6 @@ class _Mapping:
     from the file again when touched)."""
 
     def __init__(self, path: Path) -> None:
-        import mmap
-
         import pyarrow as pa
 
         with open(path, "rb") as fh:
@@ -592,7 +589,6 @@ class _Mapping:
 
     def release(self, end: int) -> None:
         """Hand back the whole pages before ``end`` not yet handed back."""
-        import mmap
 
         end -= end % mmap.PAGESIZE
         if end > self.released:

@@ -45,6 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from feature_store.local.query import row_gather
 from feature_store.local.query.query_plan import (
     Gather,
@@ -59,6 +61,7 @@ from feature_store.local.query.query_plan import (
 from feature_store.local.query.query_spec import Condition, Conjunction, FilterSpec, GroupSpec
 from feature_store.local.query.row_gather import GatherPolicy
 from feature_store.local.storage import engine
+from feature_store.local.storage import row_history
 from feature_store.local.storage.engine import quote_ident as q
 from feature_store.local.storage.row_history import ENDED, GONE, KNOWN, VID
 from feature_store.local.storage.storage_errors import storage_boundary
@@ -73,7 +76,6 @@ V, K, D = '"__fstrain_mv"', '"__fstrain_mk"', '"__fstrain_md"'
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
-    import pyarrow as pa
 
     from feature_store.local.query.query_spec import QuerySpec
 
@@ -128,8 +130,6 @@ class CompiledQuery:
         or an as-known-joined group's row versions registered on ``con``."""
         node = self.scans[placeholder]
         if placeholder in self.versions:
-            from feature_store.local.storage import row_history
-
             name = engine.unique_name("__fstrain_versions_")
             con.register(name, row_history.row_versions(
                 node.group.delta_table, node.commit, node.group.upsert_key,
@@ -170,8 +170,6 @@ class CompiledQuery:
             return self._fetch(con, single_statement=single_statement)
 
     def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool) -> pa.Table:
-        import pyarrow as pa
-
         if single_statement or not self.gathers:
             sql = self.bind(con, single_statement=single_statement)
             return engine.fetch_arrow(con, sql, self.params)

@@ -16,6 +16,7 @@ logs, which it imports when called.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -358,7 +359,6 @@ def filter_from_dict(data: dict[str, Any], query: QuerySpec) -> FilterSpec:
 
 def value_to_json(value: Any) -> Any:
     """A filter value as JSON (timestamps tagged, numpy scalars as Python values)."""
-    import datetime as dt
 
     import pandas as pd
 

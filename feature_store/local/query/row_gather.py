@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from feature_store.local.storage import engine
 
@@ -154,7 +156,6 @@ class GatherReads:
 
 def read_source(gather: Gather) -> Source:
     """Read a gathered group's columns from its pinned files, typed as DuckDB's scan types them."""
-    import pyarrow.parquet as pq
 
     node = gather.node
     table = node.group.delta_table
@@ -241,7 +242,6 @@ class Rows:
             np.frombuffer(data, dtype=lanes)[: len(taken)][self.missing] = 0
             validity = pa.py_buffer(np.packbits(keep, bitorder="little"))
             return pa.Array.from_buffers(kind, len(taken), [validity, data])
-        import pyarrow.compute as pc
 
         return pc.if_else(pa.array(keep), taken, pa.scalar(None, kind))
 

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
+from deltalake.schema import Field
 
 from feature_store.local.storage import snapshots
 from feature_store.local.storage.snapshots import snapshot
@@ -315,7 +316,6 @@ class DeltaFeatureTable:
 
     def add_columns(self, fields: Sequence[pa.Field]) -> None:
         """Add nullable columns (schema evolution: add only)."""
-        from deltalake.schema import Field
 
         dt = self.table()
         dt.alter.add_columns([Field.from_arrow(f) for f in fields])

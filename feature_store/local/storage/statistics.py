@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from feature_store.core import arrow_bits
 from feature_store.core import moments as _moments
@@ -172,7 +173,6 @@ class StreamingStatistics:
 
     def update(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Feed the next rows (in this statistics' schema)."""
-        import pyarrow.compute as pc
 
         for i, column in enumerate(batch.columns):
             self.valid[i] += len(column) - column.null_count

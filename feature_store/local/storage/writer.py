@@ -7,6 +7,7 @@ statistics. Every check runs before anything is written; a STRICT suite failure 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -82,8 +83,6 @@ class FeatureGroupWriter:
         report = None
         strict = fg.validation_ingestion_policy == "STRICT"
         if not strict and self._will_validate(fg, validation_options):
-            from concurrent.futures import ThreadPoolExecutor
-
             executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstrain-gx")
             pending = executor.submit(self._validate, fg, table, validation_options)
             executor.shutdown(wait=False)

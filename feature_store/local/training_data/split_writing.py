@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
+
 from feature_store.local.storage import engine
 from feature_store.local.storage.statistics import compute_statistics
 from feature_store.local.training_data import training_data_stream as ts
@@ -58,8 +60,6 @@ def file_statistics(split: SplitFile, schema: pa.Schema, options: StreamOptions,
 
 
 def write_split(table: pa.Table, path: Path, data_format: str) -> None:
-    import pyarrow.parquet as pq
-
     if data_format == "parquet":
         pq.write_table(table, path)
     else:  # csv, jsonl: the same text as a streamed create writes batch by batch

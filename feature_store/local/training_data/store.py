@@ -18,6 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
 from feature_store.api import TrainingDataset
 from feature_store.core import split_streams
 from feature_store.core import splits as core_splits
@@ -67,8 +71,6 @@ from fstrain.kernel.scratch import OWNER_FILE, clean_stale, make_scratch_dir
 from fstrain.kernel.timeutil import iso, to_utc, utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow as pa
-
     from feature_store.local.catalog import Catalog
     from feature_store.local.training_data.training_data_stream import (
         Assign,
@@ -182,8 +184,6 @@ class TrainingDataStore(VersionChecks):
         ``resolved``."""
 
         def assign(keys: pa.Table, rows: int) -> Any:
-            import pandas as pd
-
             # only the columns the strategy reads travel to pandas; rows stay in Arrow
             frame = (keys.to_pandas() if keys.num_columns
                      else pd.DataFrame(index=pd.RangeIndex(rows)))
@@ -235,14 +235,11 @@ class TrainingDataStore(VersionChecks):
                            needed: list[str], schema: pa.Schema,
                            resolved: list[SplitSpec]) -> Assign:
         """:meth:`_assigner` behind the streamed signature: the key columns gathered whole."""
-        import pyarrow as pa
 
         gathered = self._assigner(spec, et, label, resolved)
         key_schema = pa.schema([schema.field(c) for c in needed])
 
         def assign(read: Callable[[], Iterator[pa.RecordBatch]], rows: int, alloc: Any) -> Any:
-            import numpy as np
-
             keys = pa.Table.from_batches(list(read()) if needed else [], schema=key_schema)
             codes = gathered(keys, rows)
             del keys
@@ -291,7 +288,6 @@ class TrainingDataStore(VersionChecks):
     ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Run the (pinned) query and split it in memory. Returns split tables and
         reproducibility facts."""
-        import pyarrow as pa
 
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = engine.connect()
@@ -370,7 +366,6 @@ class TrainingDataStore(VersionChecks):
         """Run the query in ``buckets`` hash partitions (``partitioned_join``); returns the
         result's schema (labels filled) and ``source(columns)``, which merges the partitions'
         results into the query's order on every call."""
-        import pyarrow as pa
 
         own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes

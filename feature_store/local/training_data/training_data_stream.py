@@ -26,7 +26,9 @@ statistics of strings, booleans and decimals are DuckDB's over the file's column
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -183,8 +185,6 @@ class ScratchArrays:
         return np.memmap(self.folder / f"{self.made}.bin", dtype=dtype, mode="w+", shape=(n,))
 
     def __exit__(self, *_: object) -> None:
-        import shutil
-
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -423,8 +423,6 @@ class _HashedFile:
     queued), off the thread that encodes the Parquet file."""
 
     def __init__(self, path: Path) -> None:
-        import hashlib
-
         self.file = open(path, "wb")  # noqa: SIM115 - closed by _SplitWriters.__exit__
         self.digest = hashlib.sha256()
         self.position = 0
@@ -479,7 +477,6 @@ def open_parquet(path: Path) -> pq.ParquetFile:
 
 def file_sha256(path: Path, chunk: int = 8 << 20) -> str:
     """sha256 of a file's bytes, read in chunks."""
-    import hashlib
 
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
