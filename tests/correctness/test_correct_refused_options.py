@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 import pytest
+from deltalake import DeltaTable
 
 from feature_store.feature import Feature
-from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import AlreadyExistsError, InvalidArgumentError
 
 GROUP_OPTIONS = [
     ("online_enabled", True),
@@ -15,7 +18,8 @@ GROUP_OPTIONS = [
     ("embedding_index", object()),
     ("stream", True),
     ("hudi_precombine_key", "ts"),
-    ("time_travel_format", "HUDI"),
+    ("time_travel_format", "ICEBERG"),
+    ("time_travel_format", "PARQUET"),
 ]
 
 
@@ -32,6 +36,52 @@ def test_delta_time_travel_format_is_accepted(fs, fmt):
     fg = fs.create_feature_group("g", version=1, primary_key=["id"], time_travel_format=fmt)
     fg.insert(pd.DataFrame({"id": [1]}))
     assert fg.id is not None
+
+
+def _hudi_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if "time_travel_format='HUDI'" in str(w.message)]
+
+
+@pytest.mark.parametrize("call", ["create_feature_group", "get_or_create_feature_group"])
+@pytest.mark.parametrize("fmt", ["HUDI", "hudi"])
+def test_hudi_is_stored_as_delta_with_one_warning_per_creation(fs, call, fmt):
+    with pytest.warns(UserWarning) as record:
+        fg = getattr(fs, call)("g", version=1, primary_key=["id"], time_travel_format=fmt)
+    assert _hudi_warnings(record) == [
+        f"{call}('g', version=1): time_travel_format='HUDI' is stored as a Delta table on the "
+        "local backend (upserts, commits and time travel as on a cluster's Delta groups); the "
+        "group reports time_travel_format='DELTA'."
+    ]
+    assert record[0].filename == __file__  # points at the caller's line
+    fg.insert(pd.DataFrame({"id": [1, 2], "x": [1.0, 2.0]}))
+    fg.insert(pd.DataFrame({"id": [2], "x": [3.0]}))  # upserts as a Delta group does
+    assert fg.time_travel_format == "DELTA"
+    assert sorted(fg.read()["x"]) == [1.0, 3.0]
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        got = fs.get_feature_group("g", version=1)
+        same = fs.get_or_create_feature_group("g", version=1, primary_key=["id"],
+                                              time_travel_format="HUDI")
+    assert _hudi_warnings(again) == []  # getting an existing group does not warn again
+    assert got.time_travel_format == same.time_travel_format == "DELTA"
+    assert DeltaTable(got.location).version() >= 1  # the files are a Delta table
+
+
+def test_delta_and_no_format_do_not_warn(fs):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fs.create_feature_group("d", version=1, primary_key=["id"], time_travel_format="DELTA")
+        fs.create_feature_group("n", version=1, primary_key=["id"])
+    assert _hudi_warnings(record) == []
+
+
+def test_refused_hudi_creation_does_not_warn(fs):
+    fs.create_feature_group("g", version=1, primary_key=["id"]).insert(pd.DataFrame({"id": [1]}))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(AlreadyExistsError):
+            fs.create_feature_group("g", version=1, primary_key=["id"], time_travel_format="HUDI")
+    assert _hudi_warnings(record) == []
 
 
 @pytest.fixture

@@ -109,6 +109,12 @@ class FeatureGroup(TaggedEntity):
         return str(self._table.path)
 
     @property
+    def time_travel_format(self) -> str:
+        """What the group is stored as: always ``"DELTA"`` locally (a group created with
+        ``time_travel_format="HUDI"`` is a Delta table too, and says so)."""
+        return "DELTA"
+
+    @property
     def upsert_key(self) -> list[str]:
         """Columns that identify a row: primary key + event_time + partition key."""
         key = list(self.primary_key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -71,6 +72,8 @@ class FeatureStore(FeatureViewOperations):
         statistics_config: Any,
         tags: dict[str, Any] | None,
         validation_ingestion_policy: str = "always",
+        time_travel_format: str | None = None,
+        call: str = "create_feature_group",
     ) -> FeatureGroup:
         check_entity_name(name, "feature group")
         check_version(version, "feature group", name)
@@ -99,6 +102,14 @@ class FeatureStore(FeatureViewOperations):
             fg.save_expectation_suite(
                 expectation_suite, validation_ingestion_policy=validation_ingestion_policy
             )
+        if time_travel_format is not None and str(time_travel_format).upper() == "HUDI":
+            warnings.warn(
+                f"{call}('{name}', version={version}): time_travel_format='HUDI' is stored as a "
+                "Delta table on the local backend (upserts, commits and time travel as on a "
+                "cluster's Delta groups); the group reports time_travel_format='DELTA'.",
+                UserWarning,
+                stacklevel=3,
+            )
         return fg
 
     def create_feature_group(
@@ -125,7 +136,9 @@ class FeatureStore(FeatureViewOperations):
         """Create a new feature group version (lazily: it is persisted by the first insert).
 
         ``version=None`` takes the next free version. An existing name+version raises
-        :class:`~fstrain.kernel.errors.AlreadyExistsError`.
+        :class:`~fstrain.kernel.errors.AlreadyExistsError`. Groups are Delta tables:
+        ``time_travel_format`` may be None, ``"DELTA"`` or ``"HUDI"`` (stored as Delta, with one
+        warning per creation); ``"ICEBERG"`` is refused.
         """
         refuse_unsupported(unsupported, "create_feature_group")
         _refuse_ignored(name, "create_feature_group", online_enabled=online_enabled, features=features,
@@ -143,6 +156,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
+            time_travel_format, "create_feature_group",
         )
 
     def get_or_create_feature_group(
@@ -167,7 +181,8 @@ class FeatureStore(FeatureViewOperations):
         **unsupported: Any,
     ) -> FeatureGroup:
         """Return the feature group if it exists (arguments are then ignored, as in Hopsworks),
-        else a new, lazily created one."""
+        else a new, lazily created one (``time_travel_format="HUDI"`` warns, as on
+        :meth:`create_feature_group`, only when the group is new)."""
         refuse_unsupported(unsupported, "get_or_create_feature_group")
         _refuse_ignored(name, "get_or_create_feature_group", online_enabled=online_enabled, features=features,
                         embedding_index=embedding_index, stream=stream,
@@ -180,6 +195,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
+            time_travel_format, "get_or_create_feature_group",
         )
 
     def get_feature_group(self, name: str, version: int | None = None) -> FeatureGroup:
@@ -240,15 +256,20 @@ _IGNORED_HELP = {
     "stream": "the local backend writes in batch; drop stream=True",
     "hudi_precombine_key": "local groups are Delta tables, deduplicated on primary key + "
                            "event_time; drop hudi_precombine_key=",
-    "time_travel_format": "local groups are always Delta tables; pass None or 'DELTA'",
+    "time_travel_format": "local groups are always Delta tables; pass None, 'DELTA' or 'HUDI' "
+                          "(stored as Delta)",
 }
+
+
+#: time_travel_format values a local group takes: it is a Delta table either way (HUDI warns)
+_TIME_TRAVEL_FORMATS = ("DELTA", "HUDI")
 
 
 def _refuse_ignored(name: str, call: str, **options: Any) -> None:
     """Refuse options the local backend would otherwise accept and silently ignore."""
     for option, value in options.items():
         if option == "time_travel_format":
-            given = value is not None and str(value).upper() != "DELTA"
+            given = value is not None and str(value).upper() not in _TIME_TRAVEL_FORMATS
         elif option in ("online_enabled", "stream"):
             given = bool(value)
         else:
