@@ -8,11 +8,12 @@ Pipelines receive the project and never import a backend.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.errors import ConfigError, FeatureStoreError
 from fstrain.kernel.errors import StoreNotFoundError
 from fstrain.kernel.store_root import (
     DEFAULT_ROOT,
@@ -103,6 +104,19 @@ def _split_readers() -> Any:
     return readers
 
 
+def _refresh_report_index(registry: LocalModelRegistry) -> None:
+    """Regenerate the registry's report index after a run or a sign-off. The event is already
+    committed, so a failure here (a full disk, an unreadable old scorecard) is a warning that
+    names the way to retry, never an error that makes the sign-off look undone."""
+    from validation.report_index import refresh_report_index
+
+    try:
+        refresh_report_index(registry)
+    except (FeatureStoreError, OSError) as exc:
+        warnings.warn(f"the report index {registry.root / 'index.html'} was not regenerated "
+                      f"({exc}); `fstrain registry report` rewrites it.", stacklevel=2)
+
+
 class Project:
     """A local project: one store root holding the feature store and the model registry.
 
@@ -146,7 +160,10 @@ class Project:
     def _model_registry(self) -> LocalModelRegistry:
         from model_registry.local.registry import LocalModelRegistry
 
-        return LocalModelRegistry(self.root / "model_registry", feature_store=self.get_feature_store)
+        # the report index is never a stale snapshot: every validation run and sign-off, from
+        # the pipelines, the CLI, the web application or a user's own Python, regenerates it
+        return LocalModelRegistry(self.root / "model_registry", feature_store=self.get_feature_store,
+                                  after_history=_refresh_report_index)
 
     def get_feature_store(self, name: str | None = None) -> FeatureStore:
         """Return the project's feature store (``name`` is accepted for Hopsworks parity)."""

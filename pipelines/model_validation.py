@@ -34,7 +34,6 @@ from fstrain.trainers.curves import read_curves
 from model_registry.history import event_dir, sha256_bytes
 from model_registry.predictor_record import record_of
 from model_registry.statuses import run_status, verdict_of
-from validation.report_index import refresh_report_index
 from validation.signoff import signer_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -250,7 +249,6 @@ def run(project: Project, config: ModelValidationConfig, *,
         result.images["learning_curves"] = learning_curves_png(curves)
     event = _record(model, result, predictor, owner, signer)
 
-    refresh_report_index(registry)  # the report index is never a stale snapshot
     return _ref(model, result.card, event)
 
 

@@ -51,6 +51,8 @@ def latest_scorecard(model: Any) -> tuple[Any, str | None]:
     (a scorecard attached outside the history counts when there is no run); else None."""
     run = model.latest_validation()
     if run is not None:
+        if "scorecard.json" not in run.get("files", {}):
+            return {}, None  # a run recorded from Python without a scorecard: no page to link
         data = model.read_history_file(run["seq"], "scorecard.json")
         return json.loads(data), f"{event_dir(run['seq'])}/scorecard.html"
     card = read_scorecard(model.model_path / "scorecard.json")

@@ -26,7 +26,6 @@ import typer
 from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.registry_open import open_registry, parse_ref, resolve_ref
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
-from validation.report_index import refresh_report_index
 
 EXIT_BROKEN = 1
 
@@ -139,7 +138,6 @@ def _sign_off(ref: str, decision: str, *, note: str, override: str | None,
         event = model.sign_off(decision, note=note, reviewer=reviewer, override=override,
                                supersede=supersede, run=run, key=key)
         head = model.head
-        refresh_report_index(open_registry(root))  # the report index shows the sign-off
     except FeatureStoreError as exc:
         _fail(exc)
     if as_json:

@@ -14,7 +14,6 @@ from fstrain.serve import reads, signoff_rules
 from fstrain.serve.access import Identity, Refused
 from fstrain.serve.security import EMBED_PREFIX
 from model_registry.naming import check_model_name
-from validation.report_index import refresh_report_index
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from fstrain.serve.context import ServeContext
@@ -125,8 +124,6 @@ def sign_off(ctx: ServeContext, request: Request, identity: Identity, form: Any)
             raise Refused(409, str(exc)) from exc
         except (signoff_rules.FourEyesError, UnauthorizedError) as exc:
             raise Refused(403, str(exc)) from exc
-
-        refresh_report_index(ctx.project.get_model_registry())  # the index shows it too
 
     ctx.read(write)
     return RedirectResponse(f"/models/{name}/{int(version)}#history", status_code=303)

@@ -69,13 +69,17 @@ class LocalModelStorage:
 
     def __init__(self, root: Path, index: RegistryIndex,
                  feature_store: Callable[[], Any] | None = None,
-                 trust: TrustStore | None = None) -> None:
-        """``trust``: the store's trust list (default ``<root>/../trust``, the store root's)."""
+                 trust: TrustStore | None = None,
+                 after_history: Callable[[], None] | None = None) -> None:
+        """``trust``: the store's trust list (default ``<root>/../trust``, the store root's);
+        ``after_history`` runs after every appended history event (a validation run or a
+        sign-off), whoever appended it."""
         self.root = root
         self.index = index
         self.files = VersionStore(root)
         self.feature_store = feature_store
         self.trust = trust if trust is not None else TrustStore(root.parent / TRUST_DIR)
+        self.after_history = after_history
 
     def trust_store(self) -> TrustStore:
         """The store's trust list (which may not exist yet: an unsigned store)."""
@@ -351,6 +355,8 @@ class LocalModelStorage:
             self.update_manifest(handle, change, after=index, **values)
         finally:
             shutil.rmtree(staged, ignore_errors=True)
+        if self.after_history is not None:
+            self.after_history()
         return event
 
     def history(self, handle: ModelRecord) -> list[dict[str, Any]]:

@@ -44,9 +44,12 @@ class LocalModelRegistry(ModelFactories):
 
     DEFAULT_VERSION = 1
 
-    def __init__(self, root: Path, feature_store: Callable[[], Any] | None = None) -> None:
+    def __init__(self, root: Path, feature_store: Callable[[], Any] | None = None, *,
+                 after_history: Callable[[LocalModelRegistry], None] | None = None) -> None:
         """``feature_store`` returns the project's feature store (for
-        ``model.get_feature_view()``); a registry opened on its own has none."""
+        ``model.get_feature_view()``); a registry opened on its own has none.
+        ``after_history(registry)`` runs after every validation run or sign-off appended to
+        any version (the project regenerates the report index with it)."""
         self.root = Path(root)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -61,7 +64,9 @@ class LocalModelRegistry(ModelFactories):
                 f"model registry at {self.root} cannot be opened ({type(exc).__name__}: "
                 f"{reason}): {hint}."
             ) from exc
-        self.storage = LocalModelStorage(self.root, self._index, feature_store)
+        self.storage = LocalModelStorage(
+            self.root, self._index, feature_store,
+            after_history=None if after_history is None else lambda: after_history(self))
         self._policies = LocalPolicyStore(self.root, self.storage.files.new_staging_dir)
 
     @property

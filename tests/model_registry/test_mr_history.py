@@ -116,3 +116,16 @@ def test_cli_approve_reject_show_and_report(tmp_path, model_dir):
     assert 'href="fraud/1/history/0001/scorecard.html"' in page
     assert "fraud/2/" not in page  # no dead link for the unvalidated version
     assert "not validated" in page and "risk accepted" in page
+
+
+def test_a_sign_off_from_python_regenerates_the_report_index(tmp_path, model_dir):
+    """The index a reviewer opens follows every run and sign-off, not only the CLI's: a
+    rejection made from a notebook shows in ``index.html`` without ``fstrain registry report``."""
+    root = tmp_path / "store"
+    model = Project(root).get_model_registry().python.create_model("fraud").save(model_dir)
+    page = root / "model_registry" / "index.html"
+    assert not page.exists()
+    _run(model, "passed", 0.9)
+    assert "PASSED" in page.read_text() and "wrong population" not in page.read_text()
+    model.sign_off("rejection", reviewer="carol", note="trained on the wrong population")
+    assert "trained on the wrong population" in page.read_text()
