@@ -39,6 +39,18 @@ CREATE TABLE IF NOT EXISTS feature_groups (
     created_at TEXT NOT NULL,
     UNIQUE (name, version)
 );
+CREATE TABLE IF NOT EXISTS spine_groups (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    primary_key TEXT NOT NULL,
+    foreign_key TEXT NOT NULL DEFAULT '[]',
+    event_time TEXT,
+    features TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (name, version)
+);
 CREATE TABLE IF NOT EXISTS tags (
     entity_type TEXT NOT NULL,
     entity_id INTEGER NOT NULL,

@@ -66,6 +66,27 @@ class GroupRecords(Database):
             on_insert()
         return fg_id, True
 
+    # -- spine groups (metadata only: their rows are never stored here) ----------------------
+
+    def spine_group_row(self, name: str, version: int) -> sqlite3.Row | None:
+        """The spine group ``name`` v``version``, or ``None``."""
+        return self.query_one(
+            "SELECT * FROM spine_groups WHERE name=? AND version=?", (name, version)
+        )
+
+    def insert_spine_group(self, row: dict[str, Any]) -> tuple[int, bool]:
+        """Insert a spine group's metadata unless its name+version exists; ``(id, inserted)``."""
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.transaction() as conn:
+            found = conn.execute("SELECT id FROM spine_groups WHERE name=? AND version=?",
+                                 (row["name"], row["version"])).fetchone()
+            if found is not None:
+                return int(found["id"]), False
+            cur = conn.execute(f"INSERT INTO spine_groups ({columns}) VALUES ({marks})",
+                               tuple(row.values()))
+        return int(cur.lastrowid or 0), True
+
     def set_feature_group_description(self, fg_id: int, description: str) -> None:
         """Change a group's description."""
         self._update_group(fg_id, "description=?", (description,))

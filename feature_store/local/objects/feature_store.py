@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.feature import Feature
-from feature_store.local.catalog import loads, open_catalog
+from feature_store.local.catalog import dumps, loads, open_catalog
 from feature_store.local.objects.feature_group import FeatureGroup
 from feature_store.local.objects.feature_view_operations import FeatureViewOperations
 from feature_store.local.objects.sdk_conventions import refuse_unsupported, warn_default_version
+from feature_store.local.objects.spine_group import SpineGroup
 from fstrain.kernel.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -26,6 +27,7 @@ from fstrain.kernel.names import (
     check_version,
     normalize_feature_name,
 )
+from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.storage.writer import FeatureGroupWriter
@@ -219,6 +221,95 @@ class FeatureStore(FeatureViewOperations):
                 f"{did_you_mean(name, names)}"
             )
         return [self._fg_from_row(r) for r in rows]
+
+    # -- spine groups ------------------------------------------------------------------------
+
+    def get_or_create_spine_group(
+        self,
+        name: str,
+        version: int | None = None,
+        description: str | None = "",
+        primary_key: list[str] | None = None,
+        foreign_key: list[str] | None = None,
+        event_time: str | None = None,
+        features: list[Feature] | None = None,
+        dataframe: Any = None,
+    ) -> SpineGroup:
+        """The spine group ``name`` v``version`` with ``dataframe`` as its rows (an existing
+        group keeps its keys and columns, as in Hopsworks, and the dataframe must have them);
+        else a new one whose columns are the dataframe's. ``version=None`` means 1.
+
+        The rows are checked before anything is recorded (primary key and event time present
+        and complete, event time a timestamp, date or epoch milliseconds); they are never
+        stored in the catalog, only with the training datasets built from them.
+        """
+        version = 1 if version is None else version
+        check_entity_name(name, "spine group")
+        check_version(version, "spine group", name)
+        row = self.catalog.spine_group_row(name, version)
+        if row is not None:
+            spine = self._spine_from_row(row)
+            spine.dataframe = dataframe
+            return spine
+        return self._new_spine_group(name, version, description or "", primary_key, foreign_key,
+                                     event_time, features, dataframe)
+
+    def _new_spine_group(self, name: str, version: int, description: str,
+                         primary_key: list[str] | None, foreign_key: list[str] | None,
+                         event_time: str | None, features: list[Feature] | None,
+                         dataframe: Any) -> SpineGroup:
+        owner = f"spine group '{name}' v{version}"
+        if features is not None:
+            raise InvalidArgumentError(
+                f"get_or_create_spine_group('{name}'): features={features!r} is not supported: "
+                "the columns are taken from the dataframe; drop features= and pass dataframe=."
+            )
+        if dataframe is None:
+            raise InvalidArgumentError(
+                f"{owner}: a new spine group takes its columns from a dataframe; pass "
+                "dataframe= with the primary key, event time and label columns."
+            )
+        if self._fg_names() and name in self._fg_names():
+            raise AlreadyExistsError(
+                f"{owner}: a feature group is called '{name}' (feature groups and spine groups "
+                "share their names, as in Hopsworks). Pick another name."
+            )
+        if isinstance(primary_key, str):
+            primary_key = [primary_key]
+        if not primary_key:
+            raise InvalidArgumentError(
+                f"{owner}: primary_key must name at least one column (the spine's rows are "
+                f"joined and ordered by it). Got {primary_key!r} instead."
+            )
+        pk = [normalize_feature_name(c, owner=owner) for c in primary_key]
+        et = normalize_feature_name(event_time, owner=owner) if event_time else None
+        spine = SpineGroup.from_rows(
+            self, name, version, primary_key=pk, event_time=et, dataframe=dataframe,
+            foreign_key=[normalize_feature_name(c, owner=owner) for c in foreign_key or []])
+        columns = spine.features  # checked before anything is recorded
+        spine.id, inserted = self.catalog.insert_spine_group({
+            "name": name, "version": version, "description": description,
+            "primary_key": dumps(pk), "foreign_key": dumps(spine.foreign_key),
+            "event_time": et, "features": dumps([f.to_dict() for f in columns]),
+            "created_at": utc_now().isoformat()})
+        if not inserted:  # another process recorded it meanwhile: its columns hold
+            return self.get_or_create_spine_group(name, version, dataframe=dataframe)
+        return spine
+
+    def spine_group_of(self, name: str, version: int) -> SpineGroup:
+        """A recorded spine group, without rows (package-internal: stored queries rooted at a
+        spine are rebuilt with it)."""
+        row = self.catalog.spine_group_row(name, version)
+        if row is None:
+            raise NotFoundError(f"spine group '{name}' v{version} does not exist.")
+        return self._spine_from_row(row)
+
+    def _spine_from_row(self, row: Any) -> SpineGroup:
+        return SpineGroup(self, row["name"], row["version"],
+                          primary_key=loads(row["primary_key"]), event_time=row["event_time"],
+                          description=row["description"], foreign_key=loads(row["foreign_key"]),
+                          features=[Feature(**f) for f in loads(row["features"])],
+                          sg_id=row["id"])
 
     def _versions(self, name: str) -> list[int]:
         return self.catalog.feature_group_versions(name)

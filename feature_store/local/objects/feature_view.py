@@ -24,6 +24,7 @@ from feature_store.local.objects.sdk_conventions import convert_result, refuse_u
 from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.objects.view_checks import check_prohibited
 from feature_store.local.objects.view_logging import ViewLogging
+from feature_store.local.objects.view_spine import anchored, resolve_spine
 from feature_store.local.objects.view_reads import (
     read_window,
     refuse_destination,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.api import TrainingDataset
     from feature_store.core.transformations import TransformationFunction
     from feature_store.local.objects.hosts import StoreHost
+    from feature_store.local.query.query_spec import QuerySpec
     from feature_store.local.training_data.store import TrainingDataStore
 
 _SPLIT_NAMES_2 = ("train", "test")
@@ -209,12 +211,25 @@ class FeatureView(ViewLogging, TaggedEntity):
     def _td(self) -> TrainingDataStore:
         """The store of this view's training datasets, built from the view as values (its
         query read afresh, as every training read does)."""
+        return self._td_over(self.query.frozen())
+
+    def _td_over(self, query: QuerySpec) -> TrainingDataStore:
+        """The store of this view's training datasets, reading ``query`` (the view's query, or
+        it anchored on a spine)."""
         from feature_store.local.training_data.store import TrainingDataStore  # loads pandas
 
-        data = ViewData(self.name, self.version, self.id, self.query.frozen(),
+        data = ViewData(self.name, self.version, self.id, query,
                         tuple(self.labels), dict(self.label_fill_values),
                         tuple(self.transformation_functions))
         return TrainingDataStore(data, self._store.catalog, self._store.root)
+
+    def _spine_query(self, spine: Any) -> tuple[QuerySpec, dict[str, Any] | None]:
+        """The view's frozen query, anchored on ``spine`` when one is given (see
+        :mod:`~feature_store.local.objects.view_spine`), and the spine's record."""
+        group = resolve_spine(self.owner, self._store, self.root_feature_group, spine)
+        if group is None:
+            return self.query.frozen(), None
+        return anchored(self.query.frozen(), group)
 
     def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
         return split_spec(self.owner, self.labels, {f.name for f in self._output_features},
@@ -235,10 +250,12 @@ class FeatureView(ViewLogging, TaggedEntity):
         statistics_config: Any = None,
         convert: Any = None,
         write_options: dict[str, Any] | None = None,
+        spine: Any = None,
         **split_kwargs: Any,
     ) -> tuple[int, Any]:
         self.require_saved()
         self._check_read_guarantees()
+        query, spine_record = self._spine_query(spine)
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
         stream: StreamOptions | None = StreamOptions.from_write_options(write_options, self.owner)
@@ -246,11 +263,11 @@ class FeatureView(ViewLogging, TaggedEntity):
             check_options(self.owner, "write_options of an in-memory version", write_options,
                           {"wait_for_job": "the version exists when the call returns"})
             stream = None
-        created = self._td.create(
+        created = self._td_over(query).create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
             description=description, statistics_config=statistics_config, convert=convert,
-            stream=stream,
+            stream=stream, spine=spine_record,
         )
         self._last_accessed_td = created[0]
         return created
@@ -260,16 +277,19 @@ class FeatureView(ViewLogging, TaggedEntity):
         location: str = "", description: str = "", extra_filter: Any = None,
         data_format: str = "parquet", coalesce: bool = False, seed: int | None = None,
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
-        **unsupported: Any,
+        spine: Any = None, **unsupported: Any,
     ) -> tuple[int, None]:
-        """Materialize an unsplit training dataset; returns ``(version, None)``."""
+        """Materialize an unsplit training dataset; returns ``(version, None)``.
+
+        ``spine`` (a spine group or a dataframe) anchors the version on those rows; they are
+        stored with the version, content-hashed, so it re-reads bit for bit."""
         refuse_unsupported(unsupported, "create_training_data")
         refuse_destination(storage_connector, location, "create_training_data")
         version, _ = self._create(
             None, materialize=True, seed=seed, split=None, start_time=start_time,
             end_time=end_time, extra_filter=extra_filter, data_format=data_format,
             description=description, statistics_config=statistics_config,
-            write_options=write_options,
+            write_options=write_options, spine=spine,
         )
         return version, None
 
@@ -279,9 +299,10 @@ class FeatureView(ViewLogging, TaggedEntity):
         location: str = "", description: str = "", extra_filter: Any = None,
         data_format: str = "parquet", coalesce: bool = False, seed: int | None = None,
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
-        split: str | None = None, gap: Any = None, group_column: str | None = None,
-        stratify_column: str | None = None, test_window: Any = None, train_window: Any = None,
-        anchor: Any = None, **unsupported: Any,
+        spine: Any = None, split: str | None = None, gap: Any = None,
+        group_column: str | None = None, stratify_column: str | None = None,
+        test_window: Any = None, train_window: Any = None, anchor: Any = None,
+        **unsupported: Any,
     ) -> tuple[int, None]:
         """Materialize a train/test split; returns ``(version, None)``.
 
@@ -295,7 +316,8 @@ class FeatureView(ViewLogging, TaggedEntity):
         version, _ = self._create(
             False, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
-            write_options=write_options, test_size=test_size, train_start=train_start or None, train_end=train_end or None,
+            write_options=write_options, spine=spine, test_size=test_size,
+            train_start=train_start or None, train_end=train_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
             group_column=group_column, stratify_column=stratify_column,
             **relative_windows(test_window=test_window, train_window=train_window, anchor=anchor),
@@ -309,10 +331,11 @@ class FeatureView(ViewLogging, TaggedEntity):
         storage_connector: Any = None, location: str = "", description: str = "",
         extra_filter: Any = None, data_format: str = "parquet", coalesce: bool = False,
         seed: int | None = None, statistics_config: Any = None,
-        write_options: dict[str, Any] | None = None, split: str | None = None,
-        gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
-        test_window: Any = None, validation_window: Any = None, train_window: Any = None,
-        anchor: Any = None, **unsupported: Any,
+        write_options: dict[str, Any] | None = None, spine: Any = None,
+        split: str | None = None, gap: Any = None, group_column: str | None = None,
+        stratify_column: str | None = None, test_window: Any = None,
+        validation_window: Any = None, train_window: Any = None, anchor: Any = None,
+        **unsupported: Any,
     ) -> tuple[int, None]:
         """Materialize a train/validation/test split; returns ``(version, None)``.
 
@@ -325,7 +348,8 @@ class FeatureView(ViewLogging, TaggedEntity):
         version, _ = self._create(
             True, materialize=True, seed=seed, split=split, extra_filter=extra_filter,
             data_format=data_format, description=description, statistics_config=statistics_config,
-            write_options=write_options, validation_size=validation_size, test_size=test_size,
+            write_options=write_options, spine=spine, validation_size=validation_size,
+            test_size=test_size,
             train_start=train_start or None, train_end=train_end or None,
             validation_start=validation_start or None, validation_end=validation_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
@@ -345,9 +369,10 @@ class FeatureView(ViewLogging, TaggedEntity):
     def training_data(
         self, start_time: Any = None, end_time: Any = None, description: str = "",
         extra_filter: Any = None, statistics_config: Any = None,
-        read_options: dict[str, Any] | None = None, primary_key: bool = False,
-        event_time: bool = False, training_helper_columns: bool = False,
-        dataframe_type: str = "default", seed: int | None = None, **unsupported: Any,
+        read_options: dict[str, Any] | None = None, spine: Any = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+        seed: int | None = None, **unsupported: Any,
     ) -> tuple[Any, Any]:
         """In-memory training data ``(X, y)``; registers a new (in-memory) version."""
         refuse_unsupported(unsupported, "training_data")
@@ -356,15 +381,17 @@ class FeatureView(ViewLogging, TaggedEntity):
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(None, flags, seed=seed, split=None, start_time=start_time,
                                end_time=end_time, extra_filter=extra_filter,
-                               description=description, statistics_config=statistics_config)
+                               description=description, statistics_config=statistics_config,
+                               spine=spine)
 
     def train_test_split(
         self, test_size: float | None = None, train_start: Any = "", train_end: Any = "",
         test_start: Any = "", test_end: Any = "", description: str = "",
         extra_filter: Any = None, statistics_config: Any = None,
-        read_options: dict[str, Any] | None = None, primary_key: bool = False,
-        event_time: bool = False, training_helper_columns: bool = False,
-        dataframe_type: str = "default", seed: int | None = None, split: str | None = None,
+        read_options: dict[str, Any] | None = None, spine: Any = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+        seed: int | None = None, split: str | None = None,
         gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
         **unsupported: Any,
     ) -> tuple[Any, Any, Any, Any]:
@@ -374,7 +401,7 @@ class FeatureView(ViewLogging, TaggedEntity):
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(
-            False, flags, seed=seed, split=split, extra_filter=extra_filter,
+            False, flags, seed=seed, split=split, extra_filter=extra_filter, spine=spine,
             description=description, statistics_config=statistics_config, test_size=test_size,
             train_start=train_start or None, train_end=train_end or None,
             test_start=test_start or None, test_end=test_end or None, gap=gap,
@@ -386,9 +413,10 @@ class FeatureView(ViewLogging, TaggedEntity):
         train_start: Any = "", train_end: Any = "", validation_start: Any = "",
         validation_end: Any = "", test_start: Any = "", test_end: Any = "",
         description: str = "", extra_filter: Any = None, statistics_config: Any = None,
-        read_options: dict[str, Any] | None = None, primary_key: bool = False,
-        event_time: bool = False, training_helper_columns: bool = False,
-        dataframe_type: str = "default", seed: int | None = None, split: str | None = None,
+        read_options: dict[str, Any] | None = None, spine: Any = None,
+        primary_key: bool = False, event_time: bool = False,
+        training_helper_columns: bool = False, dataframe_type: str = "default",
+        seed: int | None = None, split: str | None = None,
         gap: Any = None, group_column: str | None = None, stratify_column: str | None = None,
         **unsupported: Any,
     ) -> tuple[Any, ...]:
@@ -398,7 +426,7 @@ class FeatureView(ViewLogging, TaggedEntity):
         flags = dict(primary_key=primary_key, event_time=event_time,
                      training_helper_columns=training_helper_columns, dataframe_type=dataframe_type)
         return self._in_memory(
-            True, flags, seed=seed, split=split, extra_filter=extra_filter,
+            True, flags, seed=seed, split=split, extra_filter=extra_filter, spine=spine,
             description=description, statistics_config=statistics_config,
             validation_size=validation_size, test_size=test_size,
             train_start=train_start or None, train_end=train_end or None,
@@ -588,16 +616,18 @@ class FeatureView(ViewLogging, TaggedEntity):
     ) -> Any:
         """Features for batch inference over ``[start_time, end_time)`` (no labels).
 
+        ``spine`` (a spine group or a dataframe with the root's primary key and event time)
+        fetches the features of those rows instead, each as of its event time.
+
         Transformations use the statistics of ``training_dataset_version`` (default: the one
         given to :meth:`init_batch_scoring`, else the latest version of the view).
         """
         self.require_saved()
         check_options(self.owner, "read_options", read_options, {})
         self._check_read_guarantees()
-        if spine is not None:
-            raise InvalidArgumentError(f"{self.owner}: spine groups are not supported locally.")
+        query, _ = self._spine_query(spine)
         start_time, end_time = scheduler_bounds(start_time, end_time)
-        frame, root_columns = self._read_batch(start_time, end_time)
+        frame, root_columns = read_window(query, start_time, end_time)
         stats: dict[str, Any] = {}
         if transformed and self.transformation_functions:
             stats = self._batch_statistics(training_dataset_version)
@@ -613,10 +643,6 @@ class FeatureView(ViewLogging, TaggedEntity):
         import pyarrow as pa
 
         return convert_result(pa.Table.from_pandas(frame, preserve_index=False), dataframe_type)
-
-    def _read_batch(self, start_time: Any, end_time: Any) -> tuple[pd.DataFrame, dict[str, str]]:
-        """The view's query over the window (see :func:`read_window`)."""
-        return read_window(self.query, start_time, end_time)
 
     def _batch_statistics(self, training_dataset_version: int | None) -> dict[str, Any]:
         """Transformation statistics for batch data: the given version, else the one of

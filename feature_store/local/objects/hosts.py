@@ -43,6 +43,10 @@ class StoreHost(Protocol):
         """The feature group if it exists, else a new, lazily created one."""
         ...
 
+    def spine_group_of(self, name: str, version: int) -> Any:
+        """A recorded spine group, without rows."""
+        ...
+
     def feature_views_reading(self, name: str, version: int) -> list[str]:
         """The feature views whose query reads group ``name`` v``version``."""
         ...

@@ -142,6 +142,12 @@ class Query:
                 f"join_type must be one of {JOIN_TYPES}. Got {join_type!r} instead."
             )
         left_fg, right_fg = self._left_feature_group, sub_query.left_feature_group
+        if getattr(right_fg, "spine", False):
+            raise InvalidArgumentError(
+                f"join of {right_fg.owner} onto '{left_fg.name}': a spine can only be the left "
+                "side (the root) of a join, as in Hopsworks: its rows are the ones features are "
+                "fetched for. Start the query from the spine: spine.select_all().join(...)."
+            )
         left_names = [f.name for f in left_fg.features]
         right_names = [f.name for f in right_fg.features]
         if on is not None:
@@ -350,7 +356,10 @@ class Query:
         """A JSON-able description of the query (feature groups by name and version)."""
         return {
             "left_feature_group": {"name": self._left_feature_group.name,
-                                   "version": self._left_feature_group.version},
+                                   "version": self._left_feature_group.version,
+                                   **({"spine": True}
+                                      if getattr(self._left_feature_group, "spine", False)
+                                      else {})},
             "left_features": list(self._left_features),
             "joins": [
                 {
@@ -378,7 +387,8 @@ class Query:
         import pandas as pd
 
         ref = data["left_feature_group"]
-        fg = store.get_feature_group(ref["name"], ref["version"])
+        fg = (store.spine_group_of(ref["name"], ref["version"]) if ref.get("spine")
+              else store.get_feature_group(ref["name"], ref["version"]))
         joins = []
         for j in data["joins"]:
             sub = cls.from_dict(store, j["query"])

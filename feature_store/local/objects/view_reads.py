@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
     from feature_store.api import TrainingDataset
-    from feature_store.local.objects.query import Query
+    from feature_store.local.query.query_spec import QuerySpec
     from feature_store.local.readers.split_stream import SplitShaper
     from feature_store.local.training_data.store import TrainingDataStore
 
@@ -82,26 +82,28 @@ def stream_splits(store: TrainingDataStore, td: TrainingDataset, shaper: SplitSh
     return tuple(xs + ys)
 
 
-def read_window(query: Query, start_time: Any, end_time: Any) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The rows of ``query`` over the window, with the root primary key and event time carried
-    even when the query does not select them (as the training-data calls do). Returns the
-    frame and a map root column -> output name."""
+def read_window(query: QuerySpec, start_time: Any, end_time: Any) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The rows of the frozen ``query`` over the window, with the root primary key and event
+    time carried even when the query does not select them (as the training-data calls do).
+    Returns the frame and a map root column -> output name."""
     # the compiler and the engine load pyarrow and duckdb: only when a window is read
     from feature_store.local.query.pit import compile_query
+    from feature_store.local.query.query_plan import plan
     from feature_store.local.storage import engine
     from feature_store.local.training_data.store import ROOT_PREFIX
 
-    output = {f.name for f in query.features}
-    selected = set(query.left_features)
+    spec = query.resolved()
+    output = {c.name for c in plan(spec).columns}
+    selected = set(spec.features)
     root_columns: dict[str, str] = {}
     extra: list[tuple[str, str]] = []
-    for col in query.left_feature_group.upsert_key:
+    for col in spec.group.upsert_key:
         if col in selected:
             root_columns[col] = col
         else:
             root_columns[col] = f"{ROOT_PREFIX}{col}" if col in output else col
             extra.append((col, root_columns[col]))
-    compiled = compile_query(query.spec(), start_time=start_time, end_time=end_time,
+    compiled = compile_query(spec, start_time=start_time, end_time=end_time,
                              order_by_root_key=True, extra_columns=extra)
     con = engine.connect()
     try:

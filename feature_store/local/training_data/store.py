@@ -12,6 +12,7 @@ catalog transaction that allocates the version, so a failed or killed create lea
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,7 @@ from feature_store.local.query import partitioned_join as pj
 from feature_store.local.query.pit import compile_query
 from feature_store.local.query.query_plan import plan
 from feature_store.local.query.query_spec import FilterSpec, filter_from_dict
+from feature_store.local.query.spine_root import spine_group_spec, with_root
 from feature_store.local.readers.split_files import (
     file_sha256,
     read_split,
@@ -41,6 +43,7 @@ from feature_store.local.readers.split_files import (
     stored_location,
 )
 from feature_store.local.storage import engine
+from feature_store.local.storage.spine_table import spine_path
 from feature_store.local.storage.storage_errors import storage_boundary
 from feature_store.local.training_data import label_distribution as ld
 from feature_store.local.training_data import training_data_stream as ts
@@ -442,8 +445,10 @@ class TrainingDataStore(VersionChecks):
         statistics_config: Any,
         convert: Callable[[TrainingDataset, dict[str, pa.Table]], Any] | None = None,
         stream: StreamOptions | None = None,
+        spine: dict[str, Any] | None = None,
     ) -> tuple[int, Any]:
-        """Create a new immutable version.
+        """Create a new immutable version (``spine``: the record of the spine its query is
+        anchored on, kept with the version).
 
         A materialized version is created out of core when ``stream`` is given (the query's
         result is consumed in batches; see :mod:`training_data_stream`, and
@@ -459,6 +464,8 @@ class TrainingDataStore(VersionChecks):
         metadata = self._metadata(spec, seed=seed, materialize=materialize,
                                   data_format=data_format, description=description,
                                   extra_filter=extra_filter)
+        if spine is not None:
+            metadata["extra"] = {"spine": spine}
         stats = statistics_enabled(statistics_config)
         window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
         converted = None
@@ -611,6 +618,16 @@ class TrainingDataStore(VersionChecks):
 
     # -- reading -----------------------------------------------------------------------------
 
+    def for_version(self, td: TrainingDataset) -> TrainingDataStore:
+        """The store that re-runs ``td``'s query: this one, or for a version built from a spine
+        this one anchored on the spine rows the version recorded (content-addressed)."""
+        record = (td.extra or {}).get("spine")
+        if not record:
+            return self
+        group = spine_group_spec(record, spine_path(self.store_root, record["sha256"]))
+        view = dataclasses.replace(self.view, query=with_root(self.view.query, group))
+        return TrainingDataStore(view, self.catalog, self.store_root)
+
     def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pa.Table]]:
         """The untransformed split tables of a version, identical to those at creation."""
         td = self.get(version)
@@ -632,7 +649,7 @@ class TrainingDataStore(VersionChecks):
         else:
             spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
             extra = self._stored_filter(td.extra_filter)
-            splits, _ = self.compute(
+            splits, _ = self.for_version(td).compute(
                 spec, start_time=td.event_start_time, end_time=td.event_end_time,
                 extra_filter=extra, pins=td.feature_group_commits,
             )
@@ -654,6 +671,7 @@ class TrainingDataStore(VersionChecks):
 
         A materialized version is re-created out of core (``stream``, default options)."""
         td = self.get(version)
+        store = self.for_version(td)
         spec = None if td.split_spec is None else SplitSpec.from_dict(td.split_spec)
         window: dict[str, Any] = {
             "start_time": td.event_start_time, "end_time": td.event_end_time,
@@ -662,7 +680,7 @@ class TrainingDataStore(VersionChecks):
         if td.type == "MATERIALIZED":
             staging = self._new_staging()
             try:
-                files, _, _ = self.stream(spec, staging, stream or ts.StreamOptions(), **window)
+                files, _, _ = store.stream(spec, staging, stream or ts.StreamOptions(), **window)
                 self.check_digests(td, {n: f.sha256 for n, f in files.items()})
                 file_hashes = (rewrite_as_text(files, str(td.data_format))
                                if td.data_format != "parquet" else
@@ -672,7 +690,7 @@ class TrainingDataStore(VersionChecks):
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
         else:
-            splits, _ = self.compute(spec, **window)
+            splits, _ = store.compute(spec, **window)
             self.verify(td, splits)
             if td.type != "MATERIALIZED":
                 return
