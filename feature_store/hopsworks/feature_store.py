@@ -120,6 +120,27 @@ class HopsworksFeatureStore:
                       _owner=f"feature group '{name}' v{version}", **kwargs)
         return HopsworksFeatureGroup(fg, self)
 
+    def get_or_create_spine_group(
+        self, name: str, version: int | None = None, description: str | None = "",
+        primary_key: list[str] | None = None, foreign_key: list[str] | None = None,
+        event_time: str | None = None, features: list[Any] | None = None,
+        dataframe: Any = None,
+    ) -> HopsworksFeatureGroup:
+        """The SDK's spine group (metadata only; its rows stay on the object). Training data and
+        batch reads from a spine are refused on this backend: the SDK's Python engine cannot use
+        spines (they need its Spark engine)."""
+        if features is not None:
+            raise InvalidArgumentError(
+                f"get_or_create_spine_group('{name}'): features= is not passed on by the "
+                "Hopsworks backend; the spine's schema is taken from dataframe=."
+            )
+        sg = sdk_call(self._sdk, "FeatureStore.get_or_create_spine_group", name,
+                      version=version, description=description or "",
+                      primary_key=list(primary_key or []), foreign_key=list(foreign_key or []),
+                      event_time=event_time, dataframe=dataframe,
+                      _owner=f"spine group '{name}'")
+        return HopsworksFeatureGroup(sg, self)
+
     def get_feature_group(self, name: str, version: int | None = None) -> HopsworksFeatureGroup:
         """An existing feature group version (``None`` → version 1, as Hopsworks)."""
         fg = sdk_call(self._sdk, "FeatureStore.get_feature_group", name, version=version,

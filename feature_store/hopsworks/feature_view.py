@@ -380,12 +380,13 @@ class HopsworksFeatureView:
         write_options: dict[str, Any] | None = None, split: str | None = None, gap: Any = None,
         group_column: str | None = None, stratify_column: str | None = None,
         test_window: Any = None, validation_window: Any = None, train_window: Any = None,
-        anchor: Any = None,
+        anchor: Any = None, spine: Any = None,
     ) -> tuple[int, Any]:
         """Materialize a train/validation/test version; returns ``(version, job)``.
 
         ``test_window``/``validation_window``/``train_window`` count back from ``anchor`` (a
         timestamp, required here: see :func:`relative_windows`)."""
+        self._refuse_spine(spine, "create_train_validation_test_split")
         bounds = {"train_start": train_start, "train_end": train_end,
                   "validation_start": validation_start, "validation_end": validation_end,
                   "test_start": test_start, "test_end": test_end}
@@ -411,10 +412,11 @@ class HopsworksFeatureView:
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
         split: str | None = None, gap: Any = None, group_column: str | None = None,
         stratify_column: str | None = None, test_window: Any = None, train_window: Any = None,
-        anchor: Any = None,
+        anchor: Any = None, spine: Any = None,
     ) -> tuple[int, Any]:
         """Materialize a train/test version; returns ``(version, job)`` (relative windows as
         in :meth:`create_train_validation_test_split`)."""
+        self._refuse_spine(spine, "create_train_test_split")
         bounds = {"train_start": train_start, "train_end": train_end,
                   "test_start": test_start, "test_end": test_end}
         windows = {"test_window": test_window, "validation_window": None,
@@ -436,8 +438,10 @@ class HopsworksFeatureView:
         self, start_time: Any = "", end_time: Any = "", description: str = "",
         extra_filter: Any = None, data_format: str = "parquet", seed: int | None = None,
         statistics_config: Any = None, write_options: dict[str, Any] | None = None,
+        spine: Any = None,
     ) -> tuple[int, Any]:
         """Materialize an unsplit version; returns ``(version, job)``."""
+        self._refuse_spine(spine, "create_training_data")
         return self._create(
             "FeatureView.create_training_data", ("train",), seed=seed, split=None, sizes={},
             bounds={"start_time": start_time, "end_time": end_time}, gap=None,
@@ -589,7 +593,7 @@ class HopsworksFeatureView:
         self, validation_size: float | None = None, test_size: float | None = None,
         train_start: Any = "", train_end: Any = "", validation_start: Any = "",
         validation_end: Any = "", test_start: Any = "", test_end: Any = "",
-        training_helper_columns: bool = False, seed: int | None = None,
+        training_helper_columns: bool = False, seed: int | None = None, spine: Any = None,
     ) -> tuple[Any, ...]:
         """In-memory split by time bounds. Hopsworks registers an in-memory version and
         re-runs its query on every later read (no bit identity after backfills).
@@ -599,6 +603,7 @@ class HopsworksFeatureView:
         recorded seed could be honoured. Use :meth:`create_train_validation_test_split` (a
         materialized version, seed passed and recorded) instead.
         """
+        self._refuse_spine(spine, "train_validation_test_split")
         if validation_size is not None or test_size is not None or seed is not None:
             raise InvalidArgumentError(
                 f"{self.owner}: a random in-memory split cannot be reproduced on Hopsworks (the "
@@ -620,6 +625,17 @@ class HopsworksFeatureView:
         return tuple([self._drop_root_keys(x, False, False) for x in frames[:3]]
                      + [self._fill(y) for y in frames[3:]])
 
+    def _refuse_spine(self, spine: Any, call: str) -> None:
+        """``spine=`` is refused by name: the SDK's Python engine cannot read from a spine group
+        or spine dataframe (the SDK documents them as Spark-engine only)."""
+        if spine is not None:
+            raise InvalidArgumentError(
+                f"{self.owner}: {call}(spine=...) is not available on the Hopsworks backend: the "
+                "SDK's Python engine cannot use spine groups or spine dataframes (they need its "
+                "Spark engine). Build the data on the embedded store (backend 'local'), or run "
+                "the call in a Spark job on the cluster."
+            )
+
     def init_batch_scoring(self, training_dataset_version: int | None = None) -> None:
         """Use ``training_dataset_version``'s transformation statistics for batch inference."""
         sdk_call(self._sdk, "FeatureView.init_batch_scoring",
@@ -628,8 +644,10 @@ class HopsworksFeatureView:
     def get_batch_data(self, start_time: Any = None, end_time: Any = None,
                        read_options: dict[str, Any] | None = None, primary_key: bool = False,
                        event_time: bool = False, inference_helper_columns: bool = False,
-                       dataframe_type: str = "default", transformed: bool = True) -> Any:
+                       dataframe_type: str = "default", transformed: bool = True,
+                       spine: Any = None) -> Any:
         """Features for batch inference over ``[start_time, end_time)`` (no labels)."""
+        self._refuse_spine(spine, "get_batch_data")
         check_dataframe_type(self.owner, dataframe_type)
         frame = sdk_call(self._sdk, "FeatureView.get_batch_data", start_time=start_time,
                          end_time=end_time, read_options=read_options, primary_key=primary_key,

@@ -102,6 +102,12 @@ SDK_CALLS: dict[str, SdkCall] = {
         kwargs=("version", "description", "online_enabled", "partition_key", "primary_key",
                 "foreign_key", "statistics_config", "expectation_suite", "event_time", "tags"),
     ),
+    "FeatureStore.get_or_create_spine_group": SdkCall(
+        f"{_FS}.get_or_create_spine_group",
+        args=("name",),
+        kwargs=("version", "description", "primary_key", "foreign_key", "event_time",
+                "dataframe"),
+    ),
     "FeatureStore.get_feature_group": SdkCall(
         f"{_FS}.get_feature_group", args=("name",), kwargs=("version",)
     ),

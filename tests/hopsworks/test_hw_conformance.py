@@ -257,3 +257,30 @@ def test_sdk_errors_become_fstrain_errors_naming_the_call():
 
     with pytest.raises(NotFoundError, match="FeatureStore.get_feature_view"):
         sdk_call(Gone(), "FeatureStore.get_feature_view", "v", version=1)
+
+
+# -- the embedded store's spine API has the SDK's signatures -----------------------------------
+
+SPINE_VIEW_METHODS = ("get_batch_data", "training_data", "train_test_split",
+                      "train_validation_test_split", "create_training_data",
+                      "create_train_test_split", "create_train_validation_test_split")
+
+
+def test_local_get_or_create_spine_group_has_the_sdk_signature():
+    from feature_store.local.objects.feature_store import FeatureStore
+
+    local = inspect.signature(FeatureStore.get_or_create_spine_group).parameters
+    sdk = inspect.signature(resolve("hsfs.feature_store.FeatureStore.get_or_create_spine_group")).parameters
+    assert [(n, p.default) for n, p in local.items()] == [(n, p.default) for n, p in sdk.items()]
+
+
+@pytest.mark.parametrize("method", SPINE_VIEW_METHODS)
+def test_local_view_methods_take_spine_where_the_sdk_does(method):
+    from feature_store.local.objects.feature_view import FeatureView
+
+    local = inspect.signature(getattr(FeatureView, method)).parameters
+    sdk = list(inspect.signature(resolve(f"hsfs.feature_view.FeatureView.{method}")).parameters)
+    upto = sdk[: sdk.index("spine") + 1]  # the SDK's parameters up to spine, in its order
+    assert [n for n in local if n in upto] == [n for n in upto if n in local]
+    assert "spine" in local and local["spine"].default is None
+    assert list(local).index("spine") < len(upto)  # nothing the SDK lacks pushed it back

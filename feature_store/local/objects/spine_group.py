@@ -61,13 +61,15 @@ class SpineGroup:
                   foreign_key: list[str] | None = None) -> SpineGroup:
         """A spine group whose columns are those of ``dataframe`` (checked first), with it as
         its rows; nothing is recorded in the catalog."""
+        from feature_store.local.storage import spine_table
+
+        owner = f"spine group '{name}' v{version}"
+        rows = spine_table.spine_rows(dataframe, owner, primary_key, event_time)
+        features = [Feature(name=f.name, type=str(f.type), primary=f.name in primary_key,
+                            event_time=f.name == event_time) for f in rows.schema]
         spine = cls(store, name, version, primary_key=primary_key, event_time=event_time,
-                    description=description, foreign_key=foreign_key)
-        rows = spine.check_rows(dataframe)
-        spine._features = [Feature(name=f.name, type=str(f.type), primary=f.name in primary_key,
-                                   event_time=f.name == event_time, feature_group=spine)
-                           for f in rows.schema]
-        spine._rows, spine._dataframe = rows, dataframe
+                    description=description, foreign_key=foreign_key, features=features)
+        spine.dataframe = dataframe
         return spine
 
     def __repr__(self) -> str:

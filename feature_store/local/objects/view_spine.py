@@ -19,6 +19,7 @@ checked before anything runs) and what a training-dataset version records of the
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from feature_store.local.objects.spine_group import SpineGroup
@@ -62,14 +63,13 @@ def resolve_spine(owner: str, store: StoreHost, root: QueryGroup, spine: Any) ->
                                 dataframe=spine)
 
 
-def spine_spec(spine: SpineGroup) -> GroupSpec:
-    """The spine as the values a query spec holds (its rows stored, content-addressed)."""
-    return GroupSpec(spine.name, spine.version, tuple(spine.primary_key), spine.event_time, (),
-                     tuple(Column.of(f) for f in spine.features), str(spine.table_path))
-
-
 def anchored(query: QuerySpec, spine: SpineGroup) -> tuple[QuerySpec, dict[str, Any]]:
-    """``query`` rooted at ``spine`` (checked: see :func:`with_root`), and the spine's record
-    for a training-dataset version."""
-    group = spine_spec(spine)
-    return with_root(query, group), spine_record(group, spine.content_hash, spine.row_count)
+    """``query`` rooted at ``spine`` (checked first: see :func:`with_root`; only then are the
+    spine's rows stored, content-addressed), and the spine's record for a training-dataset
+    version."""
+    group = GroupSpec(spine.name, spine.version, tuple(spine.primary_key), spine.event_time, (),
+                      tuple(Column.of(f) for f in spine.features), "")
+    checked = with_root(query, group)
+    group = dataclasses.replace(group, table_path=str(spine.table_path))
+    return (dataclasses.replace(checked, group=group),
+            spine_record(group, spine.content_hash, spine.row_count))
