@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.query.query_plan import plan
 from feature_store.local.readers.split_files import stored_format
 from feature_store.local.readers.split_stream import SplitBatches
 from feature_store.local.readers.text_split_reader import TextSplitBatches
@@ -88,7 +89,6 @@ def read_window(query: QuerySpec, start_time: Any, end_time: Any) -> tuple[pd.Da
     Returns the frame and a map root column -> output name."""
     # the compiler and the engine load pyarrow and duckdb: only when a window is read
     from feature_store.local.query.pit import compile_query
-    from feature_store.local.query.query_plan import plan
     from feature_store.local.storage import engine
     from feature_store.local.training_data.store import ROOT_PREFIX
 
