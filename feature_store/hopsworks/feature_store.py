@@ -18,6 +18,7 @@ from feature_store.hopsworks.feature_group import (
     HopsworksQuery,
     _unwrap,
     hsfs_expectation_suite,
+    refused_extension,
     sdk_tags,
 )
 from feature_store.hopsworks.feature_view import (
@@ -95,9 +96,14 @@ class HopsworksFeatureStore:
         event_time: str | None = None,
         tags: dict[str, Any] | None = None,
         validation_ingestion_policy: str = "always",
+        ingestion_time: str | None = None,
     ) -> HopsworksFeatureGroup:
         """The feature group if it exists (arguments then ignored, as Hopsworks), else a new,
-        lazily created one (persisted by its first ``insert``)."""
+        lazily created one (persisted by its first ``insert``). fstrain's ``ingestion_time``
+        is refused by name: the cluster's joins cannot read it."""
+        if ingestion_time is not None:
+            raise InvalidArgumentError(refused_extension(
+                f"ingestion_time={ingestion_time!r}", f"feature group '{name}'"))
         version = 1 if version is None else version
         kwargs: dict[str, Any] = {
             "version": version, "description": description or "",
@@ -166,10 +172,14 @@ class HopsworksFeatureStore:
         training_helper_columns: list[str] | None = None,
         transformation_functions: list[Any] | None = None, tags: dict[str, Any] | None = None,
         label_fill_values: dict[str, Any] | None = None, prohibited_tags: list[str] | None = None,
+        as_known: bool = False,
     ) -> HopsworksFeatureView:
         """Get or create a feature view; fstrain's ``label_fill_values`` and ``prohibited_tags``
-        are checked here and stored as the view's tag ``fstrain_feature_view``."""
+        are checked here and stored as the view's tag ``fstrain_feature_view``; its
+        ``as_known=True`` is refused by name (the cluster has no as-known join)."""
         owner = f"feature view '{name}' v{version}"
+        if as_known:
+            raise InvalidArgumentError(refused_extension("as_known=True", owner))
         kwargs = _view_request(owner, query, version, description, labels,
                                inference_helper_columns, training_helper_columns,
                                transformation_functions, tags, label_fill_values,
@@ -184,13 +194,16 @@ class HopsworksFeatureStore:
         training_helper_columns: list[str] | None = None,
         transformation_functions: list[Any] | None = None, *, tags: dict[str, Any] | None = None,
         label_fill_values: dict[str, Any] | None = None, prohibited_tags: list[str] | None = None,
+        as_known: bool = False,
     ) -> HopsworksFeatureView:
         """Create a feature view version (``version=None``: Hopsworks takes the next one).
 
         An existing name and version is an :class:`AlreadyExistsError` (Hopsworks errorCode
-        270179), as on the embedded store.
+        270179), as on the embedded store. fstrain's ``as_known=True`` is refused by name.
         """
         owner = f"feature view '{name}'" + ("" if version is None else f" v{version}")
+        if as_known:
+            raise InvalidArgumentError(refused_extension("as_known=True", owner))
         kwargs = _view_request(owner, query, version, description, labels,
                                inference_helper_columns, training_helper_columns,
                                transformation_functions, tags, label_fill_values,

@@ -518,3 +518,19 @@ def test_an_as_known_join_is_refused_by_name_on_hopsworks():
     with pytest.raises(InvalidArgumentError, match=r"query: join\(as_known=True\) is an fstrain "
                                                    r"extension.*refused rather than ignored"):
         HopsworksQuery(object()).join(HopsworksQuery(object()), as_known=True)
+
+
+def test_a_view_as_known_and_an_ingestion_time_are_refused_by_name_on_hopsworks():
+    """The view-level as_known and a group's ingestion_time are fstrain extensions the cluster
+    cannot honour: refused before any SDK call (the SDK object here fails on any)."""
+    fs = HopsworksFeatureStore(object())
+    query = HopsworksQuery(object())
+    for create in (fs.create_feature_view, fs.get_or_create_feature_view):
+        args = ("v", query) if create == fs.create_feature_view else ("v", 1, query)
+        with pytest.raises(InvalidArgumentError, match=r"feature view 'v'.*as_known=True is an "
+                                                       r"fstrain extension.*refused rather"):
+            create(*args, as_known=True)
+    with pytest.raises(InvalidArgumentError, match=r"feature group 'g': ingestion_time='at' is "
+                                                   r"an fstrain extension.*refused rather"):
+        fs.get_or_create_feature_group("g", 1, primary_key=["k"], event_time="ts",
+                                       ingestion_time="at")

@@ -59,6 +59,10 @@ CREATE TABLE IF NOT EXISTS tags (
     value TEXT NOT NULL,
     PRIMARY KEY (entity_type, entity_id, feature, name)
 );
+CREATE TABLE IF NOT EXISTS feature_group_extensions (
+    fg_id INTEGER PRIMARY KEY,
+    ingestion_time TEXT
+);
 CREATE TABLE IF NOT EXISTS validation_reports (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     fg_id INTEGER NOT NULL,

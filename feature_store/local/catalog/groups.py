@@ -9,6 +9,12 @@ from typing import Any
 from feature_store.local.catalog.database import Database, dumps, insert_tags, loads
 
 
+#: a group's row with its fstrain extensions (``ingestion_time``), kept in a table of their own
+#: so a catalog written before them needs no migration (the table is created on open)
+_GROUP_ROWS = ("SELECT g.*, x.ingestion_time AS ingestion_time FROM feature_groups g "
+               "LEFT JOIN feature_group_extensions x ON x.fg_id = g.id")
+
+
 class GroupRecords(Database):
     """Named reads and writes of feature groups and what hangs off them."""
 
@@ -17,8 +23,8 @@ class GroupRecords(Database):
     def feature_group_rows(self, name: str | None = None) -> list[sqlite3.Row]:
         """Rows of every version of ``name`` (of every group when ``None``), by name, version."""
         if name is None:
-            return self.query("SELECT * FROM feature_groups ORDER BY name, version")
-        return self.query("SELECT * FROM feature_groups WHERE name=? ORDER BY version", (name,))
+            return self.query(f"{_GROUP_ROWS} ORDER BY g.name, g.version")
+        return self.query(f"{_GROUP_ROWS} WHERE g.name=? ORDER BY g.version", (name,))
 
     def feature_group_versions(self, name: str) -> list[int]:
         """The versions of feature group ``name``, ascending."""
@@ -33,18 +39,18 @@ class GroupRecords(Database):
 
     def feature_group_row(self, name: str, version: int) -> sqlite3.Row | None:
         """The row of ``name`` v``version``, or ``None``."""
-        return self.query_one(
-            "SELECT * FROM feature_groups WHERE name=? AND version=?", (name, version)
-        )
+        return self.query_one(f"{_GROUP_ROWS} WHERE g.name=? AND g.version=?", (name, version))
 
     def feature_group_row_by_id(self, fg_id: int) -> sqlite3.Row | None:
         """The row with id ``fg_id``, or ``None``."""
-        return self.query_one("SELECT * FROM feature_groups WHERE id=?", (fg_id,))
+        return self.query_one(f"{_GROUP_ROWS} WHERE g.id=?", (fg_id,))
 
     def insert_feature_group(
-        self, row: dict[str, Any], tags: dict[str, Any], on_insert: Callable[[], None]
+        self, row: dict[str, Any], tags: dict[str, Any], on_insert: Callable[[], None],
+        ingestion_time: str | None = None,
     ) -> tuple[int, bool]:
-        """Insert a feature group row and its tags unless ``row``'s name+version exists.
+        """Insert a feature group row, its tags and its ``ingestion_time`` column (an fstrain
+        extension) unless ``row``'s name+version exists.
 
         ``on_insert`` runs inside the write transaction after the insert (it creates the
         group's table), so a failure there rolls the row back. Returns ``(id, inserted)``.
@@ -63,6 +69,9 @@ class GroupRecords(Database):
             )
             fg_id = int(cur.lastrowid or 0)
             insert_tags(conn, "fg", fg_id, tags)
+            if ingestion_time is not None:
+                conn.execute("INSERT OR REPLACE INTO feature_group_extensions (fg_id, "
+                             "ingestion_time) VALUES (?, ?)", (fg_id, ingestion_time))
             on_insert()
         return fg_id, True
 
@@ -114,7 +123,7 @@ class GroupRecords(Database):
     def delete_feature_group(self, fg_id: int) -> None:
         """Remove a feature group row with its tags, validation reports and statistics."""
         with self.transaction() as conn:
-            for table in ("validation_reports", "statistics"):
+            for table in ("validation_reports", "statistics", "feature_group_extensions"):
                 conn.execute(f"DELETE FROM {table} WHERE fg_id=?", (fg_id,))
             conn.execute("DELETE FROM tags WHERE entity_type='fg' AND entity_id=?", (fg_id,))
             conn.execute("DELETE FROM feature_groups WHERE id=?", (fg_id,))

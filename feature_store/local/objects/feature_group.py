@@ -62,12 +62,16 @@ class FeatureGroup(TaggedEntity):
         features: list[Feature] | None = None,
         fg_id: int | None = None,
         initial_tags: dict[str, Any] | None = None,
+        ingestion_time: str | None = None,
     ) -> None:
         self._store = store
         self.name = name
         self.version = version
         self.primary_key = list(primary_key)
         self.event_time = event_time
+        #: the column saying when a row became known (an fstrain extension, like Feast's
+        #: created timestamp); None: when its commit was written
+        self.ingestion_time = ingestion_time
         self.description = description
         self.partition_key = list(partition_key or [])
         self.foreign_key = list(foreign_key or [])

@@ -76,6 +76,7 @@ class FeatureStore(FeatureViewOperations):
         validation_ingestion_policy: str = "always",
         time_travel_format: str | None = None,
         call: str = "create_feature_group",
+        ingestion_time: str | None = None,
     ) -> FeatureGroup:
         check_entity_name(name, "feature group")
         check_version(version, "feature group", name)
@@ -88,6 +89,7 @@ class FeatureStore(FeatureViewOperations):
             primary_key = [primary_key]
         pk = [normalize_feature_name(c, owner=owner) for c in primary_key]
         et = normalize_feature_name(event_time, owner=owner) if event_time else None
+        known = _ingestion_time(owner, ingestion_time, pk, et)
         fg = FeatureGroup(
             self,
             name,
@@ -99,6 +101,7 @@ class FeatureStore(FeatureViewOperations):
             foreign_key=[normalize_feature_name(c, owner=owner) for c in foreign_key or []],
             statistics_config=statistics_config,
             initial_tags=tags,
+            ingestion_time=known,
         )
         if expectation_suite is not None:
             fg.save_expectation_suite(
@@ -133,6 +136,7 @@ class FeatureStore(FeatureViewOperations):
         expectation_suite: Any = None,
         tags: dict[str, Any] | None = None,
         validation_ingestion_policy: str = "always",
+        ingestion_time: str | None = None,
         **unsupported: Any,
     ) -> FeatureGroup:
         """Create a new feature group version (lazily: it is persisted by the first insert).
@@ -140,7 +144,10 @@ class FeatureStore(FeatureViewOperations):
         ``version=None`` takes the next free version. An existing name+version raises
         :class:`~fstrain.kernel.errors.AlreadyExistsError`. Groups are Delta tables:
         ``time_travel_format`` may be None, ``"DELTA"`` or ``"HUDI"`` (stored as Delta, with one
-        warning per creation); ``"ICEBERG"`` is refused.
+        warning per creation); ``"ICEBERG"`` is refused. ``ingestion_time`` (an fstrain
+        extension, like Feast's created timestamp) names a timestamp column saying when each
+        row became known, for history loaded after the fact: an as-known join then reads it
+        instead of the commit time (docs/concepts/joins.md).
         """
         refuse_unsupported(unsupported, "create_feature_group")
         _refuse_ignored(name, "create_feature_group", online_enabled=online_enabled, features=features,
@@ -158,7 +165,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
-            time_travel_format, "create_feature_group",
+            time_travel_format, "create_feature_group", ingestion_time,
         )
 
     def get_or_create_feature_group(
@@ -180,6 +187,7 @@ class FeatureStore(FeatureViewOperations):
         stream: bool = False,
         tags: dict[str, Any] | None = None,
         validation_ingestion_policy: str = "always",
+        ingestion_time: str | None = None,
         **unsupported: Any,
     ) -> FeatureGroup:
         """Return the feature group if it exists (arguments are then ignored, as in Hopsworks),
@@ -197,7 +205,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
-            time_travel_format, "get_or_create_feature_group",
+            time_travel_format, "get_or_create_feature_group", ingestion_time,
         )
 
     def get_feature_group(self, name: str, version: int | None = None) -> FeatureGroup:
@@ -336,7 +344,35 @@ class FeatureStore(FeatureViewOperations):
             ingestion_policy=row["ingestion_policy"] or "ALWAYS",
             features=features,
             fg_id=row["id"],
+            ingestion_time=row["ingestion_time"],
         )
+
+
+def _ingestion_time(owner: str, column: str | None, primary_key: list[str],
+                    event_time: str | None) -> str | None:
+    """The ``ingestion_time`` column of a new group, checked: a column name of its own, and
+    only on a group with an event time (an as-known join needs one)."""
+    if column is None:
+        return None
+    if not isinstance(column, str) or not column:
+        raise InvalidArgumentError(
+            f"{owner}: ingestion_time must name a timestamp column (when each row became "
+            f"known). Got {column!r} instead."
+        )
+    name = normalize_feature_name(column, owner=owner)
+    if event_time is None:
+        raise InvalidArgumentError(
+            f"{owner}: ingestion_time='{name}' needs an event_time (it says when a row of an "
+            "event became known, for as-known point-in-time joins). Pass event_time= or drop "
+            "ingestion_time."
+        )
+    if name == event_time or name in primary_key:
+        role = "event_time" if name == event_time else "primary key"
+        raise InvalidArgumentError(
+            f"{owner}: ingestion_time='{name}' is also the group's {role}; it must be a "
+            "column of its own (when the row became known, not which event it is)."
+        )
+    return name
 
 
 _IGNORED_HELP = {

@@ -76,10 +76,15 @@ class FeatureView(ViewLogging, TaggedEntity):
         logging_enabled: bool = False,
         logging_paused: bool = False,
         fv_id: int | None = None,
+        as_known: bool = False,
     ) -> None:
         self._store = store
         self.name = name
         self.version = version
+        #: every point-in-time join of the view's query is as-known (an fstrain extension)
+        self.as_known = bool(as_known)
+        if self.as_known:
+            query = query.known_as_of_labels()
         self._query_dict = query.to_dict()
         self._query = query
         self.description = description
@@ -220,7 +225,7 @@ class FeatureView(ViewLogging, TaggedEntity):
 
         data = ViewData(self.name, self.version, self.id, query,
                         tuple(self.labels), dict(self.label_fill_values),
-                        tuple(self.transformation_functions))
+                        tuple(self.transformation_functions), self.as_known)
         return TrainingDataStore(data, self._store.catalog, self._store.root)
 
     def _spine_query(self, spine: Any) -> tuple[QuerySpec, dict[str, Any] | None]:
@@ -733,4 +738,5 @@ class FeatureView(ViewLogging, TaggedEntity):
             "label_fill_values": self.label_fill_values,
             "logging_enabled": self.logging_enabled,
             "logging_paused": self.logging_paused,
+            **({"as_known": True} if self.as_known else {}),
         }

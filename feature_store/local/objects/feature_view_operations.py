@@ -59,6 +59,7 @@ class FeatureViewOperations:
         label_fill_values: dict[str, Any] | None = None,
         logging_enabled: bool = False,
         tags: dict[str, Any] | None = None,
+        as_known: bool = False,
         **unsupported: Any,
     ) -> Any:
         """Create and save a feature view version (``version=None`` takes the next one).
@@ -66,6 +67,9 @@ class FeatureViewOperations:
         Validated at creation: labels and helper columns must be query columns, a column cannot
         be both a label and a helper, transformation inputs must exist, and no selected feature
         may come from a group or feature tagged with one of ``prohibited_tags``.
+        ``as_known=True`` (an fstrain extension) makes every point-in-time join of the query's
+        root as-known (docs/concepts/joins.md), recorded with the view and with each of its
+        training-dataset versions.
         """
         refuse_unsupported(unsupported, "create_feature_view")
         check_entity_name(name, "feature view")
@@ -80,6 +84,7 @@ class FeatureViewOperations:
                 "exclude_until=...)), which a feature view cannot store: its training data "
                 "would be re-read whole. Create the view from a query without exclude_until."
             )
+        _check_view_as_known(name, as_known, query)
         existing = self._fv_versions(name)
         if version is None:
             version = (max(existing) + 1) if existing else 1
@@ -94,7 +99,7 @@ class FeatureViewOperations:
             inference_helper_columns=_as_list(inference_helper_columns),
             transformation_functions=list(transformation_functions or []),
             prohibited_tags=_as_list(prohibited_tags), label_fill_values=label_fill_values,
-            logging_enabled=bool(logging_enabled),
+            logging_enabled=bool(logging_enabled), as_known=as_known,
         )
         validate_feature_view(fv)
         fv.id = self.catalog.insert_feature_view(
@@ -204,6 +209,7 @@ class FeatureViewOperations:
             label_fill_values=spec.get("label_fill_values", {}),
             logging_enabled=spec.get("logging_enabled", False),
             logging_paused=spec.get("logging_paused", False), fv_id=row["id"],
+            as_known=spec.get("as_known", False),
         )
 
     def feature_views_reading(self, name: str, version: int) -> list[str]:
@@ -232,6 +238,22 @@ def _groups_of(query: dict[str, Any]) -> set[tuple[str, int]]:
         elif f.get("feature_group"):
             out.add((f["feature_group"]["name"], int(f["feature_group"]["version"])))
     return out
+
+
+def _check_view_as_known(name: str, value: Any, query: Query) -> None:
+    """A view's ``as_known`` is a bool, and needs a root with an event time (the label time
+    every as-known join compares with)."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"feature view '{name}': as_known must be True or False. Got {value!r} instead."
+        )
+    root = query.left_feature_group
+    if value and not root.event_time:
+        raise InvalidArgumentError(
+            f"feature view '{name}': as_known=True needs an event_time on the root group "
+            f"'{root.name}' (a joined row is matched only if it was known at the label's "
+            "event time), and it has none. Drop as_known or use a root with an event_time."
+        )
 
 
 def _as_list(value: Any) -> list[str]:

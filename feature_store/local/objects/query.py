@@ -14,6 +14,7 @@ joins against its own root.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import re
 from dataclasses import dataclass
@@ -230,6 +231,17 @@ class Query:
         for j in self._joins:  # every sub-query, recursively
             j.query.as_of(wallclock_time, exclude_until)
         return self
+
+    def known_as_of_labels(self) -> Query:
+        """A copy of this query with every point-in-time join of its root made as-known (what a
+        feature view created with ``as_known=True`` reads); plain joins (a side without an
+        event time) and nested sub-queries' own joins are left as they are."""
+        root_timed = bool(self._left_feature_group.event_time)
+        joins = [dataclasses.replace(j, as_known=True)
+                 if root_timed and j.query.left_feature_group.event_time else j
+                 for j in self._joins]
+        return Query(self._left_feature_group, self._left_features, joins=joins,
+                     where=self._filter, time_travel=self._time_travel, limit=self._limit)
 
     def is_incremental(self) -> bool:
         """Whether this query or a sub-query reads incrementally (``as_of(exclude_until=...)``)."""

@@ -66,7 +66,8 @@ def insert(catalog: Catalog, fg: StoredGroup, schema: pa.Schema) -> tuple[int, l
         _clear_orphan_table(table)
         table.create(schema)
 
-    fg_id, inserted = catalog.insert_feature_group(row, fg.get_tags(), create_table)
+    fg_id, inserted = catalog.insert_feature_group(row, fg.get_tags(), create_table,
+                                                   fg.ingestion_time)
     return (fg_id, features) if inserted else None
 
 

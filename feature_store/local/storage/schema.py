@@ -265,6 +265,31 @@ def check_keys(
     _check_unique(table, owner, upsert_key)
 
 
+def check_ingestion_time(table: pa.Table, owner: str, column: str | None) -> None:
+    """A group's ``ingestion_time`` column (an fstrain extension) is in every insert, a
+    timestamp, and complete: a row with no ingestion time could never be known."""
+    if column is None:
+        return
+    if column not in table.column_names:
+        raise SchemaMismatchError(
+            f"{owner}: ingestion_time column '{column}' is missing from the data (columns: "
+            f"{table.column_names}). Every insert says when its rows became known."
+        )
+    values = table.column(column)
+    if not pa.types.is_timestamp(values.type):
+        raise SchemaMismatchError(
+            f"{owner}: ingestion_time column '{column}' must be a timestamp. Got {values.type} "
+            f"instead (first value {_first_value(values)!r}). Convert it with "
+            "pandas.to_datetime(..., utc=True)."
+        )
+    if values.null_count:
+        raise SchemaMismatchError(
+            f"{owner}: ingestion_time column '{column}' has {values.null_count} null value(s); "
+            "a row with no ingestion time would never be known to an as-known join. Fill them "
+            "(e.g. with the load time)."
+        )
+
+
 def _check_unique(table: pa.Table, owner: str, upsert_key: Sequence[str]) -> None:
     """No upsert key twice in one batch (Arrow's hash aggregate; as fast as DuckDB's here)."""
     counts = table.group_by(list(upsert_key)).aggregate([([], "count_all")])

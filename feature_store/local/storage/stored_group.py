@@ -26,6 +26,8 @@ class StoredGroup(Protocol):
     description: str
     primary_key: list[str]
     event_time: str | None
+    #: the column saying when a row became known (an fstrain extension), or None: its commit
+    ingestion_time: str | None
     partition_key: list[str]
     foreign_key: list[str]
     statistics_config: dict[str, Any]

@@ -75,6 +75,7 @@ class FeatureGroupWriter:
             target = fg.delta_table.schema()
         table = schema_rules.conform(table, target, fg.owner)
         schema_rules.check_finite(table, fg.owner)
+        schema_rules.check_ingestion_time(table, fg.owner, fg.ingestion_time)
 
         # ALWAYS writes regardless of the outcome, so its validation starts now and runs beside
         # the key checks and the Delta write (GX is pandas-bound; DuckDB and delta-rs release

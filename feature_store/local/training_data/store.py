@@ -141,6 +141,8 @@ class TrainingDataStore(VersionChecks):
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
         keys and event time are in its output."""
         query = self.view.query.filtered(filter_spec(extra_filter))
+        if self.view.as_known:  # the view's joins are stored as-known; this only re-asserts it
+            query = query.known_as_of_labels()
         pinned = query.resolved(pins)
         pins = pins or pinned.commits()
         output = {c.name for c in plan(pinned).columns}
@@ -495,6 +497,7 @@ class TrainingDataStore(VersionChecks):
             "transformation_statistics": {},
             "created_at": utc_now().isoformat(),
             "content_hash": HASH_ALGORITHM,
+            "extra": {"as_known": self.view.as_known},
         }
 
     def _check_not_empty(self, spec: SplitSpec | None, rows: dict[str, int],

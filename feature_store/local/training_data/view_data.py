@@ -28,6 +28,8 @@ class ViewData:
     labels: tuple[str, ...] = ()
     label_fill_values: Mapping[str, Any] = field(default_factory=dict)
     transformations: tuple[Any, ...] = ()
+    #: the view was created with ``as_known=True`` (recorded with every version)
+    as_known: bool = False
 
     @property
     def owner(self) -> str:
