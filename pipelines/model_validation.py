@@ -34,6 +34,7 @@ from fstrain.trainers.curves import read_curves
 from model_registry.history import event_dir, sha256_bytes
 from model_registry.predictor_record import record_of
 from model_registry.statuses import run_status, verdict_of
+from validation.gates import parse_gates
 from validation.signoff import signer_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -218,10 +219,14 @@ def run(project: Project, config: ModelValidationConfig, *,
     fv = project.get_feature_store().get_feature_view(model.feature_view_name,
                                                       model.feature_view_version)
     use_case = _use_case_for(fv.name)
-    _check_gates_computable(extra, fv, use_case, where=f"model {model.name}:{model.version} "
-                            f"(feature view {fv.name} v{fv.version})")
+    where = f"model {model.name}:{model.version} (feature view {fv.name} v{fv.version})"
+    _check_gates_computable(extra, fv, use_case, where=where)
     policy = current_policy(registry, model.name, list(use_case.gates if use_case else []),
                             trust=_trust_list(model))
+    # the policy in force is held to the same rule: an owner's file gating on a column the
+    # view does not slice by is refused here, not recorded as a failed run after the work
+    _check_gates_computable(parse_gates(policy.document.gates), fv, use_case,
+                            where=f"{where}, gate from its {policy.label}")
     carve = (model.manifest.get("training_config") or {}).get("validation_split")
     keys = tuple(getattr(use_case, "group_keys", ()))
     data = _load_data(fv, model.training_dataset_version, carve, group_keys=keys)

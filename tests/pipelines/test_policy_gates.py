@@ -226,3 +226,27 @@ def test_in_a_signed_store_a_deviation_is_signed_marked_and_needs_an_override(
     run = registry.get_model(signed.name, signed.version).latest_validation()
     assert run["policy"]["label"] == "policy file v1"
     assert run["policy"]["signed_by"]["name"] == "olga"
+
+
+def test_a_policy_file_gate_on_a_column_the_view_does_not_slice_is_refused_before_work(adult):
+    """An owner's policy gating on ``gender`` where the view slices by ``sex`` and ``race``
+    used to record a permanent FAILED run ("was not computed") after the whole validation;
+    it is refused first, naming the gate, the policy and the slice columns, and nothing is
+    appended."""
+    from fstrain.cli.app import app
+
+    _, root, ref = adult
+    policy = root / "gates.yaml"
+    policy.write_text("gates: ['roc_auc >= 0.7', 'disparate_impact_ratio[gender] >= 0.8']\n")
+    runner = CliRunner()
+    stored = runner.invoke(app, ["registry", "policy", "set", ref.name, "--file", str(policy),
+                                 "--root", str(root)])
+    assert stored.exit_code == 0, stored.output
+    model = feature_store.login(backend="local", root=root).get_model_registry().get_model(
+        ref.name, ref.version)
+    runs = len(model.history())
+    out = runner.invoke(app, ["validate", f"{ref.name}:{ref.version}", "--root", str(root)])
+    assert out.exit_code == 2, out.output
+    assert "'gender' is not a slice column" in out.output and "policy file v1" in out.output
+    assert "Slice columns: sex, race" in out.output and "Traceback" not in out.output
+    assert len(model.history()) == runs
