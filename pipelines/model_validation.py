@@ -34,7 +34,6 @@ from fstrain.trainers.curves import read_curves
 from model_registry.history import event_dir, sha256_bytes
 from model_registry.predictor_record import record_of
 from model_registry.statuses import run_status, verdict_of
-from validation.gates import parse_gates
 from validation.signoff import signer_text
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -195,6 +194,7 @@ def run(project: Project, config: ModelValidationConfig, *,
         IntegrityError: the model's stored policy file does not verify.
     """
     from validation.evaluate import EvaluationSettings, evaluate, task_of
+    from validation.gates import parse_gates
     from validation.policy import (
         check_extra_gates,
         current_policy,
