@@ -50,6 +50,7 @@ import pandas as pd
 
 from feature_store.core.moments import Moments, moments_of
 from feature_store.core.udf import UdfTransformation
+from fstrain.kernel.canonical_json import INFINITIES
 from fstrain.kernel.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -255,7 +256,11 @@ def _fit_categories(tf: TransformationFunction, series: pd.Series) -> dict[str, 
 
 
 def _codes(series: pd.Series, values: Sequence[Any]) -> np.ndarray:
-    """Index of each row's value in ``values`` (-1 for unseen and null values)."""
+    """Index of each row's value in ``values`` (-1 for unseen and null values). Infinite
+    categories of a floating column come back from the catalog as ``"inf"``/``"-inf"``
+    (:func:`fstrain.kernel.canonical_json.to_jsonable`) and are read back as ``±inf``."""
+    if pd.api.types.is_float_dtype(series.dtype):
+        values = [INFINITIES.get(v, v) if isinstance(v, str) else v for v in values]
     index = pd.Index(list(values), dtype=object)
     target = series.astype(object).where(series.notna(), None)
     codes = index.get_indexer(pd.Index(target, dtype=object))

@@ -161,9 +161,29 @@ class UdfTransformation:
         return [base] if n == 1 else [f"{base}{i}" for i in range(n)]
 
     def fit_frame(self, frame: pd.DataFrame) -> dict[str, Any]:
-        """Statistics the UDF declares, on the train split, keyed by the UDF's argument name."""
+        """Statistics the UDF declares, on the train split, keyed by the UDF's argument name.
+
+        Raises:
+            InvalidArgumentError: a statistics column holds ``±inf`` (its mean, deviation and
+                percentiles would be infinite or NaN, and the UDF fitted on nothing meaningful).
+        """
         mapping = self.udf._statistics_argument_mapping
+        for c in self.udf.statistics_features:
+            self._check_finite(c, frame[c])
         return {mapping[c]: feature_statistics(frame[c]) for c in self.udf.statistics_features}
+
+    def _check_finite(self, column: str, series: pd.Series) -> None:
+        if not (pd.api.types.is_float_dtype(series.dtype)):
+            return
+        values = series.to_numpy(dtype="float64", na_value=np.nan)
+        infinite = np.isinf(values)
+        if infinite.any():
+            raise InvalidArgumentError(
+                f"Transformation {self.name}({', '.join(self.inputs)}): feature '{column}' "
+                f"must be finite in the train split for the statistics the function declares. "
+                f"Got {float(values[infinite][0])!r} instead ({int(infinite.sum())} row(s)). "
+                "Replace infinities before fitting."
+            )
 
     def transform_frame(self, frame: pd.DataFrame, stats: Mapping[str, Any]) -> pd.DataFrame:
         """Run the UDF over ``frame``'s input columns; output columns named by

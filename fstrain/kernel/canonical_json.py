@@ -17,14 +17,15 @@ def to_jsonable(value: Any, *, what: str) -> Any:
     """Return ``value`` as plain JSON types; raise :class:`InvalidArgumentError` if impossible.
 
     numpy scalars and arrays, pandas timestamps, ``datetime``, ``Decimal`` and paths are
-    converted; non-finite floats become ``None`` (strict JSON has no NaN).
+    converted; ``±inf`` become the strings ``"inf"``/``"-inf"`` (strict JSON has no infinity;
+    :func:`float_from_json` reads them back) and NaN becomes ``None``.
     """
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return _float(value)
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v, what=what) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -52,13 +53,67 @@ def to_jsonable(value: Any, *, what: str) -> Any:
     )
 
 
+#: how strict JSON holds a double's infinities (read back by :func:`float_from_json`)
+INFINITIES = {"inf": math.inf, "-inf": -math.inf}
+
+
+def _float(value: float) -> float | str | None:
+    """A float as strict JSON holds it: finite as is, ``±inf`` as ``"inf"``/``"-inf"``, NaN as
+    ``None``."""
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return None
+    return "inf" if value > 0 else "-inf"
+
+
+def finite_floats(value: Any, *, nan: bool = True) -> Any:
+    """``value`` (JSON types) with every ``±inf`` written as :func:`to_jsonable` writes it
+    (``"inf"``, ``"-inf"``) and, with ``nan``, every NaN as ``None``; other values unchanged."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return value if math.isnan(value) and not nan else _float(value)
+    if isinstance(value, Mapping):
+        return {k: finite_floats(v, nan=nan) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_floats(v, nan=nan) for v in value]
+    return value
+
+
+def float_from_json(value: Any) -> float | None:
+    """A double written by :func:`to_jsonable` read back: ``"inf"``/``"-inf"`` as ``±inf``,
+    numbers as floats, ``None`` as ``None`` (NaN was written as ``None``).
+
+    Raises:
+        InvalidArgumentError: ``value`` is no such number (another string, a bool, a list).
+    """
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value in INFINITIES:
+        return INFINITIES[value]
+    raise InvalidArgumentError(
+        f"a JSON double must be a number, 'inf', '-inf' or null. Got {value!r:.80} instead."
+    )
+
+
+def _strict(value: Any, **options: Any) -> str:
+    """``json.dumps`` refusing NaN, ``±inf`` written as ``"inf"``/``"-inf"`` (looked for only
+    when the strict dump refuses, so finite values cost nothing more)."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite_floats(value, nan=False), allow_nan=False, **options)
+
+
 def dumps(value: Any) -> str:
-    """Deterministic, strict JSON text (sorted keys, 2-space indent, no NaN)."""
-    return json.dumps(value, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    """Deterministic, strict JSON text (sorted keys, 2-space indent; ``±inf`` as the strings
+    ``"inf"``/``"-inf"``; NaN refused with ``ValueError``: :func:`to_jsonable` makes it null)."""
+    return _strict(value, indent=2, sort_keys=True) + "\n"
 
 
 def canonical_bytes(value: Any) -> bytes:
     """The one byte form of a JSON value that signatures and hashes cover: sorted keys, no
-    whitespace, UTF-8, strict (no NaN). Equal values always give equal bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    whitespace, UTF-8, strict (``±inf`` as ``"inf"``/``"-inf"``, NaN refused). Equal values
+    always give equal bytes."""
+    return _strict(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

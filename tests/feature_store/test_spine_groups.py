@@ -121,6 +121,14 @@ def test_the_spine_is_stored_under_its_content_hash(fs, view):
     assert table.column("ts").type == pa.timestamp("us", tz="UTC")
 
 
+def test_a_spine_holding_infinities_is_stored_and_reread(fs, card):
+    """A spine is checked as a group's first insert is: ±inf is kept (Hopsworks stores it)."""
+    spine = _spine(fs, _spine_df().assign(weight=[1.0, np.inf, -np.inf, 2.0]))
+    out = spine.select_all().join(card.select(["spend"])).read()
+    assert sorted(out["weight"]) == [-np.inf, 1.0, 2.0, np.inf]
+    assert spine.dataframe["weight"].tolist() == [1.0, np.inf, -np.inf, 2.0]
+
+
 def test_a_view_over_a_spine_group_needs_a_spine_on_every_read(fs, card):
     spine = _spine(fs)
     fs.create_feature_view("over_spine", version=1, labels=["y"],

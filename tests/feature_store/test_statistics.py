@@ -74,7 +74,12 @@ def test_any_batching_gives_identical_statistics(monkeypatch):
     monkeypatch.setattr(st, "BLOCK", 16)
     result = _check(_table(500), (1, 7, 16, 17, 100))
     entries = {e["feature"]: e for e in result["features"]}
-    assert entries["nan"]["mean"] is None and entries["inf"]["std"] is None  # left to DuckDB
+    assert entries["nan"]["mean"] is None  # left to DuckDB
+    finite = np.random.default_rng(0).normal(size=500)[:-1]  # "inf" holds one +inf, last
+    assert (entries["inf"]["posinf_count"], entries["inf"]["neginf_count"]) == (1, 0)
+    assert entries["inf"]["mean"] == pytest.approx(finite.mean(), rel=1e-12)  # not poisoned
+    assert entries["inf"]["std"] == pytest.approx(finite.std(ddof=1), rel=1e-12)
+    assert entries["inf"]["max"] == finite.max()
     assert entries["one"]["mean"] == 3.0 and entries["one"]["std"] is None
 
 

@@ -143,6 +143,48 @@ def test_udf_on_a_missing_column_is_refused(fs, tx):
                                transformation_functions=[label_encoder("amont")])
 
 
+def _with_infinities(fs, tx):
+    """``tx`` with ±inf in ``amount`` (Hopsworks stores them; the local store refused them)."""
+    rows = tx.read()
+    rows.loc[rows["tid"] % 5 == 0, "amount"] = np.inf
+    rows.loc[rows["tid"] % 7 == 0, "amount"] = -np.inf
+    tx.insert(rows)
+    return tx
+
+
+@pytest.mark.parametrize("make", [lambda: standard_scaler("amount"), lambda: centered("amount")],
+                         ids=["sdk_standard_scaler", "udf_with_statistics"])
+def test_fitting_over_infinities_is_refused_by_name(fs, tx, make):
+    """The SDK's scaler (mapped onto fstrain's) and a ``@udf`` declaring statistics would be
+    fitted on infinite values (a mean of inf, a deviation of NaN): refused, naming the view,
+    the function, the column and the value, and no version is created."""
+    _with_infinities(fs, tx)
+    fv = fs.create_feature_view("inf_v", query=tx.select(["tid", "amount", "y"]), labels=["y"],
+                                transformation_functions=[make()])
+    with pytest.raises(InvalidArgumentError,
+                       match=r"feature view 'inf_v' v1: Transformation (standard_scaler|centered)"
+                             r"\('?amount'?\): feature 'amount' must be finite .*Got -?inf instead"):
+        fv.train_test_split(test_size=0.5, seed=1)
+    assert fv.get_training_datasets() == []
+
+
+def test_a_hudi_notebook_with_infinities_runs_on_the_login_swap(fs):
+    """Cells as a Hopsworks notebook writes them (a Hudi group, data holding ±inf, an SDK
+    encoder): they stopped at the group's creation, then at the insert; they now run."""
+    with pytest.warns(UserWarning, match="stored as a Delta table"):
+        fg = fs.get_or_create_feature_group("readings", version=1, primary_key=["id"],
+                                            event_time="ts", time_travel_format="HUDI")
+    fg.insert(pd.DataFrame({"id": [1, 2, 3], "ts": [_ms(1), _ms(2), _ms(3)],
+                            "ratio": [0.5, np.inf, -np.inf], "kind": ["a", "b", "a"]}))
+    ratio = next(f for f in fg.get_statistics()["features"] if f["feature"] == "ratio")
+    assert (ratio["posinf_count"], ratio["neginf_count"], ratio["mean"]) == (1, 1, 0.5)
+    fv = fs.create_feature_view("readings_fv", query=fg.select_all(), labels=["kind"],
+                                transformation_functions=[label_encoder("ratio")])
+    X, _ = fv.training_data()
+    assert sorted(X["label_encoder_ratio_"]) == [0, 1, 2]  # -inf, 0.5, inf
+    assert fg.time_travel_format == "DELTA"
+
+
 # -- lineage --------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fstrain.kernel.canonical_json import finite_floats
 from fstrain.kernel.errors import BackendError
 from fstrain.kernel.oserrors import advice
 from fstrain.kernel.sqlite_open import connect, retry_busy
@@ -106,8 +107,14 @@ CREATE TABLE IF NOT EXISTS training_datasets (
 
 
 def dumps(value: Any) -> str:
-    """Canonical JSON for catalog columns (sorted keys, no NaN)."""
-    return json.dumps(value, sort_keys=True, allow_nan=False, default=str)
+    """Canonical JSON for catalog columns (sorted keys, strict): ``±inf`` as the strings
+    ``"inf"``/``"-inf"`` and NaN as null, as :func:`fstrain.kernel.canonical_json.to_jsonable`
+    writes them (a label's distribution over infinities has an infinite mean and a NaN
+    deviation, a category may be infinite)."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False, default=str)
+    except ValueError:  # a non-finite float somewhere: looked for only then
+        return json.dumps(finite_floats(value), sort_keys=True, allow_nan=False, default=str)
 
 
 def loads(text: str | None) -> Any:

@@ -302,19 +302,3 @@ def _check_unique(table: pa.Table, owner: str, upsert_key: Sequence[str]) -> Non
             "Each primary key + event_time may appear once per insert: deduplicate first."
         )
 
-
-def check_finite(table: pa.Table, owner: str) -> None:
-    """Refuse ``+inf``/``-inf`` in float columns: statistics, JSON metadata and most models
-    cannot hold them, and an insert must fail before it commits, not after."""
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        if not pa.types.is_floating(column.type):
-            continue
-        infinite = pc.and_kleene(pc.is_inf(column), pc.is_valid(column))
-        count = pc.sum(infinite).as_py() or 0
-        if count:
-            first = pc.index(infinite, True).as_py()
-            raise InvalidArgumentError(
-                f"{owner}: column '{name}' holds {count} infinite value(s) (first at row "
-                f"{first}: {column[first].as_py()!r}). Replace them with null or a finite value "
-                "before inserting; nothing was written."
-            )

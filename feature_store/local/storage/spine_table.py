@@ -2,7 +2,8 @@
 
 A spine (``fs.get_or_create_spine_group(..., dataframe=df)``, or a dataframe passed as
 ``spine=``) is checked and normalised like a feature group's first insert (column names, types,
-complete keys, no duplicate key + event time, no infinities), then written once as a one-commit
+complete keys, no duplicate key + event time; ``±inf`` kept, as a group keeps them), then
+written once as a one-commit
 Delta table under ``<store>/spines/<sha256>``, named by the sha256 of its content
 (:func:`~feature_store.core.content_hash.table_sha256`). The same rows always land in the same
 table, a table is never changed after it is written, and a training-dataset version records the
@@ -34,8 +35,8 @@ def spine_rows(data: Any, owner: str, primary_key: Sequence[str], event_time: st
 
     Refused, naming the spine, the column and the value: no rows, a missing or incomplete
     primary-key or event-time column, an event time that is not a timestamp, date or epoch
-    milliseconds, a key + event time given twice, an infinite value, and (with ``schema``, the
-    spine group's recorded columns) a column missing or of another type.
+    milliseconds, a key + event time given twice, and (with ``schema``, the spine group's
+    recorded columns) a column missing or of another type.
     """
     table = schema_rules.normalize_table(data, owner)
     upsert_key = list(primary_key) + ([event_time] if event_time else [])
@@ -44,7 +45,6 @@ def spine_rows(data: Any, owner: str, primary_key: Sequence[str], event_time: st
     else:
         schema_rules.infer_schema(table, owner)
     schema_rules.check_keys(table, owner, primary_key, event_time, upsert_key)
-    schema_rules.check_finite(table, owner)
     return table
 
 

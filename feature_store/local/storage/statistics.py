@@ -3,6 +3,11 @@
 Per feature: count, null count, and for numbers min/max/mean/stddev; for strings and booleans
 the distinct count and the most frequent values; for timestamps/dates min/max. Statistics cover
 the whole feature group at a commit (as Hopsworks recomputes them after each commit).
+
+Floating columns also count their infinities apart (``posinf_count``, ``neginf_count``, numpy's
+names) and their min/max/mean/stddev are those of the other values: one ``inf`` would make the
+mean infinite and the deviation NaN, saying nothing of the rest. NaN is not left out (a column
+holding one has no mean, deviation or max: ``None``).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,6 +47,10 @@ def compute_statistics(
         selects.append(f"count({c}) AS n{i}")
         if _is_number(field.type):
             value = f"CAST({c} AS DOUBLE)"
+            if pa.types.is_floating(field.type):  # the figures leave the infinities out
+                value = f"(CASE WHEN isinf({c}) THEN NULL ELSE {value} END)"
+                selects += [f"count(*) FILTER (WHERE isinf({c}) AND {c} > 0) AS pinf{i}",
+                            f"count(*) FILTER (WHERE isinf({c}) AND {c} < 0) AS ninf{i}"]
             selects += [
                 f"min({value}) AS min{i}",
                 f"max({value}) AS max{i}",
@@ -68,6 +78,9 @@ def compute_statistics(
         for key in ("min", "max", "mean", "std"):
             if f"{key}{i}" in values:
                 entry[key] = _clean(values[f"{key}{i}"])
+        if f"pinf{i}" in values:
+            entry["posinf_count"] = int(values[f"pinf{i}"])
+            entry["neginf_count"] = int(values[f"ninf{i}"])
         if f"d{i}" in values:
             entry["distinct_count"] = int(values[f"d{i}"])
             entry["top_values"] = _top_values(con, source_sql, field.name)
@@ -79,6 +92,8 @@ def _aliases(schema: pa.Schema) -> list[str]:
     out = []
     for i, field in enumerate(schema):
         out.append(f"n{i}")
+        if pa.types.is_floating(field.type):
+            out += [f"pinf{i}", f"ninf{i}"]
         if _is_number(field.type):
             out += [f"min{i}", f"max{i}", f"mean{i}", f"std{i}"]
         elif pa.types.is_timestamp(field.type) or pa.types.is_date(field.type):
@@ -121,8 +136,11 @@ class _Moments(_moments.BlockMoments):
     values whatever the batches' boundaries (see :mod:`feature_store.core.moments`): the result
     is a function of the values' sequence only."""
 
-    def __init__(self) -> None:
+    def __init__(self, floating: bool = False) -> None:
         super().__init__(BLOCK)
+        #: a floating column counts its infinities apart and leaves them out of the moments
+        self.floating = floating
+        self.posinf = self.neginf = 0
 
     def update(self, column: pa.Array) -> None:
 
@@ -132,26 +150,35 @@ class _Moments(_moments.BlockMoments):
         x = arrow_bits.raw_values(values, "<f8")
         if values.null_count:  # the valid values in order (numpy's compress: ~2x drop_null's)
             x = x[arrow_bits.validity(values)]
+        if self.floating:
+            infinite = np.isinf(x)
+            if infinite.any():
+                positive = int(np.count_nonzero(x[infinite] > 0))
+                self.posinf += positive
+                self.neginf += int(np.count_nonzero(infinite)) - positive
+                x = x[~infinite]
         self.feed(x)
 
     def entry(self) -> dict[str, Any] | None:
-        """min/max/mean/std of every value fed (the held partial block included, this object
-        unchanged); None where a value is NaN or ±inf or the sums overflow."""
+        """min/max/mean/std of every finite value fed (the held partial block included, this
+        object unchanged), and for a floating column the counts of ``+inf`` and ``-inf``; None
+        where a value is NaN or the sums overflow."""
         found = self.result()
         if found is None:
             return None
+        counts = {"posinf_count": self.posinf, "neginf_count": self.neginf} if self.floating else {}
         if not found.n:
-            return {"min": None, "max": None, "mean": None, "std": None}
+            return {"min": None, "max": None, "mean": None, "std": None, **counts}
         std = math.sqrt(found.m2 / (found.n - 1)) if found.n > 1 else None
-        return {"min": found.low, "max": found.high, "mean": found.mean, "std": std}
+        return {"min": found.low, "max": found.high, "mean": found.mean, "std": std, **counts}
 
 
 class StreamingStatistics:
     """:func:`compute_statistics` of a table fed batch by batch, for a split while it is written:
     counts, and min/max/mean/stddev of numbers and min/max of timestamps and dates, are
-    accumulated here; the other columns (strings and booleans: distinct counts and top values,
-    decimals) and numbers holding NaN or ±inf are computed by DuckDB over the written file
-    (:meth:`result`), reading those columns only.
+    accumulated here (infinities counted apart); the other columns (strings and booleans:
+    distinct counts and top values, decimals) and numbers holding NaN are computed by DuckDB
+    over the written file (:meth:`result`), reading those columns only.
 
     Numbers are accumulated over consecutive blocks of :data:`BLOCK` valid values, whatever the
     batches' boundaries, and the blocks combined in order (see :class:`_Moments`): the recorded
@@ -165,7 +192,7 @@ class StreamingStatistics:
         self.schema = schema
         self.rows = 0
         self.valid = [0] * len(schema)
-        self.moments = {i: _Moments() for i, f in enumerate(schema)
+        self.moments = {i: _Moments(pa.types.is_floating(f.type)) for i, f in enumerate(schema)
                         if _streamable(f.type) and _is_number(f.type)}
         #: timestamps and dates: the smallest and largest value so far (an empty array: none)
         self.extremes = {i: pa.array([], f.type) for i, f in enumerate(schema)

@@ -74,7 +74,6 @@ class FeatureGroupWriter:
         else:
             target = fg.delta_table.schema()
         table = schema_rules.conform(table, target, fg.owner)
-        schema_rules.check_finite(table, fg.owner)
         schema_rules.check_ingestion_time(table, fg.owner, fg.ingestion_time)
 
         # ALWAYS writes regardless of the outcome, so its validation starts now and runs beside
