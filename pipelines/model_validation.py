@@ -25,6 +25,7 @@ import tempfile
 
 from pydantic import Field
 
+from feature_store.core import late_data
 from fstrain.kernel.errors import ConfigError, NotFoundError
 from fstrain.kernel.config import PipelineConfig
 from fstrain.kernel.refs import ModelRef, ValidationRef
@@ -162,6 +163,9 @@ def _new_card(model: Any, fv: Any, data: Any) -> Any:
         "feature_group_commits": td.feature_group_commits,
         "training_dataset_sha256": {s: m["sha256"] for s, m in td.splits.items()},
         "split": td.split_spec, "seed": td.seed,
+        "as_known": bool((td.extra or {}).get("as_known")),
+        "late_data": {g["group"]: late_data.describe(g, named=False)
+                      for g in late_data.groups(td.extra)} or late_data.lines(td.extra)[0],
     }
     evaluation = {"split": "test", "rows": len(data.X_test),
                   "training_dataset_version": td_version, "label": str(data.y_test.name),

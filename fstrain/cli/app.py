@@ -511,6 +511,7 @@ def doctor(
     target: Annotated[str, typer.Argument(metavar="RUN_OR_MODEL", help="NAME[:VERSION] of a registered model, or a torch run folder (its name under <root>/runs, or a path).")],
     no_rerun: Annotated[bool, typer.Option("--no-rerun", help="Skip re-running the first round/epoch (the reproducibility check).")] = False,
     max_rows: Annotated[int, typer.Option(help="Train rows sampled for the leakage check.")] = 5000,
+    late_data_threshold: Annotated[float, typer.Option(help="Share of a joined group's rows committed after their label time above which the training-dataset version is flagged as possible leakage.")] = 0.01,
     root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Check a run against common training failures; exit 0 fine, 3 on a severe finding."""
@@ -520,7 +521,8 @@ def doctor(
         from fstrain.tools.doctor import diagnose
 
         with _step(f"doctor: {target}"):
-            report = diagnose(_project(), target, rerun=not no_rerun, max_rows=max_rows)
+            report = diagnose(_project(), target, rerun=not no_rerun, max_rows=max_rows,
+                              late_data_threshold=late_data_threshold)
         _emit(report.to_dict(), report.to_text())
         return report
 

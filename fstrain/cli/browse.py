@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from feature_store.core import late_data
+
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt, store_location
 
 fg_app = typer.Typer(help="Feature groups: list, show.", no_args_is_help=True)
@@ -218,7 +220,8 @@ def td_show(view: RefArg,
             version: Annotated[str, typer.Argument(help="Training-dataset version or 'latest'.")],
             root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False,
             debug: DebugOpt = False) -> None:
-    """A version's lineage: feature-group commits, split, seed, hashes and the models on it."""
+    """A version's lineage: feature-group commits, split, seed, hashes, late data and the
+    models on it."""
 
     def body() -> tuple[Any, str]:
         project, fv, v = _view_version(view, version, root, backend)
@@ -230,6 +233,8 @@ def td_show(view: RefArg,
                    "sha256": {s: m.get("sha256") for s, m in td.splits.items()},
                    "content_hash": td.content_hash,
                    "event_window": [td.event_start_time, td.event_end_time],
+                   "as_known": bool((td.extra or {}).get("as_known")),
+                   "late_data": (td.extra or {}).get("late_data"),
                    "models": _dependents(project, fv, v)}
         spec = {k: val for k, val in (td.split_spec or {}).items()
                 if val not in (None, False) and k not in ("strategy", "seed")}
@@ -240,6 +245,8 @@ def td_show(view: RefArg,
                      f"{g}@{c}" for g, c in payload["feature_group_commits"].items()),
                  "splits:"]
         lines += [f"  {s}: {payload['rows'][s]} rows  sha256 {h}" for s, h in payload["sha256"].items()]
+        lines.append("late data" + (" (joined as known):" if payload["as_known"] else ":"))
+        lines += [f"  {line}" for line in late_data.lines(td.extra)]
         lines.append(f"models trained on it: {', '.join(payload['models']) or '-'}")
         return payload, "\n".join(lines)
     _run(debug, as_json, body)

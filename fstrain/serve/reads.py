@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from feature_store.core import late_data
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
 from fstrain.serve import signoff_rules
 from model_registry.history import approval_state, latest
@@ -287,7 +288,7 @@ def training_dataset_page(fv: Any, version: int, models: list[Any]) -> dict[str,
     td = fv.get_training_dataset(version)
     spec = {k: v for k, v in (td.split_spec or {}).items() if v not in (None, False)}
     extra = td.extra or {}
-    late = extra.get("late_data") or extra.get("late_data_exposure")
+    late = late_data.lines(extra) if "late_data" in extra else None
     return {"view": fv.name, "view_version": fv.version, **_td_row(td),
             "splits": [(s, m.get("rows"), m.get("sha256")) for s, m in td.splits.items()],
             "spec": sorted(spec.items()), "commits": sorted(td.feature_group_commits.items()),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from feature_store.core.late_data import DEFAULT_THRESHOLD
 from fstrain.kernel.errors import ConfigError, NotFoundError
 from fstrain.tools.doctor_checks import (
     Finding,
@@ -28,6 +29,7 @@ from fstrain.tools.doctor_checks import (
     check_gradients,
     check_imbalance,
     check_input_pipeline,
+    check_late_data,
     check_leakage,
     check_nan,
     check_reproducible,
@@ -80,7 +82,7 @@ def _short(value: Any) -> Any:
 
 
 def diagnose(project: Any, target: str, *, rerun: bool = True,
-             max_rows: int = 5000) -> DoctorReport:
+             max_rows: int = 5000, late_data_threshold: float = DEFAULT_THRESHOLD) -> DoctorReport:
     """Check ``target`` (a model ``NAME[:VERSION]`` or a torch run folder); see the module doc.
 
     Args:
@@ -88,7 +90,12 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
         target: ``NAME``, ``NAME:VERSION``, a run name under ``<root>/runs`` or a run path.
         rerun: re-run the first round/epoch to check reproducibility (off: skipped).
         max_rows: rows of the train split sampled for the leakage check.
+        late_data_threshold: the share of a joined group's rows committed after their label
+            time above which the training-dataset version is flagged as possible leakage.
     """
+    if not 0 <= late_data_threshold < 1:
+        raise ConfigError(f"doctor: --late-data-threshold must be a share in [0, 1), e.g. 0.01 "
+                          f"for 1%. Got {late_data_threshold!r} instead.")
     folder = _run_folder(project, target)
     if folder is not None:
         return _diagnose_run(folder, target)
@@ -106,7 +113,8 @@ def diagnose(project: Any, target: str, *, rerun: bool = True,
             raise NotFoundError(f"doctor: {target!r} is neither a registered model nor a run "
                                 f"folder under {Path(project.root) / 'runs'}.")
         model = max(models, key=lambda m: m.version)
-    return _diagnose_model(project, model, rerun=rerun, max_rows=max_rows)
+    return _diagnose_model(project, model, rerun=rerun, max_rows=max_rows,
+                           late_data_threshold=late_data_threshold)
 
 
 def _require_model_reference(project: Any, target: str, name: str) -> None:
@@ -160,7 +168,8 @@ def _diagnose_run(folder: Path, target: str) -> DoctorReport:
     return DoctorReport(str(folder if Path(target) == folder else target), "run", findings)
 
 
-def _diagnose_model(project: Any, model: Any, *, rerun: bool, max_rows: int) -> DoctorReport:
+def _diagnose_model(project: Any, model: Any, *, rerun: bool, max_rows: int,
+                    late_data_threshold: float = DEFAULT_THRESHOLD) -> DoctorReport:
     manifest = model.manifest
     tc = manifest.get("training_config") or {}
     curves, features = _model_files(model)
@@ -176,6 +185,7 @@ def _diagnose_model(project: Any, model: Any, *, rerun: bool, max_rows: int) -> 
         check_gap(curves, tuned),
         check_input_pipeline(curves, tc.get("timings") or {}),
         check_leakage(_leak_table(splits, max_rows)),
+        check_late_data(_td_extra(project, model), late_data_threshold),
         check_imbalance(imbalance, (curves or {}).get("metric")),
         _reproducibility(cfg, curves, splits, tc, rerun=rerun),
     ]
@@ -194,6 +204,15 @@ def _model_files(model: Any) -> tuple[dict[str, Any] | None, list[str] | None]:
                   if (folder / PREDICTOR_FILE).is_file() else {})
     names = (record.get("features") or {}).get("names")
     return (curves.to_dict() if curves is not None else None), names
+
+
+def _td_extra(project: Any, model: Any) -> dict[str, Any] | None:
+    """The ``extra`` record (late data, as-known) of the version the model was trained on."""
+    if not model.feature_view_name or model.training_dataset_version is None:
+        return None
+    fv = project.get_feature_store().get_feature_view(model.feature_view_name,
+                                                      model.feature_view_version)
+    return dict(fv.get_training_dataset(model.training_dataset_version).extra or {})
 
 
 def _splits(project: Any, model: Any, tc: dict[str, Any],

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from feature_store.core import late_data
 from validation.learning_curves import GAP_RATIO, flat_loss, loss_gap
 
 SEVERITIES = ("severe", "warning", "ok", "skipped")
@@ -235,6 +236,31 @@ def check_leakage(table: Any) -> Finding:
                        "compute it point-in-time) and retrain.")
     return Finding("leakage", "ok", f"No single feature predicts the label almost perfectly "
                    f"({len(table)} checked).", evidence)
+
+
+def check_late_data(extra: Mapping[str, Any] | None, threshold: float) -> Finding:
+    """A version's late-data exposure (``td.extra["late_data"]``): a joined group more than
+    ``threshold`` of whose matched rows were committed after their label time."""
+    if extra is None:
+        return _skip("late_data", "the model names no training-dataset version")
+    if "late_data" not in extra:
+        return _skip("late_data", "not recorded for this training-dataset version (created "
+                     "before fstrain recorded late data)")
+    records = late_data.groups(extra)
+    flagged = late_data.over_threshold(extra, threshold)
+    evidence = {"threshold": threshold, "as_known": bool(extra.get("as_known")),
+                "groups": records}
+    if flagged:
+        names = ", ".join(f"'{g['group']}' ({100 * late_data.share(g):.2f}%)" for g in flagged)
+        return Finding("late_data", "warning", f"Possible leakage from late data: in {names} "
+                       f"more than {100 * threshold:g}% of the joined rows were committed after "
+                       "their label time (backfills, late batches or corrections no model "
+                       "serving then could have seen).", evidence,
+                       "Build the version as it was known: create the feature view with "
+                       "as_known=True (or join with as_known=True); for history loaded after "
+                       "the fact, declare the group's ingestion_time column. Then train again.")
+    return Finding("late_data", "ok", f"No joined group above {100 * threshold:g}% of its rows "
+                   f"committed after their label time ({len(records)} checked).", evidence)
 
 
 def check_reproducible(recorded: Mapping[str, Any] | None, rerun: Mapping[str, Any] | None,

@@ -31,6 +31,7 @@ from feature_store.core.content_hash import table_sha256
 from feature_store.core.split_spec import empty_split_message
 from feature_store.core.splits import SplitSpec
 from feature_store.local.query import partitioned_join as pj
+from feature_store.local.query import late_data
 from feature_store.local.query.pit import compile_query
 from feature_store.local.query.query_plan import plan
 from feature_store.local.query.query_spec import FilterSpec, filter_from_dict
@@ -290,14 +291,17 @@ class TrainingDataStore(VersionChecks):
         end_time: Any,
         extra_filter: Any,
         pins: dict[str, int] | None = None,
+        exposure: bool = False,
     ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
         """Run the (pinned) query and split it in memory. Returns split tables and
-        reproducibility facts."""
+        reproducibility facts; ``exposure`` (a new version) adds its ``late_data``
+        (:mod:`~feature_store.local.query.late_data`)."""
 
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = engine.connect()
         try:
             table = compiled.fetch(con)
+            late = late_data.exposure(compiled) if exposure else None
         finally:
             con.close()
         table = fill_labels(table, self.view.label_fill_values)
@@ -313,6 +317,8 @@ class TrainingDataStore(VersionChecks):
         relative = [r for r in resolved if spec is not None and spec.is_relative]
         facts = self._facts(compiled, pins, root_columns, table.schema, start_time, end_time,
                             relative)
+        if late is not None:
+            facts["late_data"] = late
         return splits, facts
 
     def stream(
@@ -325,9 +331,11 @@ class TrainingDataStore(VersionChecks):
         end_time: Any,
         extra_filter: Any,
         pins: dict[str, int] | None = None,
+        exposure: bool = False,
     ) -> tuple[dict[str, SplitFile], dict[str, Any], pa.Schema]:
         """Run the (pinned) query out of core and write each split's Parquet file to
-        ``staging``; the split files equal :meth:`compute`'s tables row for row."""
+        ``staging``; the split files equal :meth:`compute`'s tables row for row. ``exposure``
+        as in :meth:`compute`."""
         compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         resolved: list[SplitSpec] = []
@@ -357,6 +365,7 @@ class TrainingDataStore(VersionChecks):
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,
                                             batch_rows=options.batch_rows)
+                late = late_data.exposure(compiled) if exposure else None
         finally:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
@@ -364,6 +373,8 @@ class TrainingDataStore(VersionChecks):
             shutil.rmtree(staging / ts.SCRATCH_DIR, ignore_errors=True)
         relative = [r for r in resolved if spec is not None and spec.is_relative]
         facts = self._facts(compiled, pins, root_columns, schema, start_time, end_time, relative)
+        if late is not None:
+            facts["late_data"] = late
         return files, facts, schema
 
     def _partitioned(self, compiled: Any, buckets: int, root_columns: dict[str, str],
@@ -519,9 +530,10 @@ class TrainingDataStore(VersionChecks):
                           ) -> tuple[Path | None, Any]:
         """Build the splits in memory, fill ``metadata``, stage the files of a materialized
         version; returns the staging folder and what ``convert`` returned."""
-        splits, facts = self.compute(spec, **window)
+        splits, facts = self.compute(spec, **window, exposure=True)
         self._check_not_empty(spec, {n: p.num_rows for n, p in splits.items()}, facts)
         metadata["transformation_statistics"] = fit_on_table(self.view.transformations, splits["train"])
+        metadata["extra"]["late_data"] = facts.pop("late_data", None)
         metadata.update(facts)
         metadata["splits"] = {name: {} for name in splits}
         data_format = metadata["data_format"]
@@ -556,10 +568,11 @@ class TrainingDataStore(VersionChecks):
         """Stream the splits into a staging folder and fill ``metadata`` from the files."""
         staging = self._new_staging()
         try:
-            files, facts, schema = self.stream(spec, staging, options, **window)
+            files, facts, schema = self.stream(spec, staging, options, **window, exposure=True)
             self._check_not_empty(spec, {n: f.rows for n, f in files.items()}, facts)
             metadata["transformation_statistics"] = fit_on_file(self.view.transformations,
                                                                    files["train"].path)
+            metadata["extra"]["late_data"] = facts.pop("late_data", None)
             metadata.update(facts)
             for name, split_file in files.items():
                 metadata["splits"][name] = {
