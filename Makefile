@@ -57,6 +57,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/insert.py
 	$(PY) bench/pit_join.py
+	$(PY) bench/as_known_join.py --rows 200000 --entities 20000
 	$(PY) bench/td_read.py
 	$(PY) bench/train.py
 

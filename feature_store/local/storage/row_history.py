@@ -42,6 +42,9 @@ VID = "__fstrain_vid"
 ENDED = "__fstrain_ended"
 _VERSION = "__fstrain_v"
 _PUT = "__fstrain_put"
+#: an event that may cancel against an identical one of the same commit (update images, and
+#: every event of a replay); the change data feed's inserts and deletes never do
+_PAIRED = "__fstrain_paired"
 #: row-version tables kept in memory (most recently used)
 MAX_HISTORIES = 8
 
@@ -89,7 +92,9 @@ def _build(table: DeltaFeatureTable, commit: int, upsert_key: list[str],
 def _events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, commit: int,
             schema: pa.Schema) -> pa.Table:
     """Row events (the columns at ``commit``, :data:`_VERSION`, :data:`_PUT`), identical put
-    and end of one row in one commit cancelled."""
+    and end of one row in one commit cancelled. Only :data:`_PAIRED` events are compared (a
+    merge's update images of rows it matched but left as they were), so a history of inserts
+    costs no comparison of whole rows."""
     raw = None
     if commit > 0 and has_change_feed(table):
         raw = _feed_events(table, commit, schema)
@@ -97,13 +102,16 @@ def _events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, commit: in
         raw = _replayed_events(con, table, commit, schema)
     con.register("__fstrain_events", raw)
     cols = ", ".join([*(engine_q(f.name) for f in schema), engine_q(_VERSION)])
+    put, paired = engine_q(_PUT), engine_q(_PAIRED)
     sql = (f"WITH e AS (SELECT * FROM __fstrain_events), "
-           f"p AS (SELECT {cols} FROM e WHERE {engine_q(_PUT)} EXCEPT ALL "
-           f"SELECT {cols} FROM e WHERE NOT {engine_q(_PUT)}), "
-           f"d AS (SELECT {cols} FROM e WHERE NOT {engine_q(_PUT)} EXCEPT ALL "
-           f"SELECT {cols} FROM e WHERE {engine_q(_PUT)}) "
-           f"SELECT *, TRUE AS {engine_q(_PUT)} FROM p UNION ALL "
-           f"SELECT *, FALSE AS {engine_q(_PUT)} FROM d")
+           f"p AS (SELECT {cols} FROM e WHERE {put} AND {paired} EXCEPT ALL "
+           f"SELECT {cols} FROM e WHERE NOT {put} AND {paired}), "
+           f"d AS (SELECT {cols} FROM e WHERE NOT {put} AND {paired} EXCEPT ALL "
+           f"SELECT {cols} FROM e WHERE {put} AND {paired}) "
+           f"SELECT *, TRUE AS {put} FROM p UNION ALL "
+           f"SELECT {cols}, TRUE AS {put} FROM e WHERE {put} AND NOT {paired} UNION ALL "
+           f"SELECT *, FALSE AS {put} FROM d UNION ALL "
+           f"SELECT {cols}, FALSE AS {put} FROM e WHERE NOT {put} AND NOT {paired}")
     try:
         return con.sql(sql).to_arrow_table()
     finally:
@@ -127,9 +135,16 @@ def _feed_events(table: DeltaFeatureTable, commit: int, schema: pa.Schema) -> pa
         return None
     kind = feed.column("_change_type").cast(pa.string())
     put = pc.is_in(kind, pa.array(["insert", "update_postimage"]))
-    columns = [_column(feed, f) for f in schema]
     version = feed.column("_commit_version").cast(pa.int64())
-    return pa.table([*columns, version, put], names=[*schema.names, _VERSION, _PUT])
+    # update images pair up; so may the inserts and deletes of a commit holding both (an
+    # overwrite that wrote a row back as it was)
+    both = set(pc.unique(pc.filter(version, pc.equal(kind, "delete"))).to_pylist()) & set(
+        pc.unique(pc.filter(version, pc.equal(kind, "insert"))).to_pylist())
+    paired = pc.or_(pc.is_in(kind, pa.array(["update_preimage", "update_postimage"])),
+                    pc.is_in(version, pa.array(sorted(both), pa.int64())))
+    columns = [_column(feed, f) for f in schema]
+    return pa.table([*columns, version, put, paired],
+                    names=[*schema.names, _VERSION, _PUT, _PAIRED])
 
 
 def _column(data: pa.Table, field: pa.Field) -> Any:
@@ -154,7 +169,8 @@ def _replayed_events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, c
                 parts.append(_read_files(con, table, chosen, schema, version, put))
         before = files
     empty = pa.table([*(pa.array([], f.type) for f in schema), pa.array([], pa.int64()),
-                      pa.array([], pa.bool_())], names=[*schema.names, _VERSION, _PUT])
+                      pa.array([], pa.bool_()), pa.array([], pa.bool_())],
+                     names=[*schema.names, _VERSION, _PUT, _PAIRED])
     return pa.concat_tables([empty, *parts]) if parts else empty
 
 
@@ -176,8 +192,9 @@ def _read_files(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, files:
     columns = [_column(data, f) if f.name in present else pa.nulls(data.num_rows, f.type)
                for f in schema]
     return pa.table([*columns, pa.array([version] * data.num_rows, pa.int64()),
-                     pa.array([put] * data.num_rows, pa.bool_())],
-                    names=[*schema.names, _VERSION, _PUT])
+                     pa.array([put] * data.num_rows, pa.bool_()),
+                     pa.array([True] * data.num_rows, pa.bool_())],  # a replay compares all
+                    names=[*schema.names, _VERSION, _PUT, _PAIRED])
 
 
 def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schema,
