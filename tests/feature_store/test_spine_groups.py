@@ -168,3 +168,35 @@ def test_a_bad_spine_for_a_view_is_refused_before_anything_runs(fs, view):
         view.get_batch_data(spine=[["a", 1]])
     assert view.get_training_datasets() == []
     assert not (fs.root / "spines").exists()
+
+
+def test_scoring_rows_need_no_label_column(fs, view, card):
+    scoring = _spine_df().drop(columns=["y"])
+    out = view.get_batch_data(spine=scoring)
+    assert out["spend"].tolist()[:3] == [2.0, 3.0, 4.0] and "y" not in out.columns
+    fs.create_feature_view("over_spine", version=1, labels=["y"],
+                           query=_spine(fs).select_all().join(card.select(["spend"])))
+    over = fs.get_feature_view("over_spine", version=1)
+    assert over.get_batch_data(spine=scoring)["spend"].tolist()[:3] == [2.0, 3.0, 4.0]
+    with pytest.raises(SchemaMismatchError, match="column 'y' is missing"):
+        over.training_data(spine=scoring)  # training rows do need their labels
+
+
+def test_an_extra_filter_on_the_root_reads_the_spine_in_its_place(fs, view, card):
+    labels = fs.get_feature_group("labels", version=1)
+    X, y = view.training_data(spine=_spine_df(), extra_filter=labels.y == 1)
+    assert y["y"].tolist() == [1, 1] and X["spend"].tolist() == [3.0, 4.0]
+    card.insert(pd.DataFrame({"card": ["b"], "ts": _t([11.5]), "spend": [7.0]}))
+    X1, y1 = view.get_training_data(1)
+    pd.testing.assert_frame_equal(X, X1)
+
+
+def test_a_spine_version_of_an_as_known_view_records_both(fs, card):
+    labels = fs.get_or_create_feature_group("labels", version=1, primary_key=["card"],
+                                            event_time="ts")
+    labels.insert(pd.DataFrame({"card": ["b"], "ts": _t([30]), "y": [1]}))
+    fv = fs.create_feature_view("known", version=1, labels=["y"], as_known=True,
+                                query=labels.select_all().join(card.select(["spend"])))
+    fv.training_data(spine=_spine_df())
+    extra = fv.get_training_dataset(1).extra
+    assert extra["as_known"] is True and extra["spine"]["rows"] == 4

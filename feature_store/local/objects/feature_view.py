@@ -220,21 +220,26 @@ class FeatureView(ViewLogging, TaggedEntity):
 
     def _td_over(self, query: QuerySpec) -> TrainingDataStore:
         """The store of this view's training datasets, reading ``query`` (the view's query, or
-        it anchored on a spine)."""
+        it anchored on a spine in its root's place)."""
         from feature_store.local.training_data.store import TrainingDataStore  # loads pandas
 
+        root = self.root_feature_group
+        replaced = (None if (query.group.name, query.group.version) == (root.name, root.version)
+                    else (root.name, root.version))
         data = ViewData(self.name, self.version, self.id, query,
                         tuple(self.labels), dict(self.label_fill_values),
-                        tuple(self.transformation_functions), self.as_known)
+                        tuple(self.transformation_functions), self.as_known, replaced)
         return TrainingDataStore(data, self._store.catalog, self._store.root)
 
-    def _spine_query(self, spine: Any) -> tuple[QuerySpec, dict[str, Any] | None]:
+    def _spine_query(self, spine: Any, optional: frozenset[str] = frozenset(),
+                     ) -> tuple[QuerySpec, dict[str, Any] | None]:
         """The view's frozen query, anchored on ``spine`` when one is given (see
-        :mod:`~feature_store.local.objects.view_spine`), and the spine's record."""
+        :mod:`~feature_store.local.objects.view_spine`; ``optional``: root columns the spine
+        may lack), and the spine's record."""
         group = resolve_spine(self.owner, self._store, self.root_feature_group, spine)
         if group is None:
             return self.query.frozen(), None
-        return anchored(self.query.frozen(), group)
+        return anchored(self.query.frozen(), group, optional)
 
     def _make_spec(self, three_way: bool | None, seed: int, split: str | None, **kwargs: Any) -> Any:
         return split_spec(self.owner, self.labels, {f.name for f in self._output_features},
@@ -630,7 +635,8 @@ class FeatureView(ViewLogging, TaggedEntity):
         self.require_saved()
         check_options(self.owner, "read_options", read_options, {})
         self._check_read_guarantees()
-        query, _ = self._spine_query(spine)
+        query, _ = self._spine_query(  # scoring rows need no labels
+            spine, frozenset(self.labels) | frozenset(self.training_helper_columns))
         start_time, end_time = scheduler_bounds(start_time, end_time)
         frame, root_columns = read_window(query, start_time, end_time)
         stats: dict[str, Any] = {}

@@ -54,21 +54,39 @@ def resolve_spine(owner: str, store: StoreHost, root: QueryGroup, spine: Any) ->
             f"{owner}: spine= takes a spine group (fs.get_or_create_spine_group(...)) or a "
             f"dataframe. Got {type(spine).__name__} instead."
         )
-    if root_is_spine:
+    if root_is_spine and _has_columns(spine, [f.name for f in root.features]):
         group = store.spine_group_of(root.name, root.version)
-        group.dataframe = spine
+        group.dataframe = spine  # conformed to the recorded columns
         return group
+    if root_is_spine:  # a subset of its columns (batch data needs no labels): checked by use
+        return SpineGroup.from_rows(store, root.name, root.version,
+                                    primary_key=list(root.primary_key),
+                                    event_time=root.event_time, dataframe=spine)
     return SpineGroup.from_rows(store, f"{root.name}_spine", root.version,
                                 primary_key=list(root.primary_key), event_time=root.event_time,
                                 dataframe=spine)
 
 
-def anchored(query: QuerySpec, spine: SpineGroup) -> tuple[QuerySpec, dict[str, Any]]:
+def _has_columns(data: Any, names: list[str]) -> bool:
+    """Whether a dataframe (or Arrow table) has every column of ``names`` (case as stored)."""
+    columns = getattr(data, "columns", None)
+    if columns is None:
+        columns = getattr(data, "column_names", [])
+    present = {str(c).lower() for c in columns}
+    return all(n in present for n in names)
+
+
+def anchored(query: QuerySpec, spine: SpineGroup, optional: frozenset[str] = frozenset(),
+             ) -> tuple[QuerySpec, dict[str, Any]]:
     """``query`` rooted at ``spine`` (checked first: see :func:`with_root`; only then are the
     spine's rows stored, content-addressed), and the spine's record for a training-dataset
-    version."""
+    version. Root columns in ``optional`` (a batch read's labels and training helpers) are
+    dropped from the query when the spine has none of that name."""
     group = GroupSpec(spine.name, spine.version, tuple(spine.primary_key), spine.event_time, (),
                       tuple(Column.of(f) for f in spine.features), "")
+    names = {c.name for c in group.columns}
+    query = dataclasses.replace(query, features=tuple(
+        f for f in query.features if f in names or f not in optional))
     checked = with_root(query, group)
     group = dataclasses.replace(group, table_path=str(spine.table_path))
     return (dataclasses.replace(checked, group=group),

@@ -62,7 +62,8 @@ def with_root(query: QuerySpec, spine: GroupSpec) -> QuerySpec:
         right = join.query.group
         for lk, rk in zip(join.left_on, join.right_on, strict=True):
             _check_key(owner, spine.get_feature(lk), right, right.get_feature(rk))
-    return dataclasses.replace(query, group=spine, filter=_retarget(query.filter, root, spine))
+    return dataclasses.replace(query, group=spine, filter=retarget(
+        query.filter, (root.name, root.version), (spine.name, spine.version)))
 
 
 def _family(type_name: str) -> str:
@@ -83,15 +84,17 @@ def _check_key(owner: str, column: Column, right: GroupSpec, right_column: Colum
         )
 
 
-def _retarget(f: FilterSpec | None, old: GroupSpec, new: GroupSpec) -> FilterSpec | None:
-    """A filter with the old root's conditions moved onto the spine."""
+def retarget(f: FilterSpec | None, old: tuple[str, int], new: tuple[str, int]
+             ) -> FilterSpec | None:
+    """A filter with the conditions on group ``old`` (name, version: the replaced root) read
+    on group ``new`` (the spine), by column name."""
     if f is None:
         return None
     if isinstance(f, Conjunction):
-        return Conjunction(f.op, _retarget(f.left, old, new) or f.left,
-                           _retarget(f.right, old, new) or f.right)
-    if f.group == (old.name, old.version):
-        return dataclasses.replace(f, group=(new.name, new.version))
+        return Conjunction(f.op, retarget(f.left, old, new) or f.left,
+                           retarget(f.right, old, new) or f.right)
+    if f.group == old:
+        return dataclasses.replace(f, group=new)
     return f
 
 

@@ -35,7 +35,7 @@ from feature_store.local.query import late_data
 from feature_store.local.query.pit import compile_query
 from feature_store.local.query.query_plan import plan
 from feature_store.local.query.query_spec import FilterSpec, filter_from_dict
-from feature_store.local.query.spine_root import spine_group_spec, with_root
+from feature_store.local.query.spine_root import retarget, spine_group_spec, with_root
 from feature_store.local.readers.split_files import (
     file_sha256,
     read_split,
@@ -141,7 +141,11 @@ class TrainingDataStore(VersionChecks):
                  pins: dict[str, int] | None) -> tuple[Any, dict[str, int], dict[str, str]]:
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
         keys and event time are in its output."""
-        query = self.view.query.filtered(filter_spec(extra_filter))
+        extra = filter_spec(extra_filter)
+        if self.view.replaced_root is not None:  # anchored on a spine: it stands for the root
+            root = self.view.query.group
+            extra = retarget(extra, self.view.replaced_root, (root.name, root.version))
+        query = self.view.query.filtered(extra)
         if self.view.as_known:  # the view's joins are stored as-known; this only re-asserts it
             query = query.known_as_of_labels()
         pinned = query.resolved(pins)
@@ -478,7 +482,7 @@ class TrainingDataStore(VersionChecks):
                                   data_format=data_format, description=description,
                                   extra_filter=extra_filter)
         if spine is not None:
-            metadata["extra"] = {"spine": spine}
+            metadata.setdefault("extra", {})["spine"] = spine
         stats = statistics_enabled(statistics_config)
         window = {"start_time": start_time, "end_time": end_time, "extra_filter": extra_filter}
         converted = None
@@ -641,7 +645,9 @@ class TrainingDataStore(VersionChecks):
         if not record:
             return self
         group = spine_group_spec(record, spine_path(self.store_root, record["sha256"]))
-        view = dataclasses.replace(self.view, query=with_root(self.view.query, group))
+        root = self.view.query.group
+        view = dataclasses.replace(self.view, query=with_root(self.view.query, group),
+                                   replaced_root=(root.name, root.version))
         return TrainingDataStore(view, self.catalog, self.store_root)
 
     def read_splits(self, version: int, *, verify: bool = False) -> tuple[TrainingDataset, dict[str, pa.Table]]:

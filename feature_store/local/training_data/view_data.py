@@ -30,6 +30,9 @@ class ViewData:
     transformations: tuple[Any, ...] = ()
     #: the view was created with ``as_known=True`` (recorded with every version)
     as_known: bool = False
+    #: (name, version) of the view's root when ``query`` is anchored on a spine in its place:
+    #: extra filters on it are read on the spine
+    replaced_root: tuple[str, int] | None = None
 
     @property
     def owner(self) -> str:
