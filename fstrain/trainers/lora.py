@@ -2,12 +2,15 @@
 
 X holds the ``prompt`` column, y the reference ``response``. The base model is a local
 checkpoint (``params.base_model``) or a generated tiny Llama (:mod:`fstrain.trainers.lora_base`).
-PEFT adds LoRA adapters (rank ``rank``, scale ``alpha``) on the attention projections; only the
-adapters train. The loop: AdamW, gradient accumulation over ``grad_accum_steps`` micro-batches,
-a cosine schedule with linear warm-up (``warmup_ratio``), gradient clipping at 1.0, bf16
+PEFT adds LoRA adapters (rank ``rank``, scale ``alpha``) on the attention projections, of every
+layer or of the ``top_layers`` last ones (the backward pass then stops at the lowest adapted
+layer); only the adapters train. The loop: AdamW, gradient accumulation over ``grad_accum_steps`` micro-batches,
+a cosine schedule with linear warm-up (``warmup_ratio``) over at most ``max_steps`` optimizer
+steps when set (training stops there, mid-epoch if need be), gradient clipping at 1.0, bf16
 autocast on a GPU that supports it (fp32 otherwise); the loss covers the response tokens only.
 After each epoch the validation loss is measured; early stopping keeps the best epoch's
-adapters (``early_stopping_rounds`` epochs of patience). Seeds: the run seed drives the adapter
+adapters (``early_stopping_rounds`` epochs of patience); the base without its adapter is scored
+on the validation rows too (``base_perplexity``). Seeds: the run seed drives the adapter
 initialisation, dropout and shuffling inside a forked RNG (the global RNG is left as it was).
 """
 
@@ -36,7 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "rank": 8, "alpha": 16, "dropout": 0.05, "target_modules": None, "max_length": 192,
     "epochs": 3, "batch_size": 8, "grad_accum_steps": 2, "lr": 2e-3, "warmup_ratio": 0.1,
     "weight_decay": 0.0, "max_new_tokens": 16, "vocab_size": 512, "hidden_size": 64,
-    "layers": 2, "base_model": None,
+    "layers": 2, "base_model": None, "max_steps": None, "top_layers": None,
 }
 
 
@@ -72,10 +75,15 @@ def _peft(model: Any, p: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
 
     targets = p["target_modules"] or attention_projections(model)
+    top = p["top_layers"]
+    depth = int(getattr(model.config, "num_hidden_layers", 0) or 0)
+    # only the top layers adapted: the backward pass stops at the lowest one (cheaper on a CPU)
+    layers = (list(range(max(depth - int(top), 0), depth)) if top and depth > int(top)
+              else None)
     # peft annotates lora_alpha as int but only divides it by r: a float scale is kept as given
     config = LoraConfig(r=int(p["rank"]), lora_alpha=float(p["alpha"]),  # type: ignore[arg-type]
                         lora_dropout=float(p["dropout"]), target_modules=list(targets),
-                        task_type="CAUSAL_LM", bias="none")
+                        task_type="CAUSAL_LM", bias="none", layers_to_transform=layers)
     return get_peft_model(model, config), list(targets)
 
 
@@ -97,8 +105,10 @@ def _evaluate(model: Any, rows: list[Any], p: dict[str, Any], pad: int, device: 
 
 
 def _epoch(model: Any, rows: list[Any], order: list[int], opt: Any, sched: Any,
-           p: dict[str, Any], pad: int, device: str, dtype: Any) -> float:
-    """One pass over the train rows with gradient accumulation; mean micro-batch loss."""
+           p: dict[str, Any], pad: int, device: str, dtype: Any, steps_left: float
+           ) -> tuple[float, int]:
+    """One pass over the train rows with gradient accumulation, stopping after ``steps_left``
+    optimizer steps; the mean micro-batch loss and the optimizer steps taken."""
     import torch
 
     from fstrain.trainers.lora_predictor import collate
@@ -106,7 +116,7 @@ def _epoch(model: Any, rows: list[Any], order: list[int], opt: Any, sched: Any,
     model.train()
     size, accum = int(p["batch_size"]), int(p["grad_accum_steps"])
     batches = [order[i:i + size] for i in range(0, len(order), size)]
-    losses = []
+    losses, steps = [], 0
     for i, idx in enumerate(batches):
         batch = {k: v.to(device) for k, v in collate([rows[j] for j in idx], pad).items()}
         with torch.autocast(device, dtype=dtype, enabled=dtype is not None):
@@ -119,7 +129,10 @@ def _epoch(model: Any, rows: list[Any], order: list[int], opt: Any, sched: Any,
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-    return sum(losses) / max(len(losses), 1)
+            steps += 1
+            if steps >= steps_left:
+                break
+    return sum(losses) / max(len(losses), 1), steps
 
 
 def train_lora(config: TrainConfig, X_train: pd.DataFrame, y_train: pd.DataFrame,
@@ -151,8 +164,10 @@ def train_lora(config: TrainConfig, X_train: pd.DataFrame, y_train: pd.DataFrame
         train_rows, val_rows = enc(X_train, y_tr), enc(X_val, y_va)
         history, best = _loop(config, model, train_rows, val_rows, p, tokenizer.pad_token_id,
                               device, dtype, report)
+        with model.disable_adapter():
+            base_loss = _evaluate(model, val_rows, p, tokenizer.pad_token_id, device, dtype)
     return _result(config, model, tokenizer, identity, folder, p, targets, history, best,
-                   len(val_rows), device, dtype, time.perf_counter() - t0)
+                   len(val_rows), device, dtype, time.perf_counter() - t0, base_loss=base_loss)
 
 
 def _loop(config: TrainConfig, model: Any, train_rows: list[Any], val_rows: list[Any],
@@ -167,16 +182,23 @@ def _loop(config: TrainConfig, model: Any, train_rows: list[Any], val_rows: list
     opt = torch.optim.AdamW(trainable, lr=float(p["lr"]), weight_decay=float(p["weight_decay"]))
     steps = math.ceil(math.ceil(len(train_rows) / int(p["batch_size"]))
                       / int(p["grad_accum_steps"])) * int(p["epochs"])
+    steps = min(steps, int(p["max_steps"] or steps))
     sched = get_cosine_schedule_with_warmup(opt, int(float(p["warmup_ratio"]) * steps), steps)
     shuffle = torch.Generator().manual_seed(config.seed)
     history: list[dict[str, Any]] = []
     best, best_loss, best_state = 0, math.inf, None
+    done = 0
     for epoch in range(int(p["epochs"])):
+        if done >= steps:
+            break
         order = torch.randperm(len(train_rows), generator=shuffle).tolist()
-        train_loss = _epoch(model, train_rows, order, opt, sched, p, pad, device, dtype)
+        train_loss, taken = _epoch(model, train_rows, order, opt, sched, p, pad, device, dtype,
+                                   steps - done)
+        done += taken
         val_loss = _evaluate(model, val_rows, p, pad, device, dtype)
         row = {"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
-               "val_perplexity": math.exp(val_loss), "lr": sched.get_last_lr()[0]}
+               "val_perplexity": math.exp(val_loss), "lr": sched.get_last_lr()[0],
+               "steps": done}
         history.append(row)
         if report is not None:
             report(row)
@@ -193,7 +215,7 @@ def _loop(config: TrainConfig, model: Any, train_rows: list[Any], val_rows: list
 def _result(config: TrainConfig, model: Any, tokenizer: Any, identity: dict[str, Any],
             folder: Path | None, p: dict[str, Any], targets: list[str],
             history: list[dict[str, Any]], best: int, n_val: int, device: str, dtype: Any,
-            seconds: float) -> TrainResult:
+            seconds: float, *, base_loss: float) -> TrainResult:
     from fstrain.trainers.lora_predictor import LoraPredictor
 
     trainable = sum(q.numel() for q in model.parameters() if q.requires_grad)
@@ -204,7 +226,9 @@ def _result(config: TrainConfig, model: Any, tokenizer: Any, identity: dict[str,
     predictor = LoraPredictor(model=model.cpu(), tokenizer=tokenizer, base=identity,
                               params=params, base_folder=folder)
     val_loss = history[best]["val_loss"]
-    metrics = {"loss": val_loss, "perplexity": math.exp(val_loss), "n": float(n_val)}
+    metrics = {"loss": val_loss, "perplexity": math.exp(val_loss), "n": float(n_val),
+               "base_loss": base_loss, "base_perplexity": math.exp(base_loss),
+               "steps": float(history[-1]["steps"])}
     curves = from_history(history, unit="epoch", loss="loss", metric="perplexity", mode="min",
                           step_key="epoch", best_step=best, extra_keys={"lr": "lr"},
                           notes=["loss: mean negative log-likelihood per response token "

