@@ -364,4 +364,20 @@ def _ref(model: Any, card: Any, event: dict[str, Any]) -> ValidationRef:
                          None if value is None else float(value),
                          str(Path(model.model_path) / event_dir(event["seq"]) / "scorecard.html"),
                          failing_gates=tuple(event["failing_gates"]), run=event["seq"],
-                         deviations=tuple(event.get("policy_deviation") or ()))
+                         deviations=tuple(event.get("policy_deviation") or ()),
+                         versus_baseline=versus_base_model(card.metrics))
+
+
+def versus_base_model(metrics: dict[str, Any]) -> str | None:
+    """A fine-tuned language model's perplexity and exact match beside its base model's
+    (without the adapter) on the same test rows; None for other tasks."""
+    if metrics.get("base_perplexity") is None:
+        return None
+
+    def figure(value: Any) -> str:
+        return "n/a" if value is None else f"{float(value):.2f}"
+
+    return (f"perplexity {figure(metrics.get('perplexity'))} with the adapter vs "
+            f"{figure(metrics['base_perplexity'])} for the base without it; exact match "
+            f"{figure(metrics.get('exact_match'))} vs {figure(metrics.get('base_exact_match'))} "
+            f"on {int(metrics.get('exact_match_rows') or 0)} short-answer test rows")

