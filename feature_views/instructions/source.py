@@ -6,8 +6,11 @@ per problem —
 
 - ``humaneval/solution``: the prompt is the problem (signature and docstring), the response its
   canonical solution (the function body);
-- ``humaneval/entry_point``: a short-answer task, "Which function does this code define?", whose
-  response is the entry-point name — the small task model validation scores by exact match.
+- ``humaneval/entry_point``: a short-answer task: the problem's code without its docstrings,
+  then "Which function should be implemented here? Answer with its name only."; the response is
+  the entry-point name (always the last ``def`` of the code, the one without a body) — short
+  and deterministic, the task model validation scores by exact match. The question comes after
+  the code, so a prompt cut to fit a sequence length keeps it.
 
 The data set has no time of its own: ``created_at`` is assigned (2021-07-07, the data set's
 publication day, plus the problem number in minutes), fixed per record, so reloads are identical.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from datetime import datetime
 from functools import lru_cache
 
@@ -29,7 +33,15 @@ __all__ = ["FEATURE_GROUPS", "LOAD_OPTIONS", "SOURCES", "load"]
 
 SOURCES = ("humaneval/solution", "humaneval/entry_point")
 _BASE_TIME = pd.Timestamp("2021-07-07", tz="UTC")
-_ENTRY_QUESTION = "Which function does this code define? Answer with its name only.\n\n"
+_ENTRY_QUESTION = "\n\nWhich function should be implemented here? Answer with its name only."
+_DOCSTRING = re.compile(r'("""|\'\'\').*?\1', flags=re.S)
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+
+
+def _entry_prompt(problem: str) -> str:
+    """The problem's code without docstrings or blank lines, then the question."""
+    code = _BLANK_LINES.sub("\n", _DOCSTRING.sub("", problem)).strip()
+    return code + _ENTRY_QUESTION
 
 
 def _e(kind: str, **kwargs: object) -> Expectation:
@@ -80,7 +92,7 @@ def _records() -> pd.DataFrame:
                      "prompt": p["prompt"], "response": p["canonical_solution"],
                      "source": SOURCES[0], "tags": "python,code,completion"})
         rows.append({"instruction_id": f"{p['task_id']}#entry_point", "created_at": created,
-                     "prompt": _ENTRY_QUESTION + p["prompt"], "response": p["entry_point"],
+                     "prompt": _entry_prompt(p["prompt"]), "response": p["entry_point"],
                      "source": SOURCES[1], "tags": "python,code,short-answer"})
     frame = pd.DataFrame(rows, columns=list(INSTRUCTIONS.columns))
     frame["created_at"] = frame["created_at"].astype("datetime64[ns, UTC]")

@@ -130,8 +130,7 @@ MODEL_PARAMS: dict[str, frozenset[str]] = {
     "lora": frozenset(
         {"base_model", "rank", "alpha", "dropout", "target_modules", "max_length", "epochs",
          "batch_size", "grad_accum_steps", "lr", "warmup_ratio", "weight_decay",
-         "max_new_tokens", "vocab_size", "hidden_size", "layers", "max_steps",
-         "top_layers"}
+         "max_new_tokens", "vocab_size", "hidden_size", "layers", "max_steps"}
     ),
 }
 
@@ -162,7 +161,6 @@ PARAM_RANGES: dict[str, tuple[bool, float, bool, float | None]] = {
     "max_length": (True, 8, True, None), "grad_accum_steps": (True, 1, True, None),
     "lr": (False, 0, False, None), "warmup_ratio": (False, 0, True, 1),
     "max_new_tokens": (True, 1, True, None), "max_steps": (True, 1, True, None),
-    "top_layers": (True, 1, True, None),
     "vocab_size": (True, 64, True, None),
     "hidden_size": (True, 8, True, None), "layers": (True, 1, True, None),
     "hidden": (True, 1, True, None), "image_size": (True, 1, True, None),

@@ -2,9 +2,8 @@
 
 X holds the ``prompt`` column, y the reference ``response``. The base model is a local
 checkpoint (``params.base_model``) or a generated tiny Llama (:mod:`fstrain.trainers.lora_base`).
-PEFT adds LoRA adapters (rank ``rank``, scale ``alpha``) on the attention projections, of every
-layer or of the ``top_layers`` last ones (the backward pass then stops at the lowest adapted
-layer); only the adapters train. The loop: AdamW, gradient accumulation over ``grad_accum_steps`` micro-batches,
+PEFT adds LoRA adapters (rank ``rank``, scale ``alpha``) on the attention projections; only the
+adapters train. The loop: AdamW, gradient accumulation over ``grad_accum_steps`` micro-batches,
 a cosine schedule with linear warm-up (``warmup_ratio``) over at most ``max_steps`` optimizer
 steps when set (training stops there, mid-epoch if need be), gradient clipping at 1.0, bf16
 autocast on a GPU that supports it (fp32 otherwise); the loss covers the response tokens only.
@@ -39,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "rank": 8, "alpha": 16, "dropout": 0.05, "target_modules": None, "max_length": 192,
     "epochs": 3, "batch_size": 8, "grad_accum_steps": 2, "lr": 2e-3, "warmup_ratio": 0.1,
     "weight_decay": 0.0, "max_new_tokens": 16, "vocab_size": 512, "hidden_size": 64,
-    "layers": 2, "base_model": None, "max_steps": None, "top_layers": None,
+    "layers": 2, "base_model": None, "max_steps": None,
 }
 
 
@@ -75,15 +74,10 @@ def _peft(model: Any, p: dict[str, Any]) -> Any:
     from peft import LoraConfig, get_peft_model
 
     targets = p["target_modules"] or attention_projections(model)
-    top = p["top_layers"]
-    depth = int(getattr(model.config, "num_hidden_layers", 0) or 0)
-    # only the top layers adapted: the backward pass stops at the lowest one (cheaper on a CPU)
-    layers = (list(range(max(depth - int(top), 0), depth)) if top and depth > int(top)
-              else None)
     # peft annotates lora_alpha as int but only divides it by r: a float scale is kept as given
     config = LoraConfig(r=int(p["rank"]), lora_alpha=float(p["alpha"]),  # type: ignore[arg-type]
                         lora_dropout=float(p["dropout"]), target_modules=list(targets),
-                        task_type="CAUSAL_LM", bias="none", layers_to_transform=layers)
+                        task_type="CAUSAL_LM", bias="none")
     return get_peft_model(model, config), list(targets)
 
 
