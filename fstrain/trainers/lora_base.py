@@ -16,6 +16,7 @@ files (:func:`weights_sha256`); a predictor refuses a base whose weights changed
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,6 @@ PACKAGED_BASES: dict[str, tuple[str, str]] = {
 def packaged_base(name: str) -> Path | None:
     """The GGUF file of packaged base ``name``, or None when its wheel (or ``gguf``, which
     reads it) is not installed. Asks the installed packages; imports nothing."""
-    import importlib.util
-
     module, _ = PACKAGED_BASES[name]
     spec = importlib.util.find_spec(module)
     if spec is None or importlib.util.find_spec("gguf") is None:
