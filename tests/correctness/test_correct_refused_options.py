@@ -12,7 +12,6 @@ from feature_store.feature import Feature
 from fstrain.kernel.errors import AlreadyExistsError, InvalidArgumentError
 
 GROUP_OPTIONS = [
-    ("online_enabled", True),
     ("features", [Feature("id", "bigint")]),
     ("features", []),
     ("embedding_index", object()),

@@ -284,3 +284,27 @@ def test_local_view_methods_take_spine_where_the_sdk_does(method):
     assert [n for n in local if n in upto] == [n for n in upto if n in local]
     assert "spine" in local and local["spine"].default is None
     assert list(local).index("spine") < len(upto)  # nothing the SDK lacks pushed it back
+
+
+# -- the local backend takes the SDK's parameters ----------------------------------------------
+
+#: local methods a notebook calls as the SDK's: ``(local class, SDK class, method)``. Each takes
+#: the SDK's parameters in the SDK's order with its defaults (``**kwargs`` aside), so a
+#: positional or keyword call written for a cluster binds the same way here.
+LOCAL_AS_SDK = [
+    ("feature_store.local.objects.feature_view.FeatureView", "hsfs.feature_view.FeatureView", m)
+    for m in ("init_serving", "get_feature_vector", "get_feature_vectors", "transform")
+]
+
+
+def _named_parameters(func: Any) -> list[tuple[str, Any]]:
+    return [(p.name, p.default) for p in inspect.signature(func).parameters.values()
+            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+
+
+@pytest.mark.parametrize(("local", "sdk", "method"), LOCAL_AS_SDK,
+                         ids=[f"{s.rsplit('.', 1)[1]}.{m}" for _, s, m in LOCAL_AS_SDK])
+def test_local_methods_take_the_sdks_parameters_in_order_with_its_defaults(local, sdk, method):
+    ours = _named_parameters(getattr(resolve(local), method))
+    theirs = _named_parameters(getattr(resolve(sdk), method))
+    assert ours == theirs

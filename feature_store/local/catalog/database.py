@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS feature_groups (
     ingestion_policy TEXT,
     table_path TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    online_enabled INTEGER NOT NULL DEFAULT 0,
     UNIQUE (name, version)
 );
 CREATE TABLE IF NOT EXISTS spine_groups (
@@ -105,6 +106,33 @@ CREATE TABLE IF NOT EXISTS training_datasets (
 );
 """
 
+#: columns added after a catalog's tables were first created: ``(table, column, declaration)``.
+#: A catalog written before the column existed gets it on open (with its default), so old stores
+#: keep working without a migration step.
+_ADDED_COLUMNS = (
+    ("feature_groups", "online_enabled", "INTEGER NOT NULL DEFAULT 0"),
+)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Add the :data:`_ADDED_COLUMNS` a catalog lacks (read first: a current catalog takes no
+    write lock; a missing column is added under one, checked again there)."""
+
+    def missing() -> list[tuple[str, str, str]]:
+        return [(t, c, d) for t, c, d in _ADDED_COLUMNS
+                if c not in {r[1] for r in conn.execute(f"PRAGMA table_info({t})")}]
+
+    if not missing():
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for table, column, declaration in missing():
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
 
 def dumps(value: Any) -> str:
     """Canonical JSON for catalog columns (sorted keys, strict): ``±inf`` as the strings
@@ -148,6 +176,7 @@ class Database:
             conn = self._connect()
             try:
                 retry_busy(lambda: conn.executescript(_SCHEMA), _BUSY_TIMEOUT_S)
+                retry_busy(lambda: _add_missing_columns(conn), _BUSY_TIMEOUT_S)
             finally:
                 conn.close()
 

@@ -63,6 +63,7 @@ class FeatureGroup(TaggedEntity):
         fg_id: int | None = None,
         initial_tags: dict[str, Any] | None = None,
         ingestion_time: str | None = None,
+        online_enabled: bool = False,
     ) -> None:
         self._store = store
         self.name = name
@@ -81,6 +82,8 @@ class FeatureGroup(TaggedEntity):
         self._features = features or []
         self.id = fg_id
         self._initial_tags = dict(initial_tags or {})
+        # served by FeatureView.get_feature_vector(s) (the latest row per primary key)
+        self.online_enabled = bool(online_enabled)
         for f in self._features:
             f.feature_group = self
 

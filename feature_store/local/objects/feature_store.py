@@ -77,6 +77,7 @@ class FeatureStore(FeatureViewOperations):
         time_travel_format: str | None = None,
         call: str = "create_feature_group",
         ingestion_time: str | None = None,
+        online_enabled: bool = False,
     ) -> FeatureGroup:
         check_entity_name(name, "feature group")
         check_version(version, "feature group", name)
@@ -102,6 +103,7 @@ class FeatureStore(FeatureViewOperations):
             statistics_config=statistics_config,
             initial_tags=tags,
             ingestion_time=known,
+            online_enabled=_online_enabled(owner, online_enabled),
         )
         if expectation_suite is not None:
             fg.save_expectation_suite(
@@ -150,7 +152,7 @@ class FeatureStore(FeatureViewOperations):
         instead of the commit time (docs/concepts/joins.md).
         """
         refuse_unsupported(unsupported, "create_feature_group")
-        _refuse_ignored(name, "create_feature_group", online_enabled=online_enabled, features=features,
+        _refuse_ignored(name, "create_feature_group", features=features,
                         embedding_index=embedding_index, stream=stream,
                         hudi_precombine_key=hudi_precombine_key,
                         time_travel_format=time_travel_format)
@@ -165,7 +167,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
-            time_travel_format, "create_feature_group", ingestion_time,
+            time_travel_format, "create_feature_group", ingestion_time, online_enabled,
         )
 
     def get_or_create_feature_group(
@@ -194,7 +196,7 @@ class FeatureStore(FeatureViewOperations):
         else a new, lazily created one (``time_travel_format="HUDI"`` warns, as on
         :meth:`create_feature_group`, only when the group is new)."""
         refuse_unsupported(unsupported, "get_or_create_feature_group")
-        _refuse_ignored(name, "get_or_create_feature_group", online_enabled=online_enabled, features=features,
+        _refuse_ignored(name, "get_or_create_feature_group", features=features,
                         embedding_index=embedding_index, stream=stream,
                         hudi_precombine_key=hudi_precombine_key,
                         time_travel_format=time_travel_format)
@@ -205,7 +207,7 @@ class FeatureStore(FeatureViewOperations):
         return self._new_feature_group(
             name, version, primary_key, event_time, description, partition_key, foreign_key,
             expectation_suite, statistics_config, tags, validation_ingestion_policy,
-            time_travel_format, "get_or_create_feature_group", ingestion_time,
+            time_travel_format, "get_or_create_feature_group", ingestion_time, online_enabled,
         )
 
     def get_feature_group(self, name: str, version: int | None = None) -> FeatureGroup:
@@ -345,6 +347,7 @@ class FeatureStore(FeatureViewOperations):
             features=features,
             fg_id=row["id"],
             ingestion_time=row["ingestion_time"],
+            online_enabled=bool(row["online_enabled"]),
         )
 
 
@@ -375,8 +378,17 @@ def _ingestion_time(owner: str, column: str | None, primary_key: list[str],
     return name
 
 
+def _online_enabled(owner: str, value: Any) -> bool:
+    """``online_enabled`` as the SDK takes it (a bool): an online-enabled group is served by
+    ``FeatureView.get_feature_vector(s)`` from its latest row per primary key."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"{owner}: online_enabled must be True or False. Got {value!r} instead."
+        )
+    return value
+
+
 _IGNORED_HELP = {
-    "online_enabled": "the local backend has only the offline store; drop online_enabled=True",
     "features": "the schema is taken from the first insert; drop features= and insert a "
                 "DataFrame with those columns",
     "embedding_index": "the local backend has no vector index; drop embedding_index=",
@@ -397,7 +409,7 @@ def _refuse_ignored(name: str, call: str, **options: Any) -> None:
     for option, value in options.items():
         if option == "time_travel_format":
             given = value is not None and str(value).upper() not in _TIME_TRAVEL_FORMATS
-        elif option in ("online_enabled", "stream"):
+        elif option == "stream":
             given = bool(value)
         else:
             given = value is not None

@@ -25,6 +25,7 @@ from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.objects.view_checks import check_prohibited
 from feature_store.local.objects.view_logging import ViewLogging
 from feature_store.local.objects.view_spine import anchored, resolve_spine
+from feature_store.local.objects.view_serving import ViewServing
 from feature_store.local.objects.view_reads import (
     read_window,
     refuse_destination,
@@ -54,7 +55,7 @@ _SPLIT_NAMES_2 = ("train", "test")
 _SPLIT_NAMES_3 = ("train", "validation", "test")
 
 
-class FeatureView(ViewLogging, TaggedEntity):
+class FeatureView(ViewServing, ViewLogging, TaggedEntity):
     """A versioned, validated view over a query, with training-dataset versions."""
 
     _TAG_KIND = "fv"
@@ -685,24 +686,6 @@ class FeatureView(ViewLogging, TaggedEntity):
         functions = sdk.model_dependent_transformation_functions(
             list(self.transformation_functions), stats)
         return SimpleNamespace(model_dependent_transformation_functions=functions)
-
-    def _online_only(self, call: str) -> InvalidArgumentError:
-        return InvalidArgumentError(
-            f"{self.owner}: {call}() serves feature vectors from the online store, which only a "
-            "Hopsworks cluster has. Use get_batch_data() for batch inference locally."
-        )
-
-    def init_serving(self, *args: Any, **kwargs: Any) -> None:
-        """Cluster-only (online store): refused locally with a clear error."""
-        raise self._online_only("init_serving")
-
-    def get_feature_vector(self, *args: Any, **kwargs: Any) -> Any:
-        """Cluster-only (online store): refused locally with a clear error."""
-        raise self._online_only("get_feature_vector")
-
-    def get_feature_vectors(self, *args: Any, **kwargs: Any) -> Any:
-        """Cluster-only (online store): refused locally with a clear error."""
-        raise self._online_only("get_feature_vectors")
 
     def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
         """The inference helper columns for ``[start_time, end_time)``."""

@@ -59,7 +59,7 @@ def insert(catalog: Catalog, fg: StoredGroup, schema: pa.Schema) -> tuple[int, l
         "statistics_config": dumps(fg.statistics_config),
         "expectation_suite": dumps(fg.expectation_suite) if fg.expectation_suite else None,
         "ingestion_policy": fg.validation_ingestion_policy, "table_path": str(table.path),
-        "created_at": utc_now().isoformat(),
+        "created_at": utc_now().isoformat(), "online_enabled": int(bool(fg.online_enabled)),
     }
 
     def create_table() -> None:  # inside the catalog's write transaction

@@ -31,6 +31,7 @@ class StoredGroup(Protocol):
     partition_key: list[str]
     foreign_key: list[str]
     statistics_config: dict[str, Any]
+    online_enabled: bool
     id: int | None
 
     @property
