@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feature_store.local.objects.sdk_conventions import refuse_unsupported
+from feature_store.local.query.serving import lookup, serving_keys
 from fstrain.kernel.errors import InvalidArgumentError, NotFoundError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,8 +241,6 @@ class ViewServing:
     def _vectors(self, entries: list[Any], passed: list[Any] | None, allow_missing: bool,
                  transform: bool) -> tuple[list[str], list[list[Any] | None]]:
         """``(columns, vectors)``: one vector (or ``None``) per entry."""
-        from feature_store.local.query.serving import lookup
-
         state = self._serving_state()
         spec = self.query.spec()
         columns = self._vector_columns
@@ -257,8 +256,6 @@ class ViewServing:
 
     def _checked_entry(self, spec: Any, entry: Any) -> dict[str, Any]:
         """A request's serving keys, checked: names the view serves by, the root key given."""
-        from feature_store.local.query.serving import serving_keys
-
         if not isinstance(entry, dict) or not entry:
             raise InvalidArgumentError(
                 f"{self.owner}: serving keys are a dict such as {{'{self._required(spec)[0]}': "
@@ -279,8 +276,6 @@ class ViewServing:
         return dict(entry)
 
     def _required(self, spec: Any) -> list[str]:
-        from feature_store.local.query.serving import serving_keys
-
         return serving_keys(spec)[0]
 
     def _checked_passed(self, passed: Any, columns: list[str]) -> dict[str, Any]:
