@@ -293,7 +293,9 @@ def test_local_view_methods_take_spine_where_the_sdk_does(method):
 #: positional or keyword call written for a cluster binds the same way here.
 LOCAL_AS_SDK = [
     ("feature_store.local.objects.feature_view.FeatureView", "hsfs.feature_view.FeatureView", m)
-    for m in ("init_serving", "get_feature_vector", "get_feature_vectors", "transform")
+    for m in ("init_serving", "get_feature_vector", "get_feature_vectors", "transform",
+              "enable_logging", "log", "read_log", "pause_logging", "resume_logging",
+              "materialize_log", "delete_log", "get_log_timeline")
 ]
 
 

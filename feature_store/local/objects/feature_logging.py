@@ -115,6 +115,7 @@ class FeatureLogger:
             if part is not None:
                 base = untransformed if untransformed is not None else pd.DataFrame(index=part.index)
                 untransformed = pd.concat([base, part], axis=1)
+        untransformed, transformed = (self._with_extra_columns(f) for f in (untransformed, transformed))
         rows = untransformed if untransformed is not None else transformed
         assert rows is not None  # refused above when both are missing
         n = len(rows)
@@ -149,6 +150,30 @@ class FeatureLogger:
             self._buffer(transformed_kind, pd.concat([frame, preds, meta], axis=1))
         if not self.fv.logging_paused:
             self.materialize()
+
+    def _with_extra_columns(self, frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        """``frame`` with every extra log column of the view (``enable_logging``), typed as
+        declared: a value given is cast (refused naming the column if it cannot be), a column
+        not given is missing values."""
+        from feature_store.local.objects.view_logging import LOG_COLUMN_TYPES
+
+        if frame is None or not self.fv.extra_log_columns:
+            return frame
+        frame = frame.copy()
+        for column in self.fv.extra_log_columns:
+            name, dtype = column["name"], LOG_COLUMN_TYPES[column["type"]]
+            values = frame[name] if name in frame.columns else pd.Series([None] * len(frame))
+            try:
+                if dtype.startswith("datetime"):
+                    frame[name] = pd.to_datetime(values, utc=True).astype(dtype)
+                else:
+                    frame[name] = values.astype(dtype)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgumentError(
+                    f"{self.fv.owner}: extra log column '{name}' is {column['type']}; its logged "
+                    f"values {values.head(3).tolist()} are not ({exc})."
+                ) from exc
+        return frame
 
     def _predictions(self, predictions: Any, n: int) -> pd.DataFrame:
         labels = self.fv.labels or ["label"]

@@ -23,7 +23,7 @@ from feature_store.local.objects.query import Query
 from feature_store.local.objects.sdk_conventions import convert_result, refuse_unsupported
 from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.objects.view_checks import check_prohibited
-from feature_store.local.objects.view_logging import ViewLogging
+from feature_store.local.objects.view_logging import ViewLogging, merge_log_columns
 from feature_store.local.objects.view_spine import anchored, resolve_spine
 from feature_store.local.objects.view_serving import ViewServing
 from feature_store.local.objects.view_reads import (
@@ -76,6 +76,7 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
         label_fill_values: dict[str, Any] | None = None,
         logging_enabled: bool = False,
         logging_paused: bool = False,
+        extra_log_columns: list[dict[str, str]] | None = None,
         fv_id: int | None = None,
         as_known: bool = False,
     ) -> None:
@@ -100,6 +101,7 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
         self.label_fill_values = dict(label_fill_values or {})
         self.id = fv_id
         self._logging = {"enabled": bool(logging_enabled), "paused": bool(logging_paused)}
+        self._extra_log_columns = merge_log_columns(self.owner, [], extra_log_columns)
         self._batch_scoring_version: int | None = None
         self._last_accessed_td: int | None = None
 
@@ -728,4 +730,5 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
             "logging_enabled": self.logging_enabled,
             "logging_paused": self.logging_paused,
             **({"as_known": True} if self.as_known else {}),
+            "extra_log_columns": self.extra_log_columns,
         }

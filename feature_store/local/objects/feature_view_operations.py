@@ -60,6 +60,7 @@ class FeatureViewOperations:
         logging_enabled: bool = False,
         tags: dict[str, Any] | None = None,
         as_known: bool = False,
+        extra_log_columns: list[Any] | None = None,
         **unsupported: Any,
     ) -> Any:
         """Create and save a feature view version (``version=None`` takes the next one).
@@ -99,7 +100,8 @@ class FeatureViewOperations:
             inference_helper_columns=_as_list(inference_helper_columns),
             transformation_functions=list(transformation_functions or []),
             prohibited_tags=_as_list(prohibited_tags), label_fill_values=label_fill_values,
-            logging_enabled=bool(logging_enabled), as_known=as_known,
+            logging_enabled=bool(logging_enabled or extra_log_columns),  # as the SDK
+            as_known=as_known, extra_log_columns=extra_log_columns,
         )
         validate_feature_view(fv)
         fv.id = self.catalog.insert_feature_view(
@@ -210,6 +212,7 @@ class FeatureViewOperations:
             logging_enabled=spec.get("logging_enabled", False),
             logging_paused=spec.get("logging_paused", False), fv_id=row["id"],
             as_known=spec.get("as_known", False),
+            extra_log_columns=spec.get("extra_log_columns"),
         )
 
     def feature_views_reading(self, name: str, version: int) -> list[str]:

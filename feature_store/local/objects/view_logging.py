@@ -26,6 +26,8 @@ class ViewLogging:
 
     _store: Any
     _logging: dict[str, bool]
+    #: ``[{"name", "type"}]`` of the extra log columns (:meth:`enable_logging`)
+    _extra_log_columns: list[dict[str, str]]
     _batch_scoring_version: int | None
     _last_accessed_td: int | None
 
@@ -47,6 +49,11 @@ class ViewLogging:
         return self._logging["enabled"]
 
     @property
+    def extra_log_columns(self) -> list[dict[str, str]]:
+        """The extra columns every logged row carries (``[{"name", "type"}]``)."""
+        return [dict(c) for c in self._extra_log_columns]
+
+    @property
     def logging_paused(self) -> bool:
         """Whether materialization of logged rows is paused (:meth:`pause_logging`)."""
         return self._logging["paused"]
@@ -62,14 +69,27 @@ class ViewLogging:
         self._logging.update(flags)
         self._store.catalog.set_feature_view_spec(self.require_saved(), self.to_dict())
 
-    def enable_logging(self, extra_log_columns: Any = None, **unsupported: Any) -> None:
-        """Enable feature logging (the log groups are created on the first materialization)."""
-        refuse_unsupported(unsupported, "enable_logging")
-        if extra_log_columns:
-            raise InvalidArgumentError(
-                f"{self.owner}: extra_log_columns are not supported locally; pass extra columns "
-                "to log() with logging_data/inference_helper_columns instead."
-            )
+    def enable_logging(self, extra_log_columns: Any = None,
+                       materialization_interval: str | None = None,
+                       transport: str | None = None) -> None:
+        """Enable feature logging (the log groups are created on the first materialization).
+
+        ``extra_log_columns`` — the SDK's shapes: ``Feature`` objects or ``{"name", "type"}``
+        dicts — adds columns every logged row carries (``None`` where a ``log()`` call gives no
+        value; given values are cast to the declared type); duplicates are ignored, as the SDK.
+        ``materialization_interval`` and ``transport`` schedule a cluster's log jobs and are
+        refused: local logs are materialized at once (or when :meth:`materialize_log` runs).
+        """
+        for option, value in (("materialization_interval", materialization_interval),
+                              ("transport", transport)):
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"{self.owner}: enable_logging({option}={value!r}) schedules a cluster's "
+                    "logging jobs; the embedded store writes logs in-process at each log() "
+                    f"(or materialize_log() after pause_logging()). Drop {option}=."
+                )
+        columns = merge_log_columns(self.owner, self._extra_log_columns, extra_log_columns)
+        self._extra_log_columns = columns
         self._save_logging(enabled=True)
 
     def log(
@@ -91,7 +111,10 @@ class ViewLogging:
             raise InvalidArgumentError(f"{self.owner}: log() takes no write_options locally.")
         if not self.logging_enabled:
             self._save_logging(enabled=True)
-        td_version = (training_dataset_version or getattr(model, "training_dataset_version", None)
+        serving = getattr(self, "_serving", None)  # as the SDK: the init_serving version next
+        td_version = (training_dataset_version
+                      or (serving.training_dataset_version if serving is not None else None)
+                      or getattr(model, "training_dataset_version", None)
                       or self._batch_scoring_version or self._last_accessed_td)
         extra = [("inference_helper_columns", inference_helper_columns),
                  ("request_parameters", request_parameters), ("event_time", event_time),
@@ -140,11 +163,57 @@ class ViewLogging:
         fg = self._logger.group(bool(transformed))
         return {} if fg is None else fg.commit_details(wallclock_time=wallclock_time, limit=limit)
 
-    def delete_log(self, transformed: bool | None = None) -> None:
+    def delete_log(self, transformed: bool | None = None, transport: str | None = None) -> None:
         """Delete the logs (both groups and the buffer) and disable logging."""
         if transformed is not None:
             raise InvalidArgumentError(
                 f"{self.owner}: delete_log deletes both logs locally; call it without transformed=."
             )
+        if transport is not None:
+            raise InvalidArgumentError(
+                f"{self.owner}: delete_log(transport={transport!r}) switches a cluster's logging "
+                "transport; local logs have one. Drop transport=."
+            )
         self._logger.delete()
         self._save_logging(enabled=False, paused=False)
+
+
+#: log-column types: the SDK's (Hive) names and the embedded store's, as pandas dtypes
+LOG_COLUMN_TYPES = {
+    "string": "string", "varchar": "string", "int": "Int32", "integer": "Int32",
+    "int32": "Int32", "bigint": "Int64", "int64": "Int64", "smallint": "Int16",
+    "float": "float32", "double": "float64", "float64": "float64", "boolean": "boolean",
+    "bool": "boolean", "timestamp": "datetime64[us, UTC]", "date": "datetime64[us, UTC]",
+}
+
+
+def merge_log_columns(owner: str, known: list[dict[str, str]], extra: Any) -> list[dict[str, str]]:
+    """``known`` plus the extra log columns ``extra`` declares (Feature objects with ``name`` and
+    ``type``, or ``{"name", "type"}`` dicts; one or a list), checked; duplicates ignored."""
+    if extra is None:
+        return list(known)
+    items = extra if isinstance(extra, list | tuple) else [extra]
+    out = list(known)
+    for item in items:
+        name, kind = ((item.get("name"), item.get("type", "string")) if isinstance(item, dict)
+                      else (getattr(item, "name", None), getattr(item, "type", None)))
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(
+                f"{owner}: extra_log_columns takes Feature objects or {{'name': ..., 'type': ...}} "
+                f"dicts. Got {item!r} instead."
+            )
+        if str(kind).lower() not in LOG_COLUMN_TYPES:
+            raise InvalidArgumentError(
+                f"{owner}: extra log column '{name}' has type {kind!r}; supported types are "
+                f"{sorted(LOG_COLUMN_TYPES)}."
+            )
+        from feature_store.local.objects.feature_logging import META_COLUMNS  # loads pandas
+
+        if name in META_COLUMNS or name.startswith("predicted_"):
+            raise InvalidArgumentError(
+                f"{owner}: extra log column '{name}' clashes with the log's own columns "
+                f"({META_COLUMNS} and predicted_<label>). Choose another name."
+            )
+        if all(c["name"] != name for c in out):
+            out.append({"name": name, "type": str(kind).lower()})
+    return out
