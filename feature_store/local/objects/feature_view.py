@@ -24,8 +24,8 @@ from feature_store.local.objects.sdk_conventions import convert_result, refuse_u
 from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.objects.view_checks import check_prohibited
 from feature_store.local.objects.view_logging import ViewLogging, merge_log_columns
-from feature_store.local.objects.view_spine import anchored, resolve_spine
 from feature_store.local.objects.view_serving import ViewServing
+from feature_store.local.objects.view_spine import anchored, resolve_spine
 from feature_store.local.objects.view_reads import (
     read_window,
     refuse_destination,
