@@ -273,3 +273,11 @@ def test_latest_commit_matches_delta_rs_after_checkpoint_and_log_cleanup(fs):
     fg.insert(_frame([3], [9], [3.0]))
     assert fg._table.version() == DeltaTable(str(fg._table.path)).version() == 5
     assert max(fg.commit_details()) == 5
+
+
+def test_select_takes_one_name_or_feature_alone_as_the_sdk(fs):
+    # the online fraud tutorial writes trans_fg.select('cc_num'); a string was read as letters
+    fg = fs.create_feature_group("one", version=1, primary_key=["k"])
+    fg.insert(pd.DataFrame({"k": [2, 1], "x": [0.5, 1.5]}))
+    assert fg.select("k").read()["k"].tolist() == [1, 2]
+    assert list(fg.select(fg.get_feature("x")).read().columns) == ["x"]

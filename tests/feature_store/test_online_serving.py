@@ -167,3 +167,13 @@ def test_a_view_over_an_offline_group_is_refused_naming_it(fs):
         warnings.simplefilter("ignore")
         with pytest.raises(InvalidArgumentError, match=r"'off' v1 is not.*online_enabled=True"):
             fv.get_feature_vector({"k": 1})
+
+
+def test_vectors_logged_as_lists_are_named_like_the_served_vectors(online):
+    *_, fv = online
+    fv.init_serving(1)
+    raw = fv.get_feature_vector({"cc_num": 1}, transform=False)
+    fv.log(untransformed_features=[raw], transformed_features=[fv.transform(raw)],
+           predictions=[[1]])
+    assert fv.read_log()[["cc_num", "amount", "gender"]].values.tolist() == [[1, 20.0, "F"]]
+    assert "label_encoder_cat_" in fv.read_log(transformed=True).columns

@@ -10,7 +10,9 @@ its reason:
 * the **data source**: cells that download the tutorial's CSV files read synthetic frames with
   the same columns and types instead (small, seeded, generated below);
 * IPython shell lines (``!pip install ...``) are not Python and are skipped;
-* cells documented as cluster-only (online serving, deployments) are skipped — none so far.
+* cells documented as cluster-only (deployments, dataset uploads) are skipped, or, where a
+  model deployment serves the notebook's own predictor script, replaced by that script running
+  in-process (:class:`InProcessDeployment`).
 
 Any other cell that raises fails the test, naming the notebook and the cell.
 """
@@ -278,3 +280,131 @@ def test_churn_tutorial_runs_on_the_embedded_store(notebook_env):
     assert df_all["internetservice"].tolist() == raw["internetservice"].tolist()
     np.testing.assert_allclose(df_all["tenure"], raw["tenure"])
     assert inference["customer_info_fg"].statistics_config["correlations"] is True
+
+
+# -- fraud_online: online-enabled groups, feature vectors and a predictor served in-process ---
+
+
+def fraud_online_sources(seed: int = 5, n_cards: int = 30, n_transactions: int = 900) -> dict:
+    """profiles.csv and transactions.csv of the online fraud tutorial, synthetic: the columns
+    and types ``pd.read_csv`` gives on the originals, most transactions "Cash Withdrawal" (the
+    notebook keeps only those), some without a country (it fills them), from January to March
+    2022 (its time split)."""
+    rng = np.random.default_rng(seed)
+    cc_num = rng.choice(np.arange(4_100_000_000_000_000, 4_100_000_000_100_000), n_cards,
+                        replace=False).astype("int64")
+    profiles = pd.DataFrame({
+        "name": [f"person {i}" for i in range(n_cards)], "sex": rng.choice(["F", "M"], n_cards),
+        "mail": [f"p{i}@example.com" for i in range(n_cards)],
+        "birthdate": pd.to_datetime("1960-01-01")
+        + pd.to_timedelta(rng.integers(0, 40 * 365, n_cards), unit="D"),
+        "City": rng.choice(["Stockholm", "Oslo"], n_cards),
+        "Country": rng.choice(["SE", "NO"], n_cards), "cc_num": cc_num,
+    })
+    seconds = np.sort(rng.choice(89 * 24 * 3600, n_transactions, replace=False))
+    country = rng.choice(["US", "SE", "NO"], n_transactions).astype(object)
+    country[rng.random(n_transactions) < 0.05] = np.nan
+    transactions = pd.DataFrame({
+        "tid": [f"{x:032x}" for x in rng.integers(0, 2**62, n_transactions)],
+        "datetime": pd.to_datetime("2022-01-01") + pd.to_timedelta(seconds, unit="s"),
+        "cc_num": rng.choice(cc_num, n_transactions),
+        "category": rng.choice(["Cash Withdrawal", "Grocery"], n_transactions, p=[0.9, 0.1]),
+        "amount": np.round(rng.gamma(2.0, 40.0, n_transactions), 2),
+        "latitude": rng.uniform(55.0, 60.0, n_transactions),
+        "longitude": rng.uniform(10.0, 18.0, n_transactions),
+        "city": rng.choice(["Stockholm", "Oslo"], n_transactions), "country": country,
+        "fraud_label": (rng.random(n_transactions) < 0.15).astype("int64"),
+    })
+    return {"profiles": profiles, "transactions": transactions}
+
+
+class InProcessDeployment:
+    """Stands in for a model deployment: the notebook's own predictor script (its ``Predict``
+    class, defined by the ``%%writefile`` cell) runs in this process, where a cluster would run
+    it in a model server. ``predict(inputs=[x])`` hands it ``[[x]]``, as KServe does."""
+
+    def __init__(self, name: str, predictor: type, model: object) -> None:
+        self.name, self._predictor_class, self._model = name, predictor, model
+        self._predictor: object | None = None
+
+    def describe(self) -> None:
+        print(f"in-process deployment {self.name}")
+
+    def start(self, await_running: int | None = None) -> None:
+        self._predictor = self._predictor_class(None, self._model)  # async_logger, model
+
+    def predict(self, inputs: list) -> dict:
+        assert self._predictor is not None, "start() the deployment first"
+        return {"predictions": self._predictor.predict([inputs])}
+
+    def stop(self, await_stopped: int | None = None) -> None:
+        self._predictor = None
+
+
+_SERVING = "model serving is cluster-only: the predictor script runs in-process instead"
+_CLUSTER = "cluster-only (dataset upload, deployment state and logs, warm-up sleep)"
+
+FRAUD_ONLINE_EDITS: dict[str, dict[int, Edit]] = {
+    "1_fraud_online_feature_pipeline.ipynb": {
+        6: Edit("profiles_df = SOURCES['profiles'].copy()\n"
+                'profiles_df.columns = ["name", "gender", "mail", "birthdate", "City", '
+                '"Country", "cc_num"]\n'
+                'profiles_df = profiles_df[["cc_num", "gender"]]', _DATA),
+        7: Edit("trans_df = SOURCES['transactions'].copy()", _DATA),
+        15: Edit(FRAUD_BATCH_EDITS["1_fraud_batch_feature_pipeline.ipynb"][19].source,
+                 "Great Expectations API: GX 0.x (ge.from_pandas), as in fraud_batch; the "
+                 "same empty suite in GX 1.x, so cell 16 adds its expectations unchanged"),
+        17: Edit("expectation_suite_profiles = ExpectationSuite(name='profiles_suite')",
+                 "Great Expectations API: GX 0.x (ge.from_pandas); the same empty suite in GX "
+                 "1.x, so cell 18 adds its expectations unchanged"),
+    },
+    "2_fraud_online_training_pipeline.ipynb": {
+        17: Edit(
+            'train_start = "2022/01/01"\ntrain_end = "2022/03/10"\n'
+            'test_start = "2022/03/10"\ntest_end = "2022/03/31"\n'
+            "X_train, X_test, y_train, y_test = feature_view.train_test_split(\n"
+            "    train_start=train_start, train_end=train_end,\n"
+            "    test_start=test_start, test_end=test_end,\n"
+            "    primary_key=True, event_time=True,\n)",
+            "the next cells sort by datetime and read cc_num from X_test; the pinned SDK "
+            "returns the root's primary key and event time only with primary_key=True, "
+            "event_time=True (both default False)"),
+        44: Edit(None, _CLUSTER),
+        46: Edit("deployment = InProcessDeployment('fraudonlinemodeldeployment', Predict, "
+                 "fraud_model)\nDEPLOYMENTS[deployment.name] = deployment", _SERVING),
+        48: Edit(None, _CLUSTER), 51: Edit(None, _CLUSTER), 52: Edit(None, _CLUSTER),
+    },
+    "3_fraud_online_inference_pipeline.ipynb": {
+        9: Edit("deployment = DEPLOYMENTS['fraudonlinemodeldeployment']\n"
+                "deployment.start(await_running=300)", _SERVING),
+    },
+}
+
+
+def test_fraud_online_tutorial_serves_vectors_on_the_embedded_store(notebook_env, monkeypatch):
+    folder = HERE / "fraud_online"
+    monkeypatch.syspath_prepend(str(folder))  # the tutorial's own `features` package
+    monkeypatch.setenv("MODEL_FILES_PATH", str(notebook_env / "fraud_online_model"))
+    sources, deployments = fraud_online_sources(), {}
+    namespaces = []
+    try:
+        for name, edits in FRAUD_ONLINE_EDITS.items():
+            namespace = {"__name__": "__main__", "SOURCES": sources, "DEPLOYMENTS": deployments,
+                         "InProcessDeployment": InProcessDeployment}
+            assert run_notebook(folder / name, namespace, edits), name
+            namespaces.append(namespace)
+    finally:
+        for module in [m for m in sys.modules if m == "features" or m.startswith("features.")]:
+            del sys.modules[module]
+    feature, training, inference = namespaces
+    assert feature["trans_fg"].online_enabled and feature["profile_fg"].online_enabled
+    # the predictor read each card's vector (latest row) and logged it, untransformed and not
+    fv = inference["feature_view"]
+    log = fv.read_log()
+    assert len(log) == 1 + len(inference["cc_nums"])  # cell 12, then one per card in cell 13
+    assert set(log["model_name"]) == {"xgboost_fraud_online_model"}
+    latest = feature["trans_df"].sort_values("datetime").groupby("cc_num").tail(1)
+    amount = dict(zip(latest["cc_num"], latest["amount"], strict=True))
+    assert log["amount"].tolist() == [amount[int(c)] for c in [inference["cc_num"],
+                                                                *inference["cc_nums"]]]
+    assert "label_encoder_country_" in fv.read_log(transformed=True).columns

@@ -311,8 +311,11 @@ class FeatureGroup(TaggedEntity):
         return self.select_all(False, False, False, False)
 
     def select(self, features: list[str | Feature]) -> Query:
-        """A query selecting the given features (names or :class:`Feature` objects)."""
+        """A query selecting the given features (names or :class:`Feature` objects; one name or
+        feature alone, as the SDK takes it too)."""
         self.require_saved()
+        if isinstance(features, str | Feature):
+            features = [features]
         names = [f.name if isinstance(f, Feature) else f for f in features]
         for n in names:
             self.get_feature(n)

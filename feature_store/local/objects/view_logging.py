@@ -109,6 +109,8 @@ class ViewLogging:
         """
         if write_options:
             raise InvalidArgumentError(f"{self.owner}: log() takes no write_options locally.")
+        untransformed_features = self._named_vectors(untransformed_features, transformed=False)
+        transformed_features = self._named_vectors(transformed_features, transformed=True)
         if not self.logging_enabled:
             self._save_logging(enabled=True)
         serving = getattr(self, "_serving", None)  # as the SDK: the init_serving version next
@@ -122,6 +124,11 @@ class ViewLogging:
         self._logger.log(logging_data, untransformed_features, predictions, transformed_features,
                          extra=extra, request_id=request_id, td_version=td_version, model=model,
                          model_name=model_name, model_version=model_version)
+
+    def _named_vectors(self, value: Any, *, transformed: bool) -> Any:
+        """Feature vectors given as lists, as frames named like the view's vectors (the view
+        does this once it serves; see ``ViewServing``); anything else as given."""
+        return value
 
     def pause_logging(self) -> None:
         """Keep logged rows buffered until :meth:`materialize_log` or :meth:`resume_logging`."""

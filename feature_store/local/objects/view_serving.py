@@ -326,6 +326,33 @@ class ViewServing:
         values = iter(_records(frame)) if present else iter(())
         return out_columns, [None if r is None else next(values) for r in rows]
 
+    def _vector_names(self, transformed: bool) -> list[str]:
+        """The column names of the vectors served (transformed: inputs dropped, outputs after,
+        in the order the transformations run)."""
+        columns = self._vector_columns
+        if not transformed or not self.transformation_functions or self._serving is None:
+            return columns
+        stats = self._serving.statistics
+        present = [tf for tf in self.transformation_functions if all(c in columns for c in tf.inputs)]
+        dropped = {c for tf in present for c in tf.dropped}
+        return [c for c in columns if c not in dropped] + [
+            name for tf in present for name in tf.output_names(stats[tf.key])]
+
+    def _named_vectors(self, value: Any, *, transformed: bool) -> Any:
+        """Vectors logged as lists (``fv.log(untransformed_features=[vector], ...)``, as a
+        predictor script does) as a frame with the served vectors' column names, once the view
+        serves; a list of another width, or anything else, as given."""
+        import pandas as pd
+
+        if self._serving is None or not isinstance(value, list) or not value:
+            return value
+        if not all(isinstance(v, list | tuple) for v in value):
+            return value
+        names = self._vector_names(transformed)
+        if any(len(v) != len(names) for v in value):
+            return value
+        return pd.DataFrame([list(v) for v in value], columns=names)
+
     def transform(self, feature_vector: Any, external: bool | None = None,
                   transformation_context: dict[str, Any] | None = None,
                   return_type: str | None = None, n_processes: int | None = None) -> Any:
