@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from feature_store.local.objects.log_columns import LOG_COLUMN_TYPES, META_COLUMNS
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import utc_now
 
 if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.objects.hosts import StoreHost
 
-META_COLUMNS = ["log_id", "log_time", "td_version", "model_name", "model_version", "request_id"]
 _KINDS = {False: "log", True: "transformed_log"}
 
 
@@ -155,8 +155,6 @@ class FeatureLogger:
         """``frame`` with every extra log column of the view (``enable_logging``), typed as
         declared: a value given is cast (refused naming the column if it cannot be), a column
         not given is missing values."""
-        from feature_store.local.objects.view_logging import LOG_COLUMN_TYPES
-
         if frame is None or not self.fv.extra_log_columns:
             return frame
         frame = frame.copy()

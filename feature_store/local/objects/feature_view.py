@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from feature_store.core.seeds import draw_seed
 from feature_store.feature import Feature
+from feature_store.local.objects.log_columns import merge_log_columns
 from feature_store.local.objects.query import Query
 from feature_store.local.objects.sdk_conventions import convert_result, refuse_unsupported
 from feature_store.local.objects.tags import TaggedEntity
 from feature_store.local.objects.view_checks import check_prohibited
-from feature_store.local.objects.view_logging import ViewLogging, merge_log_columns
+from feature_store.local.objects.view_logging import ViewLogging
 from feature_store.local.objects.view_serving import ViewServing
 from feature_store.local.objects.view_spine import anchored, resolve_spine
 from feature_store.local.objects.view_reads import (

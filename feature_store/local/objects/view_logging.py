@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.objects.log_columns import merge_log_columns
 from feature_store.local.objects.sdk_conventions import refuse_unsupported
 from fstrain.kernel.errors import InvalidArgumentError
 
@@ -183,44 +184,3 @@ class ViewLogging:
             )
         self._logger.delete()
         self._save_logging(enabled=False, paused=False)
-
-
-#: log-column types: the SDK's (Hive) names and the embedded store's, as pandas dtypes
-LOG_COLUMN_TYPES = {
-    "string": "string", "varchar": "string", "int": "Int32", "integer": "Int32",
-    "int32": "Int32", "bigint": "Int64", "int64": "Int64", "smallint": "Int16",
-    "float": "float32", "double": "float64", "float64": "float64", "boolean": "boolean",
-    "bool": "boolean", "timestamp": "datetime64[us, UTC]", "date": "datetime64[us, UTC]",
-}
-
-
-def merge_log_columns(owner: str, known: list[dict[str, str]], extra: Any) -> list[dict[str, str]]:
-    """``known`` plus the extra log columns ``extra`` declares (Feature objects with ``name`` and
-    ``type``, or ``{"name", "type"}`` dicts; one or a list), checked; duplicates ignored."""
-    if extra is None:
-        return list(known)
-    items = extra if isinstance(extra, list | tuple) else [extra]
-    out = list(known)
-    for item in items:
-        name, kind = ((item.get("name"), item.get("type", "string")) if isinstance(item, dict)
-                      else (getattr(item, "name", None), getattr(item, "type", None)))
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError(
-                f"{owner}: extra_log_columns takes Feature objects or {{'name': ..., 'type': ...}} "
-                f"dicts. Got {item!r} instead."
-            )
-        if str(kind).lower() not in LOG_COLUMN_TYPES:
-            raise InvalidArgumentError(
-                f"{owner}: extra log column '{name}' has type {kind!r}; supported types are "
-                f"{sorted(LOG_COLUMN_TYPES)}."
-            )
-        from feature_store.local.objects.feature_logging import META_COLUMNS  # loads pandas
-
-        if name in META_COLUMNS or name.startswith("predicted_"):
-            raise InvalidArgumentError(
-                f"{owner}: extra log column '{name}' clashes with the log's own columns "
-                f"({META_COLUMNS} and predicted_<label>). Choose another name."
-            )
-        if all(c["name"] != name for c in out):
-            out.append({"name": name, "type": str(kind).lower()})
-    return out
