@@ -66,6 +66,9 @@ class FeatureGroupSpec:
     tags: dict[str, object] = field(default_factory=dict, hash=False)
     feature_tags: dict[str, dict] = field(default_factory=dict, hash=False)
     expectations: tuple[Expectation, ...] = field(default=(), hash=False)
+    #: the column saying when each row became known (fstrain's ``ingestion_time`` extension),
+    #: declared on the local backend for history loaded after the fact; never a model feature
+    ingestion_time: str | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -125,6 +128,11 @@ def check_frame(frame: pd.DataFrame, spec: FeatureGroupSpec) -> list[str]:
         dtype = frame[spec.event_time].dtype
         if not (isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) == "UTC"):
             problems.append(f"{spec.name}: event time {spec.event_time!r} has dtype {dtype}, expected UTC")
+    if spec.ingestion_time is not None:
+        dtype = frame[spec.ingestion_time].dtype
+        if not (isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) == "UTC"):
+            problems.append(f"{spec.name}: ingestion time {spec.ingestion_time!r} has dtype {dtype}, "
+                            "expected UTC")
     for column, dtype in frame.dtypes.items():
         problem = _dtype_problem(str(column), dtype)
         if problem:

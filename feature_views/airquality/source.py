@@ -77,6 +77,8 @@ DAILY_WEATHER = FeatureGroupSpec(
         "solar_r": "Solar radiation, Langleys, 4000-7700 A, 08:00-12:00, Central Park (7 nulls).",
         "wind": "Mean wind speed, mph, 07:00 and 10:00, LaGuardia Airport.",
         "temp": "Maximum daily temperature, degrees F, LaGuardia Airport.",
+        "known_at": "When the row became known (ingestion time): history loaded after the fact, "
+                    "declared known at its event time (the source records no publication time).",
     },
     tags=dict(_TAGS),
     expectations=(
@@ -85,6 +87,7 @@ DAILY_WEATHER = FeatureGroupSpec(
         _e("ExpectColumnValuesToBeBetween", column="wind", min_value=0, max_value=50),
         _e("ExpectColumnValuesToBeBetween", column="temp", min_value=20, max_value=120),
     ),
+    ingestion_time="known_at",
 )
 
 FEATURE_GROUPS: tuple[FeatureGroupSpec, ...] = (AIR_QUALITY, DAILY_WEATHER)
@@ -132,7 +135,7 @@ def _base_frames() -> dict[str, pd.DataFrame]:
                         "ozone": raw["Ozone"].astype("float64")})
     weather = pd.DataFrame({"city": city, "date": date, "solar_r": raw["Solar.R"].astype("float64"),
                             "wind": raw["Wind"].astype("float64"),
-                            "temp": raw["Temp"].astype("float64")})
+                            "temp": raw["Temp"].astype("float64"), "known_at": date})
     return {"air_quality": air, "daily_weather": weather}
 
 

@@ -22,7 +22,7 @@ def build(fs: Any) -> Any:
     """Get or create the ``air_quality_ozone`` feature view."""
     air = fs.get_feature_group("air_quality", 1)
     weather = fs.get_feature_group("daily_weather", 1)
-    query = air.select_except(["city"]).join(weather.select_features(), on=["city"])
+    query = air.select_except(["city"]).join(weather.select_except(["city", "date", "known_at"]), on=["city"])
     return fs.get_or_create_feature_view(
         NAME, VERSION, query, labels=["ozone"], training_helper_columns=HELPERS,
         description="Daily ozone (ppb) from past ozone and the day's weather; a regression.",

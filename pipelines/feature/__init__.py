@@ -76,7 +76,7 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
             expectation_suite={"name": f"{spec.name}_suite",
                                "expectations": [{"type": e.type, "kwargs": dict(e.kwargs)}
                                                 for e in spec.expectations]},
-            validation_ingestion_policy=config.ingestion_policy,
+            validation_ingestion_policy=config.ingestion_policy, **_extensions(fs, spec),
         )
         new = fg.id is None
         before = None if new else fg.latest_commit_id()
@@ -91,6 +91,16 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
         refs.append(FeatureGroupRef(spec.name, spec.version, commit,
                                     details.get("rowsInserted", 0), details.get("rowsUpdated", 0)))
     return FeaturePipelineRef(config.use_case, tuple(refs), window=described)
+
+
+def _extensions(fs: Any, spec: Any) -> dict[str, Any]:
+    """The fstrain extensions a group declares, where the backend has them: a declared
+    ``ingestion_time`` column is passed on the local store; on Hopsworks (which refuses it by
+    name) the column is written as a plain one, which the views leave out of their features."""
+    accepted = getattr(fs, "FSTRAIN_EXTENSIONS", frozenset())
+    if spec.ingestion_time is not None and "ingestion_time" in accepted:
+        return {"ingestion_time": spec.ingestion_time}
+    return {}
 
 
 def _window(source: Any, config: FeaturePipelineConfig) -> tuple[Window, str]:

@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
 class FeatureStore(FeatureViewOperations):
     """Feature groups, feature views and training datasets of one local project."""
 
+    #: the fstrain extensions this backend accepts (the Hopsworks adapter refuses them by name)
+    FSTRAIN_EXTENSIONS: frozenset[str] = frozenset({"ingestion_time"})
+
     def __init__(self, root: Path, project_name: str = "fstrain", sdk_objects: Any = None,
                  split_readers: Callable[[], Any] | None = None) -> None:
         self.root = root
