@@ -97,7 +97,7 @@ def _extensions(fs: Any, spec: Any) -> dict[str, Any]:
     """The fstrain extensions a group declares, where the backend has them: a declared
     ``ingestion_time`` column is passed on the local store; on Hopsworks (which refuses it by
     name) the column is written as a plain one, which the views leave out of their features."""
-    accepted = getattr(fs, "FSTRAIN_EXTENSIONS", frozenset())
+    accepted: frozenset[str] = getattr(fs, "FSTRAIN_EXTENSIONS", frozenset())
     if spec.ingestion_time is not None and "ingestion_time" in accepted:
         return {"ingestion_time": spec.ingestion_time}
     return {}
