@@ -144,10 +144,39 @@ def _product_modules() -> dict[str, Path]:
     return modules
 
 
+#: The tables of product modules that a module loads with ``importlib`` when one is chosen (a
+#: backend when a project first asks for it, a command when it runs), never when it is itself
+#: imported: module -> the table's name. Each table says beside it what its entries cost; this
+#: is the only other way a product module may defer loading one of ours (the lazy-import rule
+#: below). The cycle test counts every entry as an import of the module holding the table.
+LAZY_MODULE_TABLES: dict[str, str] = {
+    "fstrain.project": "BACKEND_MODULES",
+}
+
+
+def _table_entries(path: Path, table: str) -> list[str] | None:
+    """The module names in the module-level dict literal ``table`` of the file at ``path``
+    (a value is the name, or a tuple that starts with it); None when there is no such table."""
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == table and isinstance(node.value, ast.Dict):
+            values = [v.elts[0] if isinstance(v, ast.Tuple) else v for v in node.value.values]
+            return [v.value for v in values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return None
+
+
+def _lazy_module_tables(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the product modules its listed table (LAZY_MODULE_TABLES) names."""
+    return {module: set(_table_entries(modules[module], table) or []) & set(modules)
+            for module, table in LAZY_MODULE_TABLES.items()}
+
+
 def _import_graph() -> dict[str, set[str]]:
     """module -> the product modules it imports, counting every import statement: inside
-    functions, under ``TYPE_CHECKING``, relative ones. ``from pkg import sub`` names the
-    submodule ``sub`` when it is one, else ``pkg`` itself."""
+    functions, under ``TYPE_CHECKING``, relative ones, and the entries of its lazy module
+    table (LAZY_MODULE_TABLES). ``from pkg import sub`` names the submodule ``sub`` when it is
+    one, else ``pkg`` itself."""
     modules = _product_modules()
 
     def owner(name: str) -> str | None:
@@ -161,6 +190,8 @@ def _import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names = _imported_names(module, path, node, modules)
                 graph[module] |= {m for m in map(owner, names) if m and m != module}
+    for module, entries in _lazy_module_tables(modules).items():
+        graph[module] |= entries - {module}
     return graph
 
 
@@ -301,9 +332,8 @@ HEAVY_LIBRARIES: tuple[str, ...] = (
 #: their offenders are tolerated, and an entry with none left fails as stale. Nothing may add
 #: an entry; the tuple goes when it is empty.
 LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
-    # not hoisted yet: the command line (its start would import ~55 more product modules) and
-    # the composition root (it would import both backends and the trainers on `import fstrain`)
-    "fstrain/cli/", "fstrain/project.py",
+    # not hoisted yet: the command line (its start would import ~55 more product modules)
+    "fstrain/cli/",
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -532,6 +562,35 @@ def test_the_lazy_import_rule_reads_lazy_re_export_tables(tmp_path):
     assert exports == {"pkg.f": "pkg.m"}
     assert _costly_loads(modules, frozenset(), exports) == {"pkg": frozenset(),
                                                             "pkg.m": frozenset({"torch"})}
+
+
+def test_lazy_module_tables_name_product_modules_that_load_only_when_chosen():
+    """Each listed table exists and names only product modules; the module holding it imports
+    none of them (at its top they would load with it; inside a function the lazy-import rule
+    refuses them), and importing it in a fresh interpreter loads none of them."""
+    import subprocess
+    import sys
+
+    modules = _product_modules()
+    for module, table in LAZY_MODULE_TABLES.items():
+        entries = _table_entries(modules[module], table)
+        assert entries, f"{module} has no table {table} (update LAZY_MODULE_TABLES)"
+        assert set(entries) <= set(modules), sorted(set(entries) - set(modules))
+        tree = ast.parse(modules[module].read_text())
+        imported = {n for node, where in _import_statements(tree) if where != "typing"
+                    for n in _imported_names(module, modules[module], node, modules)}
+        assert imported & set(entries) == set(), (module, sorted(imported & set(entries)))
+        code = (f"import sys, {module}; "
+                f"print(sorted(m for m in {sorted(set(entries))!r} if m in sys.modules))")
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                              text=True, check=True)
+        assert done.stdout.strip() == "[]", (module, done.stdout)
+
+
+def test_the_cycle_finder_reads_lazy_module_tables(tmp_path):
+    (tmp_path / "m.py").write_text("TABLE = {'a': 'pkg.a', 'b': ('pkg.b', 'help'), 'c': 1}\n")
+    assert _table_entries(tmp_path / "m.py", "TABLE") == ["pkg.a", "pkg.b"]
+    assert _table_entries(tmp_path / "m.py", "OTHER") is None
 
 
 # --------------------------------------------------------------------------- type-checking imports
