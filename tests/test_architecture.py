@@ -151,17 +151,19 @@ def _product_modules() -> dict[str, Path]:
 #: below). The cycle test counts every entry as an import of the module holding the table.
 LAZY_MODULE_TABLES: dict[str, str] = {
     "fstrain.project": "BACKEND_MODULES",
+    "fstrain.cli.app": "COMMANDS",
 }
 
 
 def _table_entries(path: Path, table: str) -> list[str] | None:
     """The module names in the module-level dict literal ``table`` of the file at ``path``
-    (a value is the name, or a tuple that starts with it); None when there is no such table."""
+    (a value is the name or ``name:object``, or a tuple that starts with one); None when there
+    is no such table."""
     for node in ast.parse(path.read_text(), filename=str(path)).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and target.id == table and isinstance(node.value, ast.Dict):
             values = [v.elts[0] if isinstance(v, ast.Tuple) else v for v in node.value.values]
-            return [v.value for v in values
+            return [v.value.partition(":")[0] for v in values
                     if isinstance(v, ast.Constant) and isinstance(v.value, str)]
     return None
 
@@ -327,13 +329,6 @@ HEAVY_LIBRARIES: tuple[str, ...] = (
     "numpy",  # 249-333
     "onnxruntime",  # 329
     "safetensors.numpy",  # 263 (numpy's)
-)
-#: Folders whose function-level imports are being hoisted by other changes right now (issue 29):
-#: their offenders are tolerated, and an entry with none left fails as stale. Nothing may add
-#: an entry; the tuple goes when it is empty.
-LAZY_IMPORTS_BEING_HOISTED: tuple[str, ...] = (
-    # not hoisted yet: the command line (its start would import ~55 more product modules)
-    "fstrain/cli/",
 )
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -511,15 +506,9 @@ def test_lazy_imports_are_only_of_measured_heavy_libraries():
     (HEAVY_LIBRARIES), a library an extra installs, an availability probe, or a product module
     that loads one of those at its top; never to break a cycle or by habit."""
     offenders = lazy_import_offenders()
-
-    def tolerated(offender: str) -> str | None:
-        return next((p for p in LAZY_IMPORTS_BEING_HOISTED if offender.startswith(p)), None)
-
-    new = [o for o in offenders if tolerated(o) is None]
-    stale = sorted(set(LAZY_IMPORTS_BEING_HOISTED) - {tolerated(o) for o in offenders})
-    assert new == [], ("imports inside functions of cheap modules; hoist them to the top of "
-                       f"the module ({len(new)}):\n" + "\n".join(new))
-    assert stale == [], f"no lazy imports left; remove from LAZY_IMPORTS_BEING_HOISTED: {stale}"
+    assert offenders == [], ("imports inside functions of cheap modules; hoist them to the top "
+                             "of the module, or load a costly one of ours from a table of "
+                             f"LAZY_MODULE_TABLES ({len(offenders)}):\n" + "\n".join(offenders))
 
 
 def test_the_lazy_import_rule_sees_what_it_should():
@@ -588,7 +577,7 @@ def test_lazy_module_tables_name_product_modules_that_load_only_when_chosen():
 
 
 def test_the_cycle_finder_reads_lazy_module_tables(tmp_path):
-    (tmp_path / "m.py").write_text("TABLE = {'a': 'pkg.a', 'b': ('pkg.b', 'help'), 'c': 1}\n")
+    (tmp_path / "m.py").write_text("TABLE = {'a': 'pkg.a', 'b': ('pkg.b:f', 'help'), 'c': 1}\n")
     assert _table_entries(tmp_path / "m.py", "TABLE") == ["pkg.a", "pkg.b"]
     assert _table_entries(tmp_path / "m.py", "OTHER") is None
 

@@ -23,9 +23,13 @@ from typing import Annotated, Any
 
 import typer
 
+from fstrain.cli.errors import fail
 from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.registry_open import open_registry, parse_ref, resolve_ref
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from model_registry.audit.trust import TRUST_DIR, TrustStore
+from model_registry.audit.verify import verify_registry
+from model_registry.statuses import approval_word
 
 EXIT_BROKEN = 1
 
@@ -53,8 +57,6 @@ def verify_command(
 ) -> None:
     """Verify the trust list and every version's files, history chain and signatures; exit 0
     when intact, else 1 with one line per problem."""
-    from model_registry.audit.verify import verify_registry
-
     try:
         registry = open_registry(root)
         if registry is None:
@@ -163,8 +165,6 @@ def signoff_line(model: Any, decision: str, event: dict[str, Any], head: str | N
 
 
 def _fail(exc: Exception) -> Any:
-    from fstrain.cli.errors import fail
-
     fail(exc)
 
 
@@ -198,15 +198,12 @@ def history_row(event: dict[str, Any]) -> tuple[str, str, str]:
                + (f" (supersedes event {event['supersedes']}: {event.get('supersede_reason')})"
                   if event.get("supersedes") is not None else "")
                + f"; on run {event.get('validation_seq')}")
-    from model_registry.statuses import approval_word
 
     return approval_word(event), details, signed_by(event)
 
 
 def signing_note(store_root: Path) -> str:
     """One line saying whether the store's records are signed (the demo prints it)."""
-    from model_registry.audit.trust import TRUST_DIR, TrustStore
-
     if not TrustStore(Path(store_root) / TRUST_DIR).exists():
         return ("records: unsigned (this store has no trust list; `fstrain keys new NAME --role "
                 "owner --out PATH` starts one, then every record is signed)")

@@ -9,14 +9,20 @@ version 1 when no version is given, and a training-dataset version may be ``late
 from __future__ import annotations
 
 import json
+from io import StringIO
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from feature_store.core import late_data
-
+from fstrain.cli.errors import guarded
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt, store_location
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.versions import resolve_training_dataset_version
+from fstrain.project import login
 
 fg_app = typer.Typer(help="Feature groups: list, show.", no_args_is_help=True)
 fv_app = typer.Typer(help="Feature views: list, show.", no_args_is_help=True)
@@ -28,16 +34,12 @@ RefArg = Annotated[str, typer.Argument(metavar="NAME[:VERSION]")]
 
 def _project(root: Path | None, backend: str) -> Any:
     """The store to browse: an existing one only (browsing never creates a store)."""
-    from fstrain.project import login
-
     if backend != "local":
         return login(backend=backend)
     return login(backend=backend, root=store_location(root), create=False)
 
 
 def _ref(ref: str) -> tuple[str, int]:
-    from fstrain.kernel.errors import InvalidArgumentError
-
     name, sep, text = ref.partition(":")
     if not sep:
         return name, 1
@@ -49,18 +51,11 @@ def _ref(ref: str) -> tuple[str, int]:
 
 def _run(debug: bool, as_json: bool, body: Any) -> None:
     """Run ``body() -> (payload, human)``; errors become one line and exit 2."""
-    from fstrain.cli.errors import guarded
-
     payload, human = guarded(body, debug=debug)
     typer.echo(json.dumps(payload, indent=2, default=str) if as_json else human)
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> str:
-    from io import StringIO
-
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title=title)
     for c in columns:
         table.add_column(c)
@@ -207,8 +202,6 @@ def _view_version(view: str, version: str, root: Path | None,
                   backend: str) -> tuple[Any, Any, int]:
     """The project, the feature view ``NAME[:VERSION]`` and its training-dataset version
     (a number or ``latest``)."""
-    from fstrain.kernel.versions import resolve_training_dataset_version
-
     name, fv_version = _ref(view)
     project = _project(root, backend)
     fv = project.get_feature_store().get_feature_view(name, fv_version)
@@ -259,8 +252,6 @@ def td_delete(view: RefArg,
               root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False,
               debug: DebugOpt = False) -> None:
     """Delete a version's metadata and files; refused while a registered model depends on it."""
-    from fstrain.kernel.errors import InvalidArgumentError
-
     def body() -> tuple[Any, str]:
         project, fv, v = _view_version(view, version, root, backend)
         name, fv_version = fv.name, fv.version

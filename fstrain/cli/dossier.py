@@ -15,9 +15,14 @@ from typing import Annotated, Any
 
 import typer
 
+from fstrain.cli.errors import fail
 from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.registry_open import open_registry, resolve_ref
+from fstrain.kernel.build_info import source_info
 from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from fstrain.kernel.store_root import resolve_root
+from model_registry.audit.verify import verify_version
+from validation.dossier import check_out_folder, collect_dossier, write_dossier
 
 EXIT_BROKEN = 1
 
@@ -38,8 +43,6 @@ def dossier_command(
     """Write an auditor's dossier of one version: model card, every scorecard, the signed
     history with its verification, lineage, and what EU AI Act Annex IV and SR 11-7 ask, item
     by item, with where the dossier answers it (or that it does not)."""
-    from fstrain.cli.errors import fail
-
     try:
         if ":" not in ref:
             raise InvalidArgumentError(f"a dossier describes one version: NAME:VERSION. Got "
@@ -60,15 +63,10 @@ def write_version_dossier(root: Path | None, ref: str, out: Path, *, force: bool
                           head: str | None) -> tuple[Path, dict[str, Any]]:
     """Verify version ``ref`` of the store at ``root`` and write its dossier into ``out``;
     ``(index.html, the verify report as shown)``."""
-    from fstrain.kernel.build_info import source_info
-    from fstrain.kernel.store_root import resolve_root
-    from validation.dossier import check_out_folder, collect_dossier, write_dossier
-
     model = resolve_ref(root, ref, verify=False)
     registry = open_registry(root)
     project_root = resolve_root(root)
     check_out_folder(out, store_roots=[project_root], force=force)  # before any work
-    from model_registry.audit.verify import verify_version
 
     view = model.stored_view()  # what the backend holds now; verified and shown as is
     report = verify_version(view, head=head)

@@ -1,17 +1,36 @@
 """``fstrain run`` and ``fstrain demo``: the four pipelines of a use case end to end, the
-summary table, and the exit code a scheduler reads (that of ``fstrain validate``)."""
+summary table, and the exit code a scheduler reads (that of ``fstrain validate``); the commands
+and what they run."""
 
 from __future__ import annotations
 
+import json
 import time
-from typing import Any
+from typing import Annotated, Any
 
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from feature_views import USE_CASES, get_use_case
+from fstrain.cli.audit import signing_note
+from fstrain.cli.errors import EXIT_POLICY_DEVIATION, EXIT_VALIDATION_FAILED, exit_code
+from fstrain.cli.invocation import guard as _guard
 from fstrain.cli.invocation import progress as _progress
+from fstrain.cli.invocation import project as _project
+from fstrain.cli.invocation import set_options as _set
+from fstrain.cli.invocation import stages as _stages
 from fstrain.cli.invocation import step as _step
-
-EXIT_VALIDATION_FAILED = 3
-EXIT_POLICY_DEVIATION = 4
-
+from fstrain.cli.options import (
+    WINDOW_END_HELP,
+    WINDOW_START_HELP,
+    BackendOpt,
+    DebugOpt,
+    ForceOpt,
+    JsonOpt,
+    RootOpt,
+)
+from pipelines import feature, model_validation, training_dataset
 
 def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str | None = None,
                  end: str | None = None, anchor: str | None = None,
@@ -24,8 +43,7 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
     unchanged inputs the newest training dataset, its model and that model's latest validation
     run are reused (``reused: true``; nothing is created) unless ``force``.
     """
-    from feature_views import get_use_case
-    from pipelines import feature, model_validation, training, training_dataset
+    from pipelines import training
     from pipelines.training import deep_merge
 
     uc = get_use_case(use_case)
@@ -88,9 +106,6 @@ def run_use_case(project: Any, use_case: str, *, demo: bool = False, start: str 
 
 
 def summary(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title="fstrain: four pipelines per use case")
     for column in ("use case", "TD version", "model", "key metric", "status", "seconds"):
         table.add_column(column)
@@ -109,13 +124,58 @@ def summary(rows: list[dict[str, Any]]) -> None:
                 console.print(f"{r['use_case']}: {extra}", highlight=False, soft_wrap=True)
 
 
-def exit_code(status: str) -> int:
-    """``fstrain validate``'s exit code for a run's status (0 for an empty window)."""
-    if status in ("passed", "empty window"):
-        return 0
-    if status.startswith("passed") and status.endswith("(policy deviation)"):
-        return EXIT_POLICY_DEVIATION
-    return EXIT_VALIDATION_FAILED
+def run_command(
+    use_case: Annotated[str, typer.Argument(help="flights, adult, mnist, ccfraud, instructions or airquality.")],
+    start: Annotated[str | None, typer.Option(help=WINDOW_START_HELP)] = None,
+    end: Annotated[str | None, typer.Option(help=WINDOW_END_HELP)] = None,
+    anchor: Annotated[str | None, typer.Option(help="Relative split windows end at: data (default), end-time (the window end) or a date.")] = None,
+    force: ForceOpt = False,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """All four pipelines of one use case, printing each ref. Exits as validate does: 0
+    passed, 3 failed, 4 passed under a policy deviation; an empty window stops after the
+    feature stage (exit 0). On unchanged inputs nothing is created: the newest training
+    dataset, its model and its latest validation are reused (--force runs anew)."""
+    _set(root, backend, as_json, debug)
+    with _stages(4):
+        row = _guard(lambda: run_use_case(_project(create=True), use_case, start=start,
+                                          end=end, anchor=anchor, force=force))
+    if as_json:
+        typer.echo(json.dumps(row, indent=2))
+    else:
+        summary([row])
+        if row["reused"]:
+            typer.echo(f"nothing new: the inputs are unchanged, so training dataset "
+                       f"v{row['training_dataset_version']}, model {row['model']} and its "
+                       "latest validation were reused (--force runs every stage anew)")
+    raise typer.Exit(exit_code(row["status"]))
 
 
-__all__ = ["exit_code", "run_use_case", "summary"]
+def demo(
+    use_cases: Annotated[list[str] | None, typer.Argument(help="Default: all of them.")] = None,
+    root: RootOpt = None, backend: BackendOpt = "local", as_json: JsonOpt = False, debug: DebugOpt = False,
+) -> None:
+    """The main job: every use case end to end on the embedded store, then a summary table."""
+    _set(root, backend, as_json, debug)
+    chosen = list(use_cases or USE_CASES)
+
+    def body() -> list[dict[str, Any]]:
+        project = _project(create=True)
+        for name in chosen:  # every use case's name and model card before the first one runs
+            model_validation.check_model_card(project, get_use_case(name).registry_model_name)
+        return [run_use_case(project, uc, demo=True) for uc in chosen]
+
+    started = time.perf_counter()
+    with _stages(4 * len(chosen)):
+        rows = _guard(body)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        summary(rows)
+        typer.echo(f"store: {_project().root}   total: {time.perf_counter() - started:.0f} s   "
+                   "browse: fstrain registry report")
+        typer.echo(signing_note(_project().root))
+
+
+__all__ = ["EXIT_POLICY_DEVIATION", "EXIT_VALIDATION_FAILED", "demo", "exit_code", "run_command",
+           "run_use_case", "summary"]

@@ -1,4 +1,5 @@
-"""The one ``fstrain`` invocation running: its shared options, and its progress on stderr.
+"""The one ``fstrain`` invocation running: its shared options, its project, its output and its
+progress on stderr.
 
 Each command makes its own :class:`Options` (:func:`set_options`), so two invocations in one
 process (a job's chained stages, tests) never see each other's. :func:`step` shows a spinner
@@ -8,11 +9,22 @@ while a long step runs, :func:`stages` a progress bar over a multi-stage command
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+import feature_store
+from fstrain.cli.errors import guarded
+from fstrain.cli.options import store_location
+from fstrain.kernel.errors import ConfigError
 
 
 @dataclass
@@ -38,8 +50,6 @@ def options() -> Options:
 
 def console() -> Any:
     """A rich console on stderr (so --json output on stdout stays clean)."""
-    from rich.console import Console
-
     return Console(stderr=True)
 
 
@@ -70,14 +80,6 @@ def stages(total: int) -> Any:
     if options().as_json:
         yield
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                MofNCompleteColumn(), TextColumn("stages"), TimeElapsedColumn())
@@ -102,4 +104,42 @@ def progress(line: str) -> None:
         console().print(line, highlight=False, soft_wrap=True)
 
 
-__all__ = ["Options", "console", "options", "progress", "set_options", "stages", "step"]
+def project(*, create: bool = False) -> Any:
+    """The invocation's project; only the commands that make a store pass ``create=True``
+    (every other one refuses a root that holds no store, creating nothing)."""
+    current = options()
+    if current.backend != "local":
+        return feature_store.login(backend=current.backend)
+    location = store_location(current.root)
+    try:
+        return feature_store.login(backend="local", root=location, create=create)
+    except OSError as exc:  # FSTRAIN_HOME/--root is a file, read-only, or not a real folder
+        raise ConfigError(
+            f"store root {location.describe()} cannot be used ({exc.__class__.__name__}: "
+            f"{exc.strerror or exc}). Point --root or FSTRAIN_HOME at a writable folder."
+        ) from exc
+
+
+def guard(func: Callable[[], Any]) -> Any:
+    """Run a command body; user errors become one line on stderr and exit code 2."""
+    return guarded(func, debug=options().debug)
+
+
+def emit(payload: dict[str, Any], human: str) -> None:
+    """Print a command's result: ``payload`` as JSON with ``--json``, else ``human``."""
+    if options().as_json:
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        typer.echo(human)
+
+
+def require_key_file(key: Path | None) -> None:
+    """``--key`` (which overrides ``$FSTRAIN_KEY``) must name an existing file; checked before
+    any work."""
+    if key is not None and not key.expanduser().is_file():
+        raise ConfigError(f"--key {key}: no such file. Point --key at your enrolled OpenSSH "
+                          "private key (or leave it out to use $FSTRAIN_KEY).")
+
+
+__all__ = ["Options", "console", "emit", "guard", "options", "progress", "project",
+           "require_key_file", "set_options", "stages", "step"]

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fstrain.kernel.build_info import write_source_commit
 from fstrain.kernel.errors import ConfigError
 
 #: Source-tree entries a wheel is built from (everything else stays behind).
@@ -57,7 +58,6 @@ def build_wheel(out_dir: Path) -> Path:
                 shutil.copytree(src, Path(scratch) / name, ignore=ignore)
             elif src.is_file():
                 shutil.copy2(src, Path(scratch) / name)
-        from fstrain.kernel.build_info import write_source_commit
 
         write_source_commit(root, Path(scratch) / "fstrain")  # models record it (no git there)
         done = subprocess.run(

@@ -45,21 +45,30 @@ the job definitions instead.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fstrain.cli.end_to_end import exit_code
-from fstrain.kernel.errors import ConfigError
+import feature_store
+from feature_views import USE_CASES, get_use_case
+from fstrain.cli import job_install
+from fstrain.cli.errors import exit_code, guarded
 from fstrain.kernel.config import validation_message
+from fstrain.kernel.errors import ConfigError
+from fstrain.kernel.window import resolve_window
 
 STAGES = ("features", "dataset", "train", "validate")
 ENTRY_SCRIPT = "fstrain_job.py"
@@ -251,8 +260,6 @@ class JobsConfig(BaseModel):
     @field_validator("use_case")
     @classmethod
     def _known_use_case(cls, value: str) -> str:
-        from feature_views import USE_CASES
-
         if value not in USE_CASES:
             raise ValueError(f"use case must be one of {', '.join(USE_CASES)}. Got {value!r} instead")
         return value
@@ -276,10 +283,6 @@ def load_config(path: Path, *, project: str | None = None) -> JobsConfig:
     The project is ``project`` (``--project``), else the YAML's ``project:``, else
     ``$HOPSWORKS_PROJECT``; a relative ``requirements:`` is relative to the YAML file.
     """
-    import os
-
-    import yaml
-
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -344,8 +347,6 @@ def _flags(stage: str, args: dict[str, Any]) -> list[str]:
 
 def _validate_args(use_case: str, args: dict[str, Any], *, chained: bool) -> list[str]:
     """``validate NAME:VERSION ...`` (``{model}`` when chained after train)."""
-    from feature_views import get_use_case
-
     args = dict(args)
     model = args.pop("model_name", None) or get_use_case(use_case).registry_model_name
     version = args.pop("version", None)
@@ -393,8 +394,6 @@ def _cli_args(stage: str, use_case: str, args: dict[str, Any]) -> list[str]:
 
 def _relative_split(use_case: str, args: dict[str, Any]) -> bool:
     """Whether the dataset stage splits by windows counted back from an anchor."""
-    from feature_views import get_use_case
-
     if any(k in args for k in ("test_window", "validation_window", "train_window")):
         return True
     explicit = {"split", "test_size", "validation_size"} & set(args)
@@ -565,18 +564,12 @@ def _check_validate_stages(segments: list[list[str]]) -> str | None:
 
 
 def _user_error(message: str) -> int:
-    import sys
-
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USER_ERROR
 
 
 def _run_stage(argv: list[str], app: Callable[..., Any]) -> tuple[int, Any]:
     """Run one ``fstrain`` command in-process; returns its exit code and its JSON result."""
-    import contextlib
-    import io
-    import sys
-
     argv = list(argv)
     if argv[:1] == ["validate"] and len(argv) > 1 and ":" not in argv[1]:
         return _user_error(
@@ -621,10 +614,6 @@ def deploy(project: Any, definitions: list[dict[str, Any]], config: JobsConfig |
            *, wheel: Path | None = None) -> dict[str, Any]:
     """Upload the entry script, install fstrain into the jobs' environment (per
     ``config.install``; nothing without a config), then create/update each job and schedule."""
-    import tempfile
-
-    from fstrain.cli import job_install
-
     service = project.get_jobs()
     folder = f"/Projects/{project.name}/{JOBS_DIR}"  # where the jobs' appPath points
     installed = None
@@ -652,8 +641,6 @@ def run_definition(name: str, start: str | None, end: str | None, wait: bool,
                    args: str | None = None) -> dict[str, Any]:
     """What ``run`` will do: the job, its ``[start, end)`` window (validated) and arguments
     (None: the job's default arguments)."""
-    from fstrain.kernel.window import resolve_window
-
     if (start is None) != (end is None):
         raise ConfigError("jobs run: give both --start and --end (a [start, end) window), or "
                           "neither to use the job's default window.")
@@ -684,14 +671,10 @@ AsJson = Annotated[bool, typer.Option("--json", help="With --dry-run: the job de
 
 
 def _guard(func: Any) -> None:
-    from fstrain.cli.errors import guarded
-
     guarded(func)
 
 
 def _connect(project: str | None) -> Any:
-    import feature_store
-
     return feature_store.login(backend="hopsworks", project=project)
 
 

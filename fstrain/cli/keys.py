@@ -10,14 +10,24 @@ project itself (:mod:`model_registry.hopsworks.trust`), so every client and job 
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+import feature_store
+from fstrain.cli.errors import fail
 from fstrain.cli.options import BackendOpt, JsonOpt, RootOpt, existing_store, store_location
 from fstrain.kernel.errors import FeatureStoreError
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import UnauthorizedError
+from model_registry.audit import keys
+from model_registry.audit.keys import ENV_PASSPHRASE
+from model_registry.audit.trust import TRUST_DIR, TrustStore
 
 keys_app = typer.Typer(
     help="Signing keys of the store: new, add (an existing ssh-keygen key), list, revoke.",
@@ -41,11 +51,7 @@ def _store(root: Path | None, backend: str = "local", *, create: bool = False) -
     (``Resources/fstrain/trust``, through the SDK; login from the environment). Only
     ``keys new`` and ``keys add`` (which may enrol a store's first key) pass ``create``: the
     other commands refuse a root that holds no store."""
-    from model_registry.audit.trust import TRUST_DIR, TrustStore
-
     if backend != "local":
-        import feature_store
-
         return feature_store.login(backend=backend).get_model_registry().trust_store
     location = store_location(root) if create else existing_store(root)
     return TrustStore(location.path / TRUST_DIR)
@@ -53,9 +59,6 @@ def _store(root: Path | None, backend: str = "local", *, create: bool = False) -
 
 def _owner_key(store: Any, key: Path | None) -> Any:
     """The private key that signs a change: the owner's (``--key``/``$FSTRAIN_KEY``)."""
-    from fstrain.kernel.errors import UnauthorizedError
-    from model_registry.audit import keys
-
     path = keys.key_path(key)
     if path is None:
         raise UnauthorizedError(
@@ -66,13 +69,6 @@ def _owner_key(store: Any, key: Path | None) -> Any:
 
 
 def _new_passphrase(protect: bool) -> str | None:
-    import getpass
-    import os
-    import sys
-
-    from fstrain.kernel.errors import InvalidArgumentError
-    from model_registry.audit.keys import ENV_PASSPHRASE
-
     if not protect:
         return None
     if not sys.stdin.isatty():
@@ -104,8 +100,6 @@ def new_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Make an Ed25519 key (OpenSSH format) and enrol it in the store's trust list."""
-    from model_registry.audit import keys
-
     try:
         store = _store(root, backend, create=True)
         signer_key = _owner_key(store, key) if store.exists() else None
@@ -139,9 +133,6 @@ def add_command(
 ) -> None:
     """Enrol an existing Ed25519 public key (e.g. one ``ssh-keygen -t ed25519`` made); a store's
     first key signs its own enrolment with --key/$FSTRAIN_KEY."""
-    from fstrain.kernel.errors import InvalidArgumentError
-    from model_registry.audit import keys
-
     try:
         store = _store(root, backend, create=True)
         try:
@@ -226,6 +217,4 @@ def revoke_command(
 
 
 def _fail(exc: Exception) -> Any:
-    from fstrain.cli.errors import fail
-
     fail(exc)

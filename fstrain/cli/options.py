@@ -20,9 +20,16 @@ KeyOpt = Annotated[Path | None, typer.Option(
     "--key", help="Private key that signs (default $FSTRAIN_KEY); needed once the store has a "
     "trust list.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")]
+WINDOW_START_HELP = ("Window start, ISO-8601 (default $HOPS_START_TIME). Without --end the "
+                     "window is open: every row from START on. Refused for a use case "
+                     "without event time (adult).")
+WINDOW_END_HELP = "Window end, exclusive (default $HOPS_END_TIME). Without --start: every row before END."
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Create anew even when nothing changed (by default a re-run on unchanged "
+    "inputs reuses the newest version and says so).")]
 
-__all__ = ["BackendOpt", "DebugOpt", "JsonOpt", "KeyOpt", "RootOpt", "existing_store",
-           "store_location"]
+__all__ = ["WINDOW_END_HELP", "WINDOW_START_HELP", "BackendOpt", "DebugOpt", "ForceOpt", "JsonOpt",
+           "KeyOpt", "RootOpt", "existing_store", "store_location"]
 
 
 def store_location(root: Path | None) -> StoreLocation:

@@ -16,7 +16,14 @@ from typing import Annotated, Any
 
 import typer
 
+from feature_views import USE_CASES, get_use_case
+from fstrain.cli.errors import guarded
 from fstrain.cli.options import JsonOpt, RootOpt, existing_store
+from fstrain.cli.registry_open import open_registry
+from fstrain.kernel.errors import ConfigError
+from fstrain.project import Project
+from model_registry.audit.authorize import resolve_signer
+from model_registry.naming import check_model_name
 
 policy_app = typer.Typer(
     help="The gate policy a model is judged under: the use case's defaults, or an owner's "
@@ -32,16 +39,12 @@ def _registry(root: Path | None) -> Any:
     """The local registry of the store under ``root`` (a registry is created in an existing
     store when missing: a policy may be set before the model's first version is trained; a
     root that holds no store is refused)."""
-    from fstrain.project import Project
-
     return Project(existing_store(root), create=False).get_model_registry()
 
 
 def _use_case_gates(registry: Any, name: str) -> tuple[str | None, list[str]]:
     """The use case a model belongs to (by the feature view of its newest version, else by
     its default model name) and that use case's gates."""
-    from feature_views import USE_CASES, get_use_case
-
     models = [] if registry is None else registry.get_models(name)
     view = models[-1].feature_view_name if models else None
     for use_case_name in USE_CASES:
@@ -63,9 +66,6 @@ def set_command(
 ) -> None:
     """Store a policy file as MODEL's next gate-policy version (owner-signed once the store
     keeps a trust list; unsigned, and saying so, without one)."""
-    from fstrain.cli.errors import guarded
-    from fstrain.kernel.errors import ConfigError
-
     def body() -> tuple[dict[str, Any], Any]:
         from validation.policy import set_policy
 
@@ -74,7 +74,6 @@ def set_command(
         except OSError as exc:
             raise ConfigError(f"policy file {file} cannot be read ({exc.strerror or exc}).") \
                 from None
-        from model_registry.audit.authorize import resolve_signer
 
         registry = _registry(root)
         trust, signer = resolve_signer(registry.trust_store, "policy",
@@ -102,11 +101,7 @@ def show_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the gate policy MODEL is judged under and every stored policy version."""
-    from fstrain.cli.errors import guarded
-
     def body() -> dict[str, Any]:
-        from fstrain.cli.registry_open import open_registry
-        from model_registry.naming import check_model_name
         from validation.policy import current_policy, standard_gates, use_case_policy
 
         check_model_name(model)

@@ -8,19 +8,29 @@ append a reviewer's sign-off to a version's append-only history. ``--root`` is t
 from __future__ import annotations
 
 import json
+import webbrowser
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
-from fstrain.cli.options import JsonOpt, RootOpt
-from fstrain.cli.trainer_config import config_line, trained_with
 from fstrain.cli.audit import approve_command, reject_command, signed_by, verify_command
+from fstrain.cli.audit import EXIT_BROKEN
+from fstrain.cli.audit import history_row
 from fstrain.cli.dossier import dossier_command
-from fstrain.cli.registry_open import open_registry, resolve_ref
+from fstrain.cli.errors import fail
+from fstrain.cli.options import JsonOpt, RootOpt
 from fstrain.cli.policy import policy_app
+from fstrain.cli.registry_open import open_registry, resolve_ref
+from fstrain.cli.trainer_config import config_line, trained_with
+from fstrain.kernel.errors import FeatureStoreError, InvalidArgumentError
+from model_registry.history import approval_state
+from model_registry.statuses import is_approved, passed_gates
 from validation.report_index import latest_scorecard
+from validation.report_index import checked_status
+from validation.report_index import write_report_index
 
 registry_app = typer.Typer(
     help="Browse the model registry (list, show, report, diff, dossier), sign off versions "
@@ -40,9 +50,6 @@ def list_command(
 ) -> None:
     """List model versions: name, version, training metrics (measured on the validation split
     at training time), validation status, approval, TD version, created."""
-    from fstrain.cli.audit import EXIT_BROKEN
-    from validation.report_index import checked_status
-
     try:
         registry = _open(root)
         models = [] if registry is None else registry.list_models(name)
@@ -69,8 +76,6 @@ def list_command(
         if broken:
             raise typer.Exit(EXIT_BROKEN)
         return
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(title="Model registry" if name is None else f"Model '{name}'")
     for column in ("name", "version", "training metrics (validation split)", "status",
@@ -123,7 +128,6 @@ def show_command(
         scorecard, href = latest_scorecard(model)
     except FeatureStoreError as exc:
         _fail(exc)
-    from model_registry.history import approval_state
 
     payload: dict[str, Any] = {
         "name": model.name,
@@ -259,8 +263,6 @@ def report_command(
     its current review page (``review-pages/<model>/<version>.html``: the latest run's
     scorecard with every sign-off recorded since), for a compliance reviewer. Every validation
     run, approval and rejection writes it again, so it is never a stale snapshot."""
-    from validation.report_index import write_report_index
-
     try:
         registry = _open(root)
     except FeatureStoreError as exc:
@@ -276,12 +278,8 @@ def report_command(
     for entry in broken:
         typer.echo(f"{entry['name']}:{entry['version']} unverified: {entry['approval']}", err=True)
     if open_browser:
-        import webbrowser
-
         webbrowser.open(index.as_uri())
     if broken:
-        from fstrain.cli.audit import EXIT_BROKEN
-
         raise typer.Exit(EXIT_BROKEN)
 
 
@@ -390,9 +388,6 @@ def delete_command(
 ) -> None:
     """Delete one model version; one that passed validation or was approved (a deployment
     candidate) is refused unless ``--force``."""
-    from model_registry.history import approval_state
-    from model_registry.statuses import is_approved, passed_gates
-
     try:
         if ":" not in ref:
             raise InvalidArgumentError(
@@ -473,9 +468,6 @@ def _schema_text(model_schema: dict[str, Any] | None, part: str) -> str | None:
 
 
 def _print_show(payload: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console(width=160)
     manifest = payload["manifest"]
     head = Table(title=f"Model '{payload['name']}' version {payload['version']}", show_header=False)
@@ -525,10 +517,6 @@ def _print_show(payload: dict[str, Any]) -> None:
 
 
 def _print_history(console: Any, payload: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    from fstrain.cli.audit import history_row
-
     table = Table(title="History (append-only)")
     for column in ("#", "event", "when (UTC)", "signed by", "result", "details"):
         table.add_column(column)
@@ -542,6 +530,4 @@ def _print_history(console: Any, payload: dict[str, Any]) -> None:
 
 
 def _fail(exc: Exception) -> NoReturn:
-    from fstrain.cli.errors import fail
-
     fail(exc)

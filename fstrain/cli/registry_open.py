@@ -12,6 +12,9 @@ from typing import Any
 
 from fstrain.cli.options import existing_store
 from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.project import Project
+from model_registry.errors import ModelNotFoundError
+from model_registry.naming import check_model_name
 
 
 def open_registry(root: Path | None) -> Any:
@@ -19,8 +22,6 @@ def open_registry(root: Path | None) -> Any:
     yet (no model was registered). A root that holds no store at all is a
     :class:`~fstrain.kernel.errors.StoreNotFoundError` naming it and where it came from;
     nothing is created."""
-    from fstrain.project import Project
-
     location = existing_store(root)
     if not (location.path / "model_registry").is_dir():
         return None
@@ -29,8 +30,6 @@ def open_registry(root: Path | None) -> Any:
 
 def parse_ref(ref: str) -> tuple[str, int | None]:
     """``NAME[:VERSION]`` → ``(name, version or None)`` (both checked)."""
-    from model_registry.naming import check_model_name
-
     name, sep, version_text = ref.partition(":")
     check_model_name(name)
     if not sep:
@@ -51,8 +50,6 @@ def resolve_ref(root: Path | None, ref: str, *, verify: bool = True) -> Any:
         ModelNotFoundError: no registry, model or version.
         VerificationError: the version does not verify (one line per problem, joined).
     """
-    from model_registry.errors import ModelNotFoundError
-
     name, version = parse_ref(ref)
     registry = open_registry(root)
     if registry is None:

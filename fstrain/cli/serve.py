@@ -8,6 +8,7 @@ owner's key; without one they are recorded unsigned, as every other record there
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,10 @@ import typer
 
 from fstrain.cli.errors import guarded
 from fstrain.cli.options import BackendOpt, DebugOpt, JsonOpt, RootOpt, existing_store, store_location
+from fstrain.kernel.errors import InvalidArgumentError
+from fstrain.kernel.errors import UnauthorizedError
+from fstrain.kernel.store_root import resolve_root
+from model_registry.audit import key_path, load_private_key
 
 users_app = typer.Typer(help="Web users of `fstrain serve`: add, passwd, remove, list.",
                         no_args_is_help=True)
@@ -66,9 +71,6 @@ def _store(root: Path | None) -> Any:
 
 def _owner(store: Any, key: Path | None) -> Any:
     """The owner's signer in a store with a trust list, else None (unsigned records)."""
-    from fstrain.kernel.errors import UnauthorizedError
-    from model_registry.audit import key_path, load_private_key
-
     trust = store.trust_store.load()
     if trust is None:
         return None
@@ -81,11 +83,7 @@ def _owner(store: Any, key: Path | None) -> Any:
 
 def read_password(user: str) -> str:
     """The new password from standard input: twice, hidden, at a terminal; else one line."""
-    from fstrain.kernel.errors import InvalidArgumentError
-
     if sys.stdin is not None and sys.stdin.isatty():
-        import getpass
-
         first = getpass.getpass(f"password for {user}: ")
         if getpass.getpass("again: ") != first:
             raise InvalidArgumentError(f"user '{user}': the two passwords differ.")
@@ -172,7 +170,6 @@ def users_list(root: RootOpt = None, as_json: JsonOpt = False, debug: DebugOpt =
 
 
 def _revoke(root: Path | None, name: str) -> None:
-    from fstrain.kernel.store_root import resolve_root
     from fstrain.serve.state import STATE_DIR, ServerState
 
     if (resolve_root(root) / STATE_DIR).is_dir():

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+from feature_views import USE_CASES, get_use_case
+from feature_views import get_use_case
+
 #: The trainer settings a person compares (the rest are engine details, in ``--json``).
 SHOWN = ("model", "params", "seed", "imbalance", "metric", "early_stopping_rounds")
 
@@ -29,9 +33,6 @@ def listed(values: dict[str, Any]) -> str:
 def show_config(use_case_name: str, overrides: dict[str, Any], model_name: str | None) -> tuple[dict[str, Any], str]:
     """``train --show-config``: the JSON payload and the text (YAML) of the trainer
     configuration the run would use, with the overrides ``fstrain demo`` applies to it."""
-    import yaml
-
-    from feature_views import get_use_case
     from pipelines import training
 
     use_case = get_use_case(use_case_name)
@@ -75,7 +76,6 @@ def config_line(summary: dict[str, Any]) -> str:
 def _defaults(feature_view: str | None, trainer: dict[str, Any]) -> dict[str, Any] | None:
     """The trainer config of the use case whose view is ``feature_view`` (None: no such use
     case, or the version trained another model kind than the default)."""
-    from feature_views import USE_CASES, get_use_case
     from pipelines import training
 
     for name in USE_CASES:
