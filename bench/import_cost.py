@@ -14,7 +14,13 @@ may be imported inside a function (lazily) only if it is listed there, and it is
 its import costs at least ``--threshold`` interpreter starts (``--heavy-only`` prints just those,
 ready for the tuple).
 
+``--tables`` measures the other side of the rule, the tables of our own modules loaded only
+when chosen (``LAZY_MODULE_TABLES`` in the architecture test: the commands of ``fstrain``, the
+composition root's backend modules): what importing the module holding each table costs, and
+what each entry costs imported on its own (a command's start is the root's plus its module's).
+
     python bench/import_cost.py [--repeat 3] [--threshold 2] [--heavy-only] [LIBRARY ...]
+    python bench/import_cost.py --tables [--repeat 3]
 """
 
 from __future__ import annotations
@@ -83,6 +89,24 @@ def _installed(library: str) -> bool:
         return False
 
 
+#: module -> its table of our modules loaded when chosen (tests/test_architecture.py's
+#: LAZY_MODULE_TABLES): a value is ``module``, ``module:object`` or a tuple starting with one.
+LAZY_TABLES = {"fstrain.cli.app": "COMMANDS", "fstrain.project": "BACKEND_MODULES"}
+
+
+def measure_tables(repeat: int) -> None:
+    """Print what each module holding a lazy table costs, and each entry's module alone."""
+    for holder, table in LAZY_TABLES.items():
+        entries = getattr(importlib.import_module(holder), table).values()
+        modules = sorted({(e[0] if isinstance(e, tuple) else e).partition(":")[0] for e in entries})
+        _, own, start = measure(holder, repeat)
+        print(f"{holder} ({table}): -X importtime {own * 1e3:.0f} ms "
+              f"(interpreter start beside it: {start * 1e3:.0f} ms)", flush=True)
+        for module in modules:
+            _, cumulative, _ = measure(module, repeat)
+            print(f"    {module:45s} {cumulative * 1e3:7.0f} ms alone", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("libraries", nargs="*", default=list(CANDIDATES))
@@ -90,7 +114,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=2.0,
                         help="heavy: importing costs at least this many interpreter starts")
     parser.add_argument("--heavy-only", action="store_true")
+    parser.add_argument("--tables", action="store_true",
+                        help="measure the tables of our modules loaded when chosen instead")
     args = parser.parse_args(argv)
+    if args.tables:
+        measure_tables(args.repeat)
+        return
 
     rows = []
     starts: list[float] = []
