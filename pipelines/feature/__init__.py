@@ -80,6 +80,8 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
         )
         new = fg.id is None
         before = None if new else fg.latest_commit_id()
+        if not new and spec.ingestion_time and spec.ingestion_time not in _names(fg):
+            frame = frame.drop(columns=[spec.ingestion_time])  # a store made before it was declared
         fg.insert(frame)
         if new:
             _describe(fg, spec)
@@ -91,6 +93,11 @@ def run(project: Project, config: FeaturePipelineConfig) -> FeaturePipelineRef:
         refs.append(FeatureGroupRef(spec.name, spec.version, commit,
                                     details.get("rowsInserted", 0), details.get("rowsUpdated", 0)))
     return FeaturePipelineRef(config.use_case, tuple(refs), window=described)
+
+
+def _names(fg: Any) -> list[str]:
+    """The names of an existing group's features."""
+    return [f.name for f in fg.features]
 
 
 def _extensions(fs: Any, spec: Any) -> dict[str, Any]:

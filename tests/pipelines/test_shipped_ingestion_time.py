@@ -77,3 +77,16 @@ def test_a_late_backfill_with_ingestion_time_now_is_counted(store):
     labels = store.fs.get_feature_group("air_quality", 1).read()
     assert figures["late"] == int(labels["date"].isin(rows["date"]).sum()) > 0
     assert check_late_data(store.fv.get_training_dataset(version).extra, 0.01).severity == "warning"
+
+
+def test_a_store_made_before_the_declaration_keeps_its_schema_on_a_rerun(tmp_path):
+    import feature_store
+
+    project = feature_store.login(root=tmp_path / "store")
+    old = airquality.load()["daily_weather"].drop(columns=["known_at"])
+    fg = project.get_feature_store().create_feature_group(
+        "daily_weather", version=1, primary_key=["city"], event_time="date")
+    fg.insert(old)
+    run_features(project, FeaturePipelineConfig(use_case="airquality"))
+    weather = project.get_feature_store().get_feature_group("daily_weather", 1)
+    assert "known_at" not in [f.name for f in weather.features] and weather.ingestion_time is None
