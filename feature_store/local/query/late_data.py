@@ -40,18 +40,23 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.query.pit import CompiledQuery
     from feature_store.local.query.query_plan import Node, Plan
 
-def exposure(compiled: CompiledQuery) -> dict[str, Any]:
+def exposure(compiled: CompiledQuery,
+             con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
     """``{"groups": [...]}``: one record per point-in-time join of the root (see
     :func:`_record`); plain joins and nested sub-queries' joins have no label time to compare
-    with and are left out. Runs on a connection of its own."""
+    with and are left out. Runs on ``con`` where given (an out-of-core create passes its own,
+    whose memory limit and spill folder then bound these joins too), else on a connection of
+    its own."""
     p = compiled.plan
     if p is None or not any(jp.point_in_time and jp.left is p.root for jp in p.joins):
         return {"groups": []}
-    con = engine.connect()
-    try:
+    if con is not None:
         return {"groups": _groups(compiled, p, con)}
+    own = engine.connect()
+    try:
+        return {"groups": _groups(compiled, p, own)}
     finally:
-        con.close()
+        own.close()
 
 
 def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

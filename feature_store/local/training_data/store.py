@@ -369,7 +369,7 @@ class TrainingDataStore(VersionChecks):
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,
                                             batch_rows=options.batch_rows)
-                late = late_data.exposure(compiled) if exposure else None
+                late = self._bounded_exposure(compiled, options, staging) if exposure else None
         finally:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
@@ -380,6 +380,17 @@ class TrainingDataStore(VersionChecks):
         if late is not None:
             facts["late_data"] = late
         return files, facts, schema
+
+    @staticmethod
+    def _bounded_exposure(compiled: Any, options: StreamOptions, staging: Path) -> dict[str, Any]:
+        """The late-data figures of an out-of-core create, on a database of their own under the
+        create's memory limit and spill folder: the exposure joins read as many rows as the
+        query (the query's connection is closed once its rows are drained)."""
+        con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
+        try:
+            return late_data.exposure(compiled, con)
+        finally:
+            con.close()
 
     def _partitioned(self, compiled: Any, buckets: int, root_columns: dict[str, str],
                      staging: Path, options: StreamOptions) -> tuple[pa.Schema, Any]:
