@@ -132,9 +132,11 @@ def train(
         if find_label_issues:
             human += _label_issues_summary(project, ref, payload)
         if nested:
-            human += _nested_summary(project, ref, payload)
+            human += _folds_summary(project, ref, payload, "nested_cross_validation",
+                                   "nested cross-validation ({k} outer folds, tuned in each)")
         elif cv is not None:
-            human += _cv_summary(project, ref, payload)
+            human += _folds_summary(project, ref, payload, "cross_validation",
+                                   "cross-validation ({k} folds)")
         _emit(payload, human)
 
     _guard(body)
@@ -164,13 +166,16 @@ def _trained(project: Any, ref: Any, training_dataset_version: str, payload: dic
             f"validation_status: {status}; --force trains a new version)")
 
 
-def _cv_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
-    """The cross-validation estimate for the train command's output (and ``payload``)."""
+def _folds_summary(project: Any, ref: Any, payload: dict[str, Any], key: str,
+                   heading: str) -> str:
+    """A cross-validation estimate recorded under ``training_config[key]``
+    (``cross_validation`` or ``nested_cross_validation``) for the train command's output, its
+    summary copied into ``payload``; ``heading`` says what the folds were."""
     record = project.get_model_registry().get_model(ref.name, ref.version)
-    folds = record.training_config["cross_validation"]
+    folds = record.training_config[key]
     stats = folds["summary"].get(folds["metric"], {})
-    payload["cross_validation"] = folds["summary"]
-    return (f"\ncross-validation ({folds['k']} folds): {folds['metric']} "
+    payload[key] = folds["summary"]
+    return (f"\n{heading.format(k=folds['k'])}: {folds['metric']} "
             f"{stats.get('mean', float('nan')):.4f} ± {stats.get('std', float('nan')):.4f}")
 
 
@@ -182,17 +187,6 @@ def _label_issues_summary(project: Any, ref: Any, payload: dict[str, Any]) -> st
     dropped = "dropped from training" if found["dropped_from_training"] else "kept"
     return (f"\nlabel issues: {found['n_issues']} of {found['train_rows']} train rows suspect "
             f"({found['share']:.1%}), {dropped}; report {record.model_path}/label_issues.csv")
-
-
-def _nested_summary(project: Any, ref: Any, payload: dict[str, Any]) -> str:
-    """The nested-CV estimate for the train command's output (and ``payload``)."""
-    record = project.get_model_registry().get_model(ref.name, ref.version)
-    nested = record.training_config["nested_cross_validation"]
-    stats = nested["summary"].get(nested["metric"], {})
-    payload["nested_cross_validation"] = nested["summary"]
-    return (f"\nnested cross-validation ({nested['k']} outer folds, tuned in each): "
-            f"{nested['metric']} {stats.get('mean', float('nan')):.4f} ± "
-            f"{stats.get('std', float('nan')):.4f}")
 
 
 def _trainer_overrides(config: Path | None, model: str | None, param: list[str] | None,

@@ -340,5 +340,12 @@ def test_cross_validation_is_recorded_with_the_model(project):
     train_rows = len(project.get_feature_store().get_feature_view("adult_income", 1)
                      .get_train_validation_test_split(td.version)[0])
     assert sum(f["val_rows"] for f in cv["folds"]) == train_rows
+    from fstrain.cli.train import _folds_summary  # the train command's line for it
+
+    payload: dict = {}
+    line = _folds_summary(project, ref, payload, "cross_validation", "cross-validation ({k} folds)")
+    mean, std = cv["summary"]["auc"]["mean"], cv["summary"]["auc"]["std"]
+    assert line == f"\ncross-validation (3 folds): auc {mean:.4f} ± {std:.4f}"
+    assert payload == {"cross_validation": cv["summary"]}
     with pytest.raises(ConfigError, match="option 'cv'"):
         training.TrainingPipelineConfig(use_case="adult", training_dataset_version=1, cv=1)
