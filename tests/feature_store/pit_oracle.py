@@ -67,6 +67,21 @@ def _current_commit(j: Joined, at: pd.Timestamp) -> pd.Timestamp | None:
     return max(before) if before else None
 
 
+def backfilled(fs, monkeypatch) -> tuple:
+    """Two groups with a known backfill: labels at 10h and 30h; a feature row of 4h written at
+    5h, then at 20h a backfill of 8h and a correction of the 4h row, so the label at 10h knew
+    only the first value (1.0) where a plain join sees the backfill (2.0). ``(labels, feats)``."""
+    with commit_clock(monkeypatch) as clock:
+        labels = fs.create_feature_group("lab", version=1, primary_key=["id"], event_time="ts")
+        labels.insert(pd.DataFrame({"id": [1, 2], "k": [1, 1], "ts": [hours(10), hours(30)]}))
+        feats = fs.create_feature_group("f", version=1, primary_key=["k"], event_time="ts")
+        clock[0] = hours(5)
+        feats.insert(pd.DataFrame({"k": [1], "ts": [hours(4)], "x": [1.0]}))
+        clock[0] = hours(20)
+        feats.insert(pd.DataFrame({"k": [1, 1], "ts": [hours(8), hours(4)], "x": [2.0, 1.5]}))
+    return labels, feats
+
+
 def pit_oracle(labels: pd.DataFrame, joined: list[Joined], *, as_known: bool,
                label_key: dict[str, str]) -> pd.DataFrame:
     """The labels (``id``, ``ts``, their key columns) with each joined group's values, by brute

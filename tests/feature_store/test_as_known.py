@@ -8,7 +8,13 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError
-from tests.feature_store.pit_oracle import commit_clock, hours, pit_oracle, random_history
+from tests.feature_store.pit_oracle import (
+    backfilled,
+    commit_clock,
+    hours,
+    pit_oracle,
+    random_history,
+)
 
 
 def _labels(fs, clock, rng, n=24, keys=("k1", "k2")):
@@ -102,14 +108,7 @@ def test_different_keys_match_the_oracle(fs, monkeypatch):
 
 
 def test_as_known_differs_from_the_plain_join_on_a_backfill(fs, monkeypatch):
-    with commit_clock(monkeypatch) as clock:
-        labels = fs.create_feature_group("lab", version=1, primary_key=["id"], event_time="ts")
-        labels.insert(pd.DataFrame({"id": [1, 2], "k": [1, 1], "ts": [hours(10), hours(30)]}))
-        feats = fs.create_feature_group("f", version=1, primary_key=["k"], event_time="ts")
-        clock[0] = hours(5)
-        feats.insert(pd.DataFrame({"k": [1], "ts": [hours(4)], "x": [1.0]}))
-        clock[0] = hours(20)  # a backfill at 20h of a row of 8h, and a correction of the 4h row
-        feats.insert(pd.DataFrame({"k": [1, 1], "ts": [hours(8), hours(4)], "x": [2.0, 1.5]}))
+    labels, feats = backfilled(fs, monkeypatch)
     plain = labels.select_all().join(feats.select(["x"]), on=["k"]).read().sort_values("id")
     known = labels.select_all().join(feats.select(["x"]), on=["k"], as_known=True).read().sort_values("id")
     assert list(plain["x"]) == [2.0, 2.0]  # the label at 10h sees the backfill of 20h

@@ -7,25 +7,11 @@ import pandas as pd
 import pytest
 
 from fstrain.kernel.errors import InvalidArgumentError, SchemaMismatchError
-from tests.feature_store.pit_oracle import commit_clock, hours
-
-
-def _backfilled(fs, monkeypatch):
-    """Labels at 10h and 30h; a feature row of 4h written at 5h, then at 20h a backfill of 8h
-    and a correction of the 4h row: the label at 10h knew only the first value."""
-    with commit_clock(monkeypatch) as clock:
-        labels = fs.create_feature_group("lab", version=1, primary_key=["id"], event_time="ts")
-        labels.insert(pd.DataFrame({"id": [1, 2], "k": [1, 1], "ts": [hours(10), hours(30)]}))
-        feats = fs.create_feature_group("f", version=1, primary_key=["k"], event_time="ts")
-        clock[0] = hours(5)
-        feats.insert(pd.DataFrame({"k": [1], "ts": [hours(4)], "x": [1.0]}))
-        clock[0] = hours(20)
-        feats.insert(pd.DataFrame({"k": [1, 1], "ts": [hours(8), hours(4)], "x": [2.0, 1.5]}))
-    return labels, feats
+from tests.feature_store.pit_oracle import backfilled, commit_clock, hours
 
 
 def test_a_view_created_as_known_joins_every_group_as_known_and_records_it(fs, monkeypatch):
-    labels, feats = _backfilled(fs, monkeypatch)
+    labels, feats = backfilled(fs, monkeypatch)
     query = labels.select_all().join(feats.select(["x"]), on=["k"])
     plain = fs.create_feature_view("plain", version=1, query=query, labels=[])
     known = fs.create_feature_view("known", version=1, query=query, labels=[], as_known=True)
