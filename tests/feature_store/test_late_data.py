@@ -185,3 +185,67 @@ def test_the_scorecard_lineage_carries_the_late_data(fraud):
     assert card.lineage["as_known"] is False
     n_late = _expected(fraud.tx)[0]
     assert card.lineage["late_data"]["cards:1"].startswith(f"{n_late} of {N} joined rows")
+
+
+def _probed_store(fs, monkeypatch):
+    """Labels with microsecond times on both sides of 1970, a group appended in two commits
+    whose join keys leave a tie-break column, and a group declaring an ``ingestion_time``."""
+    rng = np.random.default_rng(11)
+    n = 300
+    base = pd.Timestamp("1969-12-31 23:00", tz="UTC")
+    us = pd.to_timedelta(rng.integers(0, 3 * 3_600_000_000, n), unit="us")
+    with commit_clock(monkeypatch, base) as clock:
+        labels = fs.create_feature_group("probe_labels", version=1, primary_key=["id"],
+                                         event_time="ts")
+        labels.insert(pd.DataFrame({"id": np.arange(n), "k": rng.integers(0, 6, n),
+                                    "ts": base + us, "y": rng.integers(0, 2, n)}))
+        ties = fs.create_feature_group("probe_ties", version=1, primary_key=["k", "slot"],
+                                       event_time="ts")
+        ingested = fs.create_feature_group("probe_ingested", version=1, primary_key=["k"],
+                                           event_time="ts", ingestion_time="seen")
+        for hour in (1, 2):
+            clock[0] = base + pd.Timedelta(hours=hour, microseconds=777)
+            m = 40
+            ties.insert(pd.DataFrame({"k": rng.integers(0, 6, m), "slot": np.arange(m) + 100 * hour,
+                                      "ts": base + pd.to_timedelta(rng.integers(0, 10_800, m) // 60 * 60, unit="s"),
+                                      "a": rng.normal(size=m)}))
+        ts = base + pd.to_timedelta(rng.integers(0, 10_800_000_000, 60), unit="us")
+        ingested.insert(pd.DataFrame({"k": rng.integers(0, 6, 60), "ts": ts,
+                                      "seen": ts + pd.to_timedelta(rng.integers(0, 3_600_000_000, 60), unit="us"),
+                                      "b": rng.normal(size=60)}).drop_duplicates(["k", "ts"]))
+    return labels, ties, ingested
+
+
+def test_the_figures_counted_from_the_query_equal_the_exposure_joins(tmp_path, monkeypatch):
+    """Every version counts its exposure from the query's own matched row ids where it can;
+    a differential check against the per-group exposure join it replaced, over ties, an
+    ingestion time, a lookback and label times before 1970 (truncated milliseconds)."""
+    import feature_store
+    from feature_store.local.query import late_data as query_late
+    from feature_store.local.query.pit import compile_query
+    from feature_store.local.storage import engine
+
+    fs = feature_store.login(root=tmp_path / "store").get_feature_store()
+    labels, ties, ingested = _probed_store(fs, monkeypatch)
+    for lookback in (None, pd.Timedelta(minutes=50)):
+        query = (labels.select(["id", "k", "y"])
+                 .join(ties.select(["a"]), on=["k"], lookback=lookback)
+                 .join(ingested.select(["b"]), on=["k"], lookback=lookback))
+        compiled = compile_query(query.spec(), order_by_root_key=True, probes=True)
+        assert set(compiled.probes) == {"t1", "t2"}
+        con = engine.connect()
+        try:
+            table = compiled.fetch(con, hidden=True)
+            joined = query_late.exposure(compiled, con)
+            with monkeypatch.context() as m:
+                m.setattr(query_late, "exposure_sql", None)  # the probed path joins nothing
+                probed = query_late.exposure(compiled, con, probed=table)
+        finally:
+            con.close()
+        assert probed == joined, json.dumps([probed, joined])
+        assert all(g["late"] > 0 and g["matched"] < g["rows"] for g in probed["groups"])
+        assert table.column_names[-3:] == compiled.hidden
+    fv = fs.create_feature_view("probed", version=1, query=query, labels=["y"])
+    version, _ = fv.create_training_data()
+    assert late.groups(fv.get_training_dataset(version).extra) == probed["groups"]
+    assert not any(c.startswith("__fstrain") for c in fv.get_training_data(version)[0].columns)

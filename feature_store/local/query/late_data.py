@@ -10,9 +10,13 @@ that a version holds (recorded with every version at creation, see
 how many the plain join would have let in (``kept_out``).
 
 When a matched row became known is its ``ingestion_time`` where the group declares one, else
-the time of the commit that wrote its current version. The figures come from one narrow ASOF
-join per group (its keys, event time and known time; :func:`~feature_store.local.query.pit.exposure_sql`),
-not a second run of the query. The known time is read cheaply where it can be:
+the time of the commit that wrote its current version. Where the query yields exactly one row
+per label (every join a point-in-time left join of the root, no post-join filter), a new
+version's query also returns each group's matched row id (``compile_query(probes=True)``) and the
+figures are counted from those in memory (:func:`_probed_figures`); otherwise, and for a group
+whose known times need its row versions, from one narrow ASOF join per group (its keys, event
+time and known time; :func:`~feature_store.local.query.pit.exposure_sql`). The two give the same
+figures (a differential test checks them). The known time is read cheaply where it can be:
 
 - a group with an ``ingestion_time``: that column of the pinned files;
 - a group whose files up to the pinned commit were only ever added (appends, merges that
@@ -26,10 +30,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
-from feature_store.local.query.pit import exposure_sql
-from feature_store.local.query.query_plan import JoinPlan, event_time_of
+from feature_store.local.query import row_gather
+from feature_store.local.query.pit import LABEL_PROBE, exposure_sql
+from feature_store.local.query.query_plan import Gather, JoinPlan, event_time_of
 from feature_store.local.storage import engine, row_history
 from feature_store.local.storage.engine import quote_ident as q
 from feature_store.local.storage.row_history import GONE, KNOWN
@@ -40,38 +46,123 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.query.pit import CompiledQuery
     from feature_store.local.query.query_plan import Node, Plan
 
-def exposure(compiled: CompiledQuery,
-             con: duckdb.DuckDBPyConnection | None = None) -> dict[str, Any]:
+def exposure(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection | None = None, *,
+             probed: pa.Table | None = None) -> dict[str, Any]:
     """``{"groups": [...]}``: one record per point-in-time join of the root (see
     :func:`_record`); plain joins and nested sub-queries' joins have no label time to compare
     with and are left out. Runs on ``con`` where given (an out-of-core create passes its own,
     whose memory limit and spill folder then bound these joins too), else on a connection of
-    its own."""
+    its own.
+
+    ``probed`` is the query's result fetched with its hidden columns
+    (``compiled.fetch(con, hidden=True)``): a group it probes whose known time is cheap to read
+    (an ``ingestion_time``, or files only ever added) is counted from the matched row ids
+    there, without a join of its own (:func:`_probed_figures`); the figures equal the join's."""
     p = compiled.plan
     if p is None or not any(jp.point_in_time and jp.left is p.root for jp in p.joins):
         return {"groups": []}
     if con is not None:
-        return {"groups": _groups(compiled, p, con)}
+        return {"groups": _groups(compiled, p, con, probed)}
     own = engine.connect()
     try:
-        return {"groups": _groups(compiled, p, own)}
+        return {"groups": _groups(compiled, p, own, probed)}
     finally:
         own.close()
 
 
-def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
+            probed: pa.Table | None) -> list[dict[str, Any]]:
     root_ph = f"__SCAN_{p.root.alias}__"
-    root_sql = compiled.root_sql.replace(root_ph, compiled.source(con, root_ph))
+    root_sql: str | None = None
     groups = []
     for jp in p.joins:
         if not jp.point_in_time or jp.left is not p.root:
             continue
-        right = _known_source(con, jp.right)
-        sql = exposure_sql(jp, root_sql, right, q(KNOWN))
-        row = engine.fetch_arrow(con, sql, compiled.root_params).to_pylist()[0]
-        rows, matched, late, delay_ms = row.values()
+        column = compiled.probes.get(jp.right.alias) if probed is not None else None
+        figures = None if column is None or probed is None else _probed_figures(
+            con, jp.right, probed[column], probed[LABEL_PROBE])
+        if figures is None:
+            if root_sql is None:
+                root_sql = compiled.root_sql.replace(root_ph, compiled.source(con, root_ph))
+            right = _known_source(con, jp.right)
+            sql = exposure_sql(jp, root_sql, right, q(KNOWN))
+            figures = tuple(engine.fetch_arrow(con, sql, compiled.root_params).to_pylist()[0].values())
+        rows, matched, late, delay_ms = figures
         groups.append(_record(jp, int(rows), int(matched), int(late), delay_ms))
     return groups
+
+
+def _probed_figures(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.ChunkedArray,
+                    label_us: pa.ChunkedArray) -> tuple[int, int, int, int | None] | None:
+    """``(rows, matched, late, max delay ms)`` of a group from its matched row ids and the
+    label times (epoch µs), or None when its known times need the row versions. Late: known
+    strictly after the label time; the delay is ``epoch_ms(known) - epoch_ms(label)`` as
+    DuckDB computes it (see :func:`_epoch_ms`)."""
+    known_us = _known_by_row(con, node, row_ids)
+    if known_us is None:
+        return None
+    labels = label_us.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    known, present = known_us
+    matched = int(row_ids.length() - row_ids.null_count)
+    late = present & (known > labels)
+    count = int(late.sum())
+    if not count:
+        return len(labels), matched, 0, None
+    delay = _epoch_ms(known[late]) - _epoch_ms(labels[late])
+    return len(labels), matched, count, int(delay.max())
+
+
+def _epoch_ms(us: np.ndarray) -> np.ndarray:
+    """Epoch microseconds to milliseconds as DuckDB's ``epoch_ms`` gives them: rounded, halves
+    away from zero."""
+    return np.sign(us) * ((np.abs(us) + 500) // 1000)
+
+
+def _known_by_row(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.ChunkedArray
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per result row: when its matched row became known (epoch µs) and whether there is such
+    a time (a match, and a non-null ingestion time), as :func:`_known_source` defines it; None
+    where that needs the row versions (files were rewritten)."""
+    group, table, commit = node.group, node.group.delta_table, int(node.commit)
+    files = table.files(commit)
+    ids = row_ids.combine_chunks() if isinstance(row_ids, pa.ChunkedArray) else row_ids
+    valid = ids.is_valid().to_numpy(zero_copy_only=False)
+    if not files:
+        return np.zeros(len(ids), np.int64), valid & False
+    cols = list(dict.fromkeys([*group.upsert_key, event_time_of(group)]))
+    listed = _columns_in_files(con, files)
+    if not set(cols) <= listed:
+        return None
+    if group.ingestion_time and group.ingestion_time in listed:
+        return _ingested_by_row(node, ids)
+    added = None if group.ingestion_time else _added_at(table, commit, files)
+    if added is None:
+        return None
+    ms = added.column("ms").to_numpy()
+    file_index = ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) >> engine.ROW_ID_FILE_SHIFT
+    return ms[file_index] * 1000, valid
+
+
+def _columns_in_files(con: duckdb.DuckDBPyConnection, files: list[str]) -> set[str]:
+    listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    return set(con.sql(f"SELECT * FROM read_parquet({listing}, union_by_name=true) LIMIT 0").columns)
+
+
+def _ingested_by_row(node: Node, ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A group's ``ingestion_time`` of each matched row (epoch µs, as ``CAST(... AS
+    TIMESTAMPTZ)`` gives it), read from its pinned files by row id."""
+    name = node.group.ingestion_time
+    assert name is not None  # the caller checked
+    source = row_gather.read_source(Gather(node, "", [(name, name)]))
+    taken = row_gather.positions(source.file_rows, ids).take(source.table[name])
+    con = engine.connect()
+    try:
+        con.register("__fstrain_ingested", pa.table({"k": taken}))
+        us = con.sql("SELECT epoch_us(CAST(k AS TIMESTAMPTZ)) AS us FROM __fstrain_ingested").to_arrow_table()["us"]
+    finally:
+        con.close()
+    us = us.combine_chunks()
+    return us.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), us.is_valid().to_numpy(zero_copy_only=False)
 
 
 def _record(jp: JoinPlan, rows: int, matched: int, late: int, delay_ms: Any) -> dict[str, Any]:

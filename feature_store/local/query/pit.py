@@ -71,6 +71,8 @@ from fstrain.kernel.timeutil import required_utc, to_utc
 #: the label-side columns an as-known join's matches carry back (keys, then the label time)
 LEFT_KEY = "__fstrain_lk"
 LEFT_TIME = "__fstrain_lt"
+#: the hidden column of a probed statement holding the root event time in epoch microseconds
+LABEL_PROBE = "__fstrain_label_us"
 #: an as-known join's plain match: its row version, when it became known, a deleted key
 V, K, D = '"__fstrain_mv"', '"__fstrain_mk"', '"__fstrain_md"'
 
@@ -123,6 +125,17 @@ class CompiledQuery:
     plan: Plan | None = None
     root_sql: str = ""
     root_params: list[Any] = field(default_factory=list)
+    #: compiled with ``probes``: the statement that runs also yields, per point-in-time join
+    #: of the root, the matched row id (join alias -> hidden column; null: no match within the
+    #: lookback) and the root event time in epoch microseconds (:data:`LABEL_PROBE`), one
+    #: output row per root row, so the late-data exposure is counted from the query's own
+    #: result (:func:`~feature_store.local.query.late_data.exposure`)
+    probes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hidden(self) -> list[str]:
+        """The columns of the statement that runs beyond the output: the probes."""
+        return [*self.probes.values(), LABEL_PROBE] if self.probes else []
 
     def source(self, con: duckdb.DuckDBPyConnection, placeholder: str, *,
                row_id: bool = False) -> str:
@@ -143,7 +156,8 @@ class CompiledQuery:
         ``single_statement`` binds the equivalent statement that carries every column through
         the joins (what :meth:`display_sql` shows) instead of the one that runs.
         """
-        gathered = set() if single_statement else {g.node.alias for g in self.gathers}
+        gathered = set() if single_statement else (
+            {g.node.alias for g in self.gathers} | set(self.probes))
         return self.bind_sources(
             {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
              for placeholder, node in self.scans.items()},
@@ -157,28 +171,34 @@ class CompiledQuery:
             sql = sql.replace(placeholder, source)
         return sql
 
-    def fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> pa.Table:
+    def fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False,
+              hidden: bool = False) -> pa.Table:
         """Run the query on ``con`` and return its result as Arrow.
 
         The gathered groups' columns are read from their pinned files in the background while
         the join runs, then taken by the matched row ids.
         ``single_statement`` runs the equivalent single statement instead (same result; used
-        to check the two against each other).
+        to check the two against each other). ``hidden`` keeps the :attr:`hidden` columns after
+        the output's (the single statement has none).
         """
         groups = ", ".join(dict.fromkeys(f"'{n.group.name}' v{n.group.version}" for n in self.scans.values()))
         with storage_boundary(f"query over feature group(s) {groups}", "reading"):
-            return self._fetch(con, single_statement=single_statement)
+            return self._fetch(con, single_statement=single_statement, hidden=hidden)
 
-    def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool) -> pa.Table:
-        if single_statement or not self.gathers:
-            sql = self.bind(con, single_statement=single_statement)
-            return engine.fetch_arrow(con, sql, self.params)
+    def _fetch(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool,
+               hidden: bool) -> pa.Table:
+        if single_statement:
+            return engine.fetch_arrow(con, self.bind(con, single_statement=True), self.params)
+        names = self.output + (self.hidden if hidden else [])
         sql = self.bind(con)
+        if not self.gathers:
+            joined = engine.fetch_arrow(con, sql, self.params)
+            return joined if joined.column_names == names else joined.select(names)
         with row_gather.GatherReads(self.gathers) as reads:
             joined = engine.fetch_arrow(con, sql, self.params)
             columns = {name: joined[name] for name in joined.column_names}
             columns.update(reads.take({g.row_column: joined[g.row_column] for g in self.gathers}))
-        return pa.table({name: columns[name] for name in self.output})
+        return pa.table({name: columns[name] for name in names})
 
     def display_sql(self) -> str:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
@@ -214,12 +234,14 @@ def compile_query(
     limit: int | None = None,
     order_by_root_key: bool = False,
     extra_columns: list[tuple[str, str]] | None = None,
+    probes: bool = False,
 ) -> CompiledQuery:
     """Compile the frozen query ``spec`` (``query.spec()``) to one SQL statement.
 
     ``extra_columns`` adds ``(node-alias-of-root column, output name)`` pairs of the root group
     (used to carry keys/event time that were not selected). ``order_by_root_key`` sorts by the
-    root group's primary key and event time so results are reproducible.
+    root group's primary key and event time so results are reproducible. ``probes`` adds the
+    hidden columns of :attr:`CompiledQuery.probes` where the query's shape allows them.
     """
     p = plan(spec)
     params: list[Any] = []  # in placeholder order: root filter, window, post-join filter
@@ -244,6 +266,8 @@ def compile_query(
     output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
     gathers = _gathers(p, post, output)
     wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
+    probe_columns = _probes(p, post, gathers, limit) if probes else {}
+    narrow += _probe_items(p, probe_columns, gathers, lookback_nodes)
     tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
     keys = _partition_keys(p) if limit is None and order_by_root_key else None
     shape = None if keys is None else PartitionShape(
@@ -257,7 +281,47 @@ def compile_query(
                          shape=shape,
                          versions={ph for ph, node in scans.items()
                                    if any(jp.join.as_known and jp.right is node for jp in p.joins)},
-                         plan=p, root_sql=root_sql, root_params=root_params)
+                         plan=p, root_sql=root_sql, root_params=root_params,
+                         probes=probe_columns)
+
+
+def _probes(p: Plan, post: FilterSpec | None, gathers: list[Gather],
+            limit: int | None) -> dict[str, str]:
+    """Join alias -> the hidden column holding its matched row id, for each plain
+    point-in-time left join of the root; empty unless the result has exactly one row per root
+    row (every join such a join or an as-known left join of the root, no post-join filter, no
+    limit), which is what lets the exposure count from the result."""
+    one_per_root = post is None and limit is None and all(
+        jp.point_in_time and jp.left is p.root and jp.join.join_type == "left" for jp in p.joins)
+    if not one_per_root:
+        return {}
+    rows = {g.node.alias: g.row_column for g in gathers}
+    probes = {}
+    for jp in p.joins:
+        alias = jp.right.alias
+        if jp.join.as_known or engine.ROW_ID in jp.right.group.delta_table.schema(jp.right.commit).names:
+            continue
+        probes[alias] = rows.get(alias, f"{engine.ROW_ID}_probe_{alias}")
+    return probes
+
+
+def _probe_items(p: Plan, probes: dict[str, str], gathers: list[Gather],
+                 lookback_nodes: dict[str, str]) -> list[str]:
+    """The select items of the probes a gather does not already carry, and of the root event
+    time in epoch microseconds."""
+    if not probes:
+        return []
+    gathered = {g.node.alias for g in gathers}
+    items = []
+    for alias, column in probes.items():
+        if alias not in gathered:
+            row_id = f"{alias}.{q(engine.ROW_ID)}"
+            if alias in lookback_nodes:
+                row_id = f"CASE WHEN {lookback_nodes[alias]} THEN {row_id} END"
+            items.append(f"{row_id} AS {q(column)}")
+    label = _as_timestamptz(p.root.group, f"{p.root.alias}.{q(event_time_of(p.root.group))}")
+    items.append(f"epoch_us({label}) AS {q(LABEL_PROBE)}")
+    return items
 
 
 def _partition_keys(p: Plan) -> dict[str, tuple[str, ...]] | None:

@@ -138,9 +138,10 @@ class TrainingDataStore(VersionChecks):
     # -- creation ----------------------------------------------------------------------------
 
     def _prepare(self, extra_filter: Any, start_time: Any, end_time: Any,
-                 pins: dict[str, int] | None) -> tuple[Any, dict[str, int], dict[str, str]]:
+                 pins: dict[str, int] | None, *, probes: bool = False
+                 ) -> tuple[Any, dict[str, int], dict[str, str]]:
         """The compiled (pinned, root-key-ordered) query, the pins, and where the root group's
-        keys and event time are in its output."""
+        keys and event time are in its output; ``probes`` as in ``compile_query``."""
         extra = filter_spec(extra_filter)
         if self.view.replaced_root is not None:  # anchored on a spine: it stands for the root
             root = self.view.query.group
@@ -163,7 +164,7 @@ class TrainingDataStore(VersionChecks):
             root_columns[col] = name
         compiled = compile_query(
             pinned, start_time=start_time, end_time=end_time, order_by_root_key=True,
-            extra_columns=extra_cols,
+            extra_columns=extra_cols, probes=probes,
         )
         return compiled, pins, root_columns
 
@@ -301,13 +302,16 @@ class TrainingDataStore(VersionChecks):
         reproducibility facts; ``exposure`` (a new version) adds its ``late_data``
         (:mod:`~feature_store.local.query.late_data`)."""
 
-        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
+        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins,
+                                                     probes=exposure)
         con = engine.connect()
         try:
-            table = compiled.fetch(con)
-            late = late_data.exposure(compiled) if exposure else None
+            table = compiled.fetch(con, hidden=exposure)
+            late = late_data.exposure(compiled, con, probed=table) if exposure else None
         finally:
             con.close()
+        if compiled.hidden:
+            table = table.drop_columns(compiled.hidden)
         table = fill_labels(table, self.view.label_fill_values)
         resolved: list[SplitSpec] = []
         if spec is None:
