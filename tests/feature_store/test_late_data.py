@@ -248,4 +248,8 @@ def test_the_figures_counted_from_the_query_equal_the_exposure_joins(tmp_path, m
     fv = fs.create_feature_view("probed", version=1, query=query, labels=["y"])
     version, _ = fv.create_training_data()
     assert late.groups(fv.get_training_dataset(version).extra) == probed["groups"]
+    with monkeypatch.context() as m:  # partitioned: the kernel counts while it joins
+        m.setattr(query_late, "exposure_sql", None)
+        parted, _ = fv.create_training_data(write_options={"partitions": 3})
+    assert late.groups(fv.get_training_dataset(parted).extra) == probed["groups"]
     assert not any(c.startswith("__fstrain") for c in fv.get_training_data(version)[0].columns)

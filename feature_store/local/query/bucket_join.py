@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from feature_store.local.query.late_counts import Figures, late_figures
 from feature_store.local.query.query_plan import event_time_of, lookback_in_unit
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +72,8 @@ _KEEP_UNUSABLE = 0.875
 _INT_TYPES = ("int64", "int32", "date32[day]", "timestamp[us, tz=UTC]", "timestamp[us]")
 #: result files are read back batch by batch: keep batches as small as DuckDB's row groups
 RESULT_ROW_GROUP = 122_880
+#: a right bucket's column of when each row became known (epoch µs), for the late-data figures
+KNOWN_US = "__fstrain_known_us"
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,14 @@ class Step:
     lookback: int | None  # in the comparison's unit
     tie_break: tuple[str, ...]
     columns: tuple[str, ...]  # right columns the output takes
+    #: the bucket's rows carry :data:`KNOWN_US` (when each became known) and the join counts
+    #: its late matches (:func:`join_bucket`'s ``counts``)
+    known: bool = False
 
     def reads(self) -> list[str]:
         """The right group's columns this join reads."""
         return list(dict.fromkeys([*self.right_keys, self.right_time, *self.tie_break,
-                                   *self.columns]))
+                                   *self.columns, *([KNOWN_US] if self.known else [])]))
 
 
 @dataclass(frozen=True)
@@ -172,9 +178,12 @@ def _step(jp: JoinPlan, placeholder: str, right_keys: tuple[str, ...],
 # -- the kernel --------------------------------------------------------------------------------
 
 
-def join_bucket(bp: BucketPlan, tables: dict[str, pa.Table], schema: pa.Schema) -> pa.Table:
+def join_bucket(bp: BucketPlan, tables: dict[str, pa.Table], schema: pa.Schema,
+                counts: dict[int, Figures] | None = None) -> pa.Table:
     """The statement's result for one bucket: ``tables`` are the bucket's rows of each group
-    (by placeholder), ``schema`` the statement's result schema."""
+    (by placeholder), ``schema`` the statement's result schema. ``counts`` receives, per
+    index of a step with ``known``, the bucket's late-data figures
+    (:func:`~feature_store.local.query.late_counts.late_figures`)."""
     import numpy as np
     import pyarrow as pa
 
@@ -183,6 +192,8 @@ def join_bucket(bp: BucketPlan, tables: dict[str, pa.Table], schema: pa.Schema) 
     codes = _Codes(root, bp.keys)
     left = _LeftSide(root.column(bp.time), codes.left)
     matches = [_match(step, tables[step.placeholder], codes, left) for step in bp.steps]
+    if counts is not None:
+        counts.update(_late_counts(bp, root, tables, matches))
     keep = np.ones(root.num_rows, dtype=bool)
     for step, match in zip(bp.steps, matches, strict=True):
         if step.inner:
@@ -197,6 +208,28 @@ def join_bucket(bp: BucketPlan, tables: dict[str, pa.Table], schema: pa.Schema) 
         else:
             columns.append(gathers[index].take(tables[bp.steps[index].placeholder].column(source)))
     return pa.table(columns, names=[name for name, _, _ in bp.output]).cast(schema)
+
+
+def _late_counts(bp: BucketPlan, root: pa.Table, tables: dict[str, pa.Table],
+                 matches: list[np.ndarray]) -> dict[int, Figures]:
+    """Per step with ``known``: its matches' late-data figures (a match whose row became known
+    after the root row's event time is late)."""
+    import numpy as np
+
+    column = root.column(bp.time)
+    times, _ = _times(column)
+    labels = times * _TO_MICROS[_UNITS[str(column.type)]]
+    out = {}
+    for index, (step, match) in enumerate(zip(bp.steps, matches, strict=True)):
+        if not step.known:
+            continue
+        known = _one_chunk(tables[step.placeholder].column(KNOWN_US))
+        hit = match >= 0
+        values = _filled(known)[np.where(hit, match, 0)] if len(known) else np.zeros(len(match), np.int64)
+        valid = (np.asarray(known.is_valid().to_numpy(zero_copy_only=False))[np.where(hit, match, 0)]
+                 if len(known) else np.zeros(len(match), bool))
+        out[index] = late_figures(labels, values, hit & valid, int(hit.sum()))
+    return out
 
 
 def _root_order(table: pa.Table, order: tuple[str, ...]) -> np.ndarray | pa.Array:

@@ -13,7 +13,9 @@ When a matched row became known is its ``ingestion_time`` where the group declar
 the time of the commit that wrote its current version. Where the query yields exactly one row
 per label (every join a point-in-time left join of the root, no post-join filter), a new
 version's query also returns each group's matched row id (``compile_query(probes=True)``) and the
-figures are counted from those in memory (:func:`_probed_figures`); otherwise, and for a group
+figures are counted from those in memory (:func:`_probed_figures`), and a partitioned
+(out-of-core) create counts them in its join kernel, each bucket's right rows carrying their known
+time (:func:`known_columns`, :mod:`~feature_store.local.query.late_counts`); otherwise, and for a group
 whose known times need its row versions, from one narrow ASOF join per group (its keys, event
 time and known time; :func:`~feature_store.local.query.pit.exposure_sql`). The two give the same
 figures (a differential test checks them). The known time is read cheaply where it can be:
@@ -34,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from feature_store.local.query import row_gather
+from feature_store.local.query.late_counts import Figures, late_figures
 from feature_store.local.query.pit import LABEL_PROBE, exposure_sql
 from feature_store.local.query.query_plan import Gather, JoinPlan, event_time_of
 from feature_store.local.storage import engine, row_history
@@ -47,7 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.local.query.query_plan import Node, Plan
 
 def exposure(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection | None = None, *,
-             probed: pa.Table | None = None) -> dict[str, Any]:
+             probed: pa.Table | None = None,
+             counted: dict[str, Figures] | None = None) -> dict[str, Any]:
     """``{"groups": [...]}``: one record per point-in-time join of the root (see
     :func:`_record`); plain joins and nested sub-queries' joins have no label time to compare
     with and are left out. Runs on ``con`` where given (an out-of-core create passes its own,
@@ -57,21 +61,24 @@ def exposure(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection | None = No
     ``probed`` is the query's result fetched with its hidden columns
     (``compiled.fetch(con, hidden=True)``): a group it probes whose known time is cheap to read
     (an ``ingestion_time``, or files only ever added) is counted from the matched row ids
-    there, without a join of its own (:func:`_probed_figures`); the figures equal the join's."""
+    there, without a join of its own (:func:`_probed_figures`); the figures equal the join's.
+    ``counted``: join alias -> figures a partitioned run counted while it joined (see
+    :func:`~feature_store.local.query.late_counts.late_figures`)."""
     p = compiled.plan
     if p is None or not any(jp.point_in_time and jp.left is p.root for jp in p.joins):
         return {"groups": []}
     if con is not None:
-        return {"groups": _groups(compiled, p, con, probed)}
+        return {"groups": _groups(compiled, p, con, probed, counted or {})}
     own = engine.connect()
     try:
-        return {"groups": _groups(compiled, p, own, probed)}
+        return {"groups": _groups(compiled, p, own, probed, counted or {})}
     finally:
         own.close()
 
 
 def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
-            probed: pa.Table | None) -> list[dict[str, Any]]:
+            probed: pa.Table | None, counted: dict[str, Figures]
+            ) -> list[dict[str, Any]]:
     root_ph = f"__SCAN_{p.root.alias}__"
     root_sql: str | None = None
     groups = []
@@ -79,8 +86,9 @@ def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
         if not jp.point_in_time or jp.left is not p.root:
             continue
         column = compiled.probes.get(jp.right.alias) if probed is not None else None
-        figures = None if column is None or probed is None else _probed_figures(
-            con, jp.right, probed[column], probed[LABEL_PROBE])
+        figures = counted.get(jp.right.alias)
+        if figures is None and column is not None and probed is not None:
+            figures = _probed_figures(con, jp.right, probed[column], probed[LABEL_PROBE])
         if figures is None:
             if root_sql is None:
                 root_sql = compiled.root_sql.replace(root_ph, compiled.source(con, root_ph))
@@ -93,29 +101,56 @@ def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
 
 
 def _probed_figures(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.ChunkedArray,
-                    label_us: pa.ChunkedArray) -> tuple[int, int, int, int | None] | None:
+                    label_us: pa.ChunkedArray) -> Figures | None:
     """``(rows, matched, late, max delay ms)`` of a group from its matched row ids and the
     label times (epoch µs), or None when its known times need the row versions. Late: known
     strictly after the label time; the delay is ``epoch_ms(known) - epoch_ms(label)`` as
-    DuckDB computes it (see :func:`_epoch_ms`)."""
+    DuckDB computes it (:func:`~feature_store.local.query.late_counts.late_figures`)."""
     known_us = _known_by_row(con, node, row_ids)
     if known_us is None:
         return None
     labels = label_us.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     known, present = known_us
-    matched = int(row_ids.length() - row_ids.null_count)
-    late = present & (known > labels)
-    count = int(late.sum())
-    if not count:
-        return len(labels), matched, 0, None
-    delay = _epoch_ms(known[late]) - _epoch_ms(labels[late])
-    return len(labels), matched, count, int(delay.max())
+    return late_figures(labels, known, present, int(row_ids.length() - row_ids.null_count))
 
 
-def _epoch_ms(us: np.ndarray) -> np.ndarray:
-    """Epoch microseconds to milliseconds as DuckDB's ``epoch_ms`` gives them: rounded, halves
-    away from zero."""
-    return np.sign(us) * ((np.abs(us) + 500) // 1000)
+def known_columns(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Scan placeholder -> :func:`known_us_sql` over the scan with its row id, for each plain
+    point-in-time join of the root whose known time is cheap to read: what a partitioned
+    run counts while it joins."""
+    p = compiled.plan
+    if p is None:
+        return {}
+    by_alias = {node.alias: ph for ph, node in compiled.scans.items()}
+    known = {}
+    for jp in p.joins:
+        if jp.point_in_time and jp.left is p.root and not jp.join.as_known:
+            expr = known_us_sql(con, jp.right, engine.ROW_ID)
+            if expr is not None:
+                known[by_alias[jp.right.alias]] = expr
+    return known
+
+
+def known_us_sql(con: duckdb.DuckDBPyConnection, node: Node, row_id: str) -> str | None:
+    """A SQL expression over the group's scan (with its row id column ``row_id``) of when each
+    row became known, in epoch µs, where that is cheap (an ``ingestion_time``, or files only
+    ever added: the adding commit's time by file index); None where it needs the row
+    versions."""
+    group, table, commit = node.group, node.group.delta_table, int(node.commit)
+    files = table.files(commit)
+    if not files:
+        return None
+    cols = list(dict.fromkeys([*group.upsert_key, event_time_of(group)]))
+    listed = _columns_in_files(con, files)
+    if not set(cols) <= listed:
+        return None
+    if group.ingestion_time and group.ingestion_time in listed:
+        return f"epoch_us(CAST({q(group.ingestion_time)} AS TIMESTAMPTZ))"
+    added = None if group.ingestion_time else _added_at(table, commit, files)
+    if added is None:
+        return None
+    ms = ", ".join(str(int(v)) for v in added.column("ms").to_pylist())
+    return f"([{ms}]::BIGINT[])[({q(row_id)} >> {engine.ROW_ID_FILE_SHIFT}) + 1] * 1000"
 
 
 def _known_by_row(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.ChunkedArray

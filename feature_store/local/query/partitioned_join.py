@@ -25,6 +25,7 @@ value and order, whatever ``K`` is: ``K`` follows from the memory limit and the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import mmap
 import re
@@ -35,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from feature_store.local.query import bucket_join
-from feature_store.local.query.bucket_join import RESULT_ROW_GROUP
+from feature_store.local.query.bucket_join import KNOWN_US, RESULT_ROW_GROUP
+from feature_store.local.query.late_counts import Figures, add_figures
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -194,7 +196,8 @@ class PartitionedQuery:
     """One compiled query run bucket by bucket under ``folder`` (see the module docstring)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, compiled: CompiledQuery, buckets: int,
-                 folder: Path, merge_rows: int = MERGE_READ_ROWS) -> None:
+                 folder: Path, merge_rows: int = MERGE_READ_ROWS, *,
+                 known: dict[str, str] | None = None) -> None:
 
         if compiled.partition_keys is None or buckets < 1:
             raise ValueError("the query cannot be partitioned")
@@ -207,6 +210,38 @@ class PartitionedQuery:
         #: the numpy kernel's plan, or None: each bucket runs the statement
         self.kernel = bucket_join.plan(compiled)
         self._schema: pa.Schema | None = None
+        #: placeholder -> the SQL of when a row became known (epoch µs, over a scan with its
+        #: row id), for the groups whose late-data figures the kernel counts while it joins
+        #: (given as ``known``; see :meth:`late_counts`)
+        self.known: dict[str, str] = self._counted_groups(known or {})
+        self._counts: list[dict[int, Figures]] = []
+
+    def _counted_groups(self, wanted: dict[str, str]) -> dict[str, str]:
+        """The kernel's steps made to count their late matches, for the groups of ``wanted``
+        (:func:`~feature_store.local.query.late_data.known_columns`), where the result has
+        one row per root row (no inner join)."""
+        kernel = self.kernel
+        if not wanted or kernel is None or any(step.inner for step in kernel.steps):
+            return {}
+        known, steps = {}, []
+        for step in kernel.steps:
+            expr = wanted.get(step.placeholder)
+            if expr is not None:
+                known[step.placeholder] = expr
+                self.scans[step.placeholder] = self.compiled.source(self.con, step.placeholder,
+                                                                    row_id=True)
+            steps.append(dataclasses.replace(step, known=expr is not None))
+        self.kernel = dataclasses.replace(kernel, steps=tuple(steps))
+        return known
+
+    def late_counts(self) -> dict[str, Figures]:
+        """Join alias -> the late-data figures the kernel counted over every bucket (after
+        :meth:`run`)."""
+        if self.kernel is None:
+            return {}
+        aliases = {ph: node.alias for ph, node in self.compiled.scans.items()}
+        return {aliases[step.placeholder]: add_figures([c[i] for c in self._counts if i in c])
+                for i, step in enumerate(self.kernel.steps) if step.known}
 
     def schema(self) -> pa.Schema:
         """The result's schema: the statement run on empty inputs."""
@@ -301,10 +336,11 @@ class PartitionedQuery:
         reads = self._kernel_reads()[placeholder]
         by_sql = dict(zip(self.keys[placeholder], self._sql_hashed(), strict=True))
         hashes = {k: f"{HASH}{i}" for i, k in enumerate(by_sql) if by_sql[k]}
-        select = [*(q(c) for c in reads), *(f"hash({q(k)}) AS {h}" for k, h in hashes.items())]
+        select = [*(q(c) if c != KNOWN_US else f"{self.known[placeholder]} AS {q(c)}"
+                    for c in reads), *(f"hash({q(k)}) AS {h}" for k, h in hashes.items())]
         source, params = self._source(placeholder)
         fields = {f.name: f.type for f in node.group.delta_table.schema(node.commit)}
-        row_bytes = 8 + sum(_value_bytes(fields[c]) for c in reads if c in fields)  # + bucket
+        row_bytes = 8 + sum(_value_bytes(fields[c]) if c in fields else 8 for c in reads)  # + bucket
         keys = [hashes.get(k, k) for k in by_sql]  # in the root's key order
 
         def numbers(batch: pa.RecordBatch) -> np.ndarray:
@@ -339,9 +375,12 @@ class PartitionedQuery:
         pyarrow release the GIL); returns the result files in bucket order. A joined bucket's
         inputs are removed by a thread of their own, off the joins' path (the removals are done
         when this returns)."""
+        import pyarrow as pa
 
         schemas = {ph: self.con.sql(f"SELECT * FROM {scan} LIMIT 0").to_arrow_table().schema
                    for ph, scan in self.scans.items()}  # DuckDB is asked here, never in a thread
+        for ph in self.known:
+            schemas[ph] = schemas[ph].append(pa.field(KNOWN_US, pa.int64()))
         schema = self.schema()
         with ThreadPoolExecutor(1) as remover, ThreadPoolExecutor(JOIN_THREADS) as pool:
             def join(bucket: int) -> Path:
@@ -369,8 +408,11 @@ class PartitionedQuery:
             files = sorted(folder.glob("*.arrow")) if folder.exists() else []
             tables[ph] = bucket_join.read_bucket(files, columns, schemas[ph])
         out = self.folder / f"result_{bucket}.arrow"
-        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema), out,
+        counts: dict[int, Figures] | None = {} if self.known else None
+        bucket_join.write_result(bucket_join.join_bucket(kernel, tables, schema, counts), out,
                                  result_batch_rows(self.buckets, self.merge_rows))
+        if counts:
+            self._counts.append(counts)  # list.append is atomic: buckets join in threads
         return out
 
     def _spent(self, bucket: int) -> None:

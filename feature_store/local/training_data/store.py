@@ -353,13 +353,14 @@ class TrainingDataStore(VersionChecks):
                                   "reading"):
                 buckets = options.buckets(compiled)
                 if buckets > 1:
-                    schema, source = self._partitioned(compiled, buckets, root_columns, staging,
-                                                       options)
+                    schema, source, counted = self._partitioned(
+                        compiled, buckets, root_columns, staging, options, exposure)
                 else:
                     reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
                                                compiled.params, options.batch_rows)
                     schema = fill_labels(reader.schema.empty_table(), fill).schema
                     batches = drained(reader, con, fill, schema)
+                    counted = {}
                 needed, et, label = (self._key_columns(spec, root_columns, schema.names)
                                      if spec is not None else ([], None, None))
                 split_names = ("train",) if spec is None else spec.splits
@@ -373,7 +374,8 @@ class TrainingDataStore(VersionChecks):
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,
                                             batch_rows=options.batch_rows)
-                late = self._bounded_exposure(compiled, options, staging) if exposure else None
+                late = (self._bounded_exposure(compiled, options, staging, counted)
+                        if exposure else None)
         finally:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
@@ -386,28 +388,34 @@ class TrainingDataStore(VersionChecks):
         return files, facts, schema
 
     @staticmethod
-    def _bounded_exposure(compiled: Any, options: StreamOptions, staging: Path) -> dict[str, Any]:
-        """The late-data figures of an out-of-core create, on a database of their own under the
-        create's memory limit and spill folder: the exposure joins read as many rows as the
-        query (the query's connection is closed once its rows are drained)."""
+    def _bounded_exposure(compiled: Any, options: StreamOptions, staging: Path,
+                          counted: dict[str, Any]) -> dict[str, Any]:
+        """The late-data figures of an out-of-core create, ``counted`` (by the partitioned
+        join) or from exposure joins on a database of their own under the create's memory
+        limit and spill folder: they read as many rows as the query (the query's connection is
+        closed once its rows are drained)."""
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:
-            return late_data.exposure(compiled, con)
+            return late_data.exposure(compiled, con, counted=counted)
         finally:
             con.close()
 
     def _partitioned(self, compiled: Any, buckets: int, root_columns: dict[str, str],
-                     staging: Path, options: StreamOptions) -> tuple[pa.Schema, Any]:
+                     staging: Path, options: StreamOptions, exposure: bool
+                     ) -> tuple[pa.Schema, Any, dict[str, Any]]:
         """Run the query in ``buckets`` hash partitions (``partitioned_join``); returns the
-        result's schema (labels filled) and ``source(columns)``, which merges the partitions'
-        results into the query's order on every call."""
+        result's schema (labels filled), ``source(columns)``, which merges the partitions'
+        results into the query's order on every call, and the late-data figures the run
+        counted (``exposure``: join alias -> figures)."""
 
         own = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:  # a connection of its own: closing it hands DuckDB's buffers back before the writes
+            known = late_data.known_columns(compiled, own) if exposure else {}
             run = pj.PartitionedQuery(own, compiled, buckets, staging / ts.PARTS_DIR,
-                                      options.batch_rows)
+                                      options.batch_rows, known=known)
             raw = run.schema()
             results = run.run()
+            counted = run.late_counts()
         finally:
             own.close()
         schema = fill_labels(raw.empty_table(), self.view.label_fill_values).schema
@@ -422,7 +430,7 @@ class TrainingDataStore(VersionChecks):
             return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
                                                for c in table.columns], schema=target)
 
-        return schema, pj.replay_source(results, order, options.batch_rows, prepare)
+        return schema, pj.replay_source(results, order, options.batch_rows, prepare), counted
 
     def create(self, spec: SplitSpec | None, **options: Any) -> tuple[int, Any]:
         """Create a new immutable version (see :meth:`_create`); a full disk, an unwritable store
