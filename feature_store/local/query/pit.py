@@ -25,11 +25,9 @@ its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
   root only): a right row version matches a label row only if it was also *known* at the label
   time (committed by then, or ingested by then for a group with an ``ingestion_time``) and not
   yet replaced: per label row, the plain point-in-time join against the group as it was at the
-  label time. The group is read as its row versions (``storage.row_history``);
-  :func:`as_known_source` finds each distinct (keys, label time)'s version with one window
-  over the labels and versions of a key ordered by when each became eligible (a running
-  ``arg_max``), matches labels of keys that lost a row to a deletion exactly, and joins the
-  matches back to the root rows on (keys, label time).
+  label time. The group is read as its row versions (``storage.row_history``) and the root
+  rows are ``ASOF``-joined against its timeline: per key, from when each version is the match
+  (:mod:`feature_store.local.query.as_known`).
 
 Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
 other join's left side and no post-join filter names it) carries only its keys, event time and
@@ -47,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from feature_store.local.query import row_gather
+from feature_store.local.query import as_known, row_gather
 from feature_store.local.query.query_plan import (
     Gather,
     JoinPlan,
@@ -63,18 +61,12 @@ from feature_store.local.query.row_gather import GatherPolicy
 from feature_store.local.storage import engine
 from feature_store.local.storage import row_history
 from feature_store.local.storage.engine import quote_ident as q
-from feature_store.local.storage.row_history import ENDED, GONE, KNOWN, VID
 from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError
 from fstrain.kernel.timeutil import required_utc, to_utc
 
-#: the label-side columns an as-known join's matches carry back (keys, then the label time)
-LEFT_KEY = "__fstrain_lk"
-LEFT_TIME = "__fstrain_lt"
 #: the hidden column of a probed statement holding the root event time in epoch microseconds
 LABEL_PROBE = "__fstrain_label_us"
-#: an as-known join's plain match: its row version, when it became known, a deleted key
-V, K, D = '"__fstrain_mv"', '"__fstrain_mk"', '"__fstrain_md"'
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -255,8 +247,6 @@ def compile_query(
     lookback_nodes: dict[str, str] = {}  # left-join alias -> its lookback condition
     for jp in p.joins:
         from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes, root_sql))
-        if jp.join.as_known:
-            params += root_params  # its matches read the root rows again
     if post is not None:
         def column_sql(f: Condition) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
@@ -375,14 +365,15 @@ def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
                  lookback_nodes: dict[str, str], root_sql: str) -> str:
     """One ``JOIN ... ON ...`` clause. A point-in-time join's lookback goes to ``where_parts``
     (inner join) or to ``lookback_nodes`` (left join: the right side's columns become null).
-    An as-known join joins its matched row versions (:func:`as_known_source`) back to the
-    root rows ``root_sql`` holds."""
+    An as-known join is an ``ASOF`` join against the right group's timeline
+    (:mod:`feature_store.local.query.as_known`); an inner one keeps the matched rows only."""
     if jp.join.as_known:
-        source = as_known_source(jp, root_sql, _placeholder(jp.right, scans))
+        source = as_known.timeline_source(jp, _placeholder(jp.right, scans))
         if jp.join.lookback is not None:
             _lookback_to(jp, where_parts, lookback_nodes)
-        kind = "LEFT JOIN" if jp.join.join_type == "left" else "JOIN"
-        return f"{kind} {source} {jp.right.alias} ON {as_known_condition(jp)}"
+        if jp.join.join_type != "left":
+            where_parts.append(as_known.matched(jp))
+        return f"ASOF LEFT JOIN {source} {jp.right.alias} ON {as_known.condition(jp)}"
     right_sql = f"(SELECT * FROM {_placeholder(jp.right, scans)}"
     dedupe = _dedupe(jp)
     if dedupe:
@@ -628,83 +619,6 @@ def _dedupe(jp: JoinPlan) -> str | None:
         order = ", ".join([q(rg.event_time) + " DESC"] + [q(k) for k in jp.rest])
         return f"row_number() OVER (PARTITION BY {keys} ORDER BY {order}) = 1"
     return None
-
-
-# -- as-known joins ------------------------------------------------------------------------
-
-
-def _as_known_times(jp: JoinPlan, left: str, right: str) -> tuple[str, str]:
-    """The label time and the right event time, comparable (converted where types differ)."""
-    lg, rg = jp.left.group, jp.right.group
-    lt, rt = f"{left}.{q(LEFT_TIME)}", f"{right}.{q(event_time_of(rg))}"
-    if lg.get_feature(event_time_of(lg)).type != rg.get_feature(event_time_of(rg)).type:
-        return _as_timestamptz(lg, lt), _as_timestamptz(rg, rt)
-    return lt, rt
-
-
-def as_known_source(jp: JoinPlan, left_source: str, versions: str) -> str:
-    """The SQL table expression (unaliased) of the right group's matched row versions, one per
-    distinct (keys, label time) of ``left_source`` (the root's filtered scan), with the group's
-    columns and the label side's :data:`LEFT_KEY` ``<i>`` and :data:`LEFT_TIME`. ``versions``
-    is the row-version table's scan (placeholder).
-
-    A version is eligible for a label when its event time and the time it became known are both
-    at or before the label time, i.e. ``greatest(event_time, known) <= label``. Where no row of
-    the keys was ever deleted, the label's match is the best eligible version (latest event
-    time, then the plain join's tie-break, then the latest known: a replaced version's successor
-    has the same event time and is known later), so one window over the labels and versions of
-    each key, ordered by that time, finds it (a running ``arg_max``). Labels whose keys lost a
-    row are matched exactly: eligible and not yet replaced at the label time."""
-    lg, rg = jp.left.group, jp.right.group
-    lks = [f"{LEFT_KEY}{i}" for i in range(len(jp.join.left_on))]
-    rks = list(jp.join.right_on)
-    et = q(event_time_of(rg))
-    pairs = ", ".join(f"{q(lk)} AS {q(name)}" for lk, name in zip(jp.join.left_on, lks, strict=True))
-    label = f"{q(event_time_of(lg))} AS {q(LEFT_TIME)}"
-    on_keys = " AND ".join(f"l.{q(a)} = c.{q(b)}" for a, b in zip(lks, rks, strict=True))
-    lt, rt = _as_known_times(jp, "l", "c")
-    label_tz = _as_timestamptz(lg, f"l.{q(LEFT_TIME)}")
-    event_tz = _as_timestamptz(rg, f"c.{et}")
-    ties = ", ".join([f"c.{et} DESC", *(f"c.{q(k)}" for k in jp.tie_break), f"c.{q(KNOWN)} DESC"])
-    rank = "0"
-    if jp.tie_break:  # the plain join's winner (smallest values, nulls last) ranks highest
-        order = ", ".join(f"{q(k)} DESC NULLS FIRST" for k in jp.tie_break)
-        rank = f"dense_rank() OVER (PARTITION BY {', '.join(q(k) for k in rks)}, {et} ORDER BY {order})"
-    group_keys = ", ".join(f"l.{q(k)}" for k in [*lks, LEFT_TIME])
-    label_cols = ", ".join(q(k) for k in lks)
-    deleted_on = " AND ".join(f"l.{q(a)} = d.{q(b)}" for a, b in zip(lks, rks, strict=True))
-    as_left = ", ".join(f"c.{q(b)} AS {q(a)}" for a, b in zip(lks, rks, strict=True))
-    return (
-        f"(WITH h AS (SELECT * FROM {versions}), "
-        f"l0 AS (SELECT DISTINCT {pairs}, {label} FROM {left_source}), "
-        f"d AS (SELECT DISTINCT {', '.join(q(k) for k in rks)} FROM h WHERE {q(ENDED)}), "
-        f"a AS (SELECT l.*, d.{q(rks[0])} IS NOT NULL AS {D} FROM l0 l LEFT JOIN d ON {deleted_on}), "
-        f"u AS (SELECT {as_left}, NULL AS {q(LEFT_TIME)}, greatest({event_tz}, c.{q(KNOWN)}) AS {K}, "
-        f"0 AS __fstrain_kind, c.{q(VID)} AS {V}, "
-        f"{{'t': {event_tz}, 'r': {rank}, 'k': c.{q(KNOWN)}}} AS __fstrain_order FROM h c "
-        f"UNION ALL SELECT {label_cols}, {q(LEFT_TIME)}, {_as_timestamptz(lg, q(LEFT_TIME))}, 1, "
-        f"NULL, NULL FROM a WHERE NOT {D}), "
-        f"w AS (SELECT {label_cols}, {q(LEFT_TIME)}, __fstrain_kind, arg_max({V}, __fstrain_order) "
-        f"OVER (PARTITION BY {label_cols} ORDER BY {K}, __fstrain_kind "
-        f"ROWS UNBOUNDED PRECEDING) AS {V} FROM u), "
-        f"slow AS (SELECT {group_keys}, c.{q(VID)} AS {V} FROM a l JOIN h c ON {on_keys} "
-        f"AND {rt} <= {lt} AND c.{q(KNOWN)} <= {label_tz} "
-        f"AND (c.{q(GONE)} IS NULL OR c.{q(GONE)} > {label_tz}) WHERE l.{D} "
-        f"QUALIFY row_number() OVER (PARTITION BY {group_keys} ORDER BY {ties}) = 1), "
-        f"m AS (SELECT {label_cols}, {q(LEFT_TIME)}, {V} FROM w "
-        f"WHERE __fstrain_kind = 1 AND {V} IS NOT NULL UNION ALL SELECT * FROM slow) "
-        f"SELECT m.* EXCLUDE ({V}), h.* FROM m JOIN h ON h.{q(VID)} = m.{V})"
-    )
-
-
-def as_known_condition(jp: JoinPlan) -> str:
-    """The ``ON`` condition joining the matched versions (aliased as the right node) back to
-    the label rows (the left node)."""
-    left, right = jp.left.alias, jp.right.alias
-    conds = [f"{left}.{q(lk)} = {right}.{q(f'{LEFT_KEY}{i}')}"
-             for i, lk in enumerate(jp.join.left_on)]
-    conds.append(f"{left}.{q(event_time_of(jp.left.group))} = {right}.{q(LEFT_TIME)}")
-    return " AND ".join(conds)
 
 
 def exposure_sql(jp: JoinPlan, root_sql: str, right_source: str, known: str) -> str:

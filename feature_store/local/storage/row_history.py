@@ -94,28 +94,33 @@ def _events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, commit: in
     """Row events (the columns at ``commit``, :data:`_VERSION`, :data:`_PUT`), identical put
     and end of one row in one commit cancelled. Only :data:`_PAIRED` events are compared (a
     merge's update images of rows it matched but left as they were), so a history of inserts
-    costs no comparison of whole rows."""
+    costs no comparison of whole rows, and none at all when nothing is paired."""
+    import pyarrow as pa
+
     raw = None
     if commit > 0 and has_change_feed(table):
         raw = _feed_events(table, commit, schema)
     if raw is None:
         raw = _replayed_events(con, table, commit, schema)
-    con.register("__fstrain_events", raw)
-    cols = ", ".join([*(engine_q(f.name) for f in schema), engine_q(_VERSION)])
-    put, paired = engine_q(_PUT), engine_q(_PAIRED)
+    import pyarrow.compute as pc
+
+    paired_mask = raw.column(_PAIRED)
+    if not pc.any(paired_mask).as_py():  # inserts and deletes only: nothing to compare
+        return raw.drop_columns([_PAIRED])
+    cols = [*schema.names, _VERSION]
+    plain = raw.filter(pc.invert(paired_mask)).select([*cols, _PUT])
+    con.register("__fstrain_events", raw.filter(paired_mask))
+    listed = ", ".join(engine_q(c) for c in cols)
+    put = engine_q(_PUT)
     sql = (f"WITH e AS (SELECT * FROM __fstrain_events), "
-           f"p AS (SELECT {cols} FROM e WHERE {put} AND {paired} EXCEPT ALL "
-           f"SELECT {cols} FROM e WHERE NOT {put} AND {paired}), "
-           f"d AS (SELECT {cols} FROM e WHERE NOT {put} AND {paired} EXCEPT ALL "
-           f"SELECT {cols} FROM e WHERE {put} AND {paired}) "
-           f"SELECT *, TRUE AS {put} FROM p UNION ALL "
-           f"SELECT {cols}, TRUE AS {put} FROM e WHERE {put} AND NOT {paired} UNION ALL "
-           f"SELECT *, FALSE AS {put} FROM d UNION ALL "
-           f"SELECT {cols}, FALSE AS {put} FROM e WHERE NOT {put} AND NOT {paired}")
+           f"p AS (SELECT {listed} FROM e WHERE {put} EXCEPT ALL SELECT {listed} FROM e WHERE NOT {put}), "
+           f"d AS (SELECT {listed} FROM e WHERE NOT {put} EXCEPT ALL SELECT {listed} FROM e WHERE {put}) "
+           f"SELECT *, TRUE AS {put} FROM p UNION ALL SELECT *, FALSE AS {put} FROM d")
     try:
-        return con.sql(sql).to_arrow_table()
+        compared = con.sql(sql).to_arrow_table()
     finally:
         con.unregister("__fstrain_events")
+    return pa.concat_tables([plain, compared.cast(plain.schema)])
 
 
 def engine_q(name: str) -> str:
@@ -200,34 +205,50 @@ def _read_files(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, files:
 def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schema,
               times: dict[int, int], upsert_key: list[str], ingestion_time: str | None
               ) -> pa.Table:
-    """Row versions with :data:`KNOWN`, :data:`GONE`, :data:`ENDED` and :data:`VID`."""
+    """Row versions with :data:`KNOWN`, :data:`GONE`, :data:`ENDED` and :data:`VID`.
+
+    The window that finds each event's successor carries only the upsert key, the commit, the
+    kind and the known time of each event (a sort carries every column it is given); the
+    versions' columns are then taken from the events by position."""
+    import numpy as np
     import pyarrow as pa
 
     q = engine_q
-    clock = pa.table({"__fstrain_cv": pa.array(list(times), pa.int64()),
-                      "__fstrain_ms": pa.array(list(times.values()), pa.int64())})
-    con.register("__fstrain_ev", events)
-    con.register("__fstrain_clock", clock)
-    committed = "CAST(epoch_ms(c.__fstrain_ms) AS TIMESTAMPTZ)"
-    known = (f"CASE WHEN e.{q(_PUT)} THEN CAST(e.{q(ingestion_time)} AS TIMESTAMPTZ) "
-             f"ELSE {committed} END" if ingestion_time else committed)
-    keys = ", ".join(f"e2.{q(k)}" for k in upsert_key)
-    cols = ", ".join(q(f.name) for f in schema)
+    version = events.column(_VERSION).to_numpy(zero_copy_only=False)
+    clock = np.zeros(int(version.max()) + 1 if len(version) else 1, dtype=np.int64)
+    for v, ms in times.items():
+        if 0 <= v < len(clock):
+            clock[v] = ms
+    committed = pa.array(clock[version] * 1000, pa.timestamp("us", tz="UTC"))
+    columns = [*(events.column(k) for k in upsert_key), events.column(_VERSION),
+               events.column(_PUT), committed, pa.array(np.arange(len(events), dtype=np.int64))]
+    names = [*(f"__fstrain_u{i}" for i in range(len(upsert_key))), _VERSION, _PUT, "__fstrain_c",
+             "__fstrain_i"]
+    if ingestion_time:
+        columns.append(events.column(ingestion_time))
+        names.append("__fstrain_it")
+    known = (f"CASE WHEN {q(_PUT)} THEN CAST(__fstrain_it AS TIMESTAMPTZ) ELSE __fstrain_c END"
+             if ingestion_time else "__fstrain_c")
+    con.register("__fstrain_ev", pa.table(columns, names=names))
+    keys = ", ".join(f"__fstrain_u{i}" for i in range(len(upsert_key)))
     k, g = q("__fstrain_k"), q("__fstrain_g")
     p1, p2, v1, v2 = (q(f"__fstrain_{n}") for n in ("p1", "p2", "v1", "v2"))
     sql = (
-        f"WITH e2 AS (SELECT e.*, {known} AS {k} FROM __fstrain_ev e "
-        f"JOIN __fstrain_clock c ON c.__fstrain_cv = e.{q(_VERSION)}), "
-        f"s AS (SELECT e2.*, lead({k}) OVER w AS {g}, lead({q(_PUT)}) OVER w AS {p1}, "
-        f"lead({q(_PUT)}, 2) OVER w AS {p2}, lead({q(_VERSION)}) OVER w AS {v1}, "
-        f"lead({q(_VERSION)}, 2) OVER w AS {v2} "
+        f"WITH e2 AS (SELECT *, {known} AS {k} FROM __fstrain_ev), "
+        f"s AS (SELECT __fstrain_i, {k}, {q(_PUT)}, lead({k}) OVER w AS {g}, "
+        f"lead({q(_PUT)}) OVER w AS {p1}, lead({q(_PUT)}, 2) OVER w AS {p2}, "
+        f"lead({q(_VERSION)}) OVER w AS {v1}, lead({q(_VERSION)}, 2) OVER w AS {v2} "
         f"FROM e2 WINDOW w AS (PARTITION BY {keys} ORDER BY {q(_VERSION)}, {q(_PUT)})) "
-        f"SELECT {cols}, {k} AS {q(KNOWN)}, {g} AS {q(GONE)}, "
+        f"SELECT __fstrain_i, {k} AS {q(KNOWN)}, {g} AS {q(GONE)}, "
         f"({g} IS NOT NULL AND NOT {p1} AND NOT coalesce({p2} AND {v2} = {v1}, FALSE)) "
-        f"AS {q(ENDED)}, CAST(row_number() OVER () AS BIGINT) AS {q(VID)} FROM s WHERE {q(_PUT)}"
+        f"AS {q(ENDED)} FROM s WHERE {q(_PUT)} ORDER BY __fstrain_i"
     )
     try:
-        return con.sql(sql).to_arrow_table()
+        found = con.sql(sql).to_arrow_table()
     finally:
         con.unregister("__fstrain_ev")
-        con.unregister("__fstrain_clock")
+    rows = events.select(schema.names).take(found.column("__fstrain_i"))
+    return pa.table([*rows.columns, found.column(KNOWN).cast(pa.timestamp("us", tz="UTC")),
+                     found.column(GONE).cast(pa.timestamp("us", tz="UTC")), found.column(ENDED),
+                     pa.array(np.arange(1, found.num_rows + 1, dtype=np.int64))],
+                    names=[*schema.names, KNOWN, GONE, ENDED, VID])
