@@ -235,13 +235,13 @@ def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schem
     p1, p2, v1, v2 = (q(f"__fstrain_{n}") for n in ("p1", "p2", "v1", "v2"))
     sql = (
         f"WITH e2 AS (SELECT *, {known} AS {k} FROM __fstrain_ev), "
-        f"s AS (SELECT __fstrain_i, {k}, {q(_PUT)}, lead({k}) OVER w AS {g}, "
+        f"s AS (SELECT __fstrain_i, {keys}, {k}, {q(_PUT)}, lead({k}) OVER w AS {g}, "
         f"lead({q(_PUT)}) OVER w AS {p1}, lead({q(_PUT)}, 2) OVER w AS {p2}, "
         f"lead({q(_VERSION)}) OVER w AS {v1}, lead({q(_VERSION)}, 2) OVER w AS {v2} "
         f"FROM e2 WINDOW w AS (PARTITION BY {keys} ORDER BY {q(_VERSION)}, {q(_PUT)})) "
         f"SELECT __fstrain_i, {k} AS {q(KNOWN)}, {g} AS {q(GONE)}, "
         f"({g} IS NOT NULL AND NOT {p1} AND NOT coalesce({p2} AND {v2} = {v1}, FALSE)) "
-        f"AS {q(ENDED)} FROM s WHERE {q(_PUT)} ORDER BY __fstrain_i"
+        f"AS {q(ENDED)} FROM s WHERE {q(_PUT)}"
     )
     try:
         found = con.sql(sql).to_arrow_table()
