@@ -251,5 +251,8 @@ def test_the_figures_counted_from_the_query_equal_the_exposure_joins(tmp_path, m
     with monkeypatch.context() as m:  # partitioned: the kernel counts while it joins
         m.setattr(query_late, "exposure_sql", None)
         parted, _ = fv.create_training_data(write_options={"partitions": 3})
+        streamed, _ = fv.create_training_data(write_options={"partitions": 1, "batch_rows": 64})
     assert late.groups(fv.get_training_dataset(parted).extra) == probed["groups"]
+    assert late.groups(fv.get_training_dataset(streamed).extra) == probed["groups"]
+    assert fv.get_training_data(streamed)[0].equals(fv.get_training_data(version)[0])
     assert not any(c.startswith("__fstrain") for c in fv.get_training_data(version)[0].columns)

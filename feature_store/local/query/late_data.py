@@ -15,7 +15,8 @@ per label (every join a point-in-time left join of the root, no post-join filter
 version's query also returns each group's matched row id (``compile_query(probes=True)``) and the
 figures are counted from those in memory (:func:`_probed_figures`), and a partitioned
 (out-of-core) create counts them in its join kernel, each bucket's right rows carrying their known
-time (:func:`known_columns`, :mod:`~feature_store.local.query.late_counts`); otherwise, and for a group
+time (:func:`known_columns`, :mod:`~feature_store.local.query.late_counts`), and a streamed
+single statement (the default create) batch by batch (:class:`StreamCounter`); otherwise, and for a group
 whose known times need its row versions, from one narrow ASOF join per group (its keys, event
 time and known time; :func:`~feature_store.local.query.pit.exposure_sql`). The two give the same
 figures (a differential test checks them). The known time is read cheaply where it can be:
@@ -30,13 +31,14 @@ figures (a differential test checks them). The known time is read cheaply where 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from feature_store.local.query import row_gather
-from feature_store.local.query.late_counts import Figures, late_figures
+from feature_store.local.query.late_counts import Figures, add_figures, late_figures
 from feature_store.local.query.pit import LABEL_PROBE, exposure_sql
 from feature_store.local.query.query_plan import Gather, JoinPlan, event_time_of
 from feature_store.local.storage import engine, row_history
@@ -112,6 +114,66 @@ def _probed_figures(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.Chun
     labels = label_us.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     known, present = known_us
     return late_figures(labels, known, present, int(row_ids.length() - row_ids.null_count))
+
+
+class StreamCounter:
+    """Counts the late-data figures of a streamed single statement (``compiled.bind(con,
+    single_statement=True, probed=True)``) batch by batch, for the probed groups whose known
+    time is cheap (an ``ingestion_time``, carried by the statement; files only ever added:
+    each file's commit time); :meth:`batches` hands the batches on without the hidden columns."""
+
+    def __init__(self, compiled: CompiledQuery, con: duckdb.DuckDBPyConnection) -> None:
+        self.compiled = compiled
+        nodes = {jp.right.alias: jp.right for jp in (compiled.plan.joins if compiled.plan else [])}
+        self.file_ms: dict[str, np.ndarray | None] = {}  # alias -> per-file ms; None: ingested
+        for alias in compiled.probes:
+            node = nodes[alias]
+            group, table, commit = node.group, node.group.delta_table, int(node.commit)
+            files = table.files(commit)
+            if not files:
+                continue
+            cols = list(dict.fromkeys([*group.upsert_key, event_time_of(group)]))
+            listed = _columns_in_files(con, files)
+            if not set(cols) <= listed:
+                continue
+            if group.ingestion_time:
+                if group.ingestion_time in listed:
+                    self.file_ms[alias] = None
+                continue
+            added = _added_at(table, commit, files)
+            if added is not None:
+                self.file_ms[alias] = added.column("ms").to_numpy()
+        self.parts: dict[str, list[Figures]] = {alias: [] for alias in self.file_ms}
+
+    def batches(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+        """``reader``'s batches without the hidden columns, counted on the way (the reader is
+        closed when the iteration ends or stops)."""
+        hidden = self.compiled.streamed_hidden
+        keep = [i for i, name in enumerate(reader.schema.names) if name not in hidden]
+        try:
+            for batch in reader:
+                self._count(batch)
+                yield batch.select(keep)
+        finally:
+            reader.close()
+
+    def _count(self, batch: pa.RecordBatch) -> None:
+        labels = batch.column(LABEL_PROBE).to_numpy(zero_copy_only=False).astype(np.int64)
+        for alias, ms in self.file_ms.items():
+            ids = batch.column(self.compiled.probes[alias])
+            valid = ids.is_valid().to_numpy(zero_copy_only=False)
+            if ms is None:
+                known = batch.column(self.compiled.probe_known[alias])
+                present = valid & known.is_valid().to_numpy(zero_copy_only=False)
+                values = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            else:
+                files = ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+                values, present = ms[files >> engine.ROW_ID_FILE_SHIFT] * 1000, valid
+            self.parts[alias].append(late_figures(labels, values, present, int(valid.sum())))
+
+    def counted(self) -> dict[str, Figures]:
+        """Join alias -> the figures over every batch read (after :meth:`batches`)."""
+        return {alias: add_figures(parts) for alias, parts in self.parts.items()}
 
 
 def known_columns(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection) -> dict[str, str]:

@@ -123,11 +123,21 @@ class CompiledQuery:
     #: output row per root row, so the late-data exposure is counted from the query's own
     #: result (:func:`~feature_store.local.query.late_data.exposure`)
     probes: dict[str, str] = field(default_factory=dict)
+    #: the single statement with the probes, for a streamed (out-of-core) run: it also yields,
+    #: per probed group with an ``ingestion_time``, that time in epoch µs (``probe_known``:
+    #: join alias -> hidden column), as a streamed run cannot read it by row id afterwards
+    probe_template: str = ""
+    probe_known: dict[str, str] = field(default_factory=dict)
 
     @property
     def hidden(self) -> list[str]:
         """The columns of the statement that runs beyond the output: the probes."""
         return [*self.probes.values(), LABEL_PROBE] if self.probes else []
+
+    @property
+    def streamed_hidden(self) -> list[str]:
+        """The columns of :attr:`probe_template` beyond the output."""
+        return [*self.probes.values(), *self.probe_known.values(), LABEL_PROBE] if self.probes else []
 
     def source(self, con: duckdb.DuckDBPyConnection, placeholder: str, *,
                row_id: bool = False) -> str:
@@ -142,18 +152,25 @@ class CompiledQuery:
             return name
         return engine.scan(con, node.group.delta_table, node.commit, row_id=row_id)
 
-    def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False) -> str:
+    def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False,
+             probed: bool = False) -> str:
         """Substitute each scan placeholder with a scan of the pinned Delta version.
 
         ``single_statement`` binds the equivalent statement that carries every column through
-        the joins (what :meth:`display_sql` shows) instead of the one that runs.
+        the joins (what :meth:`display_sql` shows) instead of the one that runs; with
+        ``probed`` (and probes compiled), :attr:`probe_template`.
         """
-        gathered = set() if single_statement else (
-            {g.node.alias for g in self.gathers} | set(self.probes))
-        return self.bind_sources(
-            {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
-             for placeholder, node in self.scans.items()},
-            single_statement=single_statement)
+        gathered = set() if single_statement else {g.node.alias for g in self.gathers}
+        if not single_statement or probed:
+            gathered |= set(self.probes)
+        sources = {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
+                   for placeholder, node in self.scans.items()}
+        if single_statement and probed and self.probe_template:
+            sql = self.probe_template
+            for placeholder, source in sources.items():
+                sql = sql.replace(placeholder, source)
+            return sql
+        return self.bind_sources(sources, single_statement=single_statement)
 
     def bind_sources(self, sources: dict[str, str], *, single_statement: bool) -> str:
         """The statement with each scan placeholder replaced by ``sources[placeholder]`` (a SQL
@@ -257,7 +274,10 @@ def compile_query(
     gathers = _gathers(p, post, output)
     wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
     probe_columns = _probes(p, post, gathers, limit) if probes else {}
-    narrow += _probe_items(p, probe_columns, gathers, lookback_nodes)
+    narrow += _probe_items(p, probe_columns, {g.node.alias for g in gathers}, lookback_nodes)
+    probe_known = {jp.right.alias: f"__fstrain_known_{jp.right.alias}" for jp in p.joins
+                   if jp.right.alias in probe_columns and jp.right.group.ingestion_time}
+    streamed = wide + _probe_items(p, probe_columns, set(), lookback_nodes, probe_known)
     tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
     keys = _partition_keys(p) if limit is None and order_by_root_key else None
     shape = None if keys is None else PartitionShape(
@@ -272,7 +292,9 @@ def compile_query(
                          versions={ph for ph, node in scans.items()
                                    if any(jp.join.as_known and jp.right is node for jp in p.joins)},
                          plan=p, root_sql=root_sql, root_params=root_params,
-                         probes=probe_columns)
+                         probes=probe_columns,
+                         probe_template="SELECT " + ", ".join(streamed) + tail if probe_columns else "",
+                         probe_known=probe_known)
 
 
 def _probes(p: Plan, post: FilterSpec | None, gathers: list[Gather],
@@ -295,13 +317,14 @@ def _probes(p: Plan, post: FilterSpec | None, gathers: list[Gather],
     return probes
 
 
-def _probe_items(p: Plan, probes: dict[str, str], gathers: list[Gather],
-                 lookback_nodes: dict[str, str]) -> list[str]:
-    """The select items of the probes a gather does not already carry, and of the root event
-    time in epoch microseconds."""
+def _probe_items(p: Plan, probes: dict[str, str], gathered: set[str],
+                 lookback_nodes: dict[str, str], known: dict[str, str] | None = None) -> list[str]:
+    """The select items of the probes a gather does not already carry (aliases ``gathered``),
+    of the ``known`` groups' ingestion times in epoch µs, and of the root event time in epoch
+    microseconds."""
     if not probes:
         return []
-    gathered = {g.node.alias for g in gathers}
+    nodes = {jp.right.alias: jp.right for jp in p.joins}
     items = []
     for alias, column in probes.items():
         if alias not in gathered:
@@ -309,6 +332,9 @@ def _probe_items(p: Plan, probes: dict[str, str], gathers: list[Gather],
             if alias in lookback_nodes:
                 row_id = f"CASE WHEN {lookback_nodes[alias]} THEN {row_id} END"
             items.append(f"{row_id} AS {q(column)}")
+    for alias, column in (known or {}).items():
+        ingested = f"epoch_us(CAST({alias}.{q(str(nodes[alias].group.ingestion_time))} AS TIMESTAMPTZ))"
+        items.append(f"{ingested} AS {q(column)}")
     label = _as_timestamptz(p.root.group, f"{p.root.alias}.{q(event_time_of(p.root.group))}")
     items.append(f"epoch_us({label}) AS {q(LABEL_PROBE)}")
     return items

@@ -344,8 +344,10 @@ class TrainingDataStore(VersionChecks):
         """Run the (pinned) query out of core and write each split's Parquet file to
         ``staging``; the split files equal :meth:`compute`'s tables row for row. ``exposure``
         as in :meth:`compute`."""
-        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins)
+        compiled, pins, root_columns = self._prepare(extra_filter, start_time, end_time, pins,
+                                                     probes=exposure)
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
+        counter = None
         resolved: list[SplitSpec] = []
         fill = self.view.label_fill_values
         try:
@@ -356,11 +358,18 @@ class TrainingDataStore(VersionChecks):
                     schema, source, counted = self._partitioned(
                         compiled, buckets, root_columns, staging, options, exposure)
                 else:
-                    reader = ts.record_batches(con, compiled.bind(con, single_statement=True),
-                                               compiled.params, options.batch_rows)
+                    reader = ts.record_batches(
+                        con, compiled.bind(con, single_statement=True, probed=exposure),
+                        compiled.params, options.batch_rows)
+                    counted = {}
+                    if exposure and compiled.probes:
+                        counter = late_data.StreamCounter(compiled, con)
+                        reader = pa.RecordBatchReader.from_batches(
+                            pa.schema([f for f in reader.schema
+                                       if f.name not in compiled.streamed_hidden]),
+                            counter.batches(reader))
                     schema = fill_labels(reader.schema.empty_table(), fill).schema
                     batches = drained(reader, con, fill, schema)
-                    counted = {}
                 needed, et, label = (self._key_columns(spec, root_columns, schema.names)
                                      if spec is not None else ([], None, None))
                 split_names = ("train",) if spec is None else spec.splits
@@ -374,6 +383,8 @@ class TrainingDataStore(VersionChecks):
                     files = ts.write_splits(batches, schema, staging, split_names=split_names,
                                             key_columns=needed, assign=assign,
                                             batch_rows=options.batch_rows)
+                if counter is not None:
+                    counted = counter.counted()
                 late = (self._bounded_exposure(compiled, options, staging, counted)
                         if exposure else None)
         finally:
