@@ -8,6 +8,7 @@ Feature groups
               column name as the right group's primary key). Labels: ``arr_delay`` (minutes) and
               ``is_delayed`` (``arr_delay > 15``).
 ``weather``   pk ``origin``, event time ``time_hour`` (UTC, hourly): join point-in-time on origin.
+              Ingestion time ``known_at`` = ``time_hour`` + 1 h (see :data:`WEATHER_KNOWN_AFTER`).
 ``planes``    pk ``tailnum``, no event time. Not every flight's tailnum is in ``planes``.
 ``airlines``  pk ``carrier``, no event time.
 
@@ -39,7 +40,7 @@ from feature_views.source_common import (
 from feature_views.source_spec import Expectation, FeatureGroupSpec
 from fstrain.kernel.errors import IntegrityError
 
-__all__ = ["FEATURE_GROUPS", "SOURCE_TIMEZONE", "load"]
+__all__ = ["FEATURE_GROUPS", "SOURCE_TIMEZONE", "WEATHER_KNOWN_AFTER", "load"]
 
 SOURCE_TIMEZONE = "America/New_York"
 _DATASET_DIR = ("_data", "nycflights13")
@@ -115,6 +116,8 @@ WEATHER = FeatureGroupSpec(
         "precip": "Precipitation, inches.",
         "pressure": "Sea-level pressure, millibars.",
         "visib": "Visibility, miles.",
+        "known_at": "When the row became known (ingestion time), UTC: the end of its hour, "
+                    "time_hour + 1 h (the hour's routine observation is taken at minute 51).",
     },
     tags=dict(_TAGS),
     expectations=(
@@ -129,6 +132,7 @@ WEATHER = FeatureGroupSpec(
         _e("ExpectColumnValuesToBeBetween", column="pressure", min_value=950, max_value=1070),
         _e("ExpectColumnValuesToBeBetween", column="visib", min_value=0, max_value=10),
     ),
+    ingestion_time="known_at",
 )
 
 PLANES = FeatureGroupSpec(
@@ -265,8 +269,18 @@ def _build_flights(raw: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["scheduled_departure", "flight_id"], ignore_index=True)
 
 
+#: When an hour's weather row became known, after its ``time_hour``. nycflights13 keeps, per
+#: airport and hour, the hour's first observation up to minute 51 and the precipitation
+#: accumulated through minute 51 (the routine METAR; its ``data-raw/weather.R``), so a row
+#: is complete only at HH:51 and published minutes later: it is declared known at the end of
+#: its hour. Deterministic (no wall clock), so a version re-reads identically; the history is
+#: loaded in one commit long after 2013, which without it made every joined row "late".
+WEATHER_KNOWN_AFTER = pd.Timedelta(hours=1)
+
+
 def _build_weather(raw: pd.DataFrame) -> pd.DataFrame:
-    frame = raw.assign(time_hour=pd.to_datetime(raw["time_hour"], utc=True).dt.as_unit("ns"))
+    time_hour = pd.to_datetime(raw["time_hour"], utc=True).dt.as_unit("ns")
+    frame = raw.assign(time_hour=time_hour, known_at=time_hour + WEATHER_KNOWN_AFTER)
     frame = frame[list(WEATHER.columns)]
     return frame.sort_values(["time_hour", "origin"], ignore_index=True)
 

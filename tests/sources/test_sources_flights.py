@@ -35,6 +35,14 @@ def test_labels_and_join_keys(frames: dict[str, pd.DataFrame]) -> None:
     assert f["tailnum"].dropna().isin(frames["planes"]["tailnum"]).mean() > 0.8
 
 
+def test_weather_is_declared_known_at_the_end_of_its_hour(frames: dict[str, pd.DataFrame]) -> None:
+    w = frames["weather"]
+    assert flights.WEATHER.ingestion_time == "known_at"
+    assert (w["known_at"] - w["time_hour"] == pd.Timedelta(hours=1)).all()
+    assert str(w["known_at"].dtype) == "datetime64[ns, UTC]"  # no wall clock: a fixed offset
+    assert "known_at" not in flights.FLIGHTS.columns
+
+
 def test_scheduled_departure_is_new_york_local_time_in_utc(frames: dict[str, pd.DataFrame]) -> None:
     f = frames["flights"].set_index("flight_id")
     # 2013-01-01 05:15 EST (UTC-5) and 2013-07-01 06:00 EDT (UTC-4)
