@@ -168,6 +168,8 @@ CC_FRAUD = FeatureGroupSpec(
         "t_id": "Transaction id; same as transactions.t_id.",
         "event_time": "Time of the transaction, UTC (event time; same as transactions.event_time).",
         "is_fraud": "Label: 1 for every row (only frauds are stored).",
+        "known_at": "When the row became known (ingestion time), UTC: the transaction's time "
+                    "(the generator fixes each label with its transaction; see LABEL_KNOWN_AT).",
     },
     tags={**_TAGS, "label_group": True},
     feature_tags={"is_fraud": {"label": True}},
@@ -177,7 +179,18 @@ CC_FRAUD = FeatureGroupSpec(
         _e("ExpectColumnValuesToNotBeNull", column="event_time"),
         _e("ExpectColumnValuesToBeInSet", column="is_fraud", value_set=[1]),
     ),
+    ingestion_time="known_at",
 )
+
+#: What ``cc_fraud.known_at`` means. The generator decides a transaction's label when it
+#: generates the transaction (a burst on a compromised card) and models no confirmation delay
+#: (a chargeback weeks later), so each label row is known at its transaction's event time. The
+#: group holds the view's **label**, LEFT-joined point-in-time on ``t_id`` at that same time: a
+#: confirmation delay declared here would count every fraud as late data and make an as-known
+#: view fill every label with 0, though a label is the training target, never an input a model
+#: serving then reads. Deterministic (the event time itself), so versions re-read identically;
+#: without it the history, generated and loaded in one commit today, made every label "late".
+LABEL_KNOWN_AT = "event_time"
 
 CARD_DETAILS = FeatureGroupSpec(
     name="card_details",
@@ -600,6 +613,7 @@ def _transactions(
             "is_fraud": np.ones(len(fraud_rows), dtype=np.int64),
         }
     )
+    cc_fraud["known_at"] = cc_fraud[LABEL_KNOWN_AT]
     return transactions, cc_fraud
 
 

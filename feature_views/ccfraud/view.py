@@ -19,8 +19,10 @@ HELPERS = ["cardholder_gender", "cardholder_age_group"]
 GROUP_KEYS = ["cc_num"]  # the card: a group split keeps each card's transactions in one split
 
 
-def build(fs: Any) -> Any:
-    """Get or create the ``ccfraud_detection`` feature view."""
+def query(fs: Any) -> Any:
+    """The view's query: transactions, the LEFT-joined ``cc_fraud`` label (point-in-time on
+    ``t_id``; its rows are known at their transaction's time, ``known_at``), card → account and
+    bank, and merchant."""
     tx = fs.get_feature_group("transactions", 1)
     labels = fs.get_feature_group("cc_fraud", 1)
     cards = fs.get_feature_group("card_details", 1)
@@ -32,14 +34,18 @@ def build(fs: Any) -> Any:
         .join(accounts.select(["credit_limit", "debt_end_prev_month"]), on=["account_id"])
         .join(banks.select(["credit_rating", "country"]), on=["bank_id"], prefix="bank_")
     )
-    query = (
+    return (
         tx.select_except(["merchant_id"])
         .join(labels.select(["is_fraud"]))  # both keyed by t_id: Hopsworks' rule finds it
         .join(card_query, on=["cc_num"])
         .join(merchants.select(["category", "country"]), on=["merchant_id"], prefix="merchant_")
     )
+
+
+def build(fs: Any) -> Any:
+    """Get or create the ``ccfraud_detection`` feature view."""
     return fs.get_or_create_feature_view(
-        NAME, VERSION, query, labels=["is_fraud"], label_fill_values={"is_fraud": 0},
+        NAME, VERSION, query(fs), labels=["is_fraud"], label_fill_values={"is_fraud": 0},
         training_helper_columns=HELPERS + GROUP_KEYS, prohibited_tags=["pii"],
         description="Card-transaction fraud; label group LEFT-joined and filled with 0.",
     )

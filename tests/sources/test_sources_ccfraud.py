@@ -44,6 +44,12 @@ def test_label_group_holds_only_frauds(frames: dict[str, pd.DataFrame]) -> None:
     assert len(labelled) == len(tx) and labelled["is_fraud"].sum() == len(fraud)
 
 
+def test_labels_are_declared_known_at_their_transaction_time(frames: dict[str, pd.DataFrame]) -> None:
+    fraud = frames["cc_fraud"]
+    assert ccfraud.CC_FRAUD.ingestion_time == "known_at"
+    assert (fraud["known_at"] == fraud["event_time"]).all() and len(fraud) > 0
+
+
 def test_foreign_keys_resolve(frames: dict[str, pd.DataFrame]) -> None:
     tx, cards = frames["transactions"], frames["card_details"]
     assert tx["cc_num"].isin(cards["cc_num"]).all()
