@@ -127,22 +127,9 @@ class StreamCounter:
         nodes = {jp.right.alias: jp.right for jp in (compiled.plan.joins if compiled.plan else [])}
         self.file_ms: dict[str, np.ndarray | None] = {}  # alias -> per-file ms; None: ingested
         for alias in compiled.probes:
-            node = nodes[alias]
-            group, table, commit = node.group, node.group.delta_table, int(node.commit)
-            files = table.files(commit)
-            if not files:
-                continue
-            cols = list(dict.fromkeys([*group.upsert_key, event_time_of(group)]))
-            listed = _columns_in_files(con, files)
-            if not set(cols) <= listed:
-                continue
-            if group.ingestion_time:
-                if group.ingestion_time in listed:
-                    self.file_ms[alias] = None
-                continue
-            added = _added_at(table, commit, files)
-            if added is not None:
-                self.file_ms[alias] = added.column("ms").to_numpy()
+            cheap = _cheap_known(con, nodes[alias])
+            if cheap is not None:
+                self.file_ms[alias] = None if isinstance(cheap, str) else cheap
         self.parts: dict[str, list[Figures]] = {alias: [] for alias in self.file_ms}
 
     def batches(self, reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
@@ -198,6 +185,20 @@ def known_us_sql(con: duckdb.DuckDBPyConnection, node: Node, row_id: str) -> str
     row became known, in epoch µs, where that is cheap (an ``ingestion_time``, or files only
     ever added: the adding commit's time by file index); None where it needs the row
     versions."""
+    cheap = _cheap_known(con, node)
+    if cheap is None:
+        return None
+    if isinstance(cheap, str):
+        return f"epoch_us(CAST({q(cheap)} AS TIMESTAMPTZ))"
+    ms = ", ".join(str(int(v)) for v in cheap)
+    return f"([{ms}]::BIGINT[])[({q(row_id)} >> {engine.ROW_ID_FILE_SHIFT}) + 1] * 1000"
+
+
+def _cheap_known(con: duckdb.DuckDBPyConnection, node: Node) -> str | np.ndarray | None:
+    """How the group's known times are read without its row versions, as
+    :func:`_known_source` reads them: the name of its ``ingestion_time`` column, or each
+    pinned file's adding commit time (epoch ms, by file index); None where they need the row
+    versions (files were rewritten), or the group has no files."""
     group, table, commit = node.group, node.group.delta_table, int(node.commit)
     files = table.files(commit)
     if not files:
@@ -206,13 +207,10 @@ def known_us_sql(con: duckdb.DuckDBPyConnection, node: Node, row_id: str) -> str
     listed = _columns_in_files(con, files)
     if not set(cols) <= listed:
         return None
-    if group.ingestion_time and group.ingestion_time in listed:
-        return f"epoch_us(CAST({q(group.ingestion_time)} AS TIMESTAMPTZ))"
-    added = None if group.ingestion_time else _added_at(table, commit, files)
-    if added is None:
-        return None
-    ms = ", ".join(str(int(v)) for v in added.column("ms").to_pylist())
-    return f"([{ms}]::BIGINT[])[({q(row_id)} >> {engine.ROW_ID_FILE_SHIFT}) + 1] * 1000"
+    if group.ingestion_time:
+        return group.ingestion_time if group.ingestion_time in listed else None
+    added = _added_at(table, commit, files)
+    return None if added is None else added.column("ms").to_numpy()
 
 
 def _known_by_row(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.ChunkedArray
@@ -220,28 +218,25 @@ def _known_by_row(con: duckdb.DuckDBPyConnection, node: Node, row_ids: pa.Chunke
     """Per result row: when its matched row became known (epoch µs) and whether there is such
     a time (a match, and a non-null ingestion time), as :func:`_known_source` defines it; None
     where that needs the row versions (files were rewritten)."""
-    group, table, commit = node.group, node.group.delta_table, int(node.commit)
-    files = table.files(commit)
     ids = row_ids.combine_chunks() if isinstance(row_ids, pa.ChunkedArray) else row_ids
     valid = ids.is_valid().to_numpy(zero_copy_only=False)
-    if not files:
+    if not node.group.delta_table.files(int(node.commit)):
         return np.zeros(len(ids), np.int64), valid & False
-    cols = list(dict.fromkeys([*group.upsert_key, event_time_of(group)]))
-    listed = _columns_in_files(con, files)
-    if not set(cols) <= listed:
+    cheap = _cheap_known(con, node)
+    if cheap is None:
         return None
-    if group.ingestion_time and group.ingestion_time in listed:
+    if isinstance(cheap, str):
         return _ingested_by_row(node, ids)
-    added = None if group.ingestion_time else _added_at(table, commit, files)
-    if added is None:
-        return None
-    ms = added.column("ms").to_numpy()
     file_index = ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) >> engine.ROW_ID_FILE_SHIFT
-    return ms[file_index] * 1000, valid
+    return cheap[file_index] * 1000, valid
+
+
+def _listing(files: list[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 
 
 def _columns_in_files(con: duckdb.DuckDBPyConnection, files: list[str]) -> set[str]:
-    listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    listing = _listing(files)
     return set(con.sql(f"SELECT * FROM read_parquet({listing}, union_by_name=true) LIMIT 0").columns)
 
 
@@ -287,21 +282,20 @@ def _known_source(con: duckdb.DuckDBPyConnection, node: Node) -> str:
         empty = table.schema(commit).empty_table().select(cols)
         con.register(name, empty.append_column(KNOWN, _empty_known()))
         return name
-    listing = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
-    present = set(con.sql(f"SELECT * FROM read_parquet({listing}, union_by_name=true) LIMIT 0").columns)
-    if set(cols) <= present:
-        select = ", ".join(q(c) for c in cols)
-        if group.ingestion_time and group.ingestion_time in present:
-            return (f"(SELECT {select}, CAST({q(group.ingestion_time)} AS TIMESTAMPTZ) AS "
-                    f"{q(KNOWN)} FROM read_parquet({listing}, union_by_name=true))")
-        added = None if group.ingestion_time else _added_at(table, commit, files)
-        if added is not None:
-            name = engine.unique_name("__fstrain_file_known_")
-            con.register(name, added)
-            return (f"(SELECT {', '.join(f's.{q(c)}' for c in cols)}, "
-                    f"CAST(epoch_ms(m.ms) AS TIMESTAMPTZ) AS {q(KNOWN)} FROM (SELECT {select}, "
-                    f"file_index FROM read_parquet({listing}, union_by_name=true)) s "
-                    f"JOIN {name} m ON m.idx = s.file_index)")
+    listing = _listing(files)
+    cheap = _cheap_known(con, node)
+    select = ", ".join(q(c) for c in cols)
+    if isinstance(cheap, str):
+        return (f"(SELECT {select}, CAST({q(cheap)} AS TIMESTAMPTZ) AS "
+                f"{q(KNOWN)} FROM read_parquet({listing}, union_by_name=true))")
+    if cheap is not None:
+        name = engine.unique_name("__fstrain_file_known_")
+        con.register(name, pa.table({"idx": pa.array(range(len(files)), pa.int64()),
+                                     "ms": pa.array(cheap, pa.int64())}))
+        return (f"(SELECT {', '.join(f's.{q(c)}' for c in cols)}, "
+                f"CAST(epoch_ms(m.ms) AS TIMESTAMPTZ) AS {q(KNOWN)} FROM (SELECT {select}, "
+                f"file_index FROM read_parquet({listing}, union_by_name=true)) s "
+                f"JOIN {name} m ON m.idx = s.file_index)")
     versions = row_history.row_versions(table, commit, group.upsert_key, group.ingestion_time)
     name = engine.unique_name("__fstrain_versions_")
     con.register(name, versions)
