@@ -313,8 +313,8 @@ def _added_at(table: Any, commit: int, files: list[str]) -> Any:
     times = table.commit_times(commit)
     added: dict[str, int] = {}
     before: set[str] = set()
-    for version in range(commit + 1):
-        now = set(table.files(version)) if version < commit else set(files)
+    for version, listed in enumerate(table.files_by_version(commit)):
+        now = set(listed) if version < commit else set(files)
         if before - now:
             return None
         for f in now - before:

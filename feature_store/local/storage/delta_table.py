@@ -167,6 +167,20 @@ class DeltaFeatureTable:
     def files(self, version: int | None = None) -> list[str]:
         return self.table(version).file_uris()
 
+    def files_by_version(self, upto: int) -> list[list[str]]:
+        """Each version's files (as :meth:`files` lists them), versions 0 to ``upto``.
+
+        One table walks the log forward, reading each commit once: loading every version
+        afresh reads the whole log again each time (quadratic in commits: 300 commits took
+        7.5 s that way, 2.3 s this way), and each load spawns delta-rs I/O threads per log file
+        it reads."""
+        walker = DeltaTable(str(self.path), version=0)
+        out = [walker.file_uris()]
+        for version in range(1, upto + 1):
+            walker.load_as_version(version)
+            out.append(walker.file_uris())
+        return out
+
     def schema(self, version: int | None = None) -> pa.Schema:
         return pa.schema(self.table(version).schema().to_arrow())
 

@@ -167,8 +167,8 @@ def _replayed_events(con: duckdb.DuckDBPyConnection, table: DeltaFeatureTable, c
 
     parts = []
     before: set[str] = set()
-    for version in range(commit + 1):
-        files = set(table.files(version))
+    for version, listed in enumerate(table.files_by_version(commit)):
+        files = set(listed)
         for chosen, put in ((sorted(files - before), True), (sorted(before - files), False)):
             if chosen:
                 parts.append(_read_files(con, table, chosen, schema, version, put))
