@@ -94,6 +94,36 @@ def test_purge_and_recreate(fs, fv):
     assert _hash_all(fv.get_train_test_split(version)) == before
 
 
+def test_recreate_streams_under_its_write_options_and_refuses_what_would_change_it(
+        fv, monkeypatch):
+    from feature_store.local.query import partitioned_join as pj
+
+    version, _ = fv.create_train_test_split(test_size=0.3, seed=2)
+    before = _hash_all(fv.get_train_test_split(version))
+    location = Path(fv.get_training_dataset(version).location)
+    fv.purge_training_data(version)
+    for options, kwargs, match in (
+            ({"batch_rows": 0}, {}, "batch_rows"),
+            ({"compression": "zstd"}, {}, "compression"),
+            (None, {"statistics_config": False}, "statistics_config"),
+            (None, {"spine": pd.DataFrame({"tid": [1]})}, "spine"),
+            (None, {"coalesce": True}, "coalesce")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            fv.recreate_training_dataset(version, write_options=options, **kwargs)
+        assert not location.exists()  # refused before anything was written
+    partitions: list[int] = []
+    init = pj.PartitionedQuery.__init__
+
+    def counted(self, con, compiled, count, *args, **kwargs):  # type: ignore[no-untyped-def]
+        partitions.append(count)
+        init(self, con, compiled, count, *args, **kwargs)
+
+    monkeypatch.setattr(pj.PartitionedQuery, "__init__", counted)
+    fv.recreate_training_dataset(version, write_options={"partitions": 3, "batch_rows": 64})
+    assert partitions == [3]  # the option reached the streamed create
+    assert _hash_all(fv.get_train_test_split(version)) == before
+
+
 def test_metadata_records_what_reproduces_a_version(fs, fv):
     version, _ = fv.create_train_test_split(test_size=0.25)  # seed drawn and recorded
     td = fv.get_training_dataset(version)

@@ -595,10 +595,36 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
         self.require_saved()
         self._td.purge(training_dataset_version)
 
-    def recreate_training_dataset(self, training_dataset_version: int, **unused: Any) -> None:
-        """Re-materialize a purged version from its pinned commits (hash-checked)."""
+    def recreate_training_dataset(
+        self, training_dataset_version: int, statistics_config: Any = None,
+        write_options: dict[str, Any] | None = None, spine: Any = None,
+        transformation_context: dict[str, Any] | None = None, **unsupported: Any,
+    ) -> None:
+        """Re-materialize a purged version from its pinned commits (hash-checked), streamed
+        under ``write_options`` (``batch_rows``, ``memory_limit``, ``partitions``).
+
+        The version is rebuilt from what it recorded (its commits, its stored spine, its
+        statistics), so the Hopsworks options that would make a different dataset are refused:
+        ``statistics_config`` (Hopsworks recomputes the statistics; here they are part of the
+        hash-checked record), ``spine`` and ``transformation_context``."""
+        refuse_unsupported(unsupported, "recreate_training_dataset")
         self.require_saved()
-        self._td.recreate(training_dataset_version)
+        changed = {name: value for name, value in (
+            ("statistics_config", statistics_config), ("spine", spine),
+            ("transformation_context", transformation_context)) if value is not None}
+        if changed:
+            raise InvalidArgumentError(
+                f"{self.owner}: recreate_training_dataset({training_dataset_version}) rebuilds "
+                f"the version from what it recorded; {sorted(changed)} would make a different "
+                "dataset. Create a new version with them instead.")
+        td = self._td.get(int(training_dataset_version))  # NotFoundError listing the versions
+        if td.type == "MATERIALIZED":
+            stream = StreamOptions.from_write_options(write_options, self.owner)
+        else:
+            check_options(self.owner, "write_options of an in-memory version", write_options,
+                          {"wait_for_job": "the version exists when the call returns"})
+            stream = None
+        self._td.recreate(int(training_dataset_version), stream)
 
     def delete_training_dataset(self, training_dataset_version: int) -> None:
         """Delete a version's metadata and files."""
