@@ -177,3 +177,35 @@ def test_vectors_logged_as_lists_are_named_like_the_served_vectors(online):
            predictions=[[1]])
     assert fv.read_log()[["cc_num", "amount", "gender"]].values.tolist() == [[1, 20.0, "F"]]
     assert "label_encoder_cat_" in fv.read_log(transformed=True).columns
+
+
+def test_inference_helpers_are_served_per_key_in_the_sdks_shapes(fs):
+    tx = fs.create_feature_group("tx", version=1, primary_key=["cc_num"], event_time="ts",
+                                 online_enabled=True)
+    tx.insert(pd.DataFrame({"cc_num": [1, 1, 2], "amount": [10.0, 20.0, 30.0],
+                            "city": ["Oslo", "Bergen", "Rome"],
+                            "ts": T0 + pd.to_timedelta([0, 5, 1], unit="h"), "fraud": [0, 1, 0]}))
+    fv = fs.create_feature_view("helped", query=tx.select_all(), labels=["fraud"],
+                                inference_helper_columns=["city"])
+    fv.create_training_data(seed=1)
+    fv.init_serving(1)
+    assert "city" not in fv.get_feature_vector({"cc_num": 1}, return_type="pandas").columns
+    one = fv.get_inference_helper({"cc_num": 1})  # the latest row's, as vectors
+    assert list(one.columns) == ["city"] and one["city"].tolist() == ["Bergen"]
+    assert fv.get_inference_helper({"cc_num": 2}, return_type="dict") == {"city": "Rome"}
+    batch = fv.get_inference_helpers([{"cc_num": 2}, {"cc_num": 9}, {"cc_num": 1}])
+    assert batch["city"].tolist() == ["Rome", "Bergen"]  # no row for key 9: left out
+    assert fv.get_inference_helpers([{"cc_num": 1}], return_type="dict") == [{"city": "Bergen"}]
+    with pytest.raises(NotFoundError, match="serving keys {'cc_num': 9}"):
+        fv.get_inference_helper({"cc_num": 9})
+    for call, match in ((lambda: fv.get_inference_helper({"cc_num": 1}, return_type="list"),
+                         "return_type must be one of"),
+                        (lambda: fv.get_inference_helper({"card": 1}), "'card'.*not a serving key"),
+                        (lambda: fv.get_inference_helpers({"cc_num": 1}), "takes a list"),
+                        (lambda: fv.get_inference_helper({"cc_num": 1}, external=True),
+                         "external=True")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            call()
+    plain = fs.create_feature_view("plain", query=tx.select_all(), labels=["fraud"])
+    with pytest.raises(InvalidArgumentError, match="no inference_helper_columns"):
+        plain.get_inference_helpers([{"cc_num": 1}])

@@ -716,12 +716,6 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
             list(self.transformation_functions), stats)
         return SimpleNamespace(model_dependent_transformation_functions=functions)
 
-    def get_inference_helpers(self, start_time: Any = None, end_time: Any = None, **_: Any) -> pd.DataFrame:
-        """The inference helper columns for ``[start_time, end_time)``."""
-        self._check_read_guarantees()
-        frame = self.query.read(start_time=start_time, end_time=end_time)
-        return frame[self.inference_helper_columns]
-
     # -- lifecycle ------------------------------------------------------------------
 
     def _check_read_guarantees(self) -> None:

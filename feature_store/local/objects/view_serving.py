@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from feature_store.feature import Feature
 
 RETURN_TYPES = ("list", "numpy", "pandas", "polars")
+#: the return types of inference helper columns (the SDK's)
+HELPER_RETURN_TYPES = ("pandas", "polars", "dict")
 
 #: what each refused option chooses on a cluster, for the message that refuses it
 _CLUSTER_ONLY = {
@@ -230,6 +232,67 @@ class ViewServing:
                                          bool(transform))
         return _batch([v for v in vectors if v is not None], columns, return_type)
 
+    # -- inference helper columns -------------------------------------------------------------
+
+    def get_inference_helper(
+        self, entry: dict[str, Any], external: bool | None = None,
+        return_type: str = "pandas", force_rest_client: bool = False,
+        force_sql_client: bool = False,
+    ) -> Any:
+        """The view's inference helper columns for one serving-key dict, from the latest
+        committed rows (as vectors are served): a one-row frame (``"pandas"``, ``"polars"``)
+        or a dict (``"dict"``). A key no group has a row for is a ``NotFoundError``, as the
+        SDK raises."""
+        _refuse_cluster_options(self.owner, "get_inference_helper", external=external,
+                                force_rest_client=force_rest_client,
+                                force_sql_client=force_sql_client)
+        columns, rows = self._helpers([entry], return_type)
+        if rows[0] is None:
+            raise NotFoundError(
+                f"{self.owner}: no row holds serving keys {entry!r}; get_inference_helper() "
+                "needs one. Insert it, or use get_inference_helpers(), which leaves such keys "
+                "out.")
+        return _helper_shape([rows[0]], columns, return_type, single=True)
+
+    def get_inference_helpers(
+        self, entry: list[dict[str, Any]], external: bool | None = None,
+        return_type: str = "pandas", force_sql_client: bool = False,
+        force_rest_client: bool = False,
+    ) -> Any:
+        """The inference helper columns of several serving-key dicts, in their order; a key no
+        group has a row for gives no row (as the SDK): a frame, or a list of dicts
+        (``"dict"``)."""
+        _refuse_cluster_options(self.owner, "get_inference_helpers", external=external,
+                                force_rest_client=force_rest_client,
+                                force_sql_client=force_sql_client)
+        if not isinstance(entry, list | tuple):
+            raise InvalidArgumentError(
+                f"{self.owner}: get_inference_helpers() takes a list of serving-key dicts. Got "
+                f"{type(entry).__name__} instead.")
+        columns, rows = self._helpers(list(entry), return_type)
+        return _helper_shape([r for r in rows if r is not None], columns, return_type,
+                             single=False)
+
+    def _helpers(self, entries: list[Any], return_type: Any
+                 ) -> tuple[list[str], list[list[Any] | None]]:
+        """``(columns, rows)``: the inference helper values of each entry (``None``: no group
+        has a row for it)."""
+        if str(return_type).lower() not in HELPER_RETURN_TYPES:
+            raise InvalidArgumentError(
+                f"{self.owner}: return_type must be one of {HELPER_RETURN_TYPES}. Got "
+                f"{return_type!r} instead.")
+        columns = list(self.inference_helper_columns)
+        if not columns:
+            raise InvalidArgumentError(
+                f"{self.owner}: the view has no inference_helper_columns; create it with "
+                "inference_helper_columns=[...] to serve them.")
+        self._serving_state()  # init_serving's checks (online groups, tags), as for vectors
+        spec = self.query.spec()
+        checked = [self._checked_entry(spec, e) for e in entries]
+        found = lookup(spec, checked, self.owner)
+        return columns, [[hit.values.get(c) for c in columns] if hit.values else None
+                         for hit in found]
+
     def _check_call(self, return_type: Any, **options: Any) -> None:
         _refuse_cluster_options(self.owner, "get_feature_vector", **options)
         if str(return_type).lower() not in RETURN_TYPES:
@@ -424,3 +487,13 @@ def _frame(rows: list[list[Any]], columns: list[str], kind: str) -> Any:
     import pandas as pd
 
     return pd.DataFrame(rows, columns=columns)
+
+
+def _helper_shape(rows: list[list[Any]], columns: list[str], return_type: str, *,
+                  single: bool) -> Any:
+    """Inference helper rows in the SDK's shapes: a frame, or dicts (one, or a list)."""
+    kind = return_type.lower()
+    if kind == "dict":
+        dicts = [dict(zip(columns, r, strict=True)) for r in rows]
+        return dicts[0] if single else dicts
+    return _frame(rows, columns, kind)
