@@ -189,6 +189,21 @@ def test_get_or_create_returns_existing_unchanged(fs):
     assert again.id == fg.id and again.primary_key == ["id"] and again.description == "first"
 
 
+def test_a_handle_binds_to_a_group_created_meanwhile_only_if_it_declares_the_same(fs):
+    def handle(**declared):
+        return fs.create_feature_group("raced", version=1, primary_key=["id"], event_time="ts",
+                                       statistics_config=False, **declared)
+
+    first, same, other = handle(ingestion_time="at"), handle(ingestion_time="at"), handle()
+    rows = pd.DataFrame({"id": [1], "ts": [pd.Timestamp("2024-01-01", tz="UTC")],
+                         "at": [pd.Timestamp("2024-01-02", tz="UTC")], "x": [1.0]})
+    first.insert(rows)
+    with pytest.raises(InvalidArgumentError, match=r"ingestion_time=None here, 'at' there"):
+        other.insert(rows.assign(id=2))  # its rows would be read as known at their commit
+    same.insert(rows.assign(id=3))
+    assert same.id == first.id and sorted(first.read()["id"]) == [1, 3]  # nothing of other's
+
+
 def test_delete_removes_table_and_metadata(fs):
     fg = fs.get_or_create_feature_group("gone", version=1, primary_key=["id"])
     fg.insert(pd.DataFrame({"id": [1]}))

@@ -526,12 +526,28 @@ class FeatureGroup(TaggedEntity):
 
     # -- persistence, package-internal (the writer's first insert, schema evolution) ---------
 
+    #: what decides how a group's rows are keyed, timed and read: a handle may bind to a group
+    #: created meanwhile only if it declares the same
+    DEFINING = ("primary_key", "event_time", "ingestion_time", "partition_key", "foreign_key")
+
     def adopt_existing(self) -> None:
         """If another handle or process created this group meanwhile, bind to it (its id,
-        features and, unless this handle has one, its expectation suite)."""
+        features and, unless this handle has one, its expectation suite). A handle that
+        declares other keys or times is refused: its rows would be written under the other
+        handle's definition."""
         if self._store.catalog.feature_group_row(self.name, self.version) is None:
             return
         current = self._store.get_feature_group(self.name, self.version)
+        differ = {name: (getattr(self, name), getattr(current, name)) for name in self.DEFINING
+                  if getattr(self, name) != getattr(current, name)}
+        if differ:
+            listed = "; ".join(f"{name}={mine!r} here, {theirs!r} there"
+                               for name, (mine, theirs) in differ.items())
+            raise InvalidArgumentError(
+                f"{self.owner} was created meanwhile by another handle or process with another "
+                f"definition ({listed}). Nothing was written. Get it with "
+                f"fs.get_feature_group({self.name!r}, {self.version}), or create another "
+                "version.")
         self.id = current.id
         self._features = current.features
         if self._expectation_suite is None:
