@@ -165,17 +165,18 @@ class CompiledQuery:
             gathered |= set(self.probes)
         sources = {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
                    for placeholder, node in self.scans.items()}
+        return self.bind_sources(sources, single_statement=single_statement, probed=probed)
+
+    def bind_sources(self, sources: dict[str, str], *, single_statement: bool,
+                     probed: bool = False) -> str:
+        """The statement with each scan placeholder replaced by ``sources[placeholder]`` (a SQL
+        table expression); ``single_statement`` and ``probed`` choose it as :meth:`bind` does."""
         if single_statement and probed and self.probe_template:
             sql = self.probe_template
-            for placeholder, source in sources.items():
-                sql = sql.replace(placeholder, source)
-            return sql
-        return self.bind_sources(sources, single_statement=single_statement)
-
-    def bind_sources(self, sources: dict[str, str], *, single_statement: bool) -> str:
-        """The statement with each scan placeholder replaced by ``sources[placeholder]`` (a SQL
-        table expression)."""
-        sql = self.display_template if single_statement and self.display_template else self.template
+        elif single_statement and self.display_template:
+            sql = self.display_template
+        else:
+            sql = self.template
         for placeholder, source in sources.items():
             sql = sql.replace(placeholder, source)
         return sql
