@@ -55,8 +55,10 @@ def describe(record: Mapping[str, Any], *, named: bool = True) -> str:
     head = f"{name}: " if named else ""
     if not late:
         return f"{head}none of {matched} joined rows committed after their label time"
+    tail = ("; it brings only labels: a label's delay, not leakage"
+            if record.get("labels_only") else "")
     return (f"{head}{late} of {matched} joined rows ({100 * share(record):.2f}%) committed "
-            f"after their label time, up to {_delay(record.get('max_delay_s'))} late")
+            f"after their label time, up to {_delay(record.get('max_delay_s'))} late{tail}")
 
 
 def lines(extra: Mapping[str, Any] | None) -> list[str]:
@@ -69,5 +71,7 @@ def lines(extra: Mapping[str, Any] | None) -> list[str]:
 
 def over_threshold(extra: Mapping[str, Any] | None,
                    threshold: float = DEFAULT_THRESHOLD) -> list[dict[str, Any]]:
-    """The groups whose late rows are more than ``threshold`` of their joined rows."""
-    return [g for g in groups(extra) if share(g) > threshold]
+    """The groups whose late rows are more than ``threshold`` of their joined rows, but those
+    that bring only labels (``labels_only``): a label confirmed after its row's time (a
+    chargeback, a diagnosis) is what labels are, and no feature saw it."""
+    return [g for g in groups(extra) if share(g) > threshold and not g.get("labels_only")]

@@ -187,6 +187,37 @@ def test_the_scorecard_lineage_carries_the_late_data(fraud):
     assert card.lineage["late_data"]["cards:1"].startswith(f"{n_late} of {N} joined rows")
 
 
+def test_a_join_that_brings_only_labels_is_recorded_but_not_flagged(fs, monkeypatch):
+    """A label confirmed after its row's time (a chargeback) is the label's delay: recorded
+    with the version, never flagged as leakage; a late feature group beside it still is."""
+    with commit_clock(monkeypatch) as clock:
+        clock[0] = hours(0)
+        tx = fs.create_feature_group("tx", version=1, primary_key=["t_id"], event_time="ts")
+        tx.insert(pd.DataFrame({"t_id": range(6), "ts": [hours(h) for h in range(10, 16)],
+                                "amount": np.arange(6.0)}))
+        clock[0] = hours(100)  # every label confirmed days later, as is every card figure
+        confirmed = fs.create_feature_group("confirmed", version=1, primary_key=["t_id"],
+                                            event_time="ts")
+        confirmed.insert(pd.DataFrame({"t_id": range(6), "ts": [hours(h) for h in range(6)],
+                                       "is_fraud": [0, 1, 0, 1, 0, 1]}))
+        cards = fs.create_feature_group("risk", version=1, primary_key=["t_id"], event_time="ts")
+        cards.insert(pd.DataFrame({"t_id": range(6), "ts": [hours(0)] * 6, "risk": [0.5] * 6}))
+    query = tx.select_all().join(confirmed.select(["is_fraud"]), on=["t_id"])
+    labelled = fs.create_feature_view("labelled", version=1, query=query, labels=["is_fraud"])
+    version, _ = labelled.create_training_data(seed=1)
+    extra = labelled.get_training_dataset(version).extra
+    (record,) = late.groups(extra)
+    assert record["late"] == 6 and record["labels_only"] is True
+    assert "brings only labels" in late.describe(record)
+    assert check_late_data(extra, 0.0).severity == "ok"
+    both = fs.create_feature_view("both", version=1, labels=["is_fraud"], query=query.join(
+        cards.select(["risk"]), on=["t_id"]))
+    extra = both.get_training_dataset(both.create_training_data(seed=1)[0]).extra
+    finding = check_late_data(extra, 0.0)
+    assert finding.severity == "warning" and "'risk:1'" in finding.title
+    assert "'confirmed:1'" not in finding.title
+
+
 def _probed_store(fs, monkeypatch):
     """Labels with microsecond times on both sides of 1970, a group appended in two commits
     whose join keys leave a tie-break column, and a group declaring an ``ingestion_time``."""

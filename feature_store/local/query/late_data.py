@@ -31,7 +31,7 @@ figures (a differential test checks them). The known time is read cheaply where 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,7 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def exposure(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection | None = None, *,
              probed: pa.Table | None = None,
-             counted: dict[str, Figures] | None = None) -> dict[str, Any]:
+             counted: dict[str, Figures] | None = None,
+             labels: Sequence[str] = ()) -> dict[str, Any]:
     """``{"groups": [...]}``: one record per point-in-time join of the root (see
     :func:`_record`); plain joins and nested sub-queries' joins have no label time to compare
     with and are left out. Runs on ``con`` where given (an out-of-core create passes its own,
@@ -65,21 +66,23 @@ def exposure(compiled: CompiledQuery, con: duckdb.DuckDBPyConnection | None = No
     (an ``ingestion_time``, or files only ever added) is counted from the matched row ids
     there, without a join of its own (:func:`_probed_figures`); the figures equal the join's.
     ``counted``: join alias -> figures a partitioned run counted while it joined (see
-    :func:`~feature_store.local.query.late_counts.late_figures`)."""
+    :func:`~feature_store.local.query.late_counts.late_figures`). ``labels``: the view's label
+    columns; a join that brings only labels is marked ``labels_only`` (a label known after its
+    row's time is the label's delay, not leakage into the features)."""
     p = compiled.plan
     if p is None or not any(jp.point_in_time and jp.left is p.root for jp in p.joins):
         return {"groups": []}
     if con is not None:
-        return {"groups": _groups(compiled, p, con, probed, counted or {})}
+        return {"groups": _groups(compiled, p, con, probed, counted or {}, set(labels))}
     own = engine.connect()
     try:
-        return {"groups": _groups(compiled, p, own, probed, counted or {})}
+        return {"groups": _groups(compiled, p, own, probed, counted or {}, set(labels))}
     finally:
         own.close()
 
 
 def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
-            probed: pa.Table | None, counted: dict[str, Figures]
+            probed: pa.Table | None, counted: dict[str, Figures], labels: set[str]
             ) -> list[dict[str, Any]]:
     root_ph = f"__SCAN_{p.root.alias}__"
     root_sql: str | None = None
@@ -98,7 +101,11 @@ def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
             sql = exposure_sql(jp, root_sql, right, q(KNOWN))
             figures = tuple(engine.fetch_arrow(con, sql, compiled.root_params).to_pylist()[0].values())
         rows, matched, late, delay_ms = figures
-        groups.append(_record(jp, int(rows), int(matched), int(late), delay_ms))
+        record = _record(jp, int(rows), int(matched), int(late), delay_ms)
+        brought = {c.name for c in p.columns if c.node is jp.right}
+        if brought and brought <= labels:
+            record["labels_only"] = True
+        groups.append(record)
     return groups
 
 

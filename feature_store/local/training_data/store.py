@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -307,7 +307,8 @@ class TrainingDataStore(VersionChecks):
         con = engine.connect()
         try:
             table = compiled.fetch(con, hidden=exposure)
-            late = late_data.exposure(compiled, con, probed=table) if exposure else None
+            late = (late_data.exposure(compiled, con, probed=table, labels=self.view.labels)
+                    if exposure else None)
         finally:
             con.close()
         if compiled.hidden:
@@ -385,8 +386,8 @@ class TrainingDataStore(VersionChecks):
                                             batch_rows=options.batch_rows)
                 if counter is not None:
                     counted = counter.counted()
-                late = (self._bounded_exposure(compiled, options, staging, counted)
-                        if exposure else None)
+                late = (self._bounded_exposure(compiled, options, staging, counted,
+                                               self.view.labels) if exposure else None)
         finally:
             con.close()
             shutil.rmtree(staging / ts.SPILL_DIR, ignore_errors=True)
@@ -400,14 +401,14 @@ class TrainingDataStore(VersionChecks):
 
     @staticmethod
     def _bounded_exposure(compiled: Any, options: StreamOptions, staging: Path,
-                          counted: dict[str, Any]) -> dict[str, Any]:
+                          counted: dict[str, Any], labels: Sequence[str]) -> dict[str, Any]:
         """The late-data figures of an out-of-core create, ``counted`` (by the partitioned
         join) or from exposure joins on a database of their own under the create's memory
         limit and spill folder: they read as many rows as the query (the query's connection is
         closed once its rows are drained)."""
         con = ts.connect(options.memory_limit, staging / ts.SPILL_DIR)
         try:
-            return late_data.exposure(compiled, con, counted=counted)
+            return late_data.exposure(compiled, con, counted=counted, labels=labels)
         finally:
             con.close()
 
