@@ -121,6 +121,32 @@ def test_the_spine_is_stored_under_its_content_hash(fs, view):
     assert table.column("ts").type == pa.timestamp("us", tz="UTC")
 
 
+def test_vacuum_removes_batch_spines_unused_for_a_day_and_keeps_recorded_ones(fs, view, card):
+    import os
+    import time
+
+    view.training_data(spine=_spine_df(), seed=1)  # recorded by version 1
+    recorded = view.get_training_dataset(1).extra["spine"]["sha256"]
+    scoring = _spine_df().assign(ts=_t([40, 41, 42, 43]))
+    group = _spine(fs, scoring)
+    view.get_batch_data(spine=group)  # a batch read's spine: no version records it
+    spines = fs.root / "spines"
+    batch = {p.name for p in spines.iterdir()} - {recorded}
+    assert len(batch) == 1
+    assert card.vacuum() == []  # used just now: kept for the reads still running on it
+    day_ago = time.time() - 25 * 3600
+    for path in spines.iterdir():
+        os.utime(path, (day_ago, day_ago))
+    assert card.vacuum(dry_run=True) == [f"spines/{next(iter(batch))}"]
+    assert len(list(spines.iterdir())) == 2  # dry run: nothing removed
+    assert card.vacuum() == [f"spines/{next(iter(batch))}"]
+    assert [p.name for p in spines.iterdir()] == [recorded]
+    X, _ = view.get_training_data(1)  # the recorded spine still re-reads
+    assert len(X) == 4
+    assert len(view.get_batch_data(spine=group)) == 4  # a later read stores it again
+    assert len(view.get_batch_data(spine=scoring)) == 4
+
+
 def test_a_spine_holding_infinities_is_stored_and_reread(fs, card):
     """A spine is checked as a group's first insert is: ±inf is kept (Hopsworks stores it)."""
     spine = _spine(fs, _spine_df().assign(weight=[1.0, np.inf, -np.inf, 2.0]))

@@ -20,7 +20,7 @@ from feature_store.core.expectations import (
 from feature_store.feature import Feature, FilterLike
 from feature_store.local.objects.query import Query
 from feature_store.local.objects.tags import TaggedEntity
-from feature_store.local.storage import group_storage
+from feature_store.local.storage import group_storage, spine_table
 from feature_store.local.storage.options import check_options, check_write_options
 from fstrain.kernel.errors import (
     AlreadyExistsError,
@@ -242,7 +242,8 @@ class FeatureGroup(TaggedEntity):
         feature view (so those versions still re-read bit for bit), and commits younger than
         ``retention_hours``. Time travel to any other commit fails afterwards. Staging folders
         of training-dataset creates older than a day (whatever host wrote them: killed
-        creates) go too, listed by their path under the store.
+        creates) go too, and spine tables (``spines/``) no training-dataset version records,
+        unused for a day (batch reads' spines), listed by their path under the store.
         """
         self.require_saved()
         if retention_hours < 0:
@@ -258,7 +259,10 @@ class FeatureGroup(TaggedEntity):
         root = Path(self._store.root)
         stale = clean_stale_staging(root / "training_datasets", older_than_s=VACUUM_AFTER_S,
                                     dry_run=dry_run)
-        return [*removed, *(str(p.relative_to(root)) for p in stale)]
+        recorded = {str(((md.get("extra") or {}).get("spine") or {}).get("sha256"))
+                    for md in self._store.catalog.all_training_dataset_metadata()}
+        spines = spine_table.remove_unused(root, recorded, VACUUM_AFTER_S, dry_run)
+        return [*removed, *(str(p.relative_to(root)) for p in [*stale, *spines])]
 
     def update_feature_description(self, feature_name: str, description: str) -> FeatureGroup:
         """Set the description of one feature."""

@@ -148,7 +148,7 @@ class SpineGroup:
     def _store_rows(self) -> tuple[Path, str]:
         from feature_store.local.storage import spine_table
 
-        if self._stored is None:
+        if self._stored is None or not self._stored[0].exists():  # or vacuumed since
             rows = self._rows
             if rows is None:
                 schema = spine_table.recorded_schema([(f.name, f.type) for f in self._features])

@@ -15,7 +15,9 @@ killed write leaves no half table under the hash.
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,7 @@ def store_spine(store_root: Path, table: pa.Table) -> tuple[Path, str]:
     digest = table_sha256(table)
     final = spine_path(store_root, digest)
     if DeltaTable.is_deltatable(str(final)):
+        os.utime(final)  # used now: vacuum keeps it for another day (remove_unused)
         return final, digest
     final.parent.mkdir(parents=True, exist_ok=True)
     scratch = final.parent / f".{digest}.writing"
@@ -102,3 +105,21 @@ def store_spine(store_root: Path, table: pa.Table) -> tuple[Path, str]:
 def spine_path(store_root: Path, digest: str) -> Path:
     """Where the spine table of content hash ``digest`` is."""
     return Path(store_root) / SPINES_DIR / digest
+
+
+def remove_unused(store_root: Path, recorded: set[str], older_than_s: float,
+                  dry_run: bool) -> list[Path]:
+    """Remove the spine tables no training-dataset version records (``recorded``: their
+    hashes) that were last written or used more than ``older_than_s`` ago (a batch read's
+    spine, kept that long for the reads still running on it); returns them (``dry_run``: the
+    ones it would remove). Killed writes' scratch folders of that age go too."""
+    folder = Path(store_root) / SPINES_DIR
+    if not folder.is_dir():
+        return []
+    cutoff = time.time() - older_than_s
+    unused = sorted(p for p in folder.iterdir()
+                    if p.is_dir() and p.name not in recorded and p.stat().st_mtime <= cutoff)
+    if not dry_run:
+        for path in unused:
+            shutil.rmtree(path, ignore_errors=True)
+    return unused
