@@ -68,6 +68,37 @@ def sdk_transformations(owner: str, functions: list[Any]) -> list[Any]:
     return out
 
 
+def _group_kwargs(name: str, version: int | None, description: str, online_enabled: bool,
+                  partition_key: list[str] | None, primary_key: list[str] | None,
+                  foreign_key: list[str] | None, statistics_config: Any, expectation_suite: Any,
+                  event_time: str | None, tags: dict[str, Any] | None,
+                  validation_ingestion_policy: str, ingestion_time: str | None
+                  ) -> dict[str, Any]:
+    """The SDK keywords of a feature group's definition (fstrain's ``ingestion_time``
+    refused by name: the cluster's joins cannot read it)."""
+    if ingestion_time is not None:
+        raise InvalidArgumentError(refused_extension(
+            f"ingestion_time={ingestion_time!r}", f"feature group '{name}'"))
+    kwargs: dict[str, Any] = {
+        "version": version, "description": description or "",
+        "online_enabled": online_enabled, "primary_key": list(primary_key or []),
+        "event_time": event_time,
+    }
+    if partition_key:
+        kwargs["partition_key"] = list(partition_key)
+    if foreign_key:
+        kwargs["foreign_key"] = list(foreign_key)
+    if statistics_config is not None:
+        kwargs["statistics_config"] = statistics_config
+    if tags:
+        kwargs["tags"] = sdk_tags(tags)
+    if expectation_suite is not None:
+        kwargs["expectation_suite"] = hsfs_expectation_suite(
+            expectation_suite, validation_ingestion_policy,
+            f"{name}_v{version}_suite" if version is not None else f"{name}_suite")
+    return kwargs
+
+
 class HopsworksFeatureStore:
     """``hsfs.feature_store.FeatureStore`` with fstrain's extensions."""
 
@@ -101,29 +132,60 @@ class HopsworksFeatureStore:
         """The feature group if it exists (arguments then ignored, as Hopsworks), else a new,
         lazily created one (persisted by its first ``insert``). fstrain's ``ingestion_time``
         is refused by name: the cluster's joins cannot read it."""
-        if ingestion_time is not None:
-            raise InvalidArgumentError(refused_extension(
-                f"ingestion_time={ingestion_time!r}", f"feature group '{name}'"))
         version = 1 if version is None else version
-        kwargs: dict[str, Any] = {
-            "version": version, "description": description or "",
-            "online_enabled": online_enabled, "primary_key": list(primary_key or []),
-            "event_time": event_time,
-        }
-        if partition_key:
-            kwargs["partition_key"] = list(partition_key)
-        if foreign_key:
-            kwargs["foreign_key"] = list(foreign_key)
-        if statistics_config is not None:
-            kwargs["statistics_config"] = statistics_config
-        if tags:
-            kwargs["tags"] = sdk_tags(tags)
-        if expectation_suite is not None:
-            kwargs["expectation_suite"] = hsfs_expectation_suite(
-                expectation_suite, validation_ingestion_policy, f"{name}_v{version}_suite"
-            )
+        kwargs = _group_kwargs(name, version, description, online_enabled, partition_key,
+                               primary_key, foreign_key, statistics_config, expectation_suite,
+                               event_time, tags, validation_ingestion_policy, ingestion_time)
         fg = sdk_call(self._sdk, "FeatureStore.get_or_create_feature_group", name,
                       _owner=f"feature group '{name}' v{version}", **kwargs)
+        return HopsworksFeatureGroup(fg, self)
+
+    def create_feature_group(
+        self,
+        name: str,
+        version: int | None = None,
+        description: str = "",
+        online_enabled: bool = False,
+        time_travel_format: str | None = None,
+        partition_key: list[str] | None = None,
+        primary_key: list[str] | None = None,
+        foreign_key: list[str] | None = None,
+        embedding_index: Any = None,
+        hudi_precombine_key: str | None = None,
+        features: list[Any] | None = None,
+        statistics_config: Any = None,
+        event_time: str | None = None,
+        stream: bool = False,
+        expectation_suite: Any = None,
+        tags: dict[str, Any] | None = None,
+        validation_ingestion_policy: str = "always",
+        ingestion_time: str | None = None,
+        **unsupported: Any,
+    ) -> HopsworksFeatureGroup:
+        """A new feature group version (created by its first ``insert``), as the SDK's
+        ``create_feature_group`` (``version=None``: the cluster takes the next free one; an
+        existing version is the cluster's error). ``time_travel_format`` and
+        ``hudi_precombine_key`` reach the cluster; ``features``, ``embedding_index`` and
+        ``stream``, which this adapter does not translate, and fstrain's ``ingestion_time``
+        are refused by name, as are other options."""
+        owner = f"feature group '{name}'"
+        refused = sorted([*unsupported, *(k for k, v in (
+            ("features", features), ("embedding_index", embedding_index),
+            ("stream", stream or None)) if v is not None)])
+        if refused:
+            raise InvalidArgumentError(
+                f"{owner}: create_feature_group() options {refused} are not passed to the "
+                "cluster by fstrain's Hopsworks adapter. Drop them, or create the group with "
+                "the hopsworks SDK directly.")
+        kwargs = _group_kwargs(name, version, description, online_enabled, partition_key,
+                               primary_key, foreign_key, statistics_config, expectation_suite,
+                               event_time, tags, validation_ingestion_policy, ingestion_time)
+        if time_travel_format is not None:
+            kwargs["time_travel_format"] = time_travel_format
+        if hudi_precombine_key is not None:
+            kwargs["hudi_precombine_key"] = hudi_precombine_key
+        fg = sdk_call(self._sdk, "FeatureStore.create_feature_group", name,
+                      _owner=f"{owner} v{version}" if version else owner, **kwargs)
         return HopsworksFeatureGroup(fg, self)
 
     def get_or_create_spine_group(

@@ -102,6 +102,13 @@ SDK_CALLS: dict[str, SdkCall] = {
         kwargs=("version", "description", "online_enabled", "partition_key", "primary_key",
                 "foreign_key", "statistics_config", "expectation_suite", "event_time", "tags"),
     ),
+    "FeatureStore.create_feature_group": SdkCall(
+        f"{_FS}.create_feature_group",
+        args=("name",),
+        kwargs=("version", "description", "online_enabled", "time_travel_format",
+                "partition_key", "primary_key", "foreign_key", "hudi_precombine_key",
+                "statistics_config", "expectation_suite", "event_time", "tags"),
+    ),
     "FeatureStore.get_or_create_spine_group": SdkCall(
         f"{_FS}.get_or_create_spine_group",
         args=("name",),

@@ -63,6 +63,37 @@ def test_tags_were_sent_as_name_value_entries(hops_cluster):
     assert json.loads(json.dumps(fg.get_tags())) == {"source": "unit", "pii": False}
 
 
+def test_create_feature_group_creates_through_the_sdk_and_refuses_what_it_cannot_pass(
+        hops_cluster):
+    """The SDK's most used call (tutorials create, not get-or-create) on the adapter: the
+    group is posted on its first insert with what was declared; options the adapter does not
+    translate are refused by name, before anything reaches the cluster."""
+    import pandas as pd
+
+    from fstrain.kernel.errors import InvalidArgumentError
+
+    cluster, project = hops_cluster
+    fs = project.get_feature_store()
+    posted = len(cluster.server.requests_to("POST", "/featuregroups"))
+    for kwargs, match in (({"ingestion_time": "at"}, "ingestion_time"),
+                          ({"stream": True}, r"\['stream'\]"),
+                          ({"ttl": 3600}, r"\['ttl'\]")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            fs.create_feature_group("created", 1, primary_key=["id"], **kwargs)
+    assert len(cluster.server.requests_to("POST", "/featuregroups")) == posted
+    fg = fs.create_feature_group("created", 1, primary_key=["id"], description="made here",
+                                 tags={"source": "unit"})
+    fg.insert(pd.DataFrame({"id": [1, 2, 3], "x": [0.5, 1.5, 2.5]}))
+    (create,) = [r for r in cluster.server.requests_to("POST", "/featuregroups")
+                 if r.path.endswith("/featuregroups") and r.body["name"] == "created"]
+    assert create.body["description"] == "made here" and create.body["version"] == 1
+    assert [f["name"] for f in create.body["features"] if f["primary"]] == ["id"]
+    (group,) = cluster.server.state.groups_named("created")
+    location = group.body["location"].split("8020/")[1]
+    assert DeltaTable(str(cluster.server.state.hopsfs / location)).to_pyarrow_table().num_rows == 3
+    assert group.commits[-1]["rowsInserted"] == 3
+
+
 def test_commits_tags_and_feature_tags_round_trip_through_the_sdk(hops_cluster):
     """Commit ids newest first, an absent tag as NotFoundError (the SDK answers None for the
     server's 370002), per-feature tags as one group tag; replaces the fake-SDK versions."""
