@@ -20,7 +20,7 @@ from feature_store.core.expectations import (
 from feature_store.feature import Feature, FilterLike
 from feature_store.local.objects.query import Query
 from feature_store.local.objects.tags import TaggedEntity
-from feature_store.local.storage import group_storage, spine_table
+from feature_store.local.storage import group_storage
 from feature_store.local.storage.options import check_options, check_write_options
 from fstrain.kernel.errors import (
     AlreadyExistsError,
@@ -254,6 +254,7 @@ class FeatureGroup(TaggedEntity):
         table = self._table
         with table.write_lock():
             removed = table.vacuum(pinned, retention_hours=int(retention_hours), dry_run=dry_run)
+        from feature_store.local.storage import spine_table
         from feature_store.local.training_data.store import clean_stale_staging
 
         root = Path(self._store.root)
