@@ -83,12 +83,16 @@ def backfilled(fs, monkeypatch) -> tuple:
 
 
 def pit_oracle(labels: pd.DataFrame, joined: list[Joined], *, as_known: bool,
-               label_key: dict[str, str]) -> pd.DataFrame:
+               label_key: dict[str, str], lookback: dict[str, pd.Timedelta] | None = None,
+               inner: frozenset[str] = frozenset()) -> pd.DataFrame:
     """The labels (``id``, ``ts``, their key columns) with each joined group's values, by brute
     force (see the module docstring). ``label_key[group name]`` is the label column joined on
-    that group's key."""
+    that group's key; ``lookback[group name]``: a best match older than the label time less it
+    is none; the groups in ``inner`` drop the labels they match none for."""
     out = labels.copy()
+    keep = np.ones(len(labels), bool)
     for j in joined:
+        window = (lookback or {}).get(j.fg.name)
         states: dict[pd.Timestamp | None, pd.DataFrame] = {}
         picked = {v: [] for v in j.values}
         for _, row in labels.iterrows():
@@ -97,18 +101,20 @@ def pit_oracle(labels: pd.DataFrame, joined: list[Joined], *, as_known: bool,
                 states[at] = state(j, at) if at is not None or not as_known else state(j, row["ts"])
             cand = states[at]
             cand = cand[(cand[j.key] == row[label_key[j.fg.name]]) & (cand["ts"] <= row["ts"])]
+            best = None
             if len(cand):
                 order = ["ts"] + ([j.tie] if j.tie else [])
                 asc = [False] + ([True] if j.tie else [])
                 best = cand.sort_values(order, ascending=asc).iloc[0]
-                for v in j.values:
-                    picked[v].append(best[v])
-            else:
-                for v in j.values:
-                    picked[v].append(np.nan)
+                if window is not None and best["ts"] < row["ts"] - window:
+                    best = None
+            for v in j.values:
+                picked[v].append(np.nan if best is None else best[v])
+            if best is None and j.fg.name in inner:
+                keep[len(picked[j.values[0]]) - 1] = False
         for v in j.values:
             out[v] = picked[v]
-    return out
+    return out[keep].reset_index(drop=True)
 
 
 def random_history(fs, clock: list[pd.Timestamp], rng: np.random.Generator, name: str,

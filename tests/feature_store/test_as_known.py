@@ -100,6 +100,32 @@ def test_replay_oracle_sweep(fs, monkeypatch, seed):
     _against_oracle(fs, monkeypatch, 100 + seed, deletes=seed % 2 == 0, partitions=(2, 5))
 
 
+@pytest.mark.parametrize("seed", [7, 8])
+def test_lookback_and_inner_joins_match_the_oracle_on_every_path(fs, monkeypatch, seed):
+    """A lookback bounds the version an as-known join picks (a known match older than the label
+    time less it is none) and an inner join drops the labels it matches none for, plain and as
+    known, in memory, as one statement and partitioned."""
+    labels, frame, joined, keys = _history(fs, monkeypatch, seed, deletes=True, same_key=True)
+    values = [v for j in joined for v in j.values]
+    r1, r2 = joined
+    for as_known in (False, True):
+        query = labels.select_all()
+        query.join(r1.fg.select(r1.values), left_on=["k1"], right_on=[r1.key],
+                   as_known=as_known, lookback="20h")
+        query.join(r2.fg.select(r2.values), left_on=["k1"], right_on=[r2.key],
+                   as_known=as_known, join_type="inner")
+        want = pit_oracle(frame, joined, as_known=as_known, label_key=keys,
+                          lookback={"r1": pd.Timedelta(hours=20)}, inner=frozenset({"r2"}))
+        assert 0 < len(want) < len(frame)  # the inner join dropped some labels, not all
+        assert want["v_r1"].isna().any()  # and the lookback cut some matches
+        _check(query.read(), want, values)
+        _check(_single_statement(query), want, values)
+        fv = fs.create_feature_view(f"lb{int(as_known)}_{seed}", query=query, labels=[])
+        assert fv._td._prepare(None, None, None, None)[0].partition_keys is not None
+        version, _ = fv.create_training_data(write_options={"partitions": 3})
+        _check(fv.get_training_data(version, primary_key=True)[0], want, values)
+
+
 def test_different_keys_match_the_oracle(fs, monkeypatch):
     labels, frame, joined, keys = _history(fs, monkeypatch, 1, deletes=False)
     query = _query(labels, joined, keys, True)
