@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(PY) bench/insert.py
 	$(PY) bench/pit_join.py
 	$(PY) bench/as_known_join.py --rows 200000 --entities 20000
+	$(PY) bench/late_data_commits.py --commits 300
 	$(PY) bench/td_read.py
 	$(PY) bench/train.py
 

@@ -290,6 +290,56 @@ def test_latest_commit_matches_delta_rs_after_checkpoint_and_log_cleanup(fs):
     assert max(fg.commit_details()) == 5
 
 
+def test_checkpoints_never_take_the_history_a_version_pins(fs):
+    """delta-rs removes commit files older than the log retention (30 days) at each checkpoint
+    (every 100 commits) unless told not to: with the retention elapsed (set to 0 here, as a
+    month-old store has it), every older version was gone, and with it time travel and the
+    commits training-dataset versions pin."""
+    from deltalake import DeltaTable
+
+    fg = fs.create_feature_group("kept", version=1, primary_key=["id"], event_time="ts",
+                                 statistics_config=False)
+    fg.insert(_frame([0], [0], [0.0]))
+    DeltaTable(str(fg._table.path)).alter.set_table_properties({
+        "delta.logRetentionDuration": "interval 0 seconds", "delta.checkpointInterval": "2",
+        "delta.enableExpiredLogCleanup": "true"})  # a table created before fstrain set it
+    view = fs.create_feature_view("kept_view", query=fg.select_all(), labels=[])
+    pinned, _ = view.create_training_data(seed=1)
+    before = view.get_training_data(pinned)[0]
+    for i in range(1, 6):
+        fg.insert(_frame([i], [i], [float(i)]))
+    log = fg._table.path / "_delta_log"
+    assert (log / f"{0:020d}.json").exists() and list(log.glob("*.checkpoint.parquet"))
+    assert len(fg.read(wallclock_time=None)) == 6
+    assert fg._table.files_by_version(1)[1] == DeltaTable(str(fg._table.path),
+                                                          version=1).file_uris()
+    view.purge_training_data(pinned)
+    view.recreate_training_dataset(pinned)  # from its pinned commit, hash-checked
+    pd.testing.assert_frame_equal(view.get_training_data(pinned)[0], before)
+    fresh = fs.create_feature_group("fresh", version=1, primary_key=["id"])
+    fresh.insert(pd.DataFrame({"id": [1]}))
+    config = DeltaTable(str(fresh._table.path)).metadata().configuration
+    assert config.get("delta.enableExpiredLogCleanup") == "false"
+
+
+def test_files_by_version_read_from_the_log_equal_each_version_loaded(fs):
+    from deltalake import DeltaTable
+
+    fg = fs.create_feature_group("walked", version=1, primary_key=["id"], event_time="ts",
+                                 statistics_config=False)
+    fg.insert(_frame([1, 2, 3], [0, 0, 0], [1.0, 2.0, 3.0]))
+    fg.insert(_frame([2, 4], [0, 1], [9.0, 4.0]))  # a merge: rewrites a file, removes one
+    fg.remove_rows(_frame([1], [0], [1.0]))
+    fg.insert(_frame([5], [2], [5.0]), overwrite=True)
+    table = fg._table
+    want = [sorted(DeltaTable(str(table.path), version=v).file_uris())
+            for v in range(table.version() + 1)]
+    assert [sorted(files) for files in table.files_by_version(table.version())] == want
+    assert any(set(a) - set(b) for a, b in zip(want, want[1:]))  # some version removed files
+    (table.path / "_delta_log" / f"{1:020d}.json").rename(table.path / "moved.json")
+    assert table._logged_files(table.version()) is None  # a missing commit: walked instead
+
+
 def test_select_takes_one_name_or_feature_alone_as_the_sdk(fs):
     # the online fraud tutorial writes trans_fg.select('cc_num'); a string was read as letters
     fg = fs.create_feature_group("one", version=1, primary_key=["k"])

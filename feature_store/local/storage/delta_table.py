@@ -9,6 +9,7 @@ the OS if the process dies); a commit conflict with any other writer is retried.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -16,9 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.schema import Field
 
@@ -30,7 +32,14 @@ WRITE_OPERATIONS = ("WRITE", "MERGE", "DELETE")
 #: commit metadata key: the commit clock's time of a commit fstrain wrote (epoch ms)
 COMMITTED_MS = "fstrain.committed_ms"
 #: new tables record Delta's change data feed (as-known reads take row versions from it)
-NEW_TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true"}
+NEW_TABLE_CONFIGURATION = {"delta.enableChangeDataFeed": "true",
+                           "delta.enableExpiredLogCleanup": "false"}
+#: every commit fstrain makes keeps the whole log: by default delta-rs removes the commit files
+#: older than ``delta.logRetentionDuration`` (30 days) before each checkpoint (every 100
+#: commits), and with them every older version: the commits training-dataset versions pin
+#: (their re-reads and re-creations), time travel, as-known joins and the late-data figures.
+#: Checkpoints are still written; ``fg.vacuum()`` removes data files, never the log.
+KEEP_LOG = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 
 
 def _wall_clock_ms() -> int:
@@ -100,6 +109,14 @@ def changed_predicate(data: pa.Table, keys: Sequence[str]) -> str | None:
     return " OR ".join(f"(t.{_quote(c)} IS DISTINCT FROM s.{_quote(c)})" for c in values)
 
 
+def _file_uri(table_uri: str, path: str) -> str:
+    """A log action's file path (percent-encoded, relative to the table unless absolute) as
+    ``DeltaTable.file_uris()`` gives it."""
+    if "://" in path or path.startswith("/"):
+        return path
+    return f"{table_uri}/{unquote(path)}"
+
+
 class DeltaFeatureTable:
     """Delta Lake storage of one feature group version."""
 
@@ -141,7 +158,8 @@ class DeltaFeatureTable:
         """Create the empty table (version 0) if it does not exist yet."""
         if not self.exists():
             DeltaTable.create(str(self.path), schema=schema, mode="ignore",
-                              configuration=dict(NEW_TABLE_CONFIGURATION))
+                              configuration=dict(NEW_TABLE_CONFIGURATION),
+                              post_commithook_properties=KEEP_LOG)
 
     def table(self, version: int | None = None) -> DeltaTable:
         """The table at ``version`` (a committed version never changes, so it is cached)."""
@@ -170,15 +188,40 @@ class DeltaFeatureTable:
     def files_by_version(self, upto: int) -> list[list[str]]:
         """Each version's files (as :meth:`files` lists them), versions 0 to ``upto``.
 
-        One table walks the log forward, reading each commit once: loading every version
-        afresh reads the whole log again each time (quadratic in commits: 300 commits took
-        7.5 s that way, 2.3 s this way), and each load spawns delta-rs I/O threads per log file
-        it reads."""
+        Read from the commit files' ``add`` and ``remove`` actions (the Delta protocol's log),
+        each once; where a commit file is gone (log cleanup after a checkpoint), one table
+        walks the versions forward instead. Loading every version afresh reads the whole log
+        again each time (quadratic in commits: 300 commits took 7.5 s that way, 2.3 s walked,
+        0.1 s read from the log; bench/late_data_commits.py), and each load spawns delta-rs
+        I/O threads per log file it reads."""
+        logged = self._logged_files(upto)
+        if logged is not None:
+            return logged
         walker = DeltaTable(str(self.path), version=0)
         out = [walker.file_uris()]
         for version in range(1, upto + 1):
             walker.load_as_version(version)
             out.append(walker.file_uris())
+        return out
+
+    def _logged_files(self, upto: int) -> list[list[str]] | None:
+        """:meth:`files_by_version` from ``_delta_log/<version>.json``; None when one of them
+        is missing."""
+        log, base = self.path / "_delta_log", str(self.path)
+        live: dict[str, None] = {}  # insertion-ordered set
+        out = []
+        for version in range(upto + 1):
+            try:
+                text = (log / f"{version:020d}.json").read_text(encoding="utf-8")
+            except FileNotFoundError:
+                return None
+            for line in text.splitlines():
+                action = json.loads(line) if line.strip() else {}
+                if "add" in action:
+                    live[_file_uri(base, action["add"]["path"])] = None
+                elif "remove" in action:
+                    live.pop(_file_uri(base, action["remove"]["path"]), None)
+            out.append(list(live))
         return out
 
     def schema(self, version: int | None = None) -> pa.Schema:
@@ -265,9 +308,11 @@ class DeltaFeatureTable:
                         data,
                         mode="overwrite",
                         commit_properties=_stamp({"fstrain.rows_replaced": str(previous)}),
+                        post_commithook_properties=KEEP_LOG,
                     )
                 elif not dt.file_uris():
-                    write_deltalake(dt, data, mode="append", commit_properties=_stamp())
+                    write_deltalake(dt, data, mode="append", commit_properties=_stamp(),
+                                    post_commithook_properties=KEEP_LOG)
                 else:
                     predicate = key_predicate(data, keys)
                     (
@@ -277,6 +322,7 @@ class DeltaFeatureTable:
                             source_alias="s",
                             target_alias="t",
                             commit_properties=_stamp(),
+                            post_commithook_properties=KEEP_LOG,
                         )
                         .when_matched_update_all(predicate=changed_predicate(data, keys))
                         .when_not_matched_insert_all()
@@ -298,7 +344,7 @@ class DeltaFeatureTable:
         predicate = key_predicate(keys_table, keys)
         dt.merge(
             source=keys_table, predicate=predicate, source_alias="s", target_alias="t",
-            commit_properties=_stamp(),
+            commit_properties=_stamp(), post_commithook_properties=KEEP_LOG,
         ).when_matched_delete().execute()
         return self.version()
 
@@ -310,6 +356,7 @@ class DeltaFeatureTable:
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False,
             keep_versions=sorted(set(keep_versions)),
             full=True,  # also files no commit references (part files of killed writers)
+            post_commithook_properties=KEEP_LOG,
         )
         staged = self._staging_debris(retention_hours)
         if not dry_run:
@@ -332,4 +379,5 @@ class DeltaFeatureTable:
         """Add nullable columns (schema evolution: add only)."""
 
         dt = self.table()
-        dt.alter.add_columns([Field.from_arrow(f) for f in fields])
+        dt.alter.add_columns([Field.from_arrow(f) for f in fields],
+                             post_commithook_properties=KEEP_LOG)
