@@ -44,6 +44,8 @@ def describe(record: Mapping[str, Any], *, named: bool = True) -> str:
     up to 4.0 h late`` (without the group's name unless ``named``); an as-known join says what
     it kept out."""
     name = f"'{record['group']}'" if named else ""
+    if record.get("not_counted"):
+        return f"{name + ': ' if named else ''}not counted: {record['not_counted']}"
     matched = int(record.get("matched") or 0)
     if record.get("as_known"):
         kept = int(record.get("kept_out") or 0)

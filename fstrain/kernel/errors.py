@@ -88,6 +88,11 @@ class IntegrityError(FeatureStoreError):
     """Stored content does not match its recorded hash (tampered, missing or extra file)."""
 
 
+class HistoryRemovedError(IntegrityError):
+    """A table's older versions are gone: Delta's log cleanup removed their commit files (a
+    table written before fstrain kept its log)."""
+
+
 class VerificationError(IntegrityError):
     """A signed record, its chain, a file it covers or the trust list does not verify.
 

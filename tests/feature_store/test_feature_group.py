@@ -337,7 +337,10 @@ def test_files_by_version_read_from_the_log_equal_each_version_loaded(fs):
     assert [sorted(files) for files in table.files_by_version(table.version())] == want
     assert any(set(a) - set(b) for a, b in zip(want, want[1:]))  # some version removed files
     (table.path / "_delta_log" / f"{1:020d}.json").rename(table.path / "moved.json")
-    assert table._logged_files(table.version()) is None  # a missing commit: walked instead
+    from fstrain.kernel.errors import HistoryRemovedError
+
+    with pytest.raises(HistoryRemovedError, match="'walked' v1: the commit file of version 1 is gone"):
+        table.files_by_version(table.version())  # a commit file is gone: its versions with it
 
 
 def test_select_takes_one_name_or_feature_alone_as_the_sdk(fs):

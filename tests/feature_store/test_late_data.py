@@ -218,6 +218,39 @@ def test_a_join_that_brings_only_labels_is_recorded_but_not_flagged(fs, monkeypa
     assert "'confirmed:1'" not in finding.title
 
 
+def test_a_group_whose_old_commits_were_cleaned_up_is_recorded_as_not_counted(fs):
+    """A table written before fstrain kept the Delta log (delta-rs' defaults: commit files past
+    the retention removed at each checkpoint) still builds versions: its late-data figures
+    are recorded as not counted, saying why, instead of the create failing; an as-known join,
+    which needs the lost versions, is refused naming the group."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from fstrain.kernel.errors import HistoryRemovedError
+
+    labels = fs.create_feature_group("lbl", version=1, primary_key=["id"], event_time="ts")
+    labels.insert(pd.DataFrame({"id": [1, 2], "k": [0, 1], "ts": [hours(200)] * 2}))
+    old = fs.create_feature_group("old", version=1, primary_key=["k"], event_time="ts")
+    old.insert(pd.DataFrame({"k": [0], "ts": [hours(0)], "x": [0.0]}))
+    path = str(old._table.path)
+    DeltaTable(path).alter.set_table_properties({
+        "delta.logRetentionDuration": "interval 0 seconds", "delta.checkpointInterval": "2",
+        "delta.enableExpiredLogCleanup": "true"})
+    for i in range(1, 5):  # another writer's commits, with delta-rs' default log cleanup
+        write_deltalake(path, pd.DataFrame({"k": [i % 2], "ts": [hours(i)], "x": [float(i)]}),
+                        mode="append")
+    assert not (old._table.path / "_delta_log" / f"{0:020d}.json").exists()
+    query = labels.select_all().join(old.select(["x"]), on=["k"])
+    fv = fs.create_feature_view("cleaned", query=query, labels=[])
+    version, _ = fv.create_training_data(seed=1)
+    (record,) = late.groups(fv.get_training_dataset(version).extra)
+    assert record["group"] == "old:1" and "commit file of version 0 is gone" in record["not_counted"]
+    assert late.describe(record).startswith("'old:1': not counted: feature group 'old' v1")
+    assert late.over_threshold(fv.get_training_dataset(version).extra, 0.0) == []
+    assert sorted(fv.get_training_data(version)[0]["x"]) == [3.0, 4.0]
+    with pytest.raises(HistoryRemovedError, match="feature group 'old' v1"):
+        labels.select_all().join(old.select(["x"]), on=["k"], as_known=True).read()
+
+
 def _probed_store(fs, monkeypatch):
     """Labels with microsecond times on both sides of 1970, a group appended in two commits
     whose join keys leave a tie-break column, and a group declaring an ``ingestion_time``."""

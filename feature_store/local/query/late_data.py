@@ -44,6 +44,7 @@ from feature_store.local.query.query_plan import Gather, JoinPlan, event_time_of
 from feature_store.local.storage import engine, row_history
 from feature_store.local.storage.engine import quote_ident as q
 from feature_store.local.storage.row_history import GONE, KNOWN
+from fstrain.kernel.errors import HistoryRemovedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -97,7 +98,12 @@ def _groups(compiled: CompiledQuery, p: Plan, con: duckdb.DuckDBPyConnection,
         if figures is None:
             if root_sql is None:
                 root_sql = compiled.root_sql.replace(root_ph, compiled.source(con, root_ph))
-            right = _known_source(con, jp.right)
+            try:
+                right = _known_source(con, jp.right)
+            except HistoryRemovedError as exc:  # no known times to count: said, not guessed
+                groups.append({"group": jp.right.group.key, "as_known": bool(jp.join.as_known),
+                               "not_counted": str(exc)})
+                continue
             sql = exposure_sql(jp, root_sql, right, q(KNOWN))
             figures = tuple(engine.fetch_arrow(con, sql, compiled.root_params).to_pylist()[0].values())
         rows, matched, late, delay_ms = figures
@@ -216,7 +222,10 @@ def _cheap_known(con: duckdb.DuckDBPyConnection, node: Node) -> str | np.ndarray
         return None
     if group.ingestion_time:
         return group.ingestion_time if group.ingestion_time in listed else None
-    added = _added_at(table, commit, files)
+    try:
+        added = _added_at(table, commit, files)
+    except HistoryRemovedError:
+        return None  # the exposure join records the group as not counted (_groups)
     return None if added is None else added.column("ms").to_numpy()
 
 

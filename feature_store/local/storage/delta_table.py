@@ -26,7 +26,7 @@ from deltalake.schema import Field
 
 from feature_store.local.storage import snapshots
 from feature_store.local.storage.snapshots import snapshot
-from fstrain.kernel.errors import CommitConflictError, InvalidArgumentError
+from fstrain.kernel.errors import CommitConflictError, HistoryRemovedError, InvalidArgumentError
 
 WRITE_OPERATIONS = ("WRITE", "MERGE", "DELETE")
 #: commit metadata key: the commit clock's time of a commit fstrain wrote (epoch ms)
@@ -189,20 +189,21 @@ class DeltaFeatureTable:
         """Each version's files (as :meth:`files` lists them), versions 0 to ``upto``.
 
         Read from the commit files' ``add`` and ``remove`` actions (the Delta protocol's log),
-        each once; where a commit file is gone (log cleanup after a checkpoint), one table
-        walks the versions forward instead. Loading every version afresh reads the whole log
-        again each time (quadratic in commits: 300 commits took 7.5 s that way, 2.3 s walked,
-        0.1 s read from the log; bench/late_data_commits.py), and each load spawns delta-rs
-        I/O threads per log file it reads."""
+        each once: loading every version afresh reads the whole log again each time
+        (quadratic in commits: 300 commits took 7.5 s that way, 0.1 s read from the log;
+        bench/late_data_commits.py). A commit file that is gone (Delta's log cleanup, on a
+        table written before fstrain kept its log: :data:`KEEP_LOG`) took its version and every
+        older one with it: a :class:`HistoryRemovedError` naming the group."""
         logged = self._logged_files(upto)
-        if logged is not None:
-            return logged
-        walker = DeltaTable(str(self.path), version=0)
-        out = [walker.file_uris()]
-        for version in range(1, upto + 1):
-            walker.load_as_version(version)
-            out.append(walker.file_uris())
-        return out
+        if logged is None:
+            log = self.path / "_delta_log"
+            missing = next(v for v in range(upto + 1) if not (log / f"{v:020d}.json").exists())
+            raise HistoryRemovedError(
+                f"{self.owner}: the commit file of version {missing} is gone (Delta's log "
+                "cleanup removes those past its retention where a writer lets it; fstrain's "
+                "commits keep them), so what needs every version's files (as-known joins, the "
+                "late-data figures) cannot be read for this group.")
+        return logged
 
     def _logged_files(self, upto: int) -> list[list[str]] | None:
         """:meth:`files_by_version` from ``_delta_log/<version>.json``; None when one of them
