@@ -260,8 +260,9 @@ class FeatureGroup(TaggedEntity):
         root = Path(self._store.root)
         stale = clean_stale_staging(root / "training_datasets", older_than_s=VACUUM_AFTER_S,
                                     dry_run=dry_run)
-        recorded = {str(((md.get("extra") or {}).get("spine") or {}).get("sha256"))
-                    for md in self._store.catalog.all_training_dataset_metadata()}
+        versions = self._store.catalog.all_training_dataset_metadata()
+        recorded = {str(spine["sha256"]) for md in versions
+                    if (spine := (md.get("extra") or {}).get("spine"))}
         spines = spine_table.remove_unused(root, recorded, VACUUM_AFTER_S, dry_run)
         return [*removed, *(str(p.relative_to(root)) for p in [*stale, *spines])]
 

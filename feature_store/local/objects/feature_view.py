@@ -272,11 +272,7 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
         query, spine_record = self._spine_query(spine)
         seed = draw_seed() if seed is None else int(seed)
         spec = self._make_spec(three_way, seed, split, **split_kwargs)
-        stream: StreamOptions | None = StreamOptions.from_write_options(write_options, self.owner)
-        if not materialize:  # an in-memory version streams nothing: only wait_for_job applies
-            check_options(self.owner, "write_options of an in-memory version", write_options,
-                          {"wait_for_job": "the version exists when the call returns"})
-            stream = None
+        stream = self._stream_options(write_options, materialize)
         created = self._td_over(query).create(
             spec, seed=seed, start_time=start_time or None, end_time=end_time or None,
             extra_filter=extra_filter, materialize=materialize, data_format=data_format,
@@ -618,13 +614,19 @@ class FeatureView(ViewServing, ViewLogging, TaggedEntity):
                 f"the version from what it recorded; {sorted(changed)} would make a different "
                 "dataset. Create a new version with them instead.")
         td = self._td.get(int(training_dataset_version))  # NotFoundError listing the versions
-        if td.type == "MATERIALIZED":
-            stream = StreamOptions.from_write_options(write_options, self.owner)
-        else:
-            check_options(self.owner, "write_options of an in-memory version", write_options,
-                          {"wait_for_job": "the version exists when the call returns"})
-            stream = None
+        stream = self._stream_options(write_options, td.type == "MATERIALIZED")
         self._td.recreate(int(training_dataset_version), stream)
+
+    def _stream_options(self, write_options: dict[str, Any] | None,
+                        materialize: bool) -> StreamOptions | None:
+        """How a version is streamed under ``write_options``; an in-memory version streams
+        nothing, so only ``wait_for_job`` applies to it (None)."""
+        stream = StreamOptions.from_write_options(write_options, self.owner)
+        if materialize:
+            return stream
+        check_options(self.owner, "write_options of an in-memory version", write_options,
+                      {"wait_for_job": "the version exists when the call returns"})
+        return None
 
     def delete_training_dataset(self, training_dataset_version: int) -> None:
         """Delete a version's metadata and files."""

@@ -194,28 +194,19 @@ class DeltaFeatureTable:
         bench/late_data_commits.py). A commit file that is gone (Delta's log cleanup, on a
         table written before fstrain kept its log: :data:`KEEP_LOG`) took its version and every
         older one with it: a :class:`HistoryRemovedError` naming the group."""
-        logged = self._logged_files(upto)
-        if logged is None:
-            log = self.path / "_delta_log"
-            missing = next(v for v in range(upto + 1) if not (log / f"{v:020d}.json").exists())
-            raise HistoryRemovedError(
-                f"{self.owner}: the commit file of version {missing} is gone (Delta's log "
-                "cleanup removes those past its retention where a writer lets it; fstrain's "
-                "commits keep them), so what needs every version's files (as-known joins, the "
-                "late-data figures) cannot be read for this group.")
-        return logged
-
-    def _logged_files(self, upto: int) -> list[list[str]] | None:
-        """:meth:`files_by_version` from ``_delta_log/<version>.json``; None when one of them
-        is missing."""
-        log, base = self.path / "_delta_log", str(self.path)
+        base = str(self.path)
         live: dict[str, None] = {}  # insertion-ordered set
         out = []
         for version in range(upto + 1):
             try:
-                text = (log / f"{version:020d}.json").read_text(encoding="utf-8")
+                text = self.commit_file(version).read_text(encoding="utf-8")
             except FileNotFoundError:
-                return None
+                raise HistoryRemovedError(
+                    f"{self.owner}: the commit file of version {version} is gone (Delta's log "
+                    "cleanup removes those past its retention where a writer lets it; "
+                    "fstrain's commits keep them), so what needs every version's files "
+                    "(as-known joins, the late-data figures) cannot be read for this group."
+                ) from None
             for line in text.splitlines():
                 action = json.loads(line) if line.strip() else {}
                 if "add" in action:
@@ -224,6 +215,10 @@ class DeltaFeatureTable:
                     live.pop(_file_uri(base, action["remove"]["path"]), None)
             out.append(list(live))
         return out
+
+    def commit_file(self, version: int) -> Path:
+        """Where the Delta log keeps the commit of ``version``."""
+        return self.path / "_delta_log" / f"{int(version):020d}.json"
 
     def schema(self, version: int | None = None) -> pa.Schema:
         return pa.schema(self.table(version).schema().to_arrow())

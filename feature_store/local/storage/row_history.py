@@ -72,7 +72,7 @@ def row_versions(table: DeltaFeatureTable, commit: int, upsert_key: Sequence[str
 def has_change_feed(table: DeltaFeatureTable) -> bool:
     """Whether the table recorded its change data feed from its first commit (False where
     that commit's file is gone: the replay then says so)."""
-    if not (table.path / "_delta_log" / f"{0:020d}.json").exists():
+    if not table.commit_file(0).exists():
         return False
     config = table.table(0).metadata().configuration or {}
     return str(config.get("delta.enableChangeDataFeed", "")).lower() == "true"
