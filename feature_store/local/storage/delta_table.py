@@ -363,11 +363,13 @@ class DeltaFeatureTable:
 
     def _staging_debris(self, retention_hours: int) -> list[Path]:
         """Upload staging files (``<part file>#<n>``) of writers killed mid-write, older than
-        ``retention_hours``. delta-rs' local object store writes a data file under that name and
-        renames it into place; Delta's vacuum does not see such files. Called under the write
-        lock, so no writer of this table is staging one now."""
+        ``retention_hours``, among the data files and the change data feed's (``_change_data/``).
+        delta-rs' local object store writes a file under that name and renames it into place;
+        Delta's vacuum does not always see such files. Called under the write lock, so no writer
+        of this table is staging one now."""
         cutoff = time.time() - retention_hours * 3600
-        return sorted(p for p in self.path.glob("*#*")
+        staged = [*self.path.glob("*#*"), *(self.path / "_change_data").glob("*#*")]
+        return sorted(p for p in staged
                       if p.is_file() and p.name.rpartition("#")[2].isdigit()
                       and p.stat().st_mtime <= cutoff)
 
