@@ -160,3 +160,108 @@ def test_as_known_needs_event_times_and_a_bool(fs):
         timed.select_all().join(plain.select(["x"]), as_known=True)
     with pytest.raises(InvalidArgumentError, match=r"as_known must be True or False. Got 'yes'"):
         timed.select_all().join(timed.select(["x"]), as_known="yes")
+
+
+def _typed_history(fs, monkeypatch):
+    """Labels and a group of several column types with a backfill, a correction and a deletion."""
+    with commit_clock(monkeypatch) as clock:
+        labels = fs.create_feature_group("tlab", version=1, primary_key=["id"], event_time="ts")
+        labels.insert(pd.DataFrame({"id": range(6), "k": [1, 1, 2, 2, 3, 3],
+                                    "ts": [hours(h) for h in (3, 9, 3, 9, 3, 9)]}))
+        feats = fs.create_feature_group("typed", version=1, primary_key=["k"], event_time="ts")
+        clock[0] = hours(1)
+        feats.insert(pd.DataFrame({"k": [1, 2, 3], "ts": [hours(1)] * 3, "name": ["a", "b", "c"],
+                                   "n": [1, 2, 3], "flag": [True, False, True],
+                                   "seen": [hours(0)] * 3, "x": [0.5, 1.5, 2.5]}))
+        clock[0] = hours(6)
+        feats.insert(pd.DataFrame({"k": [1, 2], "ts": [hours(2), hours(1)], "name": ["late", "fixed"],
+                                   "n": [10, 20], "flag": [False, True], "seen": [hours(5)] * 2,
+                                   "x": [9.5, 8.5]}))
+        clock[0] = hours(7)
+        feats.remove_rows(pd.DataFrame({"k": [3], "ts": [hours(1)]}))
+    return labels, feats
+
+
+def test_as_known_columns_are_taken_from_the_row_versions_exactly_as_one_statement_joins_them(
+        fs, monkeypatch):
+    """The statement that runs carries only the timeline's keys, event time and version id
+    through the ASOF join and takes the group's columns from its row versions by id; the
+    result equals the single statement's, value for value and type for type."""
+    from feature_store.local.query import pit
+    from feature_store.local.storage import engine
+
+    labels, feats = _typed_history(fs, monkeypatch)
+    columns = ["name", "n", "flag", "seen", "x"]
+    query = labels.select_all().join(feats.select(columns), on=["k"], as_known=True)
+    compiled = pit.compile_query(query.spec(), order_by_root_key=True)
+    assert [g.versions for g in compiled.gathers] == [True]
+    assert '"flag"' not in compiled.template and '"flag"' in compiled.display_template
+    con = engine.connect()
+    try:
+        ran, one = compiled.fetch(con), compiled.fetch(con, single_statement=True)
+    finally:
+        con.close()
+    assert ran.schema == one.schema and ran.equals(one)
+    got = ran.to_pandas().set_index("id")
+    assert got.loc[1, "name"] == "late" and got.loc[0, "name"] == "a"  # the 2h row known at 6h
+    assert got.loc[2, "n"] == 2 and got.loc[3, "n"] == 20  # the correction known at 6h
+    assert got.loc[4, "name"] == "c" and pd.isna(got.loc[5, "name"])  # deleted at 7h
+
+
+def test_a_timeline_is_kept_with_the_row_versions_it_numbers(fs, monkeypatch):
+    """The narrow timeline is computed once per row-version table; a table built afresh (after
+    the cache let it go) gets its own, since it may number its versions differently."""
+    from feature_store.local.query import as_known, pit
+    from feature_store.local.storage import engine, row_history
+
+    labels, feats = _typed_history(fs, monkeypatch)
+    query = labels.select_all().join(feats.select(["name", "n", "x"]), on=["k"], as_known=True)
+    compiled = pit.compile_query(query.spec(), order_by_root_key=True)
+    (jp,) = compiled.timelines.values()
+    group = jp.right.group
+
+    def versions():
+        return row_history.row_versions(group.delta_table, jp.right.commit, group.upsert_key)
+
+    con = engine.connect()
+    try:
+        first = versions()
+        timeline = as_known.timeline_table(con, jp, first)
+        assert as_known.timeline_table(con, jp, versions()) is timeline
+        row_history._cache.clear()
+        again = versions()
+        assert again is not first
+        assert as_known.timeline_table(con, jp, again) is not timeline
+        assert as_known.timeline_table(con, jp, first) is not timeline  # no longer cached: rebuilt
+        expected = compiled.fetch(con, single_statement=True)
+        assert compiled.fetch(con).equals(expected)
+    finally:
+        con.close()
+
+
+def test_history_before_1970_ranks_its_versions_as_the_single_statement_does(fs):
+    """The timeline that runs ranks a key's versions by event and known time packed in one
+    128-bit number; event and ingestion times before 1970 (negative microseconds) order as in
+    the single statement's struct."""
+    from feature_store.local.query import pit
+    from feature_store.local.storage import engine
+
+    day = pd.Timestamp("1960-01-01", tz="UTC")
+    labels = fs.create_feature_group("old_lab", version=1, primary_key=["id"], event_time="ts")
+    labels.insert(pd.DataFrame({"id": range(4), "k": [1, 1, 2, 2],
+                                "ts": [day + pd.Timedelta(days=d) for d in (10, 400, 10, 400)]}))
+    feats = fs.create_feature_group("old", version=1, primary_key=["k"], event_time="ts",
+                                    ingestion_time="loaded")
+    feats.insert(pd.DataFrame({
+        "k": [1, 1, 2, 2], "ts": [day + pd.Timedelta(days=d) for d in (1, 5, 2, 3)],
+        "loaded": [day + pd.Timedelta(days=d) for d in (2, 300, 3, 4)], "x": [1.0, 2.0, 3.0, 4.0]}))
+    query = labels.select_all().join(feats.select(["x"]), on=["k"], as_known=True)
+    compiled = pit.compile_query(query.spec(), order_by_root_key=True)
+    con = engine.connect()
+    try:
+        ran, one = compiled.fetch(con), compiled.fetch(con, single_statement=True)
+    finally:
+        con.close()
+    assert ran.equals(one)
+    # key 1: the day-5 row was loaded on day 300, after the first label; key 2: the latest
+    assert ran.column("x").to_pylist() == [1.0, 2.0, 4.0, 4.0]

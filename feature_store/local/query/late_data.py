@@ -262,7 +262,7 @@ def _ingested_by_row(node: Node, ids: pa.Array) -> tuple[np.ndarray, np.ndarray]
     name = node.group.ingestion_time
     assert name is not None  # the caller checked
     source = row_gather.read_source(Gather(node, "", [(name, name)]))
-    taken = row_gather.positions(source.file_rows, ids).take(source.table[name])
+    taken = source.rows(ids).take(source.table[name])
     con = engine.connect()
     try:
         con.register("__fstrain_ingested", pa.table({"k": taken}))

@@ -60,6 +60,7 @@ from feature_store.local.query.query_spec import Condition, Conjunction, FilterS
 from feature_store.local.query.row_gather import GatherPolicy
 from feature_store.local.storage import engine
 from feature_store.local.storage import row_history
+from feature_store.local.storage.row_history import VID
 from feature_store.local.storage.engine import quote_ident as q
 from feature_store.local.storage.storage_errors import storage_boundary
 from fstrain.kernel.errors import InvalidArgumentError
@@ -128,6 +129,9 @@ class CompiledQuery:
     #: join alias -> hidden column), as a streamed run cannot read it by row id afterwards
     probe_template: str = ""
     probe_known: dict[str, str] = field(default_factory=dict)
+    #: timeline placeholders of :attr:`template` -> their as-known join: bound to the narrow
+    #: timeline kept with the group's row versions (:func:`as_known.timeline_table`)
+    timelines: dict[str, JoinPlan] = field(default_factory=dict)
 
     @property
     def hidden(self) -> list[str]:
@@ -140,31 +144,42 @@ class CompiledQuery:
         return [*self.probes.values(), *self.probe_known.values(), LABEL_PROBE] if self.probes else []
 
     def source(self, con: duckdb.DuckDBPyConnection, placeholder: str, *,
-               row_id: bool = False) -> str:
+               row_id: bool = False, bound: dict[str, tuple[pa.Table, str]] | None = None) -> str:
         """The SQL table expression a scan placeholder is bound to: the pinned Delta version,
-        or an as-known-joined group's row versions registered on ``con``."""
+        or an as-known-joined group's row versions registered on ``con`` (recorded in
+        ``bound``, node alias -> the table and its registered name, where given)."""
         node = self.scans[placeholder]
         if placeholder in self.versions:
             name = engine.unique_name("__fstrain_versions_")
-            con.register(name, row_history.row_versions(
-                node.group.delta_table, node.commit, node.group.upsert_key,
-                node.group.ingestion_time))
+            versions = row_history.row_versions(node.group.delta_table, node.commit,
+                                                node.group.upsert_key, node.group.ingestion_time)
+            con.register(name, versions)
+            if bound is not None:
+                bound[node.alias] = (versions, name)
             return name
         return engine.scan(con, node.group.delta_table, node.commit, row_id=row_id)
 
     def bind(self, con: duckdb.DuckDBPyConnection, *, single_statement: bool = False,
-             probed: bool = False) -> str:
+             probed: bool = False, bound: dict[str, tuple[pa.Table, str]] | None = None) -> str:
         """Substitute each scan placeholder with a scan of the pinned Delta version.
 
         ``single_statement`` binds the equivalent statement that carries every column through
         the joins (what :meth:`display_sql` shows) instead of the one that runs; with
-        ``probed`` (and probes compiled), :attr:`probe_template`.
+        ``probed`` (and probes compiled), :attr:`probe_template`. ``bound`` receives the row
+        versions bound (see :meth:`source`).
         """
         gathered = set() if single_statement else {g.node.alias for g in self.gathers}
         if not single_statement or probed:
             gathered |= set(self.probes)
-        sources = {placeholder: self.source(con, placeholder, row_id=node.alias in gathered)
+        bound = {} if bound is None else bound
+        sources = {placeholder: self.source(con, placeholder, row_id=node.alias in gathered,
+                                            bound=bound)
                    for placeholder, node in self.scans.items()}
+        if not single_statement:
+            for placeholder, jp in self.timelines.items():
+                name = engine.unique_name("__fstrain_timeline_")
+                con.register(name, as_known.timeline_table(con, jp, bound[jp.right.alias][0]))
+                sources[placeholder] = name
         return self.bind_sources(sources, single_statement=single_statement, probed=probed)
 
     def bind_sources(self, sources: dict[str, str], *, single_statement: bool,
@@ -200,15 +215,29 @@ class CompiledQuery:
         if single_statement:
             return engine.fetch_arrow(con, self.bind(con, single_statement=True), self.params)
         names = self.output + (self.hidden if hidden else [])
-        sql = self.bind(con)
+        bound: dict[str, tuple[pa.Table, str]] = {}
+        sql = self.bind(con, bound=bound)
         if not self.gathers:
             joined = engine.fetch_arrow(con, sql, self.params)
             return joined if joined.column_names == names else joined.select(names)
-        with row_gather.GatherReads(self.gathers) as reads:
+        with row_gather.GatherReads(self.gathers, self._version_sources(con, bound)) as reads:
             joined = engine.fetch_arrow(con, sql, self.params)
             columns = {name: joined[name] for name in joined.column_names}
             columns.update(reads.take({g.row_column: joined[g.row_column] for g in self.gathers}))
         return pa.table({name: columns[name] for name in names})
+
+    def _version_sources(self, con: duckdb.DuckDBPyConnection,
+                         bound: dict[str, tuple[pa.Table, str]]) -> dict[str, row_gather.Source]:
+        """Node alias -> the gathered columns of each as-known-joined gather's bound row
+        versions, typed as DuckDB reads them (what the single statement would yield)."""
+        sources = {}
+        for g in self.gathers:
+            if g.versions:
+                versions, name = bound[g.node.alias]
+                names = [src for src, _ in g.columns]
+                types = con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
+                sources[g.node.alias] = row_gather.version_source(versions, names, types)
+        return sources
 
     def display_sql(self) -> str:
         """Readable SQL: scans as ``delta_scan(path, version)``, parameters inlined."""
@@ -260,19 +289,24 @@ def compile_query(
     root_conditions = _root_conditions(p.root, root_only, start_time, end_time, params)
     root_params = list(params)
     root_sql = _root_select(p.root, root_conditions, scans)
+    output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
+    gathers = _gathers(p, post, output)
     from_parts = [f"{root_sql} {p.root.alias}"]
+    run_parts = list(from_parts)  # the statement that runs: gathered timelines narrow
     where_parts: list[str] = []
     lookback_nodes: dict[str, str] = {}  # left-join alias -> its lookback condition
+    narrow_timelines = {g.node.alias for g in gathers if g.versions}
+    timelines: dict[str, JoinPlan] = {}
     for jp in p.joins:
         from_parts.append(_join_clause(jp, scans, where_parts, lookback_nodes, root_sql))
+        run_parts.append(_timeline_clause(jp, scans, timelines)
+                         if jp.right.alias in narrow_timelines else from_parts[-1])
     if post is not None:
         def column_sql(f: Condition) -> str:
             return f"{_alias_by_name(p, f)}.{q(f.name)}"
 
         where_parts.append(render_filter(post, column_sql, params))
 
-    output = [c.name for c in p.columns] + [name for _, name in extra_columns or []]
-    gathers = _gathers(p, post, output)
     wide, narrow = _select_lists(p, gathers, extra_columns or [], lookback_nodes)
     probe_columns = _probes(p, post, gathers, limit) if probes else {}
     narrow += _probe_items(p, probe_columns, {g.node.alias for g in gathers}, lookback_nodes)
@@ -280,11 +314,12 @@ def compile_query(
                    if jp.right.alias in probe_columns and jp.right.group.ingestion_time}
     streamed = wide + _probe_items(p, probe_columns, set(), lookback_nodes, probe_known)
     tail = _tail(p.root, from_parts, where_parts, order_by_root_key, limit)
+    run_tail = _tail(p.root, run_parts, where_parts, order_by_root_key, limit)
     keys = _partition_keys(p) if limit is None and order_by_root_key else None
     shape = None if keys is None else PartitionShape(
         p, list(extra_columns or []), post is not None,
         " AND ".join(root_conditions) if root_conditions else None, root_params)
-    return CompiledQuery("SELECT " + ", ".join(narrow) + tail, params, scans,
+    return CompiledQuery("SELECT " + ", ".join(narrow) + run_tail, params, scans,
                          display_template="SELECT " + ", ".join(wide) + tail,
                          gathers=gathers, output=output,
                          partition_keys=None if keys is None else {
@@ -295,7 +330,7 @@ def compile_query(
                          plan=p, root_sql=root_sql, root_params=root_params,
                          probes=probe_columns,
                          probe_template="SELECT " + ", ".join(streamed) + tail if probe_columns else "",
-                         probe_known=probe_known)
+                         probe_known=probe_known, timelines=timelines)
 
 
 def _probes(p: Plan, post: FilterSpec | None, gathers: list[Gather],
@@ -395,12 +430,11 @@ def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
     An as-known join is an ``ASOF`` join against the right group's timeline
     (:mod:`feature_store.local.query.as_known`); an inner one keeps the matched rows only."""
     if jp.join.as_known:
-        source = as_known.timeline_source(jp, _placeholder(jp.right, scans))
         if jp.join.lookback is not None:
             _lookback_to(jp, where_parts, lookback_nodes)
         if jp.join.join_type != "left":
             where_parts.append(as_known.matched(jp))
-        return f"ASOF LEFT JOIN {source} {jp.right.alias} ON {as_known.condition(jp)}"
+        return _as_known_clause(jp, scans)
     right_sql = f"(SELECT * FROM {_placeholder(jp.right, scans)}"
     dedupe = _dedupe(jp)
     if dedupe:
@@ -420,6 +454,23 @@ def _join_clause(jp: JoinPlan, scans: dict[str, Node], where_parts: list[str],
         kind = {"left": "LEFT JOIN", "inner": "JOIN", "right": "RIGHT JOIN",
                 "outer": "FULL OUTER JOIN"}[jp.join.join_type]
     return f"{kind} {right_sql} ON " + " AND ".join(conds)
+
+
+def _as_known_clause(jp: JoinPlan, scans: dict[str, Node]) -> str:
+    """An as-known join's ``ASOF`` clause against the right group's timeline, computed in the
+    statement (:func:`as_known.timeline_source`)."""
+    source = as_known.timeline_source(jp, _placeholder(jp.right, scans))
+    return f"ASOF LEFT JOIN {source} {jp.right.alias} ON {as_known.condition(jp)}"
+
+
+def _timeline_clause(jp: JoinPlan, scans: dict[str, Node], timelines: dict[str, JoinPlan]) -> str:
+    """An as-known join's ``ASOF`` clause against the right group's narrow timeline, bound to
+    the table :func:`as_known.timeline_table` keeps with its row versions (placeholder in
+    ``timelines``)."""
+    _placeholder(jp.right, scans)  # its row versions are bound, and gathered from
+    placeholder = f"__TIMELINE_{jp.right.alias}__"
+    timelines[placeholder] = jp
+    return f"ASOF LEFT JOIN {placeholder} {jp.right.alias} ON {as_known.condition(jp)}"
 
 
 def _lookback_to(jp: JoinPlan, where_parts: list[str], lookback_nodes: dict[str, str]) -> None:
@@ -451,7 +502,7 @@ def _select_lists(p: Plan, gathers: list[Gather], extra_columns: list[tuple[str,
         if c.node.alias not in gathered:
             narrow.append(item)
     for g in gathers:
-        row_id = fresh(g.node.alias, f"{g.node.alias}.{q(engine.ROW_ID)}")
+        row_id = fresh(g.node.alias, f"{g.node.alias}.{q(VID if g.versions else engine.ROW_ID)}")
         narrow.append(f"{row_id} AS {q(g.row_column)}")
     for source, name in extra_columns:
         item = f"{p.root.alias}.{q(source)} AS {q(name)}"
@@ -479,7 +530,9 @@ def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather
     A group qualifies when nothing after its own join reads its columns in SQL: it is no other
     join's left side and no post-join filter names it; when neither its columns nor the output
     already use the row-id names; and when gathering pays and fits in memory
-    (:class:`~feature_store.local.query.row_gather.GatherPolicy`).
+    (:class:`~feature_store.local.query.row_gather.GatherPolicy`). An as-known-joined group
+    qualifies on the first two alone: its row versions are in memory already, and its
+    timeline otherwise carries every column through the join.
     """
     lefts = {jp.left.alias for jp in p.joins}
     filtered = {_alias_by_name(p, f) for f in post.conditions()} if post is not None else set()
@@ -490,7 +543,11 @@ def _gathers(p: Plan, post: FilterSpec | None, output: list[str]) -> list[Gather
         node = jp.right
         columns = [(c.source, c.name) for c in p.columns if c.node is node]
         row_column = f"{engine.ROW_ID}_{node.alias}"
-        if (not jp.point_in_time or jp.join.as_known or not columns or node.alias in lefts
+        if jp.join.as_known:
+            if columns and node.alias not in lefts | filtered and row_column not in taken:
+                gathers.append(Gather(node, row_column, columns, versions=True))
+            continue
+        if (not jp.point_in_time or not columns or node.alias in lefts
                 or node.alias in filtered
                 or row_column in taken
                 or engine.ROW_ID in node.group.delta_table.schema(node.commit).names

@@ -71,6 +71,9 @@ class Gather:
     node: Node
     row_column: str  # the join result's column holding the matched row id (null: no match)
     columns: list[tuple[str, str]]  # (column of the group, output name)
+    #: an as-known-joined group: the row column holds the matched row version's id, and the
+    #: columns are taken from the row versions the statement was bound to, not from files
+    versions: bool = False
 
 
 def plan(spec: QuerySpec) -> Plan:

@@ -105,27 +105,42 @@ def memory_bytes() -> int:
 
 @dataclass
 class Source:
-    """A group's gathered columns over all files of one version, and each file's row count."""
+    """A group's gathered columns over all files of one version, and each file's row count;
+    or, for an as-known-joined group, its row versions' columns (``file_rows`` None: a row is
+    found by its version id, see :func:`version_source`)."""
 
     table: pa.Table
-    file_rows: np.ndarray
+    file_rows: np.ndarray | None
+
+    def rows(self, wanted: pa.ChunkedArray | pa.Array) -> Rows:
+        """Where each wanted row id (a row version id for row versions) sits in :attr:`table`."""
+        if self.file_rows is None:
+            return version_positions(self.table.num_rows, wanted)
+        return positions(self.file_rows, wanted)
 
 
 class GatherReads:
     """Reads each gathered group's columns in the background.
 
     Enter before running the join; :meth:`take` then waits for the reads and takes the matched
-    rows, every column of every group in one thread pool.
+    rows, every column of every group in one thread pool. ``versions``: node alias -> the
+    :func:`version_source` of each as-known-joined gather (already in memory).
     """
 
-    def __init__(self, gathers: list[Gather]) -> None:
+    def __init__(self, gathers: list[Gather], versions: dict[str, Source] | None = None) -> None:
         self._gathers = gathers
+        self._versions = versions or {}
         self._pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
         self._reads: list[Future[Source]] = []
 
     def __enter__(self) -> GatherReads:
-        self._reads = [self._pool.submit(read_source, g) for g in self._gathers]
+        self._reads = [self._pool.submit(self._read, g) for g in self._gathers]
         return self
+
+    def _read(self, gather: Gather) -> Source:
+        if gather.versions:
+            return self._versions[gather.node.alias]
+        return read_source(gather)
 
     def __exit__(
         self,
@@ -142,7 +157,7 @@ class GatherReads:
 
         def locate(gather: Gather, read: Future[Source]) -> tuple[Source, Rows]:
             source = read.result()
-            return source, positions(source.file_rows, row_ids[gather.row_column])
+            return source, source.rows(row_ids[gather.row_column])
 
         pairs = list(zip(self._gathers, self._reads, strict=True))
         located = [self._pool.submit(locate, gather, read) for gather, read in pairs]
@@ -183,6 +198,31 @@ def read_source(gather: Gather) -> Source:
         return Source(wanted.empty_table(), np.zeros(0, dtype=np.int64))
     combined = pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0]
     return Source(combined, np.asarray(rows, dtype=np.int64))
+
+
+def version_source(versions: pa.Table, columns: list[str], types: pa.Schema) -> Source:
+    """An as-known-joined group's gathered ``columns`` of its row versions (the table the
+    statement was bound to, whose :data:`~feature_store.local.storage.row_history.VID` is the
+    row's position plus one), typed as ``types`` (DuckDB's reading of that table) gives them."""
+    taken = versions.select(columns)
+    wanted = pa.schema([types.field(name) for name in columns])
+    return Source(taken if taken.schema == wanted else taken.cast(wanted), None)
+
+
+def version_positions(rows: int, wanted: pa.ChunkedArray | pa.Array) -> Rows:
+    """Where each wanted row version id sits in a row-version table of ``rows`` rows (ids are
+    positions plus one; null: no match)."""
+    want = wanted.combine_chunks() if isinstance(wanted, pa.ChunkedArray) else wanted
+    missing = want.is_null().to_numpy(zero_copy_only=False) if want.null_count else None
+    ids = (want.fill_null(1) if missing is not None else want).to_numpy(zero_copy_only=False)
+    at = ids.astype(np.int64, copy=False) - 1
+    if rows == 0:
+        if missing is None or not missing.all():
+            raise AssertionError("matched a row version in a group without any")
+        return Rows(None, missing)
+    if len(at) and (at.min() < 0 or at.max() >= rows):
+        raise AssertionError("a matched row version id is not in the row versions it was matched from")
+    return Rows(pa.array(at, type=pa.int64()), missing)
 
 
 def positions(file_rows: np.ndarray, wanted: pa.ChunkedArray | pa.Array) -> Rows:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fstrain.kernel.errors import IntegrityError
@@ -48,7 +49,16 @@ _PAIRED = "__fstrain_paired"
 #: row-version tables kept in memory (most recently used)
 MAX_HISTORIES = 8
 
-_cache: OrderedDict[tuple[str, str, int, str | None], pa.Table] = OrderedDict()
+
+@dataclass
+class _Entry:
+    """A cached row-version table and the tables derived from it (see :func:`derived`)."""
+
+    versions: pa.Table
+    derived: dict[str, pa.Table] = field(default_factory=dict)
+
+
+_cache: OrderedDict[tuple[str, str, int, str | None], _Entry] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -60,12 +70,32 @@ def row_versions(table: DeltaFeatureTable, commit: int, upsert_key: Sequence[str
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
-            return found
+            return found.versions
     built = _build(table, int(commit), list(upsert_key), ingestion_time)
     with _lock:
-        _cache[key] = built
+        _cache[key] = _Entry(built)
         while len(_cache) > MAX_HISTORIES:
             _cache.popitem(last=False)
+    return built
+
+
+def derived(versions: pa.Table, name: str, build: Callable[[pa.Table], pa.Table]) -> pa.Table:
+    """``build(versions)``, kept with ``versions`` (a table :func:`row_versions` returned) under
+    ``name`` for as long as that very table stays cached: what is derived from it, such as an
+    as-known join's timeline, refers to its :data:`VID` values, which a rebuilt table may
+    number differently."""
+    def entry() -> _Entry | None:
+        return next((e for e in _cache.values() if e.versions is versions), None)
+
+    with _lock:
+        found = entry()
+        if found is not None and name in found.derived:
+            return found.derived[name]
+    built = build(versions)
+    with _lock:
+        found = entry()
+        if found is not None:
+            found.derived[name] = built
     return built
 
 
@@ -211,8 +241,10 @@ def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schem
     """Row versions with :data:`KNOWN`, :data:`GONE`, :data:`ENDED` and :data:`VID`.
 
     The window that finds each event's successor carries only the upsert key, the commit, the
-    kind and the known time of each event (a sort carries every column it is given); the
-    versions' columns are then taken from the events by position."""
+    kind and the known time of each event (a sort carries every column it is given), and sorts
+    only the events of keys with more than one (most rows were put once and never replaced: their
+    version is current, found by hashing, not sorting); the versions' columns are then taken from
+    the events by position."""
     import numpy as np
     import pyarrow as pa
 
@@ -234,17 +266,23 @@ def _versions(con: duckdb.DuckDBPyConnection, events: pa.Table, schema: pa.Schem
              if ingestion_time else "__fstrain_c")
     con.register("__fstrain_ev", pa.table(columns, names=names))
     keys = ", ".join(f"__fstrain_u{i}" for i in range(len(upsert_key)))
+    same = " AND ".join(f"e2.__fstrain_u{i} IS NOT DISTINCT FROM m.__fstrain_u{i}"
+                        for i in range(len(upsert_key)))
     k, g = q("__fstrain_k"), q("__fstrain_g")
     p1, p2, v1, v2 = (q(f"__fstrain_{n}") for n in ("p1", "p2", "v1", "v2"))
     sql = (
         f"WITH e2 AS (SELECT *, {known} AS {k} FROM __fstrain_ev), "
+        f"m AS (SELECT {keys} FROM e2 GROUP BY ALL HAVING count(*) > 1), "
+        f"many AS (SELECT e2.* FROM e2 SEMI JOIN m ON {same}), "
+        f"once AS (SELECT e2.* FROM e2 ANTI JOIN m ON {same}), "
         f"s AS (SELECT __fstrain_i, {keys}, {k}, {q(_PUT)}, lead({k}) OVER w AS {g}, "
         f"lead({q(_PUT)}) OVER w AS {p1}, lead({q(_PUT)}, 2) OVER w AS {p2}, "
         f"lead({q(_VERSION)}) OVER w AS {v1}, lead({q(_VERSION)}, 2) OVER w AS {v2} "
-        f"FROM e2 WINDOW w AS (PARTITION BY {keys} ORDER BY {q(_VERSION)}, {q(_PUT)})) "
+        f"FROM many WINDOW w AS (PARTITION BY {keys} ORDER BY {q(_VERSION)}, {q(_PUT)})) "
         f"SELECT __fstrain_i, {k} AS {q(KNOWN)}, {g} AS {q(GONE)}, "
         f"({g} IS NOT NULL AND NOT {p1} AND NOT coalesce({p2} AND {v2} = {v1}, FALSE)) "
-        f"AS {q(ENDED)} FROM s WHERE {q(_PUT)}"
+        f"AS {q(ENDED)} FROM s WHERE {q(_PUT)} "
+        f"UNION ALL SELECT __fstrain_i, {k}, NULL, FALSE FROM once WHERE {q(_PUT)}"
     )
     try:
         found = con.sql(sql).to_arrow_table()
