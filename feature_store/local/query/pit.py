@@ -32,7 +32,9 @@ its feature groups. Semantics (see DESIGN.md and docs/concepts/joins.md):
 Execution: a point-in-time-joined group whose columns nothing reads after its join (it is no
 other join's left side and no post-join filter names it) carries only its keys, event time and
 row id through the ASOF join — DuckDB sorts each side with every column it carries — and its
-selected columns are taken by row afterwards (:mod:`feature_store.local.query.row_gather`). The
+selected columns are taken by row afterwards (:mod:`feature_store.local.query.row_gather`). An
+as-known-joined group is joined the same way: through the narrow timeline kept with its row
+versions (:func:`as_known.timeline_table`), its columns taken from those versions by id. The
 statement with every column in the joins is kept as ``display_template``: it is what
 ``Query.to_string()`` shows and what ``fetch(single_statement=True)`` runs to check the two.
 """
