@@ -248,17 +248,32 @@ def check_late_data(extra: Mapping[str, Any] | None, threshold: float) -> Findin
                      "before fstrain recorded late data)")
     records = late_data.groups(extra)
     flagged = late_data.over_threshold(extra, threshold)
+    uncounted = [g for g in records if g.get("not_counted")]
     evidence = {"threshold": threshold, "as_known": bool(extra.get("as_known")),
                 "groups": records}
+    unseen = (" Not counted: " + ", ".join(f"'{g['group']}'" for g in uncounted) + "."
+              if uncounted else "")
     if flagged:
         names = ", ".join(f"'{g['group']}' ({100 * late_data.share(g):.2f}%)" for g in flagged)
         return Finding("late_data", "warning", f"Possible leakage from late data: in {names} "
                        f"more than {100 * threshold:g}% of the joined rows were committed after "
                        "their label time (backfills, late batches or corrections no model "
-                       "serving then could have seen).", evidence,
+                       f"serving then could have seen).{unseen}", evidence,
                        "Build the version as it was known: create the feature view with "
                        "as_known=True (or join with as_known=True); for history loaded after "
                        "the fact, declare the group's ingestion_time column. Then train again.")
+    if uncounted:
+        return Finding("late_data", "warning", "Late data not counted for "
+                       + "; ".join(late_data.describe(g) for g in uncounted)
+                       + f". The version may hold rows committed after their label time that no "
+                       f"check saw ({len(records) - len(uncounted)} other group(s) checked, none "
+                       f"above {100 * threshold:g}%).", evidence,
+                       "The group's early Delta commit files are gone (removed by another "
+                       "writer's log cleanup), so when its rows arrived cannot be read from its "
+                       "history. If the rows carry the time they arrived, write them into a new "
+                       "version of the group declaring that column as its ingestion_time, build "
+                       "the view on it and train again; otherwise treat the version's features "
+                       "as possibly holding late data.")
     return Finding("late_data", "ok", f"No joined group above {100 * threshold:g}% of its rows "
                    f"committed after their label time ({len(records)} checked).", evidence)
 
