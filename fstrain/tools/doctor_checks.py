@@ -264,7 +264,7 @@ def check_late_data(extra: Mapping[str, Any] | None, threshold: float) -> Findin
                        "the fact, declare the group's ingestion_time column. Then train again.")
     if uncounted:
         return Finding("late_data", "warning", "Late data not counted for "
-                       + "; ".join(late_data.describe(g) for g in uncounted)
+                       + "; ".join(f"'{g['group']}': {g['not_counted']}" for g in uncounted)
                        + f". The version may hold rows committed after their label time that no "
                        f"check saw ({len(records) - len(uncounted)} other group(s) checked, none "
                        f"above {100 * threshold:g}%).", evidence,

@@ -248,7 +248,8 @@ def test_a_group_whose_old_commits_were_cleaned_up_is_recorded_as_not_counted(fs
     assert late.over_threshold(fv.get_training_dataset(version).extra, 0.0) == []
     finding = check_late_data(fv.get_training_dataset(version).extra, 0.01)
     assert finding.severity == "warning"  # not "ok": nothing was checked for it
-    assert finding.title.startswith("Late data not counted for 'old:1': not counted: ")
+    assert finding.title.startswith("Late data not counted for 'old:1': feature group 'old' v1")
+    assert "commit file of version 0 is gone" in finding.title
     assert sorted(fv.get_training_data(version)[0]["x"]) == [3.0, 4.0]
     with pytest.raises(HistoryRemovedError, match="feature group 'old' v1"):
         labels.select_all().join(old.select(["x"]), on=["k"], as_known=True).read()
